@@ -1,0 +1,105 @@
+# lossless-lab: the few verbs a user needs. `make help` lists them.
+# Everything a target needs (apt packages, the Python venv, cargo builds) is installed by the
+# target itself, idempotently, so a fresh Debian 12 machine needs nothing but `make`.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+BUILD    := build
+BIN      := $(CURDIR)/$(BUILD)/bin
+STAMPS   := $(BUILD)/.stamps
+VENV     := .venv
+PY       := $(CURDIR)/$(VENV)/bin/python
+CARGO    ?= cargo
+PROFILE  := release
+TARGET   := target/$(PROFILE)
+RESULTS  := results
+
+# The P4 compiler and the switch. Ours by default; `make run P4C=p4c SWITCH=simple_switch_grpc`
+# selects the p4lang tools where they are installed.
+P4C      ?= $(BIN)/p4-compile
+SWITCH   ?= $(BIN)/p4-switch
+export P4C SWITCH
+
+# Debian packages the tree needs: the C preprocessor (P4 #include), Debian's Python with venv
+# (Mininet's module is installed for it), and iproute2 for namespaces and veths.
+APT_PACKAGES := cpp python3-venv iproute2
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: help build test lint fmt run bench clean distclean deps
+
+help:
+	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
+	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
+	@echo "make run        build and run the default lab"
+	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
+	@echo "make fmt        format Rust and Python sources"
+	@echo "make clean      remove build outputs (keeps the venv)"
+
+# --- installation -------------------------------------------------------------------------
+
+$(STAMPS)/apt: Makefile
+	@mkdir -p $(@D)
+	@missing=$$(for p in $(APT_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "apt: installing $$missing"; \
+	    $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@touch $@
+
+$(STAMPS)/rust: Makefile
+	@mkdir -p $(@D)
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; exit 1; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt clippy
+	@touch $@
+
+# Debian's /usr/bin/python3 with system site packages, so that Debian's mininet module is visible.
+$(STAMPS)/venv: pyproject.toml $(STAMPS)/apt
+	@mkdir -p $(@D)
+	@[ -x $(PY) ] || /usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+deps: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
+
+# --- build --------------------------------------------------------------------------------
+
+build: $(STAMPS)/apt $(STAMPS)/rust
+	$(CARGO) build --$(PROFILE) --workspace
+	@mkdir -p $(BIN)
+	@find $(TARGET) -maxdepth 1 -type f -executable -exec install -m 755 {} $(BIN)/ \;
+
+# --- checks -------------------------------------------------------------------------------
+
+lint: $(STAMPS)/rust $(STAMPS)/venv
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --$(PROFILE) --workspace --all-targets -- -D warnings
+	$(PY) -m ruff check control topo ptf-tests
+	$(PY) -m ruff format --check control topo ptf-tests
+
+test: build deps lint
+	$(CARGO) test --$(PROFILE) --workspace
+	$(PY) -m pytest
+
+fmt: $(STAMPS)/rust $(STAMPS)/venv
+	$(CARGO) fmt --all
+	$(PY) -m ruff format control topo ptf-tests
+
+# --- lab ----------------------------------------------------------------------------------
+
+run: build deps
+	@echo "The lab topologies (topo/, issue 9) are not in this tree yet; 'make build' produced:"
+	@ls $(BIN)
+
+bench: build deps
+	@mkdir -p $(RESULTS)/bench
+
+clean:
+	rm -rf $(BUILD) target
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,4 @@
+//! Wire formats that several parts of lossless-lab produce or consume. One definition each, so the
+//! switch, the hosts and the tests cannot disagree about a byte.
+
+pub mod pfc;
