@@ -15,6 +15,8 @@ CARGO    ?= cargo
 PROFILE  := release
 TARGET   := target/$(PROFILE)
 RESULTS  := results
+# Python trees that exist so far; lint and format only those.
+PY_DIRS  := $(wildcard control topo ptf-tests)
 
 # The P4 compiler and the switch. Ours by default; `make run P4C=p4c SWITCH=simple_switch_grpc`
 # selects the p4lang tools where they are installed.
@@ -78,8 +80,8 @@ build: $(STAMPS)/apt $(STAMPS)/rust
 lint: $(STAMPS)/rust $(STAMPS)/venv
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --$(PROFILE) --workspace --all-targets -- -D warnings
-	$(PY) -m ruff check control topo ptf-tests
-	$(PY) -m ruff format --check control topo ptf-tests
+	$(PY) -m ruff check $(PY_DIRS)
+	$(PY) -m ruff format --check $(PY_DIRS)
 
 test: build deps lint
 	$(CARGO) test --$(PROFILE) --workspace
@@ -87,7 +89,7 @@ test: build deps lint
 
 fmt: $(STAMPS)/rust $(STAMPS)/venv
 	$(CARGO) fmt --all
-	$(PY) -m ruff format control topo ptf-tests
+	$(PY) -m ruff format $(PY_DIRS)
 
 # --- lab ----------------------------------------------------------------------------------
 

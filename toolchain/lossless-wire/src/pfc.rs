@@ -37,7 +37,10 @@ pub enum MacControlError {
 impl MacControl {
     /// PFC frame that resumes (XON) the given priorities: every enabled timer is zero.
     pub fn pfc_xon(class_enable: u8) -> Self {
-        MacControl::Pfc { class_enable, quanta: [0; 8] }
+        MacControl::Pfc {
+            class_enable,
+            quanta: [0; 8],
+        }
     }
 
     /// PFC frame that pauses (XOFF) the given priorities for `quanta` each.
@@ -48,7 +51,10 @@ impl MacControl {
                 *t = quanta;
             }
         }
-        MacControl::Pfc { class_enable, quanta: timers }
+        MacControl::Pfc {
+            class_enable,
+            quanta: timers,
+        }
     }
 
     /// Decodes an Ethernet frame (starting at the destination MAC, FCS stripped).
@@ -65,17 +71,25 @@ impl MacControl {
             _ => return Ok(Some(MacControl::Other { opcode })),
         };
         if body.len() < needed {
-            return Err(MacControlError::Truncated { len: frame.len(), needed: ETH_HEADER_LEN + needed });
+            return Err(MacControlError::Truncated {
+                len: frame.len(),
+                needed: ETH_HEADER_LEN + needed,
+            });
         }
         Ok(Some(match opcode {
-            OPCODE_PAUSE => MacControl::Pause { quanta: be16(body, 2) },
+            OPCODE_PAUSE => MacControl::Pause {
+                quanta: be16(body, 2),
+            },
             _ => {
                 let mut quanta = [0u16; 8];
                 for (p, q) in quanta.iter_mut().enumerate() {
                     *q = be16(body, 4 + 2 * p);
                 }
                 // The high octet of the vector is reserved: receivers ignore it.
-                MacControl::Pfc { class_enable: body[3], quanta }
+                MacControl::Pfc {
+                    class_enable: body[3],
+                    quanta,
+                }
             }
         }))
     }
@@ -91,7 +105,10 @@ impl MacControl {
                 f.extend_from_slice(&OPCODE_PAUSE.to_be_bytes());
                 f.extend_from_slice(&quanta.to_be_bytes());
             }
-            MacControl::Pfc { class_enable, quanta } => {
+            MacControl::Pfc {
+                class_enable,
+                quanta,
+            } => {
                 f.extend_from_slice(&OPCODE_PFC.to_be_bytes());
                 f.extend_from_slice(&[0, class_enable]);
                 for q in quanta {
@@ -159,20 +176,35 @@ mod tests {
     fn decode_ignores_reserved_vector_octet_and_non_control_frames() {
         let mut f = MacControl::pfc_xoff(0x01, 5).encode(SRC);
         f[16] = 0xff;
-        assert!(matches!(MacControl::decode(&f), Ok(Some(MacControl::Pfc { class_enable: 0x01, .. }))));
+        assert!(matches!(
+            MacControl::decode(&f),
+            Ok(Some(MacControl::Pfc {
+                class_enable: 0x01,
+                ..
+            }))
+        ));
         let mut ipv4 = f.clone();
         ipv4[12..14].copy_from_slice(&[0x08, 0x00]);
         assert_eq!(MacControl::decode(&ipv4), Ok(None));
         let mut gate = f;
         gate[14..16].copy_from_slice(&[0x00, 0x02]);
-        assert_eq!(MacControl::decode(&gate), Ok(Some(MacControl::Other { opcode: 2 })));
+        assert_eq!(
+            MacControl::decode(&gate),
+            Ok(Some(MacControl::Other { opcode: 2 }))
+        );
     }
 
     #[test]
     fn truncated_pfc_is_an_error_not_a_panic() {
         let f = MacControl::pfc_xoff(0x01, 5).encode(SRC);
         for len in 16..34 {
-            assert!(matches!(MacControl::decode(&f[..len]), Err(MacControlError::Truncated { .. })), "len {len}");
+            assert!(
+                matches!(
+                    MacControl::decode(&f[..len]),
+                    Err(MacControlError::Truncated { .. })
+                ),
+                "len {len}"
+            );
         }
     }
 

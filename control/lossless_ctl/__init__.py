@@ -1,0 +1,1 @@
+"""lossless-lab controller: SONiC config_db.json to P4Runtime."""
