@@ -1,0 +1,231 @@
+// Egress: buffer release with PFC XON, ECN marking, and the frames the pipeline generates.
+#ifndef LOSSLESS_EGRESS_P4
+#define LOSSLESS_EGRESS_P4
+
+control LosslessEgress(inout headers_t hdr,
+                       inout metadata_t meta,
+                       inout standard_metadata_t standard_metadata) {
+    counter(PORT_CLASSES, CounterType.packets) pfc_sent;
+    counter(PORT_CLASSES, CounterType.packets) xon_transitions;
+    counter(PORT_CLASSES, CounterType.packets_and_bytes) ecn_marked;
+    counter(512, CounterType.packets) sfc_sent;
+    counter(512, CounterType.packets) sfc_converted;
+
+    mac_t port_mac = 0;
+    bit<1> host_facing = 0;
+    bit<16> quanta_per_us = 0;
+
+    // host_facing: the port leads to hosts, so this switch is their source ToR and turns SFC
+    // signals for them into PFC. quanta_per_us: pause quanta in one microsecond at the port's
+    // rate (port bps / 512 / 1e6, e.g. 48 at 25G).
+    action set_egress_port(mac_t mac, bit<1> sfc_host_facing, bit<16> pause_quanta_per_us) {
+        port_mac = mac;
+        host_facing = sfc_host_facing;
+        quanta_per_us = pause_quanta_per_us;
+    }
+
+    table egress_port {
+        key = { standard_metadata.egress_port: exact @name("port"); }
+        actions = { set_egress_port; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    bit<1> ecn_enabled = 0;
+    bit<32> kmin = 0;
+    bit<32> kmax = 0;
+    bit<32> slope = 0;
+
+    // WRED_PROFILE with ecn: no mark below min_threshold, above max_threshold always, between
+    // them with probability (depth - min) x slope / 2^32, slope = Pmax x 2^32 / (max - min).
+    action set_wred_ecn(bit<32> min_threshold, bit<32> max_threshold, bit<32> mark_slope) {
+        ecn_enabled = 1;
+        kmin = min_threshold;
+        kmax = max_threshold;
+        slope = mark_slope;
+    }
+
+    table queue_wred {
+        key = {
+            standard_metadata.egress_port: exact @name("port");
+            meta.queue: exact @name("queue");
+        }
+        actions = { set_wred_ecn; NoAction; }
+        default_action = NoAction();
+        size = PORT_CLASSES;
+    }
+
+    // An 802.1Qbb frame pausing the priorities in class_enable for `quanta` (0 resumes).
+    action make_pfc(bit<8> class_enable, bit<16> quanta) {
+        hdr.ethernet.dst_addr = MAC_CONTROL_DST;
+        hdr.ethernet.src_addr = port_mac;
+        hdr.ethernet.ether_type = ETHERTYPE_MAC_CONTROL;
+        hdr.vlan.setInvalid();
+        hdr.arp.setInvalid();
+        hdr.ipv4.setInvalid();
+        hdr.ipv4_options.setInvalid();
+        hdr.ipv6.setInvalid();
+        hdr.icmpv6.setInvalid();
+        hdr.udp.setInvalid();
+        hdr.tcp.setInvalid();
+        hdr.bth.setInvalid();
+        hdr.sfc.setInvalid();
+        hdr.pfc.setValid();
+        hdr.pfc.opcode = MAC_CONTROL_OPCODE_PFC;
+        hdr.pfc._reserved = 0;
+        hdr.pfc.class_enable = class_enable;
+        hdr.pfc.time0 = class_enable[0:0] == 1 ? quanta : 0;
+        hdr.pfc.time1 = class_enable[1:1] == 1 ? quanta : 0;
+        hdr.pfc.time2 = class_enable[2:2] == 1 ? quanta : 0;
+        hdr.pfc.time3 = class_enable[3:3] == 1 ? quanta : 0;
+        hdr.pfc.time4 = class_enable[4:4] == 1 ? quanta : 0;
+        hdr.pfc.time5 = class_enable[5:5] == 1 ? quanta : 0;
+        hdr.pfc.time6 = class_enable[6:6] == 1 ? quanta : 0;
+        hdr.pfc.time7 = class_enable[7:7] == 1 ? quanta : 0;
+        hdr.pad26.setValid();
+        hdr.pad26.zero = 0;
+        truncate(60);
+    }
+
+    // The SFC message, wire-compatible with the public format: the data packet's MACs and IPs
+    // swapped, UDP to 1674, payload {version, data DSCP, pause in us}, padded to 64 bytes.
+    action make_sfc_message() {
+        mac_t peer = hdr.ethernet.src_addr;
+        hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
+        hdr.ethernet.dst_addr = peer;
+        ipv4_addr_t source = hdr.ipv4.src_addr;
+        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+        hdr.ipv4.dst_addr = source;
+        hdr.ipv4.ihl = 5;
+        hdr.ipv4.dscp = meta.sfc_ip_dscp;
+        hdr.ipv4.ecn = 0;
+        hdr.ipv4.total_len = 46;
+        hdr.ipv4.identification = 0;
+        hdr.ipv4.flags = 0;
+        hdr.ipv4.frag_offset = 0;
+        hdr.ipv4.ttl = 64;
+        hdr.ipv4.protocol = IP_PROTO_UDP;
+        hdr.ipv4_options.setInvalid();
+        hdr.tcp.setInvalid();
+        hdr.bth.setInvalid();
+        hdr.udp.setValid();
+        hdr.udp.src_port = UDP_PORT_SFC;
+        hdr.udp.dst_port = UDP_PORT_SFC;
+        hdr.udp.length = 26;
+        hdr.udp.checksum = 0;
+        hdr.sfc.setValid();
+        hdr.sfc.version = SFC_VERSION;
+        hdr.sfc.dscp = meta.sfc_dscp;
+        hdr.sfc.duration_us = meta.sfc_duration_us;
+        hdr.pad14.setValid();
+        hdr.pad14.zero = 0;
+    }
+
+    apply {
+        bit<8> pfc_classes = 0;
+        bool is_clone = standard_metadata.instance_type == INSTANCE_INGRESS_CLONE
+                        || standard_metadata.instance_type == INSTANCE_EGRESS_CLONE;
+        if (is_clone || meta.kind == KIND_SFC) {
+            egress_port.apply();
+        }
+        if (is_clone) {
+            if (meta.clone_kind == KIND_PFC) {
+                make_pfc(meta.class_enable, meta.pause_quanta);
+                pfc_classes = meta.class_enable;
+            } else if (meta.clone_kind == KIND_SFC) {
+                if (host_facing == 1) {
+                    // The source is ours: pause it directly.
+                    make_pfc(meta.class_enable,
+                             pause_quanta_for(meta.sfc_duration_us, quanta_per_us));
+                    pfc_classes = meta.class_enable;
+                    sfc_converted.count((bit<32>)standard_metadata.egress_port);
+                } else {
+                    make_sfc_message();
+                    truncate(hdr.vlan.isValid() ? 32w64 : 32w60);
+                    sfc_sent.count((bit<32>)standard_metadata.egress_port);
+                }
+            }
+        }
+        // A received SFC message for a host behind this port: we are its source ToR, so it
+        // becomes a pause toward the host and goes no further.
+        else if (meta.kind == KIND_SFC && host_facing == 1) {
+            if (meta.class_enable != 0) {
+                make_pfc(meta.class_enable,
+                         pause_quanta_for(meta.sfc_duration_us, quanta_per_us));
+                pfc_classes = meta.class_enable;
+                sfc_converted.count((bit<32>)standard_metadata.egress_port);
+            } else {
+                mark_to_drop(standard_metadata);
+            }
+        }
+        // Generated PFC frames are counted once for each priority they pause.
+        if (pfc_classes != 0) {
+            bit<32> base = port_class(standard_metadata.egress_port, 0);
+            if (pfc_classes[0:0] == 1) { pfc_sent.count(base); }
+            if (pfc_classes[1:1] == 1) { pfc_sent.count(base + 1); }
+            if (pfc_classes[2:2] == 1) { pfc_sent.count(base + 2); }
+            if (pfc_classes[3:3] == 1) { pfc_sent.count(base + 3); }
+            if (pfc_classes[4:4] == 1) { pfc_sent.count(base + 4); }
+            if (pfc_classes[5:5] == 1) { pfc_sent.count(base + 5); }
+            if (pfc_classes[6:6] == 1) { pfc_sent.count(base + 6); }
+            if (pfc_classes[7:7] == 1) { pfc_sent.count(base + 7); }
+        }
+        if (is_clone || meta.kind != KIND_DATA) {
+            exit;
+        }
+
+        // Release the packet's bytes from its ingress PG, its queue and the shared pool.
+        bit<32> pg_index = port_class(standard_metadata.ingress_port, meta.pg);
+        bit<32> occupancy;
+        pg_bytes.read(occupancy, pg_index);
+        occupancy = occupancy |-| meta.acct_len;
+        pg_bytes.write(pg_index, occupancy);
+        bit<32> pool_used;
+        shared_pool_used.read(pool_used, 0);
+        shared_pool_used.write(0, pool_used |-| meta.acct_len);
+        bit<32> queue_index = port_class(standard_metadata.egress_port, meta.queue);
+        bit<32> depth;
+        queue_bytes.read(depth, queue_index);
+        depth = depth |-| meta.acct_len;
+        queue_bytes.write(queue_index, depth);
+
+        if (meta.lossless == 1) {
+            bit<1> paused;
+            pg_paused.read(paused, pg_index);
+            if (paused == 1 && occupancy < meta.xon_th) {
+                pg_paused.write(pg_index, 0);
+                xon_transitions.count(pg_index);
+                meta.clone_kind = KIND_PFC;
+                meta.pause_quanta = 0;
+                clone_preserving_field_list(CloneType.E2E,
+                    PORT_SESSION_BASE + (bit<32>)standard_metadata.ingress_port, FL_CLONE);
+            }
+        }
+
+        // ECN marking on the depth the packet leaves behind; never on Not-ECT packets.
+        queue_wred.apply();
+        bit<2> ecn = hdr.ipv4.isValid() ? hdr.ipv4.ecn : hdr.ipv6.ecn;
+        if (ecn_enabled == 1 && (hdr.ipv4.isValid() || hdr.ipv6.isValid())
+                && ecn != 0 && ecn != 3 && depth > kmin) {
+            bool mark = depth >= kmax;
+            if (!mark) {
+                bit<32> draw;
+                random(draw, 32w0, 32w0xffffffff);
+                mark = draw < (depth - kmin) * slope;
+            }
+            if (mark) {
+                ecn_marked.count(queue_index);
+                if (hdr.ipv4.isValid()) {
+                    hdr.ipv4.hdr_checksum = csum16_replace(hdr.ipv4.hdr_checksum,
+                        hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn,
+                        hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ 2w3);
+                    hdr.ipv4.ecn = 3;
+                } else {
+                    hdr.ipv6.ecn = 3;
+                }
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,511 @@
+// Ingress: classification, routing, buffer admission with PFC XOFF, SFC triggering and conversion.
+#ifndef LOSSLESS_INGRESS_P4
+#define LOSSLESS_INGRESS_P4
+
+control LosslessIngress(inout headers_t hdr,
+                        inout metadata_t meta,
+                        inout standard_metadata_t standard_metadata) {
+    counter(DROP_REASONS, CounterType.packets_and_bytes) drop_reasons;
+    counter(PORT_CLASSES, CounterType.packets) xoff_transitions;
+    counter(PORT_CLASSES, CounterType.packets_and_bytes) lossless_violations;
+    counter(PORT_CLASSES, CounterType.packets_and_bytes) headroom_admits;
+    counter(512, CounterType.packets) mac_control_received;
+    counter(512, CounterType.packets) sfc_received;
+    counter(512, CounterType.packets) sfc_triggered;
+    counter(512, CounterType.packets) sfc_suppressed;
+    meter(PUNT_REASONS, MeterType.packets) copp;
+
+    // Last time (us) an SFC signal went to a source, by a hash of its address. A hash collision
+    // only suppresses a signal early, never sends an extra one.
+    register<bit<48>>(4096) sfc_last_sent;
+
+    // Set by the controller: thresholds of this packet's (ingress port, PG).
+    bit<32> xoff_th = 0;
+    bit<32> limit = 0;
+    bit<48> refresh_us = 0;
+    bit<32> lossy_static_th = 0;
+    bit<8> dyn_shift_left = 0;
+    bit<8> dyn_shift_right = 0;
+    bit<1> lossy_dynamic = 0;
+    bit<1> has_profile = 0;
+    bit<32> pool_bytes = 0;
+    bit<48> sfc_interval_us = 0;
+
+    // Set by the controller: SFC at this packet's (egress port, queue).
+    bit<1> sfc_enabled = 0;
+    bit<32> sfc_threshold = 0;
+    bit<32> sfc_target = 0;
+    bit<32> sfc_us_per_byte_q24 = 0;
+    bit<6> sfc_signal_dscp = 0;
+
+    action drop_for(bit<32> reason) {
+        meta.dropped = 1;
+        mark_to_drop(standard_metadata);
+        drop_reasons.count(reason);
+    }
+
+    // --- switch-wide settings -------------------------------------------------------------
+
+    action set_switch_config(bit<32> shared_pool_bytes, bit<48> sfc_min_interval_us) {
+        pool_bytes = shared_pool_bytes;
+        sfc_interval_us = sfc_min_interval_us;
+    }
+
+    table switch_config {
+        actions = { set_switch_config; }
+        default_action = set_switch_config(0, 0);
+        size = 1;
+    }
+
+    // --- classification: SAI QoS maps bound per port ------------------------------------
+
+    action set_port_qos(bit<1> trust_dscp, bit<8> dscp_to_tc_map, bit<8> dot1p_to_tc_map,
+                        bit<8> tc_to_pg_map, bit<8> tc_to_queue_map, bit<3> default_tc) {
+        meta.trust_dscp = trust_dscp;
+        meta.dscp_map = dscp_to_tc_map;
+        meta.dot1p_map = dot1p_to_tc_map;
+        meta.tc_pg_map = tc_to_pg_map;
+        meta.tc_queue_map = tc_to_queue_map;
+        meta.tc = default_tc;
+    }
+
+    table port_qos {
+        key = { standard_metadata.ingress_port: exact @name("port"); }
+        actions = { set_port_qos; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    action set_tc(bit<3> tc) {
+        meta.tc = tc;
+    }
+
+    table dscp_to_tc {
+        key = {
+            meta.dscp_map: exact @name("map");
+            meta.dscp: exact @name("dscp");
+        }
+        actions = { set_tc; NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
+
+    table dot1p_to_tc {
+        key = {
+            meta.dot1p_map: exact @name("map");
+            hdr.vlan.pcp: exact @name("pcp");
+        }
+        actions = { set_tc; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    action set_pg(bit<3> pg) {
+        meta.pg = pg;
+    }
+
+    table tc_to_pg {
+        key = {
+            meta.tc_pg_map: exact @name("map");
+            meta.tc: exact @name("tc");
+        }
+        actions = { set_pg; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    action set_queue(bit<3> queue) {
+        meta.queue = queue;
+    }
+
+    table tc_to_queue {
+        key = {
+            meta.tc_queue_map: exact @name("map");
+            meta.tc: exact @name("tc");
+        }
+        actions = { set_queue; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    // --- routing: SAI route -> next hop (group) -> neighbour -> router interface ---------
+
+    table router_mac {
+        key = { hdr.ethernet.dst_addr: exact @name("dst_mac"); }
+        actions = { NoAction; }
+        default_action = NoAction();
+        size = 64;
+    }
+
+    action punt(bit<8> reason) {
+        meta.punt_reason = reason;
+    }
+
+    action set_nexthop_id(bit<16> nexthop_id) {
+        meta.nexthop_id = nexthop_id;
+        meta.routed = 1;
+    }
+
+    action set_ecmp_group_id(bit<16> ecmp_group_id) {
+        meta.ecmp_group_id = ecmp_group_id;
+    }
+
+    action trap() {
+        meta.punt_reason = PUNT_IP2ME;
+    }
+
+    action drop_route() {
+        drop_for(DROP_ROUTE_ACTION);
+    }
+
+    action no_route() {
+        drop_for(DROP_NO_ROUTE);
+    }
+
+    table ipv4_route {
+        key = { hdr.ipv4.dst_addr: lpm @name("dst"); }
+        actions = { set_nexthop_id; set_ecmp_group_id; trap; drop_route; no_route; }
+        const default_action = no_route();
+        size = IPV4_ROUTES;
+    }
+
+    table ipv6_route {
+        key = { hdr.ipv6.dst_addr: lpm @name("dst"); }
+        actions = { set_nexthop_id; set_ecmp_group_id; trap; drop_route; no_route; }
+        const default_action = no_route();
+        size = IPV6_ROUTES;
+    }
+
+    // RoCEv2 puts its entropy in the UDP source port, so the 5-tuple spreads QPs over members.
+    action_selector(HashAlgorithm.crc16, ECMP_MEMBERS, 16) ecmp_selector;
+
+    table ecmp_group {
+        key = {
+            meta.ecmp_group_id: exact @name("group");
+            meta.flow_src: selector;
+            meta.flow_dst: selector;
+            meta.flow_proto: selector;
+            meta.l4_src: selector;
+            meta.l4_dst: selector;
+        }
+        actions = { set_nexthop_id; }
+        implementation = ecmp_selector;
+        size = ECMP_GROUPS;
+    }
+
+    action set_ip_nexthop(bit<16> rif, ipv6_addr_t neighbor_ip) {
+        meta.rif = rif;
+        meta.neighbor_ip = neighbor_ip;
+    }
+
+    table nexthop {
+        key = { meta.nexthop_id: exact @name("nexthop_id"); }
+        actions = { set_ip_nexthop; no_route; }
+        const default_action = no_route();
+        size = NEXTHOPS;
+    }
+
+    action set_dst_mac(mac_t dst_mac) {
+        hdr.ethernet.dst_addr = dst_mac;
+    }
+
+    action no_neighbor() {
+        drop_for(DROP_NO_NEIGHBOR);
+    }
+
+    table neighbor {
+        key = {
+            meta.rif: exact @name("rif");
+            meta.neighbor_ip: exact @name("ip");
+        }
+        actions = { set_dst_mac; no_neighbor; }
+        const default_action = no_neighbor();
+        size = NEIGHBORS;
+    }
+
+    action set_port_and_src_mac(port_t port, mac_t src_mac) {
+        standard_metadata.egress_spec = port;
+        hdr.ethernet.src_addr = src_mac;
+    }
+
+    table router_interface {
+        key = { meta.rif: exact @name("rif"); }
+        actions = { set_port_and_src_mac; no_route; }
+        const default_action = no_route();
+        size = ROUTER_INTERFACES;
+    }
+
+    // --- buffer admission per (ingress port, PG), SONiC BUFFER_PG semantics -------------
+
+    // Lossless: pause above xoff_threshold (refreshing every refresh_us while above), resume
+    // below xon_threshold, absorb in-flight bytes in headroom up to drop_limit.
+    action set_lossless(bit<32> xoff_threshold, bit<32> xon_threshold, bit<32> drop_limit,
+                        bit<8> class_enable, bit<16> quanta, bit<48> refresh_interval_us) {
+        has_profile = 1;
+        meta.lossless = 1;
+        xoff_th = xoff_threshold;
+        meta.xon_th = xon_threshold;
+        limit = drop_limit;
+        meta.class_enable = class_enable;
+        meta.pause_quanta = quanta;
+        refresh_us = refresh_interval_us;
+    }
+
+    action set_lossy_static(bit<32> threshold) {
+        has_profile = 1;
+        lossy_static_th = threshold;
+    }
+
+    // SONiC dynamic_th: threshold = 2^dynamic_th x free shared buffer, as a shift either way.
+    action set_lossy_dynamic(bit<8> shift_left, bit<8> shift_right) {
+        has_profile = 1;
+        lossy_dynamic = 1;
+        dyn_shift_left = shift_left;
+        dyn_shift_right = shift_right;
+    }
+
+    table pg_profile {
+        key = {
+            standard_metadata.ingress_port: exact @name("port");
+            meta.pg: exact @name("pg");
+        }
+        actions = { set_lossless; set_lossy_static; set_lossy_dynamic; NoAction; }
+        default_action = NoAction();
+        size = PORT_CLASSES;
+    }
+
+    // --- Source Flow Control at the congestion point ------------------------------------
+
+    // duration_us = (depth - target) x us_per_byte_q24 >> 24, with us_per_byte the inverse of
+    // the queue's drain rate (8e6 / port bps), given in Q8.24 because P4 has no division.
+    action set_sfc(bit<32> threshold, bit<32> target, bit<32> us_per_byte_q24, bit<6> dscp) {
+        sfc_enabled = 1;
+        sfc_threshold = threshold;
+        sfc_target = target;
+        sfc_us_per_byte_q24 = us_per_byte_q24;
+        sfc_signal_dscp = dscp;
+    }
+
+    table sfc_queue {
+        key = {
+            standard_metadata.egress_spec: exact @name("port");
+            meta.queue: exact @name("queue");
+        }
+        actions = { set_sfc; NoAction; }
+        default_action = NoAction();
+        size = PORT_CLASSES;
+    }
+
+    // SFC messages carry the data packet's DSCP; the source ToR maps it to the priority to pause
+    // with its host ports' DSCP_TO_TC_MAP (priority = TC for lossless classes, as SONiC does).
+    action set_sfc_priority(bit<3> priority) {
+        meta.class_enable = (bit<8>)1 << priority;
+    }
+
+    table sfc_dscp_to_priority {
+        key = { hdr.sfc.dscp: exact @name("dscp"); }
+        actions = { set_sfc_priority; NoAction; }
+        default_action = NoAction();
+        size = 64;
+    }
+
+    apply {
+        if (standard_metadata.parser_error != error.NoError) {
+            drop_for(DROP_PARSER_ERROR);
+            exit;
+        }
+        if (hdr.packet_out.isValid()) {
+            standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+            meta.kind = KIND_CONTROL;
+            exit;
+        }
+        // MAC control frames are consumed by the port; any that reach the pipeline are counted.
+        if (hdr.pfc.isValid()) {
+            mac_control_received.count((bit<32>)standard_metadata.ingress_port);
+            drop_for(DROP_MAC_CONTROL);
+            exit;
+        }
+
+        switch_config.apply();
+        port_qos.apply();
+        if (meta.trust_dscp == 1 && (hdr.ipv4.isValid() || hdr.ipv6.isValid())) {
+            dscp_to_tc.apply();
+        } else if (hdr.vlan.isValid()) {
+            dot1p_to_tc.apply();
+        }
+        tc_to_pg.apply();
+        tc_to_queue.apply();
+        standard_metadata.priority = meta.queue;
+
+        if (hdr.arp.isValid()) {
+            meta.punt_reason = PUNT_ARP;
+        } else if (hdr.icmpv6.isValid() && (hdr.icmpv6.type == ICMPV6_NEIGHBOR_SOLICIT
+                                            || hdr.icmpv6.type == ICMPV6_NEIGHBOR_ADVERT)) {
+            meta.punt_reason = PUNT_ND;
+        } else if (hdr.ipv4.isValid() || hdr.ipv6.isValid()) {
+            if (!router_mac.apply().hit) {
+                drop_for(DROP_NOT_ROUTER_MAC);
+                exit;
+            }
+            if (hdr.ipv4.isValid()) {
+                ipv4_route.apply();
+            } else {
+                ipv6_route.apply();
+            }
+            if (meta.ecmp_group_id != 0) {
+                ecmp_group.apply();
+            }
+        }
+
+        if (meta.punt_reason != 0) {
+            bit<2> color;
+            copp.execute_meter((bit<32>)meta.punt_reason, color);
+            if (color == METER_RED) {
+                drop_for(DROP_COPP);
+                exit;
+            }
+            standard_metadata.egress_spec = CPU_PORT;
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = standard_metadata.ingress_port;
+            hdr.packet_in.reason = meta.punt_reason;
+            meta.kind = KIND_PUNT;
+            exit;
+        }
+        if (meta.routed == 0) {
+            if (meta.dropped == 0) {
+                drop_for(DROP_NO_ROUTE);
+            }
+            exit;
+        }
+
+        // TTL: expire at the router that would send it on with zero.
+        if (hdr.ipv4.isValid()) {
+            if (hdr.ipv4.ttl <= 1) {
+                drop_for(DROP_TTL_EXPIRED);
+                exit;
+            }
+            hdr.ipv4.hdr_checksum = csum16_replace(hdr.ipv4.hdr_checksum,
+                                                   hdr.ipv4.ttl ++ hdr.ipv4.protocol,
+                                                   (hdr.ipv4.ttl - 1) ++ hdr.ipv4.protocol);
+            hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        } else if (hdr.ipv6.isValid()) {
+            if (hdr.ipv6.hop_limit <= 1) {
+                drop_for(DROP_TTL_EXPIRED);
+                exit;
+            }
+            hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
+        }
+        nexthop.apply();
+        neighbor.apply();
+        router_interface.apply();
+        if (meta.dropped == 1) {
+            exit;
+        }
+
+        // A received SFC message is forwarded like any packet, except to a host port that
+        // pauses hosts (checked in egress, where the port is known with its rate).
+        if (hdr.sfc.isValid()) {
+            sfc_received.count((bit<32>)standard_metadata.ingress_port);
+            sfc_dscp_to_priority.apply();
+            meta.sfc_duration_us = hdr.sfc.duration_us;
+            meta.kind = KIND_SFC;
+            exit;
+        }
+
+        // Admission into the ingress priority group.
+        bit<32> pg_index = port_class(standard_metadata.ingress_port, meta.pg);
+        bit<32> occupancy;
+        pg_bytes.read(occupancy, pg_index);
+        bit<32> pool_used;
+        shared_pool_used.read(pool_used, 0);
+        meta.acct_len = standard_metadata.packet_length;
+        bit<32> after = occupancy + meta.acct_len;
+        pg_profile.apply();
+        if (has_profile == 1 && meta.lossless == 1) {
+            if (after > limit) {
+                lossless_violations.count(pg_index);
+                drop_for(DROP_LOSSLESS_VIOLATION);
+                exit;
+            }
+            if (after > xoff_th) {
+                headroom_admits.count(pg_index);
+            }
+            bit<1> paused;
+            pg_paused.read(paused, pg_index);
+            bit<48> last;
+            pg_last_pause.read(last, pg_index);
+            bit<48> now = standard_metadata.ingress_global_timestamp;
+            bit<1> send_pause = 0;
+            if (paused == 0 && after > xoff_th) {
+                xoff_transitions.count(pg_index);
+                pg_paused.write(pg_index, 1);
+                send_pause = 1;
+            } else if (paused == 1 && after >= meta.xon_th && now - last >= refresh_us) {
+                // Still above XON: renew the pause before the sender's timer runs out.
+                send_pause = 1;
+            }
+            if (send_pause == 1) {
+                pg_last_pause.write(pg_index, now);
+                meta.clone_kind = KIND_PFC;
+                clone_preserving_field_list(CloneType.I2E,
+                    PORT_SESSION_BASE + (bit<32>)standard_metadata.ingress_port, FL_CLONE);
+            }
+        } else if (has_profile == 1) {
+            bit<32> threshold = lossy_static_th;
+            if (lossy_dynamic == 1) {
+                bit<32> free = 0;
+                if (pool_bytes > pool_used) {
+                    free = pool_bytes - pool_used;
+                }
+                threshold = (free << dyn_shift_left) >> dyn_shift_right;
+            }
+            if (after > threshold) {
+                drop_for(DROP_LOSSY_THRESHOLD);
+                exit;
+            }
+        }
+        pg_bytes.write(pg_index, after);
+        shared_pool_used.write(0, pool_used + meta.acct_len);
+        bit<32> queue_index = port_class(standard_metadata.egress_spec, meta.queue);
+        bit<32> queue_depth;
+        queue_bytes.read(queue_depth, queue_index);
+        queue_bytes.write(queue_index, queue_depth + meta.acct_len);
+        meta.kind = KIND_DATA;
+
+        // Source Flow Control: a RoCEv2 packet into a queue past the SFC threshold makes the
+        // switch signal its source, at most once per source per interval. A PFC clone of the
+        // same packet takes precedence (one clone per packet); the next packet signals.
+        if (hdr.bth.isValid() && hdr.ipv4.isValid() && meta.clone_kind == 0) {
+            sfc_queue.apply();
+            if (sfc_enabled == 1 && queue_depth > sfc_threshold) {
+                bit<12> slot;
+                hash(slot, HashAlgorithm.crc16, (bit<12>)0, { hdr.ipv4.src_addr }, (bit<13>)4096);
+                bit<48> last_signal;
+                sfc_last_sent.read(last_signal, (bit<32>)slot);
+                bit<48> now = standard_metadata.ingress_global_timestamp;
+                if (last_signal != 0 && now - last_signal < sfc_interval_us) {
+                    sfc_suppressed.count((bit<32>)standard_metadata.ingress_port);
+                } else {
+                    sfc_last_sent.write((bit<32>)slot, now | 1);
+                    bit<64> duration = 0;
+                    if (queue_depth > sfc_target) {
+                        duration = ((bit<64>)(queue_depth - sfc_target)
+                                    * (bit<64>)sfc_us_per_byte_q24) >> 24;
+                    }
+                    meta.sfc_duration_us = duration > 0xffff ? 16w0xffff : (bit<16>)duration;
+                    meta.sfc_dscp = (bit<8>)meta.dscp;
+                    meta.sfc_ip_dscp = sfc_signal_dscp;
+                    // Used when the source is on one of our own ports: priority = TC.
+                    meta.class_enable = (bit<8>)1 << meta.tc;
+                    meta.clone_kind = KIND_SFC;
+                    sfc_triggered.count((bit<32>)standard_metadata.ingress_port);
+                    clone_preserving_field_list(CloneType.I2E,
+                        PORT_SESSION_BASE + (bit<32>)standard_metadata.ingress_port, FL_CLONE);
+                }
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,44 @@
+// lossless-lab: the lossless L3 pipeline for v1model (bmv2 simple_switch and p4-switch).
+// Design, tables and formulas: README.md in this directory.
+#include <core.p4>
+#include <v1model.p4>
+
+#include "headers.p4"
+
+// Buffer accounting shared by ingress (admission) and egress (release), in bytes:
+// per (ingress port, PG), per (egress port, queue) and for the shared pool.
+register<bit<32>>(PORT_CLASSES) pg_bytes;
+register<bit<32>>(PORT_CLASSES) queue_bytes;
+register<bit<32>>(1) shared_pool_used;
+// XOFF state per (ingress port, PG) and when the last pause went out (us), for refresh.
+register<bit<1>>(PORT_CLASSES) pg_paused;
+register<bit<48>>(PORT_CLASSES) pg_last_pause;
+
+bit<32> port_class(in port_t port, in bit<3> class) {
+    return ((bit<32>)port << 3) | (bit<32>)class;
+}
+
+// RFC 1624 eqn. 3: the header checksum after one 16-bit word changes from old_word to new_word.
+bit<16> csum16_replace(in bit<16> csum, in bit<16> old_word, in bit<16> new_word) {
+    bit<32> sum = (bit<32>)(~csum) + (bit<32>)(~old_word) + (bit<32>)new_word;
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    return ~(bit<16>)sum;
+}
+
+// Pause quanta covering duration_us at a port's rate, capped at the largest PFC timer.
+bit<16> pause_quanta_for(in bit<16> duration_us, in bit<16> quanta_per_us) {
+    bit<32> quanta = (bit<32>)duration_us * (bit<32>)quanta_per_us;
+    return quanta > 0xffff ? 16w0xffff : (bit<16>)quanta;
+}
+
+#include "parser.p4"
+#include "ingress.p4"
+#include "egress.p4"
+
+V1Switch(LosslessParser(),
+         LosslessVerifyChecksum(),
+         LosslessIngress(),
+         LosslessEgress(),
+         LosslessComputeChecksum(),
+         LosslessDeparser()) main;
