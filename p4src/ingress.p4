@@ -298,8 +298,8 @@ control LosslessIngress(inout headers_t hdr,
 
     // SFC messages carry the data packet's DSCP; the source ToR maps it to the priority to pause
     // with its host ports' DSCP_TO_TC_MAP (priority = TC for lossless classes, as SONiC does).
-    action set_sfc_priority(bit<3> priority) {
-        meta.class_enable = (bit<8>)1 << priority;
+    action set_sfc_priority(bit<3> prio) {
+        meta.class_enable = (bit<8>)1 << prio;
     }
 
     table sfc_dscp_to_priority {

@@ -14,8 +14,8 @@ register<bit<32>>(1) shared_pool_used;
 register<bit<1>>(PORT_CLASSES) pg_paused;
 register<bit<48>>(PORT_CLASSES) pg_last_pause;
 
-bit<32> port_class(in port_t port, in bit<3> class) {
-    return ((bit<32>)port << 3) | (bit<32>)class;
+bit<32> port_class(in port_t port, in bit<3> cls) {
+    return ((bit<32>)port << 3) | (bit<32>)cls;
 }
 
 // RFC 1624 eqn. 3: the header checksum after one 16-bit word changes from old_word to new_word.
