@@ -1684,3 +1684,173 @@ impl<'a> Parser<'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(src: &str) -> (Program, Diagnostics) {
+        let map = SourceMap::new("t.p4", src.to_string());
+        let mut d = Diagnostics::default();
+        let p = parse(&map, &mut d);
+        (p, d)
+    }
+
+    /// Fully parenthesised form of an expression, to check precedence and disambiguation.
+    fn show(e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Int { value, .. } => value.to_string(),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Path(p) => p.name.name.clone(),
+            ExprKind::Member(b, m) => format!("{}.{}", show(b), m.name),
+            ExprKind::Binary(op, a, b) => format!("({} {} {})", show(a), op.symbol(), show(b)),
+            ExprKind::Unary(op, a) => format!("({op:?} {})", show(a)),
+            ExprKind::Cast(t, a) => format!("(cast {:?} {})", t.kind, show(a)).replace('\n', ""),
+            ExprKind::Call {
+                callee,
+                type_args,
+                args,
+            } => format!(
+                "{}<{}>({})",
+                show(callee),
+                type_args.len(),
+                args.iter()
+                    .map(|a| show(&a.value))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            ExprKind::Slice(a, h, l) => format!("{}[{}:{}]", show(a), show(h), show(l)),
+            ExprKind::Ternary(c, t, f) => format!("({} ? {} : {})", show(c), show(t), show(f)),
+            other => format!("{other:?}"),
+        }
+    }
+
+    fn const_value(src: &str) -> String {
+        let (p, d) = program(src);
+        assert!(!d.has_errors(), "{:?}", d.items());
+        match &p.decls.last().unwrap().kind {
+            DeclKind::Const(c) => show(&c.value),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn precedence_follows_p4c() {
+        assert_eq!(
+            const_value("const bit<8> x = 1 + 2 * 3 & 4 == 5 || a && b;"),
+            "((((1 + (2 * 3)) & 4) == 5) || (a && b))"
+        );
+        assert_eq!(
+            const_value("const bit<8> x = a >> 2 << 1 ++ b;"),
+            "((a >> 2) << (1 ++ b))"
+        );
+        assert_eq!(
+            const_value("const bit<8> x = c ? 1 : d ? 2 : 3;"),
+            "(c ? 1 : (d ? 2 : 3))"
+        );
+        assert_eq!(const_value("const bit<8> x = -a[7:4];"), "(Neg a[7:4])");
+    }
+
+    #[test]
+    fn casts_generic_calls_and_comparisons_are_told_apart() {
+        let src = "typedef bit<8> T; const bool x = (T)(a) < b; const bit<8> y = (a) + f<T>(b);";
+        let (p, d) = program(src);
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let vals: Vec<String> = p
+            .decls
+            .iter()
+            .filter_map(|d| match &d.kind {
+                DeclKind::Const(c) => Some(show(&c.value)),
+                _ => None,
+            })
+            .collect();
+        assert!(vals[0].starts_with("((cast Name"), "{}", vals[0]);
+        assert!(vals[0].ends_with("< b)"), "{}", vals[0]);
+        assert_eq!(vals[1], "(a + f<1>(b))");
+        assert_eq!(
+            const_value("const bool z = a < b && c > d;"),
+            "((a < b) && (c > d))"
+        );
+    }
+
+    #[test]
+    fn type_names_start_declarations_other_names_start_statements() {
+        let src = "header h_t { bit<8> f; }
+            control C() { apply { h_t h; f(h); x = 1; unknown_t u; h.f = 2; } }";
+        let (p, d) = program(src);
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let DeclKind::Control(c) = &p.decls[1].kind else {
+            panic!()
+        };
+        let kinds: Vec<&str> = c
+            .apply
+            .stmts
+            .iter()
+            .map(|s| match s.kind {
+                StmtKind::Var(_) => "var",
+                StmtKind::Call(_) => "call",
+                StmtKind::Assign(..) => "assign",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, vec!["var", "call", "assign", "var", "assign"]);
+    }
+
+    #[test]
+    fn independent_errors_are_all_reported() {
+        let src = "control C() {
+            action a() { x = ; y = 1 }
+            apply { if (x { } z = 3 $; }
+        }
+        const bit<8> ok = 1;
+        struct { }";
+        let (p, d) = program(src);
+        let msgs: Vec<&str> = d.items().iter().map(|x| x.message.as_str()).collect();
+        assert_eq!(d.error_count(), 5, "{msgs:?}");
+        assert!(p
+            .decls
+            .iter()
+            .any(|x| x.name().is_some_and(|n| n.name == "ok")));
+    }
+
+    #[test]
+    fn table_properties_and_entries() {
+        let src = "control C() {
+            table t {
+                key = { a : exact @name(\"k\"); }
+                actions = { @defaultonly NoAction; b(1); }
+                const entries = { priority = 2 : (1, _) : b(3); 4 &&& 5 : NoAction(); }
+                size = 10;
+                const default_action = NoAction;
+            }
+            apply { }
+        }";
+        let (p, d) = program(src);
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let DeclKind::Control(c) = &p.decls[0].kind else {
+            panic!()
+        };
+        let DeclKind::Table(t) = &c.locals[0].kind else {
+            panic!()
+        };
+        let names: Vec<&str> = t.props.iter().map(|p| p.name.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec!["key", "actions", "entries", "size", "default_action"]
+        );
+        let TablePropKind::Entries(es) = &t.props[2].kind else {
+            panic!()
+        };
+        assert!(es[0].priority.is_some() && t.props[2].is_const);
+        assert!(matches!(es[0].keyset.kind, ExprKind::Tuple(ref v) if v.len() == 2));
+        let TablePropKind::Key(k) = &t.props[0].kind else {
+            panic!()
+        };
+        assert_eq!(
+            find_annotation(&k[0].annotations, "name")
+                .unwrap()
+                .string_arg(),
+            Some("k")
+        );
+    }
+}
