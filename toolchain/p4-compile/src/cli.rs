@@ -1,0 +1,188 @@
+//! Command-line parsing by hand: p4c accepts `-Idir` and `-I dir`, `-DX=1`, `--opt=value` and
+//! `--opt value`, and harnesses pass options we only need to accept.
+
+use std::path::PathBuf;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `p4c-bm2-ss`: `-o` names the JSON file; `p4-compile`: `-o` names a directory.
+    pub bm2_ss: bool,
+    pub includes: Vec<String>,
+    /// `-D` and `-U` in order, as cpp arguments.
+    pub macros: Vec<String>,
+    pub output: Option<PathBuf>,
+    pub p4runtime_files: Vec<PathBuf>,
+    pub p4runtime_format: Option<String>,
+    pub parse_only: bool,
+    pub input: PathBuf,
+}
+
+pub enum Parsed {
+    Run(Options),
+    Help(String),
+}
+
+fn prog_name(args: &[String]) -> String {
+    args.first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "p4-compile".to_string())
+}
+
+pub fn usage_line(args: &[String]) -> String {
+    if prog_name(args) == "p4c-bm2-ss" {
+        "usage: p4c-bm2-ss [-I DIR] [-D NAME[=VAL]] -o OUT.json [--p4runtime-files FILE[,FILE]] PROG.p4".to_string()
+    } else {
+        "usage: p4-compile --target bmv2 --arch v1model [--std p4-16] [-I DIR] [-D NAME[=VAL]] [-o OUTDIR] [--p4runtime-files FILE[,FILE]] PROG.p4".to_string()
+    }
+}
+
+/// Options p4c takes that change nothing for this target; accepted so that scripts work.
+const IGNORED_WITH_VALUE: &[&str] = &[
+    "--p4v",
+    "--Wdisable",
+    "--Wwarn",
+    "--Werror",
+    "--emit-externs",
+    "--pp",
+    "--toJSON",
+    "--max-error-count",
+];
+const IGNORED_FLAGS: &[&str] = &["-v", "--Wdisable", "--Werror", "--disable-annotations"];
+
+pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
+    let mut o = Options {
+        bm2_ss: prog_name(args) == "p4c-bm2-ss",
+        ..Options::default()
+    };
+    let mut input = None;
+    let mut i = 1;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        // `--opt=value` and `--opt value`.
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if a.starts_with("--") => (k.to_string(), Some(v.to_string())),
+            _ => (a.clone(), None),
+        };
+        let mut value = |what: &str| -> Result<String, String> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            let v = args
+                .get(i)
+                .cloned()
+                .ok_or_else(|| format!("{what} needs a value"))?;
+            i += 1;
+            Ok(v)
+        };
+        match key.as_str() {
+            "-h" | "--help" => return Ok(Parsed::Help(format!("{}\n", usage_line(args)))),
+            "--target" | "-b" => {
+                let t = value("--target")?;
+                if t != "bmv2" && t != "bmv2-ss" {
+                    return Err(format!("unsupported target '{t}' (only bmv2)"));
+                }
+            }
+            "--arch" | "-a" => {
+                let t = value("--arch")?;
+                if t != "v1model" {
+                    return Err(format!("unsupported architecture '{t}' (only v1model)"));
+                }
+            }
+            "--std" | "-x" => {
+                let s = value("--std")?;
+                if s != "p4-16" && s != "p4_16" {
+                    return Err(format!("unsupported language '{s}' (only p4-16)"));
+                }
+            }
+            "-o" => o.output = Some(PathBuf::from(value("-o")?)),
+            "-I" => o.includes.push(value("-I")?),
+            "-D" => o.macros.push(format!("-D{}", value("-D")?)),
+            "-U" => o.macros.push(format!("-U{}", value("-U")?)),
+            "--p4runtime-files" => {
+                for f in value("--p4runtime-files")?.split(',') {
+                    if !f.is_empty() {
+                        o.p4runtime_files.push(PathBuf::from(f));
+                    }
+                }
+            }
+            "--p4runtime-format" => o.p4runtime_format = Some(value("--p4runtime-format")?),
+            "--parse-only" => o.parse_only = true,
+            k if IGNORED_WITH_VALUE.contains(&k) && inline.is_some() => {}
+            k if IGNORED_FLAGS.contains(&k) => {}
+            k if IGNORED_WITH_VALUE.contains(&k) => {
+                value(k)?;
+            }
+            k if k.starts_with("-I") && k.len() > 2 => o.includes.push(k[2..].to_string()),
+            k if k.starts_with("-D") && k.len() > 2 => o.macros.push(a.clone()),
+            k if k.starts_with("-U") && k.len() > 2 => o.macros.push(a.clone()),
+            k if k.starts_with("-o") && k.len() > 2 => o.output = Some(PathBuf::from(&a[2..])),
+            k if k.starts_with('-') && k.len() > 1 => return Err(format!("unknown option '{a}'")),
+            _ => {
+                if input.is_some() {
+                    return Err(format!("more than one input file ('{a}')"));
+                }
+                input = Some(PathBuf::from(a));
+            }
+        }
+    }
+    o.input = input.ok_or("no input file")?;
+    Ok(Parsed::Run(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Options, String> {
+        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse_args(&v)? {
+            Parsed::Run(o) => Ok(o),
+            Parsed::Help(_) => Err("help".into()),
+        }
+    }
+
+    #[test]
+    fn p4c_command_line() {
+        let o = run(&[
+            "/x/p4-compile",
+            "--target",
+            "bmv2",
+            "--arch=v1model",
+            "--std",
+            "p4-16",
+            "-Iinc",
+            "-I",
+            "inc2",
+            "-DX=1",
+            "-D",
+            "Y",
+            "-o",
+            "out",
+            "--p4runtime-files",
+            "a.txtpb,b.json",
+            "prog.p4",
+        ])
+        .unwrap();
+        assert!(!o.bm2_ss);
+        assert_eq!(o.includes, vec!["inc", "inc2"]);
+        assert_eq!(o.macros, vec!["-DX=1", "-DY"]);
+        assert_eq!(o.output, Some(PathBuf::from("out")));
+        assert_eq!(o.p4runtime_files.len(), 2);
+        assert_eq!(o.input, PathBuf::from("prog.p4"));
+    }
+
+    #[test]
+    fn bm2_ss_name_and_errors() {
+        let o = run(&["p4c-bm2-ss", "-o", "x.json", "p.p4"]).unwrap();
+        assert!(o.bm2_ss);
+        assert_eq!(
+            run(&["p4-compile", "--arch", "psa", "p.p4"]).unwrap_err(),
+            "unsupported architecture 'psa' (only v1model)"
+        );
+        assert_eq!(run(&["p4-compile", "-o"]).unwrap_err(), "-o needs a value");
+        assert_eq!(run(&["p4-compile"]).unwrap_err(), "no input file");
+        assert!(run(&["p4-compile", "--bogus", "p.p4"]).is_err());
+    }
+}

@@ -1,0 +1,73 @@
+//! The pass pipeline: preprocess with the system cpp, parse, check, emit.
+
+use crate::cli::Options;
+use p4_syntax::{Diagnostics, SourceMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where `#include <core.p4>` and `<v1model.p4>` are found: installed next to the binary
+/// (`<prefix>/bin/p4-compile` and `<prefix>/share/p4c/p4include`), else in the source tree.
+pub fn include_dir() -> PathBuf {
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(bin) = exe.parent() {
+            let installed = bin.join("../share/p4c/p4include");
+            if installed.join("core.p4").is_file() {
+                return installed;
+            }
+        }
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("p4include")
+}
+
+/// Runs cpp as p4c does: C language, no system headers or predefined macros, comments dropped,
+/// line markers kept so that diagnostics name the original files.
+fn preprocess(opts: &Options) -> Result<String, ()> {
+    let mut cmd = Command::new("cpp");
+    cmd.args(["-x", "c", "-undef", "-nostdinc", "-w"])
+        .arg(format!("-I{}", include_dir().display()))
+        .args([
+            "-D__TARGET_BMV2__",
+            "-D__p4c__=1",
+            "-D__p4c_major__=1",
+            "-D__p4c_minor__=2",
+            "-D__p4c_patchlevel__=4",
+        ]);
+    for i in &opts.includes {
+        cmd.arg(format!("-I{i}"));
+    }
+    cmd.args(&opts.macros).arg(&opts.input);
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: cannot run the C preprocessor 'cpp': {e}");
+            return Err(());
+        }
+    };
+    if !out.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        eprintln!("error: preprocessing {} failed", opts.input.display());
+        return Err(());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+pub fn run(opts: &Options) -> Result<(), ()> {
+    if !opts.input.is_file() {
+        eprintln!("error: {}: no such file", opts.input.display());
+        return Err(());
+    }
+    let text = preprocess(opts)?;
+    let map = SourceMap::new(&opts.input.to_string_lossy(), text);
+    let mut diags = Diagnostics::default();
+    let _program = p4_syntax::parse(&map, &mut diags);
+    report(&diags, &map)
+}
+
+fn report(diags: &Diagnostics, map: &SourceMap) -> Result<(), ()> {
+    eprint!("{}", diags.render(map));
+    if diags.has_errors() {
+        Err(())
+    } else {
+        Ok(())
+    }
+}
