@@ -1,0 +1,338 @@
+//! Turning STF names and literals into what a target installs, following p4c's bmv2 runner
+//! (`backends/bmv2/bmv2stf.py`): name lookup by full name or unique suffix, key-field aliases,
+//! wildcard defaults for keys left out, masks and prefixes derived from the digits written.
+
+use crate::ast::{ActionCall, KeyMatch, KeyValue, Number};
+use crate::target::{ActionInfo, Entry, FieldMatch, KeyInfo, MatchKind, TableInfo};
+use crate::value::Value;
+
+/// Finds `wanted` among `names`: an exact match, else the only name ending with `wanted`.
+pub fn resolve_name<'a, I>(names: I, wanted: &str, what: &str) -> Result<&'a str, String>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    let mut suffix_hits = Vec::new();
+    for name in names {
+        if name == wanted {
+            return Ok(name);
+        }
+        if name.ends_with(wanted) {
+            suffix_hits.push(name);
+        }
+    }
+    match suffix_hits.as_slice() {
+        [one] => Ok(one),
+        [] => Err(format!("no {what} named '{wanted}'")),
+        many => Err(format!(
+            "{what} name '{wanted}' is ambiguous: {}",
+            many.join(", ")
+        )),
+    }
+}
+
+/// `hdr$0.f` is how STF spells `hdr[0].f` (the `[` is not an identifier character).
+fn stack_index_to_brackets(field: &str) -> String {
+    let mut out = String::with_capacity(field.len() + 2);
+    let mut chars = field.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            out.push('[');
+            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                out.push(d);
+                chars.next();
+            }
+            out.push(']');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The index of the table key an STF field name designates, trying p4c's spellings in order.
+fn key_index(keys: &[KeyInfo], written: &str) -> Result<usize, String> {
+    let field = stack_index_to_brackets(written);
+    let find = |name: &str| keys.iter().position(|k| k.name == name);
+    let mut candidates = vec![
+        field.clone(),
+        format!("{field}$"),
+        format!("{field}.$valid$"),
+    ];
+    if let Some(base) = field.strip_suffix(".valid") {
+        candidates.push(format!("{base}.$valid$"));
+    }
+    if field == "valid" {
+        candidates.push("$valid$".to_string());
+    }
+    if let Some(i) = candidates.iter().find_map(|c| find(c)) {
+        return Ok(i);
+    }
+    let hits: Vec<usize> = keys
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| {
+            k.name.ends_with(&format!(".{field}"))
+                || k.name.ends_with(&format!(".{field}$"))
+                || (field == "valid" && k.name.ends_with(".$valid$"))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    match hits.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(format!(
+            "no key field '{written}'; the keys are: {}",
+            keys.iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        many => Err(format!(
+            "key field '{written}' is ambiguous: {}",
+            many.iter()
+                .map(|&i| keys[i].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+fn sized(value: &Value, width: u32, what: &str, text: &str) -> Result<Vec<u8>, String> {
+    value
+        .to_bytes(width)
+        .ok_or_else(|| format!("{what} {text} does not fit {width} bits"))
+}
+
+fn no_dont_care(n: &Number, kind: MatchKind) -> Result<(), String> {
+    if n.care.is_some() {
+        return Err(format!(
+            "'*' digits in {} need a ternary or lpm key, not {kind:?}",
+            n.text
+        ));
+    }
+    Ok(())
+}
+
+/// The mask STF derives from a literal: ones under the digits written, zeros under `*` digits
+/// (p4c's runner does the same: it never sees field widths); a decimal literal cares about
+/// every bit, where p4c's runner refuses it.
+fn written_mask(n: &Number, width: u32) -> Value {
+    match (&n.care, n.bits_per_digit) {
+        (Some(care), _) => care.clone(),
+        (None, 0) => Value::ones(width),
+        (None, bits) => Value::ones((n.digits * bits).min(width)),
+    }
+}
+
+/// The match for one key from the value written for it.
+fn field_match(key: &KeyInfo, value: &KeyValue) -> Result<FieldMatch, String> {
+    let w = key.width;
+    let name = &key.name;
+    let val = |n: &Number| sized(&n.value, w, &format!("value for {name}:"), &n.text);
+    match (key.kind, value) {
+        (MatchKind::Exact | MatchKind::Valid, KeyValue::Number(n)) => {
+            no_dont_care(n, key.kind)?;
+            Ok(FieldMatch::Exact(val(n)?))
+        }
+        (MatchKind::Optional, KeyValue::Number(n)) => {
+            no_dont_care(n, key.kind)?;
+            Ok(FieldMatch::Optional(Some(val(n)?)))
+        }
+        (MatchKind::Ternary, KeyValue::Number(n)) => {
+            let mask = written_mask(n, w);
+            Ok(FieldMatch::Ternary {
+                value: val(n)?,
+                mask: sized(&mask, w, &format!("mask for {name}:"), &n.text)?,
+            })
+        }
+        (MatchKind::Ternary, KeyValue::Masked(n, m)) => {
+            no_dont_care(n, key.kind)?;
+            Ok(FieldMatch::Ternary {
+                value: val(n)?,
+                mask: val(m)?,
+            })
+        }
+        (MatchKind::Lpm, KeyValue::Number(n)) => {
+            // p4c: the prefix covers the digits written, minus the `*` ones.
+            let prefix_len = if n.bits_per_digit == 0 {
+                w
+            } else {
+                (n.digits - n.wildcards) * n.bits_per_digit
+            };
+            lpm(name, w, val(n)?, prefix_len)
+        }
+        (MatchKind::Lpm, KeyValue::Prefix(n, len)) => {
+            no_dont_care(n, key.kind)?;
+            lpm(name, w, val(n)?, *len)
+        }
+        (MatchKind::Ternary, KeyValue::Prefix(n, len)) => {
+            no_dont_care(n, key.kind)?;
+            if *len > w {
+                return Err(format!(
+                    "prefix length {len} exceeds the {w}-bit key {name}"
+                ));
+            }
+            Ok(FieldMatch::Ternary {
+                value: val(n)?,
+                mask: prefix_mask(*len, w),
+            })
+        }
+        (MatchKind::Range, KeyValue::Range(lo, hi)) => {
+            no_dont_care(lo, key.kind)?;
+            Ok(FieldMatch::Range {
+                low: val(lo)?,
+                high: val(hi)?,
+            })
+        }
+        (MatchKind::Range, KeyValue::Number(n)) => {
+            no_dont_care(n, key.kind)?;
+            Ok(FieldMatch::Range {
+                low: val(n)?,
+                high: val(n)?,
+            })
+        }
+        (kind, v) => Err(format!(
+            "{} cannot be used for {kind:?} key {name}",
+            match v {
+                KeyValue::Number(_) => "a plain value",
+                KeyValue::Prefix(..) => "a prefix (/len)",
+                KeyValue::Masked(..) => "a mask (&&&)",
+                KeyValue::Range(..) => "a range (->)",
+            }
+        )),
+    }
+}
+
+/// `len` ones followed by `width - len` zeros, as `width.div_ceil(8)` bytes.
+fn prefix_mask(len: u32, width: u32) -> Vec<u8> {
+    let mut mask = Value::ones(len);
+    for _ in len..width {
+        mask.mul_add(2, 0);
+    }
+    mask.to_bytes(width).unwrap_or_default()
+}
+
+fn lpm(name: &str, width: u32, value: Vec<u8>, prefix_len: u32) -> Result<FieldMatch, String> {
+    if prefix_len > width {
+        return Err(format!(
+            "prefix length {prefix_len} exceeds the {width}-bit key {name}"
+        ));
+    }
+    Ok(FieldMatch::Lpm { value, prefix_len })
+}
+
+/// The match used for a key the STF leaves out: a wildcard where the kind has one.
+fn default_match(key: &KeyInfo) -> FieldMatch {
+    let zero = vec![0u8; key.width.div_ceil(8) as usize];
+    match key.kind {
+        MatchKind::Exact | MatchKind::Valid => FieldMatch::Exact(zero),
+        MatchKind::Lpm => FieldMatch::Lpm {
+            value: zero,
+            prefix_len: 0,
+        },
+        MatchKind::Ternary => FieldMatch::Ternary {
+            value: zero.clone(),
+            mask: zero,
+        },
+        MatchKind::Range => FieldMatch::Range {
+            low: zero,
+            high: Value::ones(key.width)
+                .to_bytes(key.width)
+                .unwrap_or_default(),
+        },
+        MatchKind::Optional => FieldMatch::Optional(None),
+    }
+}
+
+pub(crate) fn find_table<'a>(tables: &'a [TableInfo], name: &str) -> Result<&'a TableInfo, String> {
+    let full = resolve_name(tables.iter().map(|t| t.name.as_str()), name, "table")?;
+    Ok(tables
+        .iter()
+        .find(|t| t.name == full)
+        .expect("resolve_name returns one of the names"))
+}
+
+/// Resolves an action call against a table's actions: full name or unique suffix, then every
+/// parameter by name, sized to its width.
+pub(crate) fn resolve_action<'a>(
+    table: &'a TableInfo,
+    call: &ActionCall,
+) -> Result<(&'a ActionInfo, Vec<Vec<u8>>), String> {
+    let full = resolve_name(
+        table.actions.iter().map(|a| a.name.as_str()),
+        &call.name,
+        &format!("action of table {}", table.name),
+    )?;
+    let action = table
+        .actions
+        .iter()
+        .find(|a| a.name == full)
+        .expect("resolve_name returns one of the names");
+    for (arg, _) in &call.args {
+        if !action.params.iter().any(|(p, _)| p == arg) {
+            return Err(format!(
+                "action {} has no parameter '{arg}'; its parameters are: {}",
+                action.name,
+                param_list(action)
+            ));
+        }
+    }
+    let mut args = Vec::with_capacity(action.params.len());
+    for (param, width) in &action.params {
+        let (_, n) = call
+            .args
+            .iter()
+            .find(|(a, _)| a == param)
+            .ok_or_else(|| format!("action {} needs parameter '{param}'", action.name))?;
+        args.push(sized(
+            &n.value,
+            *width,
+            &format!("value for parameter {param}:"),
+            &n.text,
+        )?);
+    }
+    Ok((action, args))
+}
+
+fn param_list(action: &ActionInfo) -> String {
+    if action.params.is_empty() {
+        return "(none)".to_string();
+    }
+    action
+        .params
+        .iter()
+        .map(|(p, w)| format!("{p}:bit<{w}>"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Builds the entry of an `add`. Errors are messages about the first problem found.
+pub(crate) fn resolve_entry(
+    tables: &[TableInfo],
+    table: &str,
+    priority: Option<u32>,
+    keys: &[KeyMatch],
+    action: &ActionCall,
+) -> Result<Entry, String> {
+    let info = find_table(tables, table)?;
+    let mut matches: Vec<Option<FieldMatch>> = vec![None; info.keys.len()];
+    for key in keys {
+        let i = key_index(&info.keys, &key.field)?;
+        if matches[i].is_some() {
+            return Err(format!("key field {} is given twice", info.keys[i].name));
+        }
+        matches[i] = Some(field_match(&info.keys[i], &key.value)?);
+    }
+    let matches = matches
+        .into_iter()
+        .zip(&info.keys)
+        .map(|(m, k)| m.unwrap_or_else(|| default_match(k)))
+        .collect();
+    let (action_info, args) = resolve_action(info, action)?;
+    Ok(Entry {
+        table: info.name.clone(),
+        matches,
+        priority,
+        action: action_info.name.clone(),
+        args,
+    })
+}
