@@ -2,3 +2,4 @@
 //! switch, the hosts and the tests cannot disagree about a byte.
 
 pub mod pfc;
+pub mod rocev2;
