@@ -46,12 +46,14 @@ impl Pattern {
                 c if c.is_whitespace() => {}
                 c => match c.to_digit(16) {
                     Some(d) => nibbles.push(Some(d as u8)),
-                    None => return Err((
-                        i,
-                        format!(
+                    None => {
+                        return Err((
+                            i,
+                            format!(
                             "'{c}' in expected packet data (hex digits, '*' and a final '$' only)"
                         ),
-                    )),
+                        ))
+                    }
                 },
             }
         }
