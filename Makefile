@@ -72,7 +72,9 @@ deps: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 
 # --- build --------------------------------------------------------------------------------
 
-build: $(STAMPS)/apt $(STAMPS)/rust
+# The venv comes first: p4runtime-proto generates its Rust code from the schema that the PyPI
+# p4runtime package in the venv carries.
+build: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 	$(CARGO) build --$(PROFILE) --workspace
 	@mkdir -p $(BIN)
 	@find $(TARGET) -maxdepth 1 -type f -executable -exec install -m 755 {} $(BIN)/ \;
