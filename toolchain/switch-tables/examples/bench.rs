@@ -44,13 +44,16 @@ fn ipv6_len(rng: &mut Rng) -> u32 {
     }
 }
 
+/// A route's value and prefix length.
+type Prefix = (Vec<u8>, u32);
+
 /// Installs `n` random routes; returns the table, the prefixes and the insert rate.
 fn routes(
     rng: &mut Rng,
     bytes: usize,
     n: usize,
     len: fn(&mut Rng) -> u32,
-) -> (Table<u32>, Vec<Vec<u8>>, f64) {
+) -> (Table<u32>, Vec<Prefix>, f64) {
     let mut t = Table::new(
         vec![KeyField {
             kind: MatchKind::Lpm,
@@ -76,7 +79,7 @@ fn routes(
         }];
         if t.insert(m, None, i as u32).is_ok() {
             installed += 1;
-            prefixes.push(v);
+            prefixes.push((v, l));
         }
     }
     let rate = installed as f64 / start.elapsed().as_secs_f64();
@@ -105,18 +108,24 @@ fn measure(t: &Table<u32>, keys: &[Vec<u8>]) -> (f64, f64) {
     (LOOKUPS as f64 / secs, hits as f64 / LOOKUPS as f64)
 }
 
-/// Addresses inside installed prefixes (random host bits), plus 10 % random addresses.
-fn addresses(rng: &mut Rng, prefixes: &[Vec<u8>], bytes: usize) -> Vec<Vec<u8>> {
+/// Addresses inside installed prefixes (random host bits), plus 10 % random addresses that
+/// mostly fall through to short prefixes or the default route.
+fn addresses(rng: &mut Rng, prefixes: &[Prefix]) -> Vec<Vec<u8>> {
     (0..65_536)
         .map(|i| {
-            let mut a: Vec<u8> = (0..bytes).map(|_| rng.u8(..)).collect();
+            let (p, len) = &prefixes[rng.usize(..prefixes.len())];
+            let host: Vec<u8> = p.iter().map(|_| rng.u8(..)).collect();
             if i % 10 != 0 {
-                let p = &prefixes[rng.usize(..prefixes.len())];
-                // Keep the prefix's leading bytes; enough for a hit on most routes.
-                let keep = bytes / 2;
-                a[..keep].copy_from_slice(&p[..keep]);
+                let mut net_bits = vec![0xffu8; p.len()];
+                prefix_mask(&mut net_bits, *len);
+                p.iter()
+                    .zip(&net_bits)
+                    .zip(&host)
+                    .map(|((p, n), h)| p | (h & !n))
+                    .collect()
+            } else {
+                host
             }
-            a
         })
         .collect()
 }
@@ -126,19 +135,11 @@ fn main() {
     let mut rng = Rng::with_seed(0x5eed);
 
     let (v4, v4_prefixes, v4_insert) = routes(&mut rng, 4, 200_000, ipv4_len);
-    let v4_keys = addresses(&mut rng, &v4_prefixes, 4);
+    let v4_keys = addresses(&mut rng, &v4_prefixes);
     let (v4_rate, v4_hit) = measure(&v4, &v4_keys);
 
     let (v6, v6_prefixes, v6_insert) = routes(&mut rng, 16, 65_000, ipv6_len);
-    let v6_keys: Vec<Vec<u8>> = (0..65_536)
-        .map(|_| {
-            let mut a = v6_prefixes[rng.usize(..v6_prefixes.len())].clone();
-            for b in &mut a[8..] {
-                *b |= rng.u8(..) & rng.u8(..);
-            }
-            a
-        })
-        .collect();
+    let v6_keys = addresses(&mut rng, &v6_prefixes);
     let (v6_rate, v6_hit) = measure(&v6, &v6_keys);
 
     // 32k exact entries: (MAC, VLAN) -> port.

@@ -2,6 +2,7 @@
 //! bmv2 semantics. See README.md for the design and what is covered.
 
 mod error;
+mod keys;
 mod profile;
 mod table;
 

@@ -1,5 +1,6 @@
 //! Randomized comparison of `Table::lookup` with a linear scan that applies the matching rules
-//! field by field, over thousands of inserts, deletes and lookups per table kind.
+//! field by field, over thousands of inserts, deletes and lookups per table kind. Field widths
+//! stay below 64 bits so the oracle can work on `u64`.
 
 use fastrand::Rng;
 use switch_tables::{EntryHandle, FieldMatch, KeyField, MatchKind, Table, TableError};
@@ -32,9 +33,9 @@ fn prefix_mask(width: u32, len: u32) -> u64 {
 /// A value from a small space, so that random keys often hit.
 fn small_value(rng: &mut Rng, width: u32) -> u64 {
     let v = rng.u64(..) & field_mask(width);
-    // Keep only a few distinct low values on wide fields.
+    // On wide fields keep 16 distinct values: the two top and the two bottom bits vary.
     if width > 6 {
-        v & !0b0011_1100
+        v & (0b11 | (0b11 << (width - 2)))
     } else {
         v
     }
@@ -250,6 +251,42 @@ fn mixed_priority_table_matches_oracle() {
             k(MatchKind::Exact, 1),
         ],
         5,
+        1500,
+        5000,
+    );
+}
+
+#[test]
+fn narrow_lpm_after_exact_matches_oracle() {
+    // LPM narrower than the 16 bucket bits, placed before an exact field.
+    run(
+        vec![k(MatchKind::Lpm, 12), k(MatchKind::Exact, 3)],
+        6,
+        1500,
+        5000,
+    );
+}
+
+#[test]
+fn long_keys_match_oracle() {
+    // Keys over 16 bytes take the byte-slice maps instead of packed u128 keys.
+    run(
+        vec![
+            k(MatchKind::Exact, 60),
+            k(MatchKind::Exact, 40),
+            k(MatchKind::Lpm, 60),
+        ],
+        7,
+        1500,
+        5000,
+    );
+    run(
+        vec![
+            k(MatchKind::Ternary, 60),
+            k(MatchKind::Range, 60),
+            k(MatchKind::Optional, 20),
+        ],
+        8,
         1500,
         5000,
     );
