@@ -110,16 +110,20 @@ enum Index {
 
 /// Longest prefix match as one hash map per prefix length of the LPM field. Probing every
 /// length from the longest costs up to `width` probes, so each value of the field's leading
-/// `bucket_bits` bits keeps the list of prefix lengths (>= `bucket_bits`) present under it:
-/// a lookup probes only those, then the few lengths shorter than `bucket_bits`.
+/// `bucket_bits` bits keeps a bitmap of the prefix lengths (>= `bucket_bits`) present under
+/// it: a lookup probes only those, longest first, then the few lengths below `bucket_bits`.
 struct LpmIndex {
     field: FieldLayout,
     bucket_bits: u32,
     /// Indexed by prefix length.
     levels: Vec<Option<LpmLevel>>,
-    /// Per bucket: (prefix length, entries), longest first. Allocated with the first entry
-    /// of at least `bucket_bits` bits, so tables of short prefixes stay small.
-    buckets: Vec<Vec<(u32, u32)>>,
+    /// `words` u64 per bucket; bit `len - bucket_bits` marks prefix length `len`. Flat, so a
+    /// lookup reads one cache line. Allocated with the first long entry, so tables of short
+    /// prefixes stay small.
+    lengths: Vec<u64>,
+    words: usize,
+    /// Entries per (bucket, prefix length), to clear a bit when its last entry goes.
+    counts: FastMap<(u32, u32), u32>,
     /// Prefix lengths below `bucket_bits` that hold entries, longest first.
     short: Vec<u32>,
 }
@@ -589,7 +593,9 @@ impl LpmIndex {
             field,
             bucket_bits,
             levels: (0..=field.width).map(|_| None).collect(),
-            buckets: Vec::new(),
+            lengths: Vec::new(),
+            words: (field.width - bucket_bits + 1).div_ceil(64) as usize,
+            counts: FastMap::default(),
             short: Vec::new(),
         }
     }
@@ -609,15 +615,25 @@ impl LpmIndex {
     }
 
     fn lookup(&self, key: &[u8], probe: &mut Probe) -> Option<u32> {
-        let long = match self.buckets.is_empty() {
-            true => &[][..],
-            false => &self.buckets[self.bucket(key)][..],
-        };
-        let long = long.iter().map(|&(len, _)| len);
-        long.chain(self.short.iter().copied()).find_map(|len| {
+        let hit = |len: u32, probe: &mut Probe| {
             let level = self.level(len).expect("listed lengths have levels");
             level.map.probe(probe, &level.mask).copied()
-        })
+        };
+        if !self.lengths.is_empty() {
+            let at = self.bucket(key) * self.words;
+            for (w, &word) in self.lengths[at..at + self.words].iter().enumerate().rev() {
+                let mut bits = word;
+                while bits != 0 {
+                    let bit = 63 - bits.leading_zeros();
+                    bits &= !(1 << bit);
+                    let len = self.bucket_bits + w as u32 * 64 + bit;
+                    if let Some(slot) = hit(len, probe) {
+                        return Some(slot);
+                    }
+                }
+            }
+        }
+        self.short.iter().find_map(|&len| hit(len, probe))
     }
 
     fn add(&mut self, c: Compiled, slot: u32) {
@@ -633,18 +649,13 @@ impl LpmIndex {
             }
         }
         if len >= self.bucket_bits {
-            if self.buckets.is_empty() {
-                self.buckets = vec![Vec::new(); 1 << self.bucket_bits];
+            if self.lengths.is_empty() {
+                self.lengths = vec![0; self.words << self.bucket_bits];
             }
             let b = self.bucket(&c.value);
-            let list = &mut self.buckets[b];
-            match list.iter_mut().find(|(l, _)| *l == len) {
-                Some((_, n)) => *n += 1,
-                None => {
-                    let at = list.partition_point(|&(l, _)| l > len);
-                    list.insert(at, (len, 1));
-                }
-            }
+            *self.counts.entry((b as u32, len)).or_insert(0) += 1;
+            let bit = (len - self.bucket_bits) as usize;
+            self.lengths[b * self.words + bit / 64] |= 1 << (bit % 64);
         }
         let level = self.levels[len as usize].as_mut().expect("created above");
         level.map.insert(&c.value, slot);
@@ -660,13 +671,14 @@ impl LpmIndex {
             self.levels[len as usize] = None;
             self.short.retain(|&l| l != len);
         }
-        if len >= self.bucket_bits && !self.buckets.is_empty() {
+        if len >= self.bucket_bits && !self.lengths.is_empty() {
             let b = self.bucket(&c.value);
-            let list = &mut self.buckets[b];
-            if let Some(i) = list.iter().position(|&(l, _)| l == len) {
-                list[i].1 -= 1;
-                if list[i].1 == 0 {
-                    list.remove(i);
+            if let Some(n) = self.counts.get_mut(&(b as u32, len)) {
+                *n -= 1;
+                if *n == 0 {
+                    self.counts.remove(&(b as u32, len));
+                    let bit = (len - self.bucket_bits) as usize;
+                    self.lengths[b * self.words + bit / 64] &= !(1 << (bit % 64));
                 }
             }
         }
