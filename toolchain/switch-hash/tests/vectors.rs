@@ -355,3 +355,9 @@ fn output_bits_bound_the_results() {
         }
     }
 }
+
+#[test]
+fn algorithms_can_be_shared_between_pipeline_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Algorithm>();
+}
