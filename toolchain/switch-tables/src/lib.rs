@@ -8,4 +8,6 @@ mod table;
 
 pub use error::{ProfileError, TableError};
 pub use profile::{ActionProfile, GroupMember};
-pub use table::{EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind, Table};
+pub use table::{
+    priority_from_bmv2, EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind, Table,
+};

@@ -166,6 +166,17 @@ pub struct Table<V> {
     index: Index,
 }
 
+/// The P4Runtime priority (larger wins) equivalent to a bmv2 runtime CLI or STF priority
+/// (smaller wins): `i32::MAX - p`. Both break ties by the lowest handle, so lookups agree.
+/// bmv2 priorities are 0 to `i32::MAX - 1`; others are refused.
+pub fn priority_from_bmv2(p: i32) -> Result<i32, TableError> {
+    if (0..i32::MAX).contains(&p) {
+        Ok(i32::MAX - p)
+    } else {
+        Err(TableError::InvalidBmv2Priority { priority: p })
+    }
+}
+
 fn top_byte_mask(width: u32) -> u8 {
     match width % 8 {
         0 => 0xff,
@@ -229,6 +240,59 @@ impl<V> Table<V> {
             len: 0,
             index,
         })
+    }
+
+    /// Clears the bits bmv2's runtime CLI silently drops before adding an entry: bits above
+    /// each field's width (a range's high bound above it becomes the largest value), LPM bits
+    /// beyond the prefix, ternary value bits outside the mask.
+    /// P4Runtime refuses such values (and `insert` does too), so only the CLI and STF paths,
+    /// which follow bmv2, call this first. Values of the wrong length are left for `insert`
+    /// to report.
+    pub fn canonicalize_like_bmv2(&self, matches: &mut [FieldMatch]) {
+        for (m, l) in matches.iter_mut().zip(&self.fields) {
+            let top = top_byte_mask(l.width);
+            let clear_top = |v: &mut Vec<u8>| {
+                if v.len() == l.len {
+                    v[0] &= top;
+                }
+            };
+            match m {
+                FieldMatch::Exact(v) | FieldMatch::Optional(Some(v)) => clear_top(v),
+                FieldMatch::Optional(None) => {}
+                FieldMatch::Lpm { value, prefix_len } => {
+                    clear_top(value);
+                    if value.len() == l.len && *prefix_len <= l.width {
+                        let keep = l.len as u32 * 8 - l.width + *prefix_len;
+                        for (i, b) in value.iter_mut().enumerate() {
+                            let start = i as u32 * 8;
+                            *b &= match keep.saturating_sub(start) {
+                                0 => 0,
+                                n if n >= 8 => 0xff,
+                                n => !(0xffu8 >> n),
+                            };
+                        }
+                    }
+                }
+                FieldMatch::Ternary { value, mask } => {
+                    clear_top(value);
+                    clear_top(mask);
+                    if value.len() == mask.len() {
+                        for (v, k) in value.iter_mut().zip(mask.iter()) {
+                            *v &= k;
+                        }
+                    }
+                }
+                FieldMatch::Range { low, high } => {
+                    clear_top(low);
+                    // bmv2 masks only the low bound; a high bound above the width admits
+                    // every value, so it becomes the largest one.
+                    if high.len() == l.len && high[0] & !top != 0 {
+                        high.fill(0xff);
+                        high[0] = top;
+                    }
+                }
+            }
+        }
     }
 
     /// Whether entries carry a priority (the table has a ternary, range or optional field).
