@@ -14,9 +14,11 @@ mod toeplitz;
 pub use custom_crc::{CrcParams, CustomCrc};
 pub use toeplitz::ToeplitzKey;
 
-const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_ARC);
-const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
-const CRC_CCITT: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_IBM_3740);
+// Slice-by-16 tables: checksums over whole packets (update_checksum_with_payload) stay cheap.
+type Slice16 = crc::Table<16>;
+const CRC16: crc::Crc<u16, Slice16> = crc::Crc::<u16, Slice16>::new(&crc::CRC_16_ARC);
+const CRC32: crc::Crc<u32, Slice16> = crc::Crc::<u32, Slice16>::new(&crc::CRC_32_ISO_HDLC);
+const CRC_CCITT: crc::Crc<u16, Slice16> = crc::Crc::<u16, Slice16>::new(&crc::CRC_16_IBM_3740);
 
 /// Why a runtime change to an algorithm was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -301,11 +303,20 @@ fn internet_checksum(input: &[u8]) -> u16 {
 
 /// XOR of `N`-byte big-endian words, the last one zero-padded at its end.
 fn xor_words<const N: usize>(input: &[u8]) -> u64 {
-    input.chunks(N).fold(0, |acc, chunk| {
-        let mut word = [0u8; N];
-        word[..chunk.len()].copy_from_slice(chunk);
-        acc ^ word.iter().fold(0u64, |w, &b| (w << 8) | u64::from(b))
-    })
+    let word = |chunk: &[u8]| {
+        let mut w = [0u8; 8];
+        w[8 - N..8 - N + chunk.len()].copy_from_slice(chunk);
+        u64::from_be_bytes(w)
+    };
+    let mut chunks = input.chunks_exact(N);
+    let mut acc = 0;
+    for c in &mut chunks {
+        acc ^= word(c);
+    }
+    match chunks.remainder() {
+        [] => acc,
+        rest => acc ^ word(rest),
+    }
 }
 
 /// State for `random`: SplitMix64 over an atomic counter, so concurrent callers each get a
