@@ -291,3 +291,24 @@ fn long_keys_match_oracle() {
         5000,
     );
 }
+
+#[test]
+fn mid_length_keys_match_oracle() {
+    // Keys of 9 to 16 bytes are packed into u128 (up to 8 bytes: u64).
+    run(
+        vec![k(MatchKind::Exact, 60), k(MatchKind::Lpm, 20)],
+        9,
+        1500,
+        5000,
+    );
+    run(
+        vec![
+            k(MatchKind::Ternary, 60),
+            k(MatchKind::Range, 16),
+            k(MatchKind::Exact, 2),
+        ],
+        10,
+        1500,
+        5000,
+    );
+}
