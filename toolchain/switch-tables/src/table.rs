@@ -177,6 +177,11 @@ pub fn priority_from_bmv2(p: i32) -> Result<i32, TableError> {
     }
 }
 
+/// Widest key field accepted. Far above any real header field, low enough that a bogus width
+/// in a program cannot make a table allocate gigabytes (an LPM table keeps one slot per
+/// prefix length).
+pub const MAX_FIELD_WIDTH: u32 = 65_536;
+
 fn top_byte_mask(width: u32) -> u8 {
     match width % 8 {
         0 => 0xff,
@@ -197,6 +202,13 @@ impl<V> Table<V> {
         for (i, k) in keys.iter().enumerate() {
             if k.width == 0 {
                 return Err(TableError::ZeroWidthKey { field: i });
+            }
+            if k.width > MAX_FIELD_WIDTH {
+                return Err(TableError::FieldTooWide {
+                    field: i,
+                    width: k.width,
+                    max: MAX_FIELD_WIDTH,
+                });
             }
             match k.kind {
                 MatchKind::Lpm => {
