@@ -54,9 +54,10 @@ impl FieldMatch {
     }
 }
 
-/// Identifies an entry for as long as it is installed. Handles are dense slot indices (the
-/// lowest free slot is reused first, as bmv2's handle manager does), so callers can keep
-/// per-entry state such as direct counters in arrays indexed by `h.0`.
+/// Identifies an entry for as long as it is installed. Handles are dense slot indices below
+/// the table's `max_size` (the lowest free slot is reused first, as bmv2's handle manager
+/// does), so callers can keep per-entry state such as direct counters in arrays of
+/// `max_size` indexed by `h.0`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct EntryHandle(pub u32);
 
