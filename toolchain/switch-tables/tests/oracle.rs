@@ -268,6 +268,18 @@ fn narrow_lpm_after_exact_matches_oracle() {
 }
 
 #[test]
+fn lpm_fields_of_one_to_eight_bits_match_oracle() {
+    for (i, width) in [1, 5, 8].into_iter().enumerate() {
+        run(
+            vec![k(MatchKind::Exact, 3), k(MatchKind::Lpm, width)],
+            20 + i as u64,
+            200,
+            3000,
+        );
+    }
+}
+
+#[test]
 fn long_keys_match_oracle() {
     // Keys over 16 bytes take the byte-slice maps instead of packed u128 keys.
     run(
