@@ -198,8 +198,9 @@ fn top_byte_mask(width: u32) -> u8 {
 }
 
 impl<V> Table<V> {
-    /// A table with these key fields holding at most `max_size` entries. Fails on a 0-bit
-    /// field and on more than one LPM field (bmv2 refuses those tables too).
+    /// A table with these key fields holding at most `max_size` entries. Fails on a field of
+    /// 0 or more than `MAX_FIELD_WIDTH` bits and on more than one LPM field (bmv2 refuses
+    /// such tables too).
     pub fn new(keys: Vec<KeyField>, max_size: usize) -> Result<Self, TableError> {
         let mut fields = Vec::with_capacity(keys.len());
         let mut offset = 0;
