@@ -1,0 +1,887 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::keys::{FastMap, KeyMap, Mask, Probe};
+use crate::TableError;
+
+/// Match kind of one key field (P4_16 `exact`, `lpm`, `ternary`, v1model `range`, `optional`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatchKind {
+    Exact,
+    Lpm,
+    Ternary,
+    Range,
+    Optional,
+}
+
+/// One key field of a table: its match kind and width in bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyField {
+    pub kind: MatchKind,
+    pub width: u32,
+}
+
+/// How an entry matches one key field. Every value is big-endian and exactly
+/// `width.div_ceil(8)` bytes long, with the bits above the field width zero.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FieldMatch {
+    Exact(Vec<u8>),
+    Lpm {
+        value: Vec<u8>,
+        prefix_len: u32,
+    },
+    Ternary {
+        value: Vec<u8>,
+        mask: Vec<u8>,
+    },
+    /// Both bounds inclusive.
+    Range {
+        low: Vec<u8>,
+        high: Vec<u8>,
+    },
+    /// `None` matches anything, `Some(v)` only `v`.
+    Optional(Option<Vec<u8>>),
+}
+
+impl FieldMatch {
+    pub fn kind(&self) -> MatchKind {
+        match self {
+            FieldMatch::Exact(_) => MatchKind::Exact,
+            FieldMatch::Lpm { .. } => MatchKind::Lpm,
+            FieldMatch::Ternary { .. } => MatchKind::Ternary,
+            FieldMatch::Range { .. } => MatchKind::Range,
+            FieldMatch::Optional(_) => MatchKind::Optional,
+        }
+    }
+}
+
+/// Identifies an entry for as long as it is installed. Handles are dense slot indices below
+/// the table's `max_size` (the lowest free slot is reused first, as bmv2's handle manager
+/// does), so callers can keep per-entry state such as direct counters in arrays of
+/// `max_size` indexed by `h.0`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct EntryHandle(pub u32);
+
+/// A borrowed view of one installed entry.
+#[derive(Debug)]
+pub struct EntryRef<'a, V> {
+    pub matches: &'a [FieldMatch],
+    pub priority: Option<i32>,
+    pub value: &'a V,
+}
+
+impl<V> Clone for EntryRef<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for EntryRef<'_, V> {}
+
+struct Entry<V> {
+    matches: Vec<FieldMatch>,
+    priority: Option<i32>,
+    value: V,
+}
+
+#[derive(Clone, Copy)]
+struct FieldLayout {
+    kind: MatchKind,
+    width: u32,
+    offset: usize,
+    len: usize,
+}
+
+/// An entry reduced to what the index needs: the key masked by the entry's mask, the mask,
+/// and for LPM tables the prefix length of the LPM field.
+struct Compiled {
+    value: Box<[u8]>,
+    mask: Box<[u8]>,
+    prefix_len: u32,
+}
+
+/// Lookup structure, chosen from the match kinds as bmv2 and P4Runtime do.
+enum Index {
+    /// All fields exact: one hash map from key to slot.
+    Exact(KeyMap<u32>),
+    /// Exact fields and one LPM field: one hash map per prefix length.
+    Lpm(LpmIndex),
+    /// Any ternary, range or optional field: tuple space search, one hash map per distinct
+    /// mask, visited in order of the best priority each holds.
+    Ternary(TupleSpace),
+}
+
+/// Longest prefix match as one hash map per prefix length of the LPM field. Probing every
+/// length from the longest costs up to `width` probes, so tiers of bitmaps say which lengths
+/// hold entries under a key's leading bits: the first tier, indexed by the field's leading 16
+/// bits, covers lengths 16 and up; the second, indexed by the leading 8 bits, lengths 8 to 15.
+/// A lookup probes only the lengths its buckets list, longest first, then the lengths under 8.
+struct LpmIndex {
+    field: FieldLayout,
+    /// Indexed by prefix length.
+    levels: Vec<Option<LpmLevel>>,
+    /// Longest lengths first.
+    tiers: Vec<Tier>,
+    /// Prefix lengths below the last tier that hold entries, longest first.
+    short: Vec<u32>,
+}
+
+/// Prefix lengths `bits..=max_len`, bucketed by the field's leading `bits` bits.
+struct Tier {
+    bits: u32,
+    max_len: u32,
+    /// `words` u64 per bucket; bit `len - bits` marks length `len`. Flat, so a lookup reads
+    /// one cache line. Allocated with the tier's first entry, so small tables stay small.
+    lengths: Vec<u64>,
+    words: usize,
+    /// Entries per (bucket, prefix length), to clear a bit when its last entry goes.
+    counts: FastMap<(u32, u32), u32>,
+}
+
+struct LpmLevel {
+    mask: Mask,
+    map: KeyMap<u32>,
+}
+
+struct TupleSpace {
+    key_len: usize,
+    groups: Vec<Option<MaskGroup>>,
+    free_groups: Vec<usize>,
+    by_mask: FastMap<Box<[u8]>, usize>,
+    /// Group indices, best priority first.
+    order: Vec<usize>,
+    /// Key fields of kind range; their mask bytes are zero and each candidate checks them.
+    range_fields: Vec<usize>,
+}
+
+struct MaskGroup {
+    mask: Mask,
+    /// Masked key -> (priority, slot), best first: higher priority, then lower slot.
+    buckets: KeyMap<Vec<(i32, u32)>>,
+    priorities: BTreeMap<i32, u32>,
+    best: i32,
+}
+
+/// A match table: entries keyed by `Vec<FieldMatch>` (plus a priority where the table needs
+/// one), each holding a `V`, looked up with a packet key.
+pub struct Table<V> {
+    fields: Vec<FieldLayout>,
+    key_len: usize,
+    /// Per key byte, the bits that belong to a field (zero above each field's width).
+    width_mask: Mask,
+    max_size: usize,
+    slots: Vec<Option<Entry<V>>>,
+    free: BTreeSet<u32>,
+    len: usize,
+    index: Index,
+}
+
+/// The P4Runtime priority (larger wins) equivalent to a bmv2 runtime CLI or STF priority
+/// (smaller wins): `i32::MAX - p`. Both break ties by the lowest handle, so lookups agree.
+/// bmv2 priorities are 0 to `i32::MAX - 1`; others are refused.
+pub fn priority_from_bmv2(p: i32) -> Result<i32, TableError> {
+    if (0..i32::MAX).contains(&p) {
+        Ok(i32::MAX - p)
+    } else {
+        Err(TableError::InvalidBmv2Priority { priority: p })
+    }
+}
+
+/// Widest key field accepted. Far above any real header field, low enough that a bogus width
+/// in a program cannot make a table allocate gigabytes (an LPM table keeps one slot per
+/// prefix length).
+pub const MAX_FIELD_WIDTH: u32 = 65_536;
+
+fn top_byte_mask(width: u32) -> u8 {
+    match width % 8 {
+        0 => 0xff,
+        r => (1u8 << r) - 1,
+    }
+}
+
+impl<V> Table<V> {
+    /// A table with these key fields holding at most `max_size` entries. Fails on a field of
+    /// 0 or more than `MAX_FIELD_WIDTH` bits and on more than one LPM field (bmv2 refuses
+    /// such tables too).
+    pub fn new(keys: Vec<KeyField>, max_size: usize) -> Result<Self, TableError> {
+        let mut fields = Vec::with_capacity(keys.len());
+        let mut offset = 0;
+        let mut lpm_field = None;
+        let mut width_mask = Vec::new();
+        let mut needs_priority = false;
+        let mut range_fields = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            if k.width == 0 {
+                return Err(TableError::ZeroWidthKey { field: i });
+            }
+            if k.width > MAX_FIELD_WIDTH {
+                return Err(TableError::FieldTooWide {
+                    field: i,
+                    width: k.width,
+                    max: MAX_FIELD_WIDTH,
+                });
+            }
+            match k.kind {
+                MatchKind::Lpm => {
+                    if let Some(first) = lpm_field {
+                        return Err(TableError::MultipleLpm { first, second: i });
+                    }
+                    lpm_field = Some(i);
+                }
+                MatchKind::Ternary | MatchKind::Optional => needs_priority = true,
+                MatchKind::Range => {
+                    needs_priority = true;
+                    range_fields.push(i);
+                }
+                MatchKind::Exact => {}
+            }
+            let len = k.width.div_ceil(8) as usize;
+            width_mask.push(top_byte_mask(k.width));
+            width_mask.extend(std::iter::repeat(0xff).take(len - 1));
+            fields.push(FieldLayout {
+                kind: k.kind,
+                width: k.width,
+                offset,
+                len,
+            });
+            offset += len;
+        }
+        let index = if needs_priority {
+            Index::Ternary(TupleSpace::new(offset, range_fields))
+        } else if let Some(f) = lpm_field {
+            Index::Lpm(LpmIndex::new(fields[f]))
+        } else {
+            Index::Exact(KeyMap::new(offset))
+        };
+        Ok(Table {
+            fields,
+            key_len: offset,
+            width_mask: Mask::new(width_mask.into()),
+            max_size,
+            slots: Vec::new(),
+            free: BTreeSet::new(),
+            len: 0,
+            index,
+        })
+    }
+
+    /// Clears the bits bmv2's runtime CLI silently drops before adding an entry: bits above
+    /// each field's width (a range's high bound above it becomes the largest value), LPM bits
+    /// beyond the prefix, ternary value bits outside the mask.
+    /// P4Runtime refuses such values (and `insert` does too), so only the CLI and STF paths,
+    /// which follow bmv2, call this first. Values of the wrong length are left for `insert`
+    /// to report.
+    pub fn canonicalize_like_bmv2(&self, matches: &mut [FieldMatch]) {
+        for (m, l) in matches.iter_mut().zip(&self.fields) {
+            let top = top_byte_mask(l.width);
+            let clear_top = |v: &mut Vec<u8>| {
+                if v.len() == l.len {
+                    v[0] &= top;
+                }
+            };
+            match m {
+                FieldMatch::Exact(v) | FieldMatch::Optional(Some(v)) => clear_top(v),
+                FieldMatch::Optional(None) => {}
+                FieldMatch::Lpm { value, prefix_len } => {
+                    clear_top(value);
+                    if value.len() == l.len && *prefix_len <= l.width {
+                        let keep = l.len as u32 * 8 - l.width + *prefix_len;
+                        for (i, b) in value.iter_mut().enumerate() {
+                            let start = i as u32 * 8;
+                            *b &= match keep.saturating_sub(start) {
+                                0 => 0,
+                                n if n >= 8 => 0xff,
+                                n => !(0xffu8 >> n),
+                            };
+                        }
+                    }
+                }
+                FieldMatch::Ternary { value, mask } => {
+                    clear_top(value);
+                    clear_top(mask);
+                    if value.len() == mask.len() {
+                        for (v, k) in value.iter_mut().zip(mask.iter()) {
+                            *v &= k;
+                        }
+                    }
+                }
+                FieldMatch::Range { low, high } => {
+                    clear_top(low);
+                    // bmv2 masks only the low bound; a high bound above the width admits
+                    // every value, so it becomes the largest one.
+                    if high.len() == l.len && high[0] & !top != 0 {
+                        high.fill(0xff);
+                        high[0] = top;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether entries carry a priority (the table has a ternary, range or optional field).
+    pub fn needs_priority(&self) -> bool {
+        matches!(self.index, Index::Ternary(_))
+    }
+
+    /// Length in bytes of a lookup key: each field's `width.div_ceil(8)` bytes, concatenated.
+    pub fn key_len(&self) -> usize {
+        self.key_len
+    }
+
+    pub fn max_size(&self) -> usize {
+        self.max_size
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds an entry. Priorities follow P4Runtime: tables with ternary, range or optional
+    /// fields need one in 1..=i32::MAX and a larger number wins; other tables take none.
+    pub fn insert(
+        &mut self,
+        matches: Vec<FieldMatch>,
+        priority: Option<i32>,
+        value: V,
+    ) -> Result<EntryHandle, TableError> {
+        let compiled = self.compile(&matches, priority)?;
+        if let Some(existing) = self.locate(&compiled, &matches, priority) {
+            return Err(TableError::Duplicate {
+                existing: EntryHandle(existing),
+            });
+        }
+        if self.len >= self.max_size {
+            return Err(TableError::Full {
+                max_size: self.max_size,
+            });
+        }
+        let slot = match self.free.pop_first() {
+            Some(s) => s,
+            None => {
+                // Handles are u32 and max_size bounds the slot count.
+                let s = u32::try_from(self.slots.len()).map_err(|_| TableError::Full {
+                    max_size: self.max_size,
+                })?;
+                self.slots.push(None);
+                s
+            }
+        };
+        self.index_add(compiled, priority.unwrap_or(0), slot);
+        self.slots[slot as usize] = Some(Entry {
+            matches,
+            priority,
+            value,
+        });
+        self.len += 1;
+        Ok(EntryHandle(slot))
+    }
+
+    /// Replaces the value of an entry, keeping its handle and key.
+    pub fn modify(&mut self, h: EntryHandle, value: V) -> Result<(), TableError> {
+        match self.slots.get_mut(h.0 as usize) {
+            Some(Some(e)) => {
+                e.value = value;
+                Ok(())
+            }
+            _ => Err(TableError::InvalidHandle(h)),
+        }
+    }
+
+    /// Mutable access to an entry's value.
+    pub fn value_mut(&mut self, h: EntryHandle) -> Option<&mut V> {
+        match self.slots.get_mut(h.0 as usize) {
+            Some(Some(e)) => Some(&mut e.value),
+            _ => None,
+        }
+    }
+
+    /// Removes an entry and returns its value; the handle becomes free for reuse.
+    pub fn delete(&mut self, h: EntryHandle) -> Result<V, TableError> {
+        let entry = match self.slots.get_mut(h.0 as usize) {
+            Some(slot @ Some(_)) => slot.take(),
+            _ => None,
+        }
+        .ok_or(TableError::InvalidHandle(h))?;
+        let compiled = self
+            .compile(&entry.matches, entry.priority)
+            .expect("installed entries were validated on insert");
+        self.index_remove(&compiled, entry.priority.unwrap_or(0), h.0);
+        self.free.insert(h.0);
+        self.len -= 1;
+        Ok(entry.value)
+    }
+
+    /// Removes every entry and frees every handle.
+    pub fn clear(&mut self) {
+        self.slots.clear();
+        self.free.clear();
+        self.len = 0;
+        match &mut self.index {
+            Index::Exact(m) => m.clear(),
+            Index::Lpm(lpm) => *lpm = LpmIndex::new(lpm.field),
+            Index::Ternary(ts) => {
+                *ts = TupleSpace::new(ts.key_len, std::mem::take(&mut ts.range_fields))
+            }
+        }
+    }
+
+    /// The entry with exactly this key and priority (how P4Runtime MODIFY and DELETE name
+    /// entries). An invalid key finds nothing.
+    pub fn find(&self, matches: &[FieldMatch], priority: Option<i32>) -> Option<EntryHandle> {
+        let compiled = self.compile(matches, priority).ok()?;
+        self.locate(&compiled, matches, priority).map(EntryHandle)
+    }
+
+    pub fn get(&self, h: EntryHandle) -> Option<EntryRef<'_, V>> {
+        match self.slots.get(h.0 as usize) {
+            Some(Some(e)) => Some(EntryRef {
+                matches: &e.matches,
+                priority: e.priority,
+                value: &e.value,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Installed entries in handle order.
+    pub fn iter(&self) -> impl Iterator<Item = (EntryHandle, EntryRef<'_, V>)> + '_ {
+        self.slots.iter().enumerate().filter_map(|(i, s)| {
+            s.as_ref().map(|e| {
+                (
+                    EntryHandle(i as u32),
+                    EntryRef {
+                        matches: &e.matches,
+                        priority: e.priority,
+                        value: &e.value,
+                    },
+                )
+            })
+        })
+    }
+
+    /// The entry matching a packet key: each field's bytes (`width.div_ceil(8)`, big-endian)
+    /// concatenated in key order; bits above a field's width are ignored. A key of the wrong
+    /// length matches nothing. Exact tables: the equal key. LPM tables: the longest prefix.
+    /// Priority tables: the highest priority; among equal priorities, the lowest handle
+    /// (bmv2 keeps the first best entry it meets in handle order).
+    pub fn lookup(&self, key: &[u8]) -> Option<(EntryHandle, &V)> {
+        if key.len() != self.key_len {
+            return None;
+        }
+        let mut probe = Probe::new(key);
+        let slot = match &self.index {
+            Index::Exact(map) => map.probe(&mut probe, &self.width_mask).copied(),
+            Index::Lpm(lpm) => lpm.lookup(key, &mut probe),
+            Index::Ternary(ts) => self.lookup_ternary(ts, key, &mut probe),
+        }?;
+        let e = self.slots[slot as usize]
+            .as_ref()
+            .expect("index points at live slots");
+        Some((EntryHandle(slot), &e.value))
+    }
+
+    fn lookup_ternary(&self, ts: &TupleSpace, key: &[u8], probe: &mut Probe) -> Option<u32> {
+        let mut best: Option<(i32, u32)> = None;
+        for &g in &ts.order {
+            let group = ts.groups[g].as_ref().expect("order lists live groups");
+            if best.is_some_and(|(bp, _)| group.best < bp) {
+                break;
+            }
+            // Group masks lie within the field widths, so masking also canonicalizes.
+            let Some(bucket) = group.buckets.probe(probe, &group.mask) else {
+                continue;
+            };
+            for &(p, slot) in bucket {
+                if best.is_some_and(|(bp, bs)| p < bp || (p == bp && slot > bs)) {
+                    break;
+                }
+                if ts.range_fields.is_empty() || self.ranges_match(&ts.range_fields, slot, key) {
+                    best = Some((p, slot));
+                    break;
+                }
+            }
+        }
+        best.map(|(_, slot)| slot)
+    }
+
+    fn ranges_match(&self, range_fields: &[usize], slot: u32, key: &[u8]) -> bool {
+        let e = self.slots[slot as usize]
+            .as_ref()
+            .expect("index points at live slots");
+        range_fields.iter().all(|&f| {
+            let l = self.fields[f];
+            let k = &key[l.offset..l.offset + l.len];
+            // Compare as big-endian numbers, ignoring bits above the width.
+            let top = k[0] & top_byte_mask(l.width);
+            match &e.matches[f] {
+                FieldMatch::Range { low, high } => {
+                    (top, &k[1..]) >= (low[0], &low[1..]) && (top, &k[1..]) <= (high[0], &high[1..])
+                }
+                _ => unreachable!("range fields hold range matches"),
+            }
+        })
+    }
+
+    /// Validates an entry against the key and reduces it to value/mask form.
+    fn compile(
+        &self,
+        matches: &[FieldMatch],
+        priority: Option<i32>,
+    ) -> Result<Compiled, TableError> {
+        if matches.len() != self.fields.len() {
+            return Err(TableError::WrongFieldCount {
+                expected: self.fields.len(),
+                got: matches.len(),
+            });
+        }
+        let mut value = vec![0u8; self.key_len];
+        let mut mask = vec![0u8; self.key_len];
+        let mut prefix_len = 0;
+        for (i, (m, l)) in matches.iter().zip(&self.fields).enumerate() {
+            if m.kind() != l.kind {
+                return Err(TableError::WrongMatchKind {
+                    field: i,
+                    expected: l.kind,
+                    got: m.kind(),
+                });
+            }
+            let check = |v: &[u8]| -> Result<(), TableError> {
+                if v.len() != l.len {
+                    return Err(TableError::BadWidth {
+                        field: i,
+                        width: l.width,
+                        expected: l.len,
+                        got: v.len(),
+                    });
+                }
+                if v[0] & !top_byte_mask(l.width) != 0 {
+                    return Err(TableError::NonCanonical {
+                        field: i,
+                        width: l.width,
+                    });
+                }
+                Ok(())
+            };
+            let vdst = &mut value[l.offset..l.offset + l.len];
+            let mdst = &mut mask[l.offset..l.offset + l.len];
+            let full = &self.width_mask.bytes[l.offset..l.offset + l.len];
+            match m {
+                FieldMatch::Exact(v) | FieldMatch::Optional(Some(v)) => {
+                    check(v)?;
+                    vdst.copy_from_slice(v);
+                    mdst.copy_from_slice(full);
+                }
+                FieldMatch::Optional(None) => {}
+                FieldMatch::Lpm {
+                    value: v,
+                    prefix_len: p,
+                } => {
+                    check(v)?;
+                    if *p > l.width {
+                        return Err(TableError::PrefixTooLong {
+                            field: i,
+                            prefix_len: *p,
+                            width: l.width,
+                        });
+                    }
+                    let pad = l.len as u32 * 8 - l.width;
+                    for bit in pad..pad + p {
+                        mdst[(bit / 8) as usize] |= 0x80 >> (bit % 8);
+                    }
+                    if v.iter().zip(mdst.iter()).any(|(v, m)| v & !m != 0) {
+                        return Err(TableError::BitsBeyondPrefix {
+                            field: i,
+                            prefix_len: *p,
+                        });
+                    }
+                    vdst.copy_from_slice(v);
+                    prefix_len = *p;
+                }
+                FieldMatch::Ternary { value: v, mask: k } => {
+                    check(v)?;
+                    check(k)?;
+                    if v.iter().zip(k).any(|(v, k)| v & !k != 0) {
+                        return Err(TableError::ValueOutsideMask { field: i });
+                    }
+                    vdst.copy_from_slice(v);
+                    mdst.copy_from_slice(k);
+                }
+                FieldMatch::Range { low, high } => {
+                    check(low)?;
+                    check(high)?;
+                    if low > high {
+                        return Err(TableError::RangeInverted { field: i });
+                    }
+                }
+            }
+        }
+        match (self.needs_priority(), priority) {
+            (true, None) => return Err(TableError::MissingPriority),
+            (true, Some(p)) if p < 1 => return Err(TableError::InvalidPriority { priority: p }),
+            (false, Some(_)) => return Err(TableError::UnexpectedPriority),
+            _ => {}
+        }
+        Ok(Compiled {
+            value: value.into(),
+            mask: mask.into(),
+            prefix_len,
+        })
+    }
+
+    /// The slot holding this exact entry, if any.
+    fn locate(&self, c: &Compiled, matches: &[FieldMatch], priority: Option<i32>) -> Option<u32> {
+        match &self.index {
+            Index::Exact(map) => map.get(&c.value).copied(),
+            Index::Lpm(lpm) => lpm.level(c.prefix_len)?.map.get(&c.value).copied(),
+            Index::Ternary(ts) => {
+                let group = ts.groups[*ts.by_mask.get(&c.mask)?].as_ref()?;
+                group
+                    .buckets
+                    .get(&c.value)?
+                    .iter()
+                    .find(|&&(p, s)| {
+                        Some(p) == priority
+                            && self.slots[s as usize]
+                                .as_ref()
+                                .is_some_and(|e| e.matches == matches)
+                    })
+                    .map(|&(_, s)| s)
+            }
+        }
+    }
+
+    fn index_add(&mut self, c: Compiled, priority: i32, slot: u32) {
+        match &mut self.index {
+            Index::Exact(map) => map.insert(&c.value, slot),
+            Index::Lpm(lpm) => lpm.add(c, slot),
+            Index::Ternary(ts) => ts.add(c, priority, slot),
+        }
+    }
+
+    fn index_remove(&mut self, c: &Compiled, priority: i32, slot: u32) {
+        match &mut self.index {
+            Index::Exact(map) => {
+                map.remove(&c.value);
+            }
+            Index::Lpm(lpm) => lpm.remove(c),
+            Index::Ternary(ts) => ts.remove(c, priority, slot),
+        }
+    }
+}
+
+impl LpmIndex {
+    fn new(field: FieldLayout) -> Self {
+        let mut tiers = Vec::new();
+        let mut max_len = field.width;
+        for bits in [16, 8] {
+            let bits = bits.min(max_len);
+            if tiers.last().is_some_and(|t: &Tier| t.bits == bits) {
+                break;
+            }
+            tiers.push(Tier {
+                bits,
+                max_len,
+                lengths: Vec::new(),
+                words: (max_len - bits + 1).div_ceil(64) as usize,
+                counts: FastMap::default(),
+            });
+            if bits == 0 {
+                break;
+            }
+            max_len = bits - 1;
+        }
+        LpmIndex {
+            field,
+            levels: (0..=field.width).map(|_| None).collect(),
+            tiers,
+            short: Vec::new(),
+        }
+    }
+
+    fn level(&self, prefix_len: u32) -> Option<&LpmLevel> {
+        self.levels.get(prefix_len as usize)?.as_ref()
+    }
+
+    /// The leading `bits` (at most 16) bits of the LPM field in a key or an entry's value.
+    fn bucket(&self, key: &[u8], bits: u32) -> usize {
+        let f = &self.field;
+        let bytes = &key[f.offset..f.offset + f.len.min(3)];
+        let v = bytes.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b));
+        let pad = f.len as u32 * 8 - f.width;
+        let shift = bytes.len() as u32 * 8 - pad - bits;
+        ((v >> shift) & ((1 << bits) - 1)) as usize
+    }
+
+    fn tier_of(&self, len: u32) -> Option<usize> {
+        self.tiers
+            .iter()
+            .position(|t| (t.bits..=t.max_len).contains(&len))
+    }
+
+    fn lookup(&self, key: &[u8], probe: &mut Probe) -> Option<u32> {
+        let hit = |len: u32, probe: &mut Probe| {
+            let level = self.level(len).expect("listed lengths have levels");
+            level.map.probe(probe, &level.mask).copied()
+        };
+        for t in &self.tiers {
+            if t.lengths.is_empty() {
+                continue;
+            }
+            let at = self.bucket(key, t.bits) * t.words;
+            for (w, &word) in t.lengths[at..at + t.words].iter().enumerate().rev() {
+                let mut bits = word;
+                while bits != 0 {
+                    let bit = 63 - bits.leading_zeros();
+                    bits &= !(1 << bit);
+                    if let Some(slot) = hit(t.bits + w as u32 * 64 + bit, probe) {
+                        return Some(slot);
+                    }
+                }
+            }
+        }
+        self.short.iter().find_map(|&len| hit(len, probe))
+    }
+
+    fn add(&mut self, c: Compiled, slot: u32) {
+        let len = c.prefix_len;
+        let tier = self.tier_of(len);
+        if self.levels[len as usize].is_none() {
+            self.levels[len as usize] = Some(LpmLevel {
+                mask: Mask::new(c.mask),
+                map: KeyMap::new(c.value.len()),
+            });
+            if tier.is_none() {
+                let at = self.short.partition_point(|&l| l > len);
+                self.short.insert(at, len);
+            }
+        }
+        if let Some(i) = tier {
+            let b = self.bucket(&c.value, self.tiers[i].bits);
+            let t = &mut self.tiers[i];
+            if t.lengths.is_empty() {
+                t.lengths = vec![0; t.words << t.bits];
+            }
+            *t.counts.entry((b as u32, len)).or_insert(0) += 1;
+            let bit = (len - t.bits) as usize;
+            t.lengths[b * t.words + bit / 64] |= 1 << (bit % 64);
+        }
+        let level = self.levels[len as usize].as_mut().expect("created above");
+        level.map.insert(&c.value, slot);
+    }
+
+    fn remove(&mut self, c: &Compiled) {
+        let len = c.prefix_len;
+        let Some(level) = self.levels[len as usize].as_mut() else {
+            return;
+        };
+        level.map.remove(&c.value);
+        if level.map.is_empty() {
+            self.levels[len as usize] = None;
+            self.short.retain(|&l| l != len);
+        }
+        if let Some(i) = self.tier_of(len) {
+            let b = self.bucket(&c.value, self.tiers[i].bits);
+            let t = &mut self.tiers[i];
+            if let Some(n) = t.counts.get_mut(&(b as u32, len)) {
+                *n -= 1;
+                if *n == 0 {
+                    t.counts.remove(&(b as u32, len));
+                    let bit = (len - t.bits) as usize;
+                    t.lengths[b * t.words + bit / 64] &= !(1 << (bit % 64));
+                }
+            }
+        }
+    }
+}
+
+impl TupleSpace {
+    fn new(key_len: usize, range_fields: Vec<usize>) -> Self {
+        TupleSpace {
+            key_len,
+            groups: Vec::new(),
+            free_groups: Vec::new(),
+            by_mask: FastMap::default(),
+            order: Vec::new(),
+            range_fields,
+        }
+    }
+
+    fn add(&mut self, c: Compiled, priority: i32, slot: u32) {
+        let g = match self.by_mask.get(&c.mask) {
+            Some(&g) => g,
+            None => {
+                let group = MaskGroup {
+                    mask: Mask::new(c.mask.clone()),
+                    buckets: KeyMap::new(self.key_len),
+                    priorities: BTreeMap::new(),
+                    best: priority,
+                };
+                let g = match self.free_groups.pop() {
+                    Some(g) => {
+                        self.groups[g] = Some(group);
+                        g
+                    }
+                    None => {
+                        self.groups.push(Some(group));
+                        self.groups.len() - 1
+                    }
+                };
+                self.by_mask.insert(c.mask, g);
+                g
+            }
+        };
+        let group = self.groups[g].as_mut().expect("by_mask lists live groups");
+        let bucket = group.buckets.get_or_insert_with(&c.value, Vec::new);
+        let at = bucket.partition_point(|&(p, s)| p > priority || (p == priority && s < slot));
+        bucket.insert(at, (priority, slot));
+        *group.priorities.entry(priority).or_insert(0) += 1;
+        group.best = *group
+            .priorities
+            .last_key_value()
+            .expect("just counted one")
+            .0;
+        self.reorder(g);
+    }
+
+    fn remove(&mut self, c: &Compiled, priority: i32, slot: u32) {
+        let Some(&g) = self.by_mask.get(&c.mask) else {
+            return;
+        };
+        let group = self.groups[g].as_mut().expect("by_mask lists live groups");
+        if let Some(bucket) = group.buckets.get_mut(&c.value) {
+            bucket.retain(|&(_, s)| s != slot);
+            if bucket.is_empty() {
+                group.buckets.remove(&c.value);
+            }
+        }
+        if let Some(n) = group.priorities.get_mut(&priority) {
+            *n -= 1;
+            if *n == 0 {
+                group.priorities.remove(&priority);
+            }
+        }
+        self.order.retain(|&o| o != g);
+        match group.priorities.last_key_value() {
+            Some((&best, _)) => {
+                group.best = best;
+                self.reorder(g);
+            }
+            None => {
+                self.groups[g] = None;
+                self.by_mask.remove(&c.mask);
+                self.free_groups.push(g);
+            }
+        }
+    }
+
+    /// Puts group `g` at its place in `order` (best priority first).
+    fn reorder(&mut self, g: usize) {
+        self.order.retain(|&o| o != g);
+        let best = |o: usize| self.groups[o].as_ref().map_or(i32::MIN, |x| x.best);
+        let gb = best(g);
+        let at = self.order.partition_point(|&o| best(o) >= gb);
+        self.order.insert(at, g);
+    }
+}
