@@ -205,3 +205,112 @@ fn default_action_arg_bmv2() {
         include_str!("p4c/default-action-arg-bmv2.p4.p4info.txtpb"),
     );
 }
+
+fn register(name: &str, width: u32, size: i64) -> Register {
+    Register {
+        name: name.into(),
+        annotations: vec![],
+        ty: bit(width),
+        size,
+        index_type: None,
+    }
+}
+
+/// p4c testdata/p4_16_samples/issue1097-bmv2.p4: a top-level `register<bit<8>>(2) r`.
+#[test]
+fn issue1097_bmv2() {
+    let mut program = v1model();
+    program.registers = vec![register("r", 8, 2)];
+    assert_p4c_output(&program, include_str!("p4c/issue1097-bmv2.p4.p4info.txtpb"));
+}
+
+/// p4c testdata/p4_16_samples/issue1520-bmv2.p4: the same register declared in control `C`,
+/// instantiated twice (`c1`, `c2`) inside `H` inside `MyIngress`: aliases need two components.
+#[test]
+fn issue1520_bmv2() {
+    let mut program = v1model();
+    program.registers = vec![
+        register("MyIngress.h.c1.r", 16, 8),
+        register("MyIngress.h.c2.r", 16, 8),
+    ];
+    assert_p4c_output(&program, include_str!("p4c/issue1520-bmv2.p4.p4info.txtpb"));
+}
+
+/// p4c testdata/p4_16_samples/issue1566-bmv2.p4: `counter(65536, CounterType.packets) stats` in
+/// control `C1`, instantiated as `c1` in `E`, applied from `cIngress`.
+#[test]
+fn issue1566_bmv2() {
+    let mut program = v1model();
+    program.counters = vec![Indexed {
+        name: "cIngress.E.c1.stats".into(),
+        annotations: vec![],
+        unit: Unit::Packets,
+        size: 65536,
+        index_type: None,
+    }];
+    assert_p4c_output(&program, include_str!("p4c/issue1566-bmv2.p4.p4info.txtpb"));
+}
+
+/// p4c testdata/p4_16_samples/issue2498-bmv2.p4: an action called directly (its only parameter
+/// is `inout`, so not a control-plane one) and nothing else: no `type_info` at all.
+#[test]
+fn issue2498_bmv2() {
+    let mut program = v1model();
+    program.actions = vec![action("ingress.slice_action", &[])];
+    assert_p4c_output(&program, include_str!("p4c/issue2498-bmv2.p4.p4info.txtpb"));
+}
+
+/// p4c testdata/p4_16_samples/issue1814-1-bmv2.p4: a `bool` key, the front end's
+/// `@defaultonly NoAction` default, and a `register<bit<1>>(1)`.
+#[test]
+fn issue1814_1_bmv2() {
+    let mut program = v1model();
+    program.actions = vec![
+        no_action(false),
+        action("IngressImpl.drop", &[]),
+        action("IngressImpl.forward", &[]),
+    ];
+    let mut debug = table(
+        "IngressImpl.debug_table",
+        vec![key("meta.test", P4Type::Bool, MatchKind::Exact)],
+        vec![
+            action_ref("IngressImpl.drop"),
+            action_ref("IngressImpl.forward"),
+            default_only("NoAction"),
+        ],
+    );
+    debug.default_action = default_action("NoAction", false);
+    program.tables = vec![debug];
+    program.registers = vec![register("IngressImpl.testRegister", 1, 1)];
+    assert_p4c_output(
+        &program,
+        include_str!("p4c/issue1814-1-bmv2.p4.p4info.txtpb"),
+    );
+}
+
+/// p4c testdata/p4_16_samples/issue3329-bmv2.p4: a `@controller_header("packet_out")` header
+/// whose only field is a struct `s { bit<32> b; }`, flattened to `b.b`. This expected file is
+/// the older `.p4info.txt` form (comment lines without the blank line), so only the text after
+/// the comments is compared.
+#[test]
+fn issue3329_bmv2() {
+    let mut program = v1model();
+    program.controller_headers = vec![ControllerHeader {
+        type_name: "packet_out_header_t".into(),
+        controller_name: "packet_out".into(),
+        annotations: vec![Annotation::rendered("@controller_header(\"packet_out\")")],
+        fields: vec![Param {
+            name: "b.b".into(),
+            ty: bit(32),
+            annotations: vec![],
+        }],
+    }];
+    let expected = include_str!("p4c/issue3329-bmv2.p4.p4info.txt");
+    let body: String = expected
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let info = generate(&program).unwrap_or_else(|errors| panic!("{errors:#?}"));
+    assert_eq!(p4runtime_proto::to_text(&info), body);
+}
