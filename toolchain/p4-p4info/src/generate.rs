@@ -55,7 +55,11 @@ fn collect(program: &ControlPlane) -> SymbolCollector {
         add(Kind::ValueSet, &set.name, &set.annotations);
     }
     for header in &program.controller_headers {
-        add(Kind::ControllerHeader, &header.type_name, &header.annotations);
+        add(
+            Kind::ControllerHeader,
+            &header.type_name,
+            &header.annotations,
+        );
     }
     for profile in &program.action_profiles {
         add(Kind::ActionProfile, &profile.name, &profile.annotations);
@@ -90,7 +94,9 @@ fn id_annotation(annotations: &[Annotation]) -> Option<u64> {
 }
 
 fn has(annotations: &[Annotation], name: &str) -> bool {
-    annotations.iter().any(|annotation| annotation.name() == name)
+    annotations
+        .iter()
+        .any(|annotation| annotation.name() == name)
 }
 
 /// Annotations as P4Info lists them: all but `@name`, `@id`, `@brief`, `@description` and
@@ -477,12 +483,9 @@ impl<'a> Generator<'a> {
             self.record(converted);
             let (bitwidth, type_name) = match decl {
                 // A plain enum has no width; its name is the type name.
-                Some(TypeDecl::Enum { name, .. }) => (
-                    0,
-                    Some(pb::P4NamedType {
-                        name: name.clone(),
-                    }),
-                ),
+                Some(TypeDecl::Enum { name, .. }) => {
+                    (0, Some(pb::P4NamedType { name: name.clone() }))
+                }
                 _ => {
                     let (Some(width), Some(type_name)) = (
                         self.record(self.types.width(&param.ty)),
@@ -524,7 +527,11 @@ impl<'a> Generator<'a> {
             .into_iter()
             .map(|table| self.id(Kind::Table, &profile.name, table))
             .collect();
-        let skip = ["max_group_size", "selector_size_semantics", "max_member_weight"];
+        let skip = [
+            "max_group_size",
+            "selector_size_semantics",
+            "max_member_weight",
+        ];
         let selector_size_semantics = if profile.with_selector {
             profile
                 .selector_size_semantics
@@ -726,7 +733,10 @@ impl<'a> Generator<'a> {
     fn package(&mut self) {
         let package = &self.program.package;
         self.info.pkg_info = Some(pb::PkgInfo {
-            arch: package.arch.clone().unwrap_or_else(|| self.program.arch.clone()),
+            arch: package
+                .arch
+                .clone()
+                .unwrap_or_else(|| self.program.arch.clone()),
             name: package.name.clone().unwrap_or_default(),
             version: package.version.clone().unwrap_or_default(),
             organization: package.organization.clone().unwrap_or_default(),
@@ -745,29 +755,54 @@ impl<'a> Generator<'a> {
         }
         let info = &self.info;
         let lists: [(&'static str, Vec<&str>); 11] = [
-            ("table", names(info.tables.iter().map(|t| t.preamble.as_ref()))),
-            ("action", names(info.actions.iter().map(|t| t.preamble.as_ref()))),
+            (
+                "table",
+                names(info.tables.iter().map(|t| t.preamble.as_ref())),
+            ),
+            (
+                "action",
+                names(info.actions.iter().map(|t| t.preamble.as_ref())),
+            ),
             (
                 "action profile",
                 names(info.action_profiles.iter().map(|t| t.preamble.as_ref())),
             ),
-            ("counter", names(info.counters.iter().map(|t| t.preamble.as_ref()))),
+            (
+                "counter",
+                names(info.counters.iter().map(|t| t.preamble.as_ref())),
+            ),
             (
                 "direct counter",
                 names(info.direct_counters.iter().map(|t| t.preamble.as_ref())),
             ),
-            ("meter", names(info.meters.iter().map(|t| t.preamble.as_ref()))),
+            (
+                "meter",
+                names(info.meters.iter().map(|t| t.preamble.as_ref())),
+            ),
             (
                 "direct meter",
                 names(info.direct_meters.iter().map(|t| t.preamble.as_ref())),
             ),
             (
                 "controller packet metadata",
-                names(info.controller_packet_metadata.iter().map(|t| t.preamble.as_ref())),
+                names(
+                    info.controller_packet_metadata
+                        .iter()
+                        .map(|t| t.preamble.as_ref()),
+                ),
             ),
-            ("value set", names(info.value_sets.iter().map(|t| t.preamble.as_ref()))),
-            ("register", names(info.registers.iter().map(|t| t.preamble.as_ref()))),
-            ("digest", names(info.digests.iter().map(|t| t.preamble.as_ref()))),
+            (
+                "value set",
+                names(info.value_sets.iter().map(|t| t.preamble.as_ref())),
+            ),
+            (
+                "register",
+                names(info.registers.iter().map(|t| t.preamble.as_ref())),
+            ),
+            (
+                "digest",
+                names(info.digests.iter().map(|t| t.preamble.as_ref())),
+            ),
         ];
         for (kind, list) in lists {
             let mut seen = HashSet::new();

@@ -232,10 +232,18 @@ mod tests {
     #[test]
     fn aliases_take_as_many_components_as_needed() {
         let mut set = SuffixSet::default();
-        for name in ["ingress.on_miss", "egress.on_miss", "ingress.set_vrf", "a.b.c"] {
+        for name in [
+            "ingress.on_miss",
+            "egress.on_miss",
+            "ingress.set_vrf",
+            "a.b.c",
+        ] {
             set.add(name);
         }
-        assert_eq!(set.shortest_unique_suffix("ingress.on_miss"), "ingress.on_miss");
+        assert_eq!(
+            set.shortest_unique_suffix("ingress.on_miss"),
+            "ingress.on_miss"
+        );
         assert_eq!(set.shortest_unique_suffix("ingress.set_vrf"), "set_vrf");
         assert_eq!(set.shortest_unique_suffix("a.b.c"), "c");
     }

@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 
 use p4runtime_proto::p4info::{
-    p4_bitstring_like_type_spec, p4_data_type_spec::TypeSpec, p4_header_type_spec,
-    p4_header_union_type_spec, p4_new_type_spec, p4_new_type_translation,
+    p4_bitstring_like_type_spec, p4_data_type_spec::TypeSpec, p4_enum_type_spec,
+    p4_header_type_spec, p4_header_union_type_spec, p4_new_type_spec, p4_new_type_translation,
     p4_serializable_enum_type_spec, p4_struct_type_spec, P4BitTypeSpec, P4BitstringLikeTypeSpec,
-    P4BoolType, P4DataTypeSpec, P4EnumTypeSpec, P4ErrorType, P4ErrorTypeSpec, P4HeaderStackTypeSpec,
-    P4HeaderTypeSpec, P4HeaderUnionStackTypeSpec, P4HeaderUnionTypeSpec, P4IntTypeSpec,
-    P4NamedType, P4NewTypeSpec, P4NewTypeTranslation, P4SerializableEnumTypeSpec,
-    P4StructTypeSpec, P4TupleTypeSpec, P4TypeInfo, P4VarbitTypeSpec, p4_enum_type_spec,
+    P4BoolType, P4DataTypeSpec, P4EnumTypeSpec, P4ErrorType, P4ErrorTypeSpec,
+    P4HeaderStackTypeSpec, P4HeaderTypeSpec, P4HeaderUnionStackTypeSpec, P4HeaderUnionTypeSpec,
+    P4IntTypeSpec, P4NamedType, P4NewTypeSpec, P4NewTypeTranslation, P4SerializableEnumTypeSpec,
+    P4StructTypeSpec, P4TupleTypeSpec, P4TypeInfo, P4VarbitTypeSpec,
 };
 
 use crate::model::{P4Type, SdnType, TypeDecl};
@@ -53,7 +53,9 @@ impl<'a> TypeConverter<'a> {
                     SdnType::Bitwidth(w) => w,
                     SdnType::String => 0,
                 },
-                TypeDecl::NewType { underlying, .. } => self.width(underlying)?,
+                // Without a translation the controller sees the bits underneath, even when
+                // the underlying type is itself a translated `type`.
+                TypeDecl::NewType { .. } => self.width(&self.representation(ty)?)?,
                 TypeDecl::SerializableEnum { width, .. } => *width,
                 TypeDecl::Enum { .. } => 0,
                 TypeDecl::Struct { fields, .. } | TypeDecl::Header { fields, .. } => {
@@ -78,6 +80,27 @@ impl<'a> TypeConverter<'a> {
                 total
             }
             P4Type::Stack { element, size } => self.width(&P4Type::Named(element.clone()))? * size,
+        })
+    }
+
+    /// `ty` with every `type` declaration replaced by what it is declared on, as p4c's
+    /// `original_type` and widths show it (`type Custom1_t Custom11_t` is `bit<8>`).
+    fn representation(&self, ty: &P4Type) -> Result<P4Type, P4InfoError> {
+        let mut ty = ty.clone();
+        // A chain of `type` declarations is bounded by the number of declarations; a longer
+        // walk means the declarations refer to each other.
+        for _ in 0..=self.decls.len() {
+            match &ty {
+                P4Type::Named(name) => match self.decl(name)? {
+                    TypeDecl::NewType { underlying, .. } => ty = underlying.clone(),
+                    _ => return Ok(ty),
+                },
+                _ => return Ok(ty),
+            }
+        }
+        Err(P4InfoError::UnsupportedType {
+            name: format!("{ty:?}"),
+            what: "`type` declarations refer to each other in a cycle",
         })
     }
 
@@ -227,16 +250,18 @@ impl<'a> TypeConverter<'a> {
                 );
             }
             TypeDecl::Enum { name, members } => {
-                info.enums.entry(name.clone()).or_insert_with(|| P4EnumTypeSpec {
-                    members: members
-                        .iter()
-                        .map(|member| p4_enum_type_spec::Member {
-                            name: member.clone(),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    ..Default::default()
-                });
+                info.enums
+                    .entry(name.clone())
+                    .or_insert_with(|| P4EnumTypeSpec {
+                        members: members
+                            .iter()
+                            .map(|member| p4_enum_type_spec::Member {
+                                name: member.clone(),
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    });
             }
             TypeDecl::SerializableEnum {
                 name,
@@ -284,7 +309,7 @@ impl<'a> TypeConverter<'a> {
                         })
                     }
                     None => p4_new_type_spec::Representation::OriginalType(
-                        self.convert(underlying, info)?,
+                        self.convert(&self.representation(underlying)?, info)?,
                     ),
                 };
                 info.new_types.insert(
@@ -317,17 +342,15 @@ fn bitstring(ty: &P4Type) -> Option<P4BitstringLikeTypeSpec> {
     // Widths beyond i32 cannot come out of a P4 program that type-checked; saturate.
     let w = |w: &u32| i32::try_from(*w).unwrap_or(i32::MAX);
     let spec = match ty {
-        P4Type::Bit(width) => p4_bitstring_like_type_spec::TypeSpec::Bit(P4BitTypeSpec {
-            bitwidth: w(width),
-        }),
-        P4Type::Int(width) => p4_bitstring_like_type_spec::TypeSpec::Int(P4IntTypeSpec {
-            bitwidth: w(width),
-        }),
-        P4Type::Varbit(width) => {
-            p4_bitstring_like_type_spec::TypeSpec::Varbit(P4VarbitTypeSpec {
-                max_bitwidth: w(width),
-            })
+        P4Type::Bit(width) => {
+            p4_bitstring_like_type_spec::TypeSpec::Bit(P4BitTypeSpec { bitwidth: w(width) })
         }
+        P4Type::Int(width) => {
+            p4_bitstring_like_type_spec::TypeSpec::Int(P4IntTypeSpec { bitwidth: w(width) })
+        }
+        P4Type::Varbit(width) => p4_bitstring_like_type_spec::TypeSpec::Varbit(P4VarbitTypeSpec {
+            max_bitwidth: w(width),
+        }),
         _ => return None,
     };
     Some(P4BitstringLikeTypeSpec {

@@ -314,3 +314,286 @@ fn issue3329_bmv2() {
     let info = generate(&program).unwrap_or_else(|errors| panic!("{errors:#?}"));
     assert_eq!(p4runtime_proto::to_text(&info), body);
 }
+
+/// For expected files from the p4c versions that printed a table's initial default action as
+/// `initial_default_action_id: N`, before P4Runtime replaced that field with the
+/// `initial_default_action { action_id: N }` message current p4c prints (the default actions in
+/// these files take no arguments, so both carry the same information): the old line is
+/// rewritten into the new form, then the whole file is compared byte for byte.
+fn assert_p4c_output_old_default_field(program: &ControlPlane, expected: &str) {
+    let rewritten: String = expected
+        .lines()
+        .map(
+            |line| match line.strip_prefix("  initial_default_action_id: ") {
+                Some(id) => format!("  initial_default_action {{\n    action_id: {id}\n  }}\n"),
+                None => format!("{line}\n"),
+            },
+        )
+        .collect();
+    assert_p4c_output(program, &rewritten);
+}
+
+fn new_type(name: &str, underlying: P4Type, translation: Option<(&str, u32)>) -> TypeDecl {
+    TypeDecl::NewType {
+        name: name.into(),
+        underlying,
+        translation: translation.map(|(uri, width)| Translation {
+            uri: uri.into(),
+            sdn: SdnType::Bitwidth(width),
+        }),
+    }
+}
+
+fn named(name: &str) -> P4Type {
+    P4Type::Named(name.into())
+}
+
+/// p4c testdata/p4_16_samples/v1model-p4runtime-enumint-types1.p4: `type`s with and without
+/// `@p4runtime_translation` stacked on each other and on typedefs, a serializable enum, in a
+/// table key, an action's parameters, `@controller_header` packet_in/packet_out headers and a
+/// struct-typed `value_set`. Typedefs are resolved here, as the compiler resolves them.
+#[test]
+fn v1model_p4runtime_enumint_types1() {
+    let fields: Vec<(&str, P4Type)> = vec![
+        ("addr0", bit(48)),
+        ("addr1", named("Eth1_t")),
+        ("addr2", named("Eth2_t")),
+        ("e", bit(8)),
+        ("e0", bit(8)),
+        ("e1", named("Custom1_t")),
+        ("e2", named("Custom2_t")),
+        ("e00", bit(8)),
+        ("e01", named("Custom01_t")),
+        ("e02", named("Custom02_t")),
+        ("e10", named("Custom1_t")),
+        ("e11", named("Custom11_t")),
+        ("e12", named("Custom12_t")),
+        ("e20", named("Custom2_t")),
+        ("e21", named("Custom21_t")),
+        ("e22", named("Custom22_t")),
+        ("e001", named("Custom001_t")),
+        ("e002", named("Custom002_t")),
+        ("e101", named("Custom101_t")),
+        ("e102", named("Custom102_t")),
+        ("e201", named("Custom201_t")),
+        ("e202", named("Custom202_t")),
+        ("e220", named("Custom22_t")),
+        ("e0020010", named("Custom002001_t")),
+        ("e0020020", named("Custom002002_t")),
+    ];
+    let mut with_s0 = fields.clone();
+    with_s0.push(("s0", named("serenum_t")));
+
+    let mut program = v1model();
+    program.types = vec![
+        new_type("Eth1_t", bit(48), None),
+        new_type(
+            "Eth2_t",
+            bit(48),
+            Some(("mycompany.com/EthernetAddress", 49)),
+        ),
+        new_type("Custom1_t", bit(8), None),
+        new_type("Custom2_t", bit(8), Some(("mycompany.com/My_Byte2", 12))),
+        new_type("Custom01_t", bit(8), None),
+        new_type("Custom02_t", bit(8), Some(("mycompany.com/My_Byte3", 13))),
+        new_type("Custom11_t", named("Custom1_t"), None),
+        new_type(
+            "Custom12_t",
+            named("Custom1_t"),
+            Some(("mycompany.com/My_Byte4", 14)),
+        ),
+        new_type("Custom21_t", named("Custom2_t"), None),
+        new_type(
+            "Custom22_t",
+            named("Custom2_t"),
+            Some(("mycompany.com/My_Byte5", 15)),
+        ),
+        new_type("Custom001_t", bit(8), None),
+        new_type("Custom002_t", bit(8), Some(("mycompany.com/My_Byte6", 16))),
+        new_type("Custom101_t", named("Custom1_t"), None),
+        new_type(
+            "Custom102_t",
+            named("Custom1_t"),
+            Some(("mycompany.com/My_Byte7", 17)),
+        ),
+        new_type("Custom201_t", named("Custom2_t"), None),
+        new_type(
+            "Custom202_t",
+            named("Custom2_t"),
+            Some(("mycompany.com/My_Byte8", 18)),
+        ),
+        new_type("Custom002001_t", named("Custom002_t"), None),
+        new_type(
+            "Custom002002_t",
+            named("Custom002_t"),
+            Some(("mycompany.com/My_Byte9", 19)),
+        ),
+        TypeDecl::SerializableEnum {
+            name: "serenum_t".into(),
+            width: 8,
+            members: vec![("A".into(), 1), ("B".into(), 3)],
+        },
+    ];
+    program.actions = vec![
+        action("ingress.set_output", &[("out_port", bit(9))]),
+        action("ingress.set_headers", &with_s0),
+        action("ingress.my_drop", &[]),
+    ];
+    let mut custom = table(
+        "ingress.custom_table",
+        with_s0
+            .iter()
+            .map(|(name, ty)| key(&format!("hdr.custom.{name}"), ty.clone(), MatchKind::Exact))
+            .collect(),
+        vec![
+            action_ref("ingress.set_output"),
+            action_ref("ingress.set_headers"),
+            action_ref("ingress.my_drop"),
+        ],
+    );
+    custom.default_action = default_action("ingress.my_drop", false);
+    program.tables = vec![custom];
+    let param = |(name, ty): &(&str, P4Type)| Param {
+        name: (*name).into(),
+        ty: ty.clone(),
+        annotations: vec![],
+    };
+    program.controller_headers = vec![
+        ControllerHeader {
+            type_name: "packet_in_header_t".into(),
+            controller_name: "packet_in".into(),
+            annotations: vec![Annotation::rendered("@controller_header(\"packet_in\")")],
+            fields: vec![param(&("punt_reason", bit(8)))],
+        },
+        ControllerHeader {
+            type_name: "packet_out_header_t".into(),
+            controller_name: "packet_out".into(),
+            annotations: vec![Annotation::rendered("@controller_header(\"packet_out\")")],
+            fields: fields.iter().map(param).collect(),
+        },
+    ];
+    program.value_sets = vec![ValueSet {
+        name: "ParserImpl.valueset1".into(),
+        annotations: vec![],
+        size: 4,
+        element: ValueSetElement::Struct(
+            [("addr0", 48), ("e", 8), ("e0", 8), ("e00", 8)]
+                .into_iter()
+                .map(|(name, width)| ValueSetField {
+                    name: name.into(),
+                    width,
+                    kind: None,
+                    annotations: vec![],
+                })
+                .collect(),
+        ),
+    }];
+    assert_p4c_output_old_default_field(
+        &program,
+        include_str!("p4c/v1model-p4runtime-enumint-types1.p4.p4info.txtpb"),
+    );
+}
+
+/// p4c testdata/p4_16_samples/v1model-digest-containing-ser-enum.p4: three `digest()` calls in
+/// one action, with structs holding an `error`, an enum and a serializable enum (`type_info`
+/// gets the structs, the enum, the serializable enum and the program's error members).
+#[test]
+fn v1model_digest_containing_ser_enum() {
+    let mut program = v1model();
+    program.actions = vec![
+        no_action(false),
+        action("MyIngress.set_dmac", &[("dstAddr", bit(48))]),
+        action("MyIngress.drop", &[]),
+        action(
+            "MyIngress.set_nhop",
+            &[("dstAddr", bit(32)), ("port", bit(9))],
+        ),
+        action("MyIngress.send_digest", &[]),
+        no_action(false),
+        action("MyEgress.rewrite_mac", &[("srcAddr", bit(48))]),
+    ];
+    let routing = |name: &str, kind: MatchKind, first: &str| {
+        let mut t = table(
+            name,
+            vec![key("hdr.ipv4.dstAddr", bit(32), kind)],
+            vec![
+                action_ref(first),
+                action_ref("MyIngress.drop"),
+                action_ref("NoAction"),
+            ],
+        );
+        t.size = Some(1024);
+        t.default_action = default_action("NoAction", false);
+        t
+    };
+    let mut send_frame = table(
+        "MyEgress.send_frame",
+        vec![key(
+            "standard_metadata.egress_port",
+            bit(9),
+            MatchKind::Exact,
+        )],
+        vec![action_ref("MyEgress.rewrite_mac"), action_ref("NoAction")],
+    );
+    send_frame.size = Some(1024);
+    send_frame.default_action = default_action("NoAction", false);
+    program.tables = vec![
+        routing("MyIngress.forward", MatchKind::Exact, "MyIngress.set_dmac"),
+        routing("MyIngress.ipv4_lpm", MatchKind::Lpm, "MyIngress.set_nhop"),
+        send_frame,
+    ];
+    program.digests = ["test_digest_t", "test_digest2_t", "test_digest3_t"]
+        .into_iter()
+        .map(|name| Digest {
+            name: name.into(),
+            ty: named(name),
+        })
+        .collect();
+    program.types = vec![
+        TypeDecl::Struct {
+            name: "test_digest_t".into(),
+            fields: vec![
+                ("in_mac_srcAddr".into(), bit(48)),
+                ("my_parser_error".into(), P4Type::Error),
+                ("pkt_type".into(), named("MyPacketTypes")),
+            ],
+        },
+        TypeDecl::Struct {
+            name: "test_digest2_t".into(),
+            fields: vec![
+                ("in_mac_dstAddr".into(), bit(48)),
+                ("my_thing".into(), named("MySerEnum1")),
+            ],
+        },
+        TypeDecl::Struct {
+            name: "test_digest3_t".into(),
+            fields: vec![("in_mac_etherType".into(), bit(16))],
+        },
+        TypeDecl::Enum {
+            name: "MyPacketTypes".into(),
+            members: vec!["IPv4".into(), "Other".into()],
+        },
+        TypeDecl::SerializableEnum {
+            name: "MySerEnum1".into(),
+            width: 8,
+            members: vec![("foo".into(), 28), ("bar".into(), 17), ("gah".into(), 42)],
+        },
+    ];
+    // core.p4's errors, then the program's `error { UnreachableState }`.
+    program.errors = [
+        "NoError",
+        "PacketTooShort",
+        "NoMatch",
+        "StackOutOfBounds",
+        "HeaderTooShort",
+        "ParserTimeout",
+        "ParserInvalidArgument",
+        "UnreachableState",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_p4c_output_old_default_field(
+        &program,
+        include_str!("p4c/v1model-digest-containing-ser-enum.p4.p4info.txtpb"),
+    );
+}
