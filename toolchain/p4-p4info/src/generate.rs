@@ -532,24 +532,28 @@ impl<'a> Generator<'a> {
             "selector_size_semantics",
             "max_member_weight",
         ];
+        // As p4c's outputs show: a selector's size is counted as a sum of weights when
+        // `@max_group_size` is given without `@selector_size_semantics`, and left unset when
+        // neither is given.
+        let semantics = match (&profile.selector_size_semantics, profile.max_group_size) {
+            (None, Some(_)) => Some(&SelectorSizeSemantics::SumOfWeights),
+            (semantics, _) => semantics.as_ref(),
+        };
         let selector_size_semantics = if profile.with_selector {
-            profile
-                .selector_size_semantics
-                .as_ref()
-                .map(|semantics| match semantics {
-                    SelectorSizeSemantics::SumOfWeights => {
-                        action_profile::SelectorSizeSemantics::SumOfWeights(
-                            action_profile::SumOfWeights {},
-                        )
-                    }
-                    SelectorSizeSemantics::SumOfMembers { max_member_weight } => {
-                        action_profile::SelectorSizeSemantics::SumOfMembers(
-                            action_profile::SumOfMembers {
-                                max_member_weight: max_member_weight.unwrap_or_default(),
-                            },
-                        )
-                    }
-                })
+            semantics.map(|semantics| match semantics {
+                SelectorSizeSemantics::SumOfWeights => {
+                    action_profile::SelectorSizeSemantics::SumOfWeights(
+                        action_profile::SumOfWeights {},
+                    )
+                }
+                SelectorSizeSemantics::SumOfMembers { max_member_weight } => {
+                    action_profile::SelectorSizeSemantics::SumOfMembers(
+                        action_profile::SumOfMembers {
+                            max_member_weight: max_member_weight.unwrap_or_default(),
+                        },
+                    )
+                }
+            })
         } else {
             None
         };

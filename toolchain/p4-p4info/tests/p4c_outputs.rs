@@ -597,3 +597,100 @@ fn v1model_digest_containing_ser_enum() {
         include_str!("p4c/v1model-digest-containing-ser-enum.p4.p4info.txtpb"),
     );
 }
+
+/// p4c testdata/p4_16_samples/issue1352-bmv2.p4: routing tables with explicit `NoAction`
+/// defaults and one `digest(1, meta.test_digest)` in an action.
+#[test]
+fn issue1352_bmv2() {
+    let mut program = v1model();
+    program.actions = vec![
+        no_action(true),
+        action("MyIngress.drop", &[]),
+        action("MyIngress.set_dmac", &[("dstAddr", bit(48))]),
+        action(
+            "MyIngress.set_nhop",
+            &[("dstAddr", bit(32)), ("port", bit(9))],
+        ),
+        action("MyIngress.send_digest", &[]),
+        no_action(true),
+        action("MyEgress.rewrite_mac", &[("srcAddr", bit(48))]),
+    ];
+    let routing = |name: &str, kind: MatchKind, first: &str| {
+        let mut t = table(
+            name,
+            vec![key("hdr.ipv4.dstAddr", bit(32), kind)],
+            vec![
+                action_ref(first),
+                action_ref("MyIngress.drop"),
+                action_ref("NoAction"),
+            ],
+        );
+        t.size = Some(1024);
+        t.default_action = default_action("NoAction", false);
+        t
+    };
+    let mut send_frame = table(
+        "MyEgress.send_frame",
+        vec![key(
+            "standard_metadata.egress_port",
+            bit(9),
+            MatchKind::Exact,
+        )],
+        vec![action_ref("MyEgress.rewrite_mac"), action_ref("NoAction")],
+    );
+    send_frame.size = Some(1024);
+    send_frame.default_action = default_action("NoAction", false);
+    program.tables = vec![
+        routing("MyIngress.forward", MatchKind::Exact, "MyIngress.set_dmac"),
+        routing("MyIngress.ipv4_lpm", MatchKind::Lpm, "MyIngress.set_nhop"),
+        send_frame,
+    ];
+    program.digests = vec![Digest {
+        name: "test_digest_t".into(),
+        ty: named("test_digest_t"),
+    }];
+    program.types = vec![TypeDecl::Struct {
+        name: "test_digest_t".into(),
+        fields: vec![("in_mac_srcAddr".into(), bit(48))],
+    }];
+    assert_p4c_output(&program, include_str!("p4c/issue1352-bmv2.p4.p4info.txtpb"));
+}
+
+/// p4c testdata/p4_16_samples/action_profile_max_group_size_annotation.p4: `@max_group_size(200)`
+/// on an in-place action profile (ignored: no selector) and on an in-place selector.
+#[test]
+fn action_profile_max_group_size_annotation() {
+    let mut program = v1model();
+    program.actions = vec![no_action(false), action("IngressI.drop", &[])];
+    let mut indirect = table(
+        "IngressI.indirect",
+        vec![],
+        vec![action_ref("IngressI.drop"), action_ref("NoAction")],
+    );
+    indirect.default_action = default_action("NoAction", true);
+    indirect.implementation = Some("ap".into());
+    let mut indirect_ws = table(
+        "IngressI.indirect_ws",
+        vec![key("meta.hash1", bit(32), MatchKind::Selector)],
+        vec![action_ref("IngressI.drop"), action_ref("NoAction")],
+    );
+    indirect_ws.default_action = default_action("NoAction", true);
+    indirect_ws.implementation = Some("ap_ws".into());
+    program.tables = vec![indirect, indirect_ws];
+    let profile = |name: &str, with_selector: bool, size: i64| ActionProfile {
+        name: name.into(),
+        annotations: vec![
+            Annotation::Name(name.into()),
+            Annotation::rendered("@max_group_size(200)"),
+        ],
+        with_selector,
+        size,
+        max_group_size: Some(200),
+        selector_size_semantics: None,
+    };
+    program.action_profiles = vec![profile("ap", false, 128), profile("ap_ws", true, 1024)];
+    assert_p4c_output(
+        &program,
+        include_str!("p4c/action_profile_max_group_size_annotation.p4.p4info.txtpb"),
+    );
+}
