@@ -299,8 +299,8 @@ impl<'a> Generator<'a> {
                 None | Some(0) => DEFAULT_TABLE_SIZE,
                 Some(size) => size,
             },
-            is_const_table: table.is_const_table,
-            has_initial_entries: table.has_initial_entries,
+            is_const_table: table.entries == Entries::Const,
+            has_initial_entries: table.entries != Entries::None,
             ..Default::default()
         };
 

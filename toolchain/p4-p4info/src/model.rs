@@ -198,10 +198,18 @@ pub struct Table {
     pub size: Option<i64>,
     /// `support_timeout = true`.
     pub supports_timeout: bool,
-    /// Has `const entries`.
-    pub is_const_table: bool,
-    /// Has (non-const) `entries`.
-    pub has_initial_entries: bool,
+    pub entries: Entries,
+}
+
+/// A table's `entries` property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Entries {
+    #[default]
+    None,
+    /// `const entries = { ... }`: the control plane cannot change the table.
+    Const,
+    /// `entries = { ... }` (P4_16 1.2.4 initial entries, some of which may be `const`).
+    Initial,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -55,8 +55,7 @@ fn table(name: &str, keys: Vec<MatchField>, actions: Vec<ActionRef>) -> Table {
         direct_meter: None,
         size: None,
         supports_timeout: false,
-        is_const_table: false,
-        has_initial_entries: false,
+        entries: Entries::None,
     }
 }
 
@@ -692,5 +691,64 @@ fn action_profile_max_group_size_annotation() {
     assert_p4c_output(
         &program,
         include_str!("p4c/action_profile_max_group_size_annotation.p4.p4info.txtpb"),
+    );
+}
+
+/// p4c testdata/p4_16_samples/table-entries-exact-bmv2.p4: `const entries`.
+#[test]
+fn table_entries_exact_bmv2() {
+    let mut program = v1model();
+    program.actions = vec![
+        action("ingress.a", &[]),
+        action("ingress.a_with_control_params", &[("x", bit(9))]),
+    ];
+    let mut t = table(
+        "ingress.t_exact",
+        vec![key("h.h.e", bit(8), MatchKind::Exact)],
+        vec![
+            action_ref("ingress.a"),
+            action_ref("ingress.a_with_control_params"),
+        ],
+    );
+    t.default_action = default_action("ingress.a", false);
+    t.entries = Entries::Const;
+    program.tables = vec![t];
+    assert_p4c_output(
+        &program,
+        include_str!("p4c/table-entries-exact-bmv2.p4.p4info.txtpb"),
+    );
+}
+
+/// p4c testdata/p4_16_samples/init-entries-bmv2.p4: nine tables with (non-const) `entries`
+/// lists, some entries `const`, exact + ternary keys.
+#[test]
+fn init_entries_bmv2() {
+    let mut program = v1model();
+    program.actions = vec![
+        action("ingressImpl.a", &[]),
+        action("ingressImpl.a_params", &[("param", bit(32))]),
+    ];
+    program.tables = ["t1", "t1b", "t2", "t2b", "t3", "t3b", "t4", "t4b", "t5"]
+        .into_iter()
+        .map(|name| {
+            let mut t = table(
+                &format!("ingressImpl.{name}"),
+                vec![
+                    key("hdr.ethernet.src_addr", bit(48), MatchKind::Exact),
+                    key("hdr.ethernet.ether_type", bit(16), MatchKind::Ternary),
+                ],
+                vec![
+                    action_ref("ingressImpl.a"),
+                    action_ref("ingressImpl.a_params"),
+                ],
+            );
+            t.default_action = default_action("ingressImpl.a", false);
+            t.entries = Entries::Initial;
+            t
+        })
+        .collect();
+    assert_p4c_output_old_default_field(
+        &program,
+        include_str!("p4c/init-entries-bmv2.p4.p4info.txtpb"),
     );
 }
