@@ -752,3 +752,161 @@ fn init_entries_bmv2() {
         include_str!("p4c/init-entries-bmv2.p4.p4info.txtpb"),
     );
 }
+
+/// The `acl_wbb_ingress` control of p4c testdata/p4_16_samples/pins/pins_wbb.p4: `@id`s on a
+/// table, actions, a `direct_counter` and a `direct_meter`, optional keys on `isValid()`,
+/// annotations on keys and action list entries, and a multi-line `@entry_restriction` string.
+/// The stored p4c output (pins_wbb.p4.p4info.txtpb) was produced from a later revision of the
+/// program than the one available to read (its packet_out header and `@pkginfo` differ), so
+/// only what this control produces (the tables, actions, direct counters and direct meters
+/// sections) is compared, byte for byte.
+#[test]
+fn pins_wbb_acl_ingress() {
+    let restriction = "@entry_restriction(\"
+    // WBB only allows for very specific table entries:
+
+    // Traceroute (6 entries)
+    (
+      // IPv4 or IPv6
+      ((is_ipv4 == 1 && is_ipv6::mask == 0) ||
+        (is_ipv4::mask == 0 && is_ipv6 == 1)) &&
+      // TTL 0, 1, and 2
+      (ttl == 0 || ttl == 1 || ttl == 2) &&
+      ether_type::mask == 0 && outer_vlan_id::mask == 0
+    ) ||
+    // LLDP
+    (
+      ether_type == 0x88cc &&
+      is_ipv4::mask == 0 && is_ipv6::mask == 0 && ttl::mask == 0 &&
+      outer_vlan_id::mask == 0
+    ) ||
+    // ND
+    (
+    // TODO remove optional match for VLAN ID once VLAN ID is
+    // completely removed from ND flows.
+      (( outer_vlan_id::mask == 0xfff && outer_vlan_id == 0x0FA0) ||
+      outer_vlan_id::mask == 0);
+      ether_type == 0x6007;
+      is_ipv4::mask == 0;
+      is_ipv6::mask == 0;
+      ttl::mask == 0
+    )
+  \")";
+    let acl_key = |name: &str, id: u64, ty: P4Type, kind: MatchKind, sai: &str| MatchField {
+        name: name.into(),
+        ty,
+        kind,
+        annotations: vec![
+            Annotation::Name(name.into()),
+            Annotation::Id(id),
+            Annotation::rendered(format!("@sai_field({sai})")),
+        ],
+    };
+    let proto_id = |action: &str, id: u32| ActionRef {
+        action: action.into(),
+        annotations: vec![Annotation::rendered(format!("@proto_id({id})"))],
+    };
+    let prefix = "ingress.acl_wbb_ingress";
+    let mut program = v1model();
+    let acl_action = |name: &str, id: u64, sai: &str| Action {
+        name: format!("{prefix}.{name}"),
+        annotations: vec![
+            Annotation::Id(id),
+            Annotation::rendered(format!("@sai_action({sai})")),
+        ],
+        params: vec![],
+    };
+    program.actions = vec![
+        no_action(true),
+        acl_action(
+            "acl_wbb_ingress_copy",
+            0x0100_0107,
+            "SAI_PACKET_ACTION_COPY",
+        ),
+        acl_action(
+            "acl_wbb_ingress_trap",
+            0x0100_0108,
+            "SAI_PACKET_ACTION_TRAP",
+        ),
+    ];
+    let mut acl = table(
+        &format!("{prefix}.acl_wbb_ingress_table"),
+        vec![
+            acl_key(
+                "is_ipv4",
+                1,
+                P4Type::Bool,
+                MatchKind::Optional,
+                "SAI_ACL_TABLE_ATTR_FIELD_ACL_IP_TYPE / IPV4ANY",
+            ),
+            acl_key(
+                "is_ipv6",
+                2,
+                P4Type::Bool,
+                MatchKind::Optional,
+                "SAI_ACL_TABLE_ATTR_FIELD_ACL_IP_TYPE / IPV6ANY",
+            ),
+            acl_key(
+                "ether_type",
+                3,
+                bit(16),
+                MatchKind::Ternary,
+                "SAI_ACL_TABLE_ATTR_FIELD_ETHER_TYPE",
+            ),
+            acl_key(
+                "ttl",
+                4,
+                bit(8),
+                MatchKind::Ternary,
+                "SAI_ACL_TABLE_ATTR_FIELD_TTL",
+            ),
+            acl_key(
+                "outer_vlan_id",
+                5,
+                bit(12),
+                MatchKind::Ternary,
+                "SAI_ACL_TABLE_ATTR_FIELD_OUTER_VLAN_ID",
+            ),
+        ],
+        vec![
+            proto_id(&format!("{prefix}.acl_wbb_ingress_copy"), 1),
+            proto_id(&format!("{prefix}.acl_wbb_ingress_trap"), 2),
+            default_only("NoAction"),
+        ],
+    );
+    acl.annotations = vec![
+        Annotation::rendered("@p4runtime_role(\"sdn_controller\")"),
+        Annotation::Id(0x0200_0103),
+        Annotation::rendered("@sai_acl(INGRESS)"),
+        Annotation::rendered(restriction),
+    ];
+    acl.default_action = default_action("NoAction", true);
+    acl.direct_meter = Some(format!("{prefix}.acl_wbb_ingress_meter"));
+    acl.direct_counter = Some(format!("{prefix}.acl_wbb_ingress_counter"));
+    acl.size = Some(8);
+    program.tables = vec![acl];
+    program.direct_meters = vec![Direct {
+        name: format!("{prefix}.acl_wbb_ingress_meter"),
+        annotations: vec![Annotation::Id(0x1500_0101)],
+        unit: Unit::Bytes,
+    }];
+    program.direct_counters = vec![Direct {
+        name: format!("{prefix}.acl_wbb_ingress_counter"),
+        annotations: vec![Annotation::Id(0x1300_0103)],
+        unit: Unit::PacketsAndBytes,
+    }];
+
+    let info = generate(&program).unwrap_or_else(|errors| panic!("{errors:#?}"));
+    let ours = to_txtpb(&info);
+    let expected = include_str!("p4c/pins_wbb.p4.p4info.txtpb");
+    let section = |text: &str| {
+        let start = text.find("\ntables {\n").expect("tables") + 1;
+        let end = text
+            .find("\ncontroller_packet_metadata {\n")
+            .or_else(|| text.find("\ntype_info {\n"))
+            .expect("an end")
+            + 1;
+        text[start..end].to_string()
+    };
+    assert_eq!(section(&ours), section(expected));
+}
