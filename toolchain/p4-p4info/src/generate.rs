@@ -61,20 +61,31 @@ fn collect(program: &ControlPlane) -> SymbolCollector {
             &header.annotations,
         );
     }
+    // Instances constructed inside a table property are collected by name only.
+    let declared = |in_place: bool, annotations: &'_ [Annotation]| -> Vec<Annotation> {
+        if in_place {
+            Vec::new()
+        } else {
+            annotations.to_vec()
+        }
+    };
     for profile in &program.action_profiles {
-        add(Kind::ActionProfile, &profile.name, &profile.annotations);
+        let annotations = declared(profile.in_place, &profile.annotations);
+        add(Kind::ActionProfile, &profile.name, &annotations);
     }
     for counter in &program.counters {
         add(Kind::Counter, &counter.name, &counter.annotations);
     }
     for counter in &program.direct_counters {
-        add(Kind::DirectCounter, &counter.name, &counter.annotations);
+        let annotations = declared(counter.in_place, &counter.annotations);
+        add(Kind::DirectCounter, &counter.name, &annotations);
     }
     for meter in &program.meters {
         add(Kind::Meter, &meter.name, &meter.annotations);
     }
     for meter in &program.direct_meters {
-        add(Kind::DirectMeter, &meter.name, &meter.annotations);
+        let annotations = declared(meter.in_place, &meter.annotations);
+        add(Kind::DirectMeter, &meter.name, &annotations);
     }
     for register in &program.registers {
         add(Kind::Register, &register.name, &register.annotations);

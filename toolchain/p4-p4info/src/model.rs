@@ -248,6 +248,9 @@ pub struct ActionProfile {
     /// `@max_group_size(N)`; p4c ignores it without a selector.
     pub max_group_size: Option<i32>,
     pub selector_size_semantics: Option<SelectorSizeSemantics>,
+    /// Constructed in the table's `implementation` property rather than declared; p4c takes
+    /// no `@id` for those.
+    pub in_place: bool,
 }
 
 /// `CounterType` / `MeterType` of v1model.
@@ -275,6 +278,9 @@ pub struct Direct {
     pub name: String,
     pub annotations: Vec<Annotation>,
     pub unit: Unit,
+    /// Constructed in the table's `counters`/`meters` property rather than declared; p4c takes
+    /// no `@id` for those.
+    pub in_place: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -140,6 +140,7 @@ fn action_profile_bmv2() {
             size: 128,
             max_group_size: None,
             selector_size_semantics: None,
+            in_place: true,
         },
         ActionProfile {
             name: "ap_ws".into(),
@@ -148,6 +149,7 @@ fn action_profile_bmv2() {
             size: 1024,
             max_group_size: None,
             selector_size_semantics: None,
+            in_place: true,
         },
     ];
     assert_p4c_output(
@@ -686,6 +688,7 @@ fn action_profile_max_group_size_annotation() {
         size,
         max_group_size: Some(200),
         selector_size_semantics: None,
+        in_place: true,
     };
     program.action_profiles = vec![profile("ap", false, 128), profile("ap_ws", true, 1024)];
     assert_p4c_output(
@@ -889,11 +892,13 @@ fn pins_wbb_acl_ingress() {
         name: format!("{prefix}.acl_wbb_ingress_meter"),
         annotations: vec![Annotation::Id(0x1500_0101)],
         unit: Unit::Bytes,
+        in_place: false,
     }];
     program.direct_counters = vec![Direct {
         name: format!("{prefix}.acl_wbb_ingress_counter"),
         annotations: vec![Annotation::Id(0x1300_0103)],
         unit: Unit::PacketsAndBytes,
+        in_place: false,
     }];
 
     let info = generate(&program).unwrap_or_else(|errors| panic!("{errors:#?}"));

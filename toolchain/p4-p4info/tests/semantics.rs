@@ -398,3 +398,30 @@ fn txtpb_starts_with_p4cs_comment_lines() {
         "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\npkg_info {\n"
     ));
 }
+
+/// `collectTableProperties` adds an action profile or direct resource constructed in a table
+/// property by name only: an `@id` there is not honoured; on a declared instance it is.
+#[test]
+fn id_on_in_place_instances_is_ignored() {
+    let mut p = program();
+    let profile = |name: &str, in_place: bool| ActionProfile {
+        name: name.into(),
+        annotations: vec![Annotation::Id(0x11)],
+        with_selector: false,
+        size: 16,
+        max_group_size: None,
+        selector_size_semantics: None,
+        in_place,
+    };
+    let mut t1 = table("t1");
+    t1.implementation = Some("declared".into());
+    let mut t2 = table("t2");
+    t2.implementation = Some("in_place".into());
+    p.tables = vec![t1, t2];
+    p.action_profiles = vec![profile("declared", false), profile("in_place", true)];
+    let info = ok(&p);
+    let id = |n: usize| info.action_profiles[n].preamble.as_ref().map(|p| p.id);
+    assert_eq!(id(0), Some(0x1100_0011));
+    let hashed = 0x1100_0000 | (jenkins_one_at_a_time(b"in_place") & 0x00ff_ffff);
+    assert_eq!(id(1), Some(hashed));
+}
