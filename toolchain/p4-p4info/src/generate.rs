@@ -27,7 +27,26 @@ pub fn generate(program: &ControlPlane) -> Result<P4Info, Vec<P4InfoError>> {
         uses_type_info: false,
         errors: Vec::new(),
         param_ids: HashMap::new(),
+        direct_counters: program
+            .direct_counters
+            .iter()
+            .map(|c| (c.name.as_str(), c))
+            .collect(),
+        direct_meters: program
+            .direct_meters
+            .iter()
+            .map(|m| (m.name.as_str(), m))
+            .collect(),
+        profile_tables: HashMap::new(),
     };
+    for table in &program.tables {
+        if let Some(profile) = &table.implementation {
+            gen.profile_tables
+                .entry(profile.as_str())
+                .or_default()
+                .insert(table.name.as_str());
+        }
+    }
     gen.run();
     if gen.errors.is_empty() {
         let mut info = gen.info;
@@ -217,6 +236,10 @@ struct Generator<'a> {
     errors: Vec<P4InfoError>,
     /// Action name -> its parameters' ids, for default-action arguments.
     param_ids: HashMap<&'a str, Vec<u32>>,
+    direct_counters: HashMap<&'a str, &'a Direct>,
+    direct_meters: HashMap<&'a str, &'a Direct>,
+    /// Action profile name -> the tables naming it, sorted by name as p4c's std::set keeps them.
+    profile_tables: HashMap<&'a str, BTreeSet<&'a str>>,
 }
 
 impl<'a> Generator<'a> {
@@ -426,7 +449,7 @@ impl<'a> Generator<'a> {
     }
 
     fn direct_counter(&mut self, name: &str, id: u32, table_id: u32) {
-        let Some(counter) = self.program.direct_counters.iter().find(|c| c.name == name) else {
+        let Some(counter) = self.direct_counters.get(name).copied() else {
             return; // already reported: the id lookup failed
         };
         self.info.direct_counters.push(pb::DirectCounter {
@@ -439,7 +462,7 @@ impl<'a> Generator<'a> {
     }
 
     fn direct_meter(&mut self, name: &str, id: u32, table_id: u32) {
-        let Some(meter) = self.program.direct_meters.iter().find(|m| m.name == name) else {
+        let Some(meter) = self.direct_meters.get(name).copied() else {
             return; // already reported: the id lookup failed
         };
         self.info.direct_meters.push(pb::DirectMeter {
@@ -526,14 +549,11 @@ impl<'a> Generator<'a> {
     fn action_profile(&mut self, profile: &ActionProfile) {
         self.uses_type_info = true;
         let id = self.id(Kind::ActionProfile, &profile.name, &profile.name);
-        // p4c keeps the referring tables in a std::set of names: sorted by name.
-        let tables: BTreeSet<&str> = self
-            .program
-            .tables
-            .iter()
-            .filter(|table| table.implementation.as_deref() == Some(profile.name.as_str()))
-            .map(|table| table.name.as_str())
-            .collect();
+        let tables: Vec<&str> = self
+            .profile_tables
+            .get(profile.name.as_str())
+            .map(|tables| tables.iter().copied().collect())
+            .unwrap_or_default();
         let table_ids = tables
             .into_iter()
             .map(|table| self.id(Kind::Table, &profile.name, table))

@@ -6,7 +6,7 @@
 //! byte order of their names, and a taken id moves on to hash + 1, + 2, ... (within the same
 //! prefix), which is why the order of hashing matters and is fixed.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::P4InfoError;
 
@@ -66,15 +66,18 @@ pub fn jenkins_one_at_a_time(bytes: &[u8]) -> u32 {
 #[derive(Debug, Default)]
 pub struct SymbolCollector {
     symbols: BTreeMap<Kind, Vec<(String, Option<u64>)>>,
+    seen: HashSet<(Kind, String)>,
 }
 
 impl SymbolCollector {
     /// Registers `name`; a second registration of the same name and kind is ignored, as p4c
     /// does for actions copied into several controls.
     pub fn add(&mut self, kind: Kind, name: &str, id: Option<u64>) {
-        let entries = self.symbols.entry(kind).or_default();
-        if !entries.iter().any(|(existing, _)| existing == name) {
-            entries.push((name.to_string(), id));
+        if self.seen.insert((kind, name.to_string())) {
+            self.symbols
+                .entry(kind)
+                .or_default()
+                .push((name.to_string(), id));
         }
     }
 
@@ -82,7 +85,7 @@ impl SymbolCollector {
     pub fn assign(self) -> Result<SymbolTable, Vec<P4InfoError>> {
         let mut errors = Vec::new();
         let mut taken: BTreeSet<u32> = BTreeSet::new();
-        let mut ids: HashMap<(Kind, String), u32> = HashMap::new();
+        let mut ids: HashMap<Kind, HashMap<String, u32>> = HashMap::new();
         let mut suffixes = SuffixSet::default();
 
         // Pass 1, in collection order: the user's ids.
@@ -92,7 +95,7 @@ impl SymbolCollector {
                 let Some(id) = *id else { continue };
                 match annotated_id(kind, name, id) {
                     Ok(id) if taken.insert(id) => {
-                        ids.insert((kind, name.clone()), id);
+                        ids.entry(kind).or_default().insert(name.clone(), id);
                     }
                     Ok(id) => errors.push(P4InfoError::DuplicateId {
                         name: name.clone(),
@@ -104,10 +107,11 @@ impl SymbolCollector {
         }
         // Pass 2, per kind and in name order: hashes with linear probing.
         for (&kind, entries) in &self.symbols {
+            let assigned = ids.entry(kind).or_default();
             let mut unassigned: Vec<&String> = entries
                 .iter()
                 .map(|(name, _)| name)
-                .filter(|name| !ids.contains_key(&(kind, (*name).clone())))
+                .filter(|name| !assigned.contains_key(*name))
                 .collect();
             unassigned.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
             for name in unassigned {
@@ -118,7 +122,7 @@ impl SymbolCollector {
                 match probe {
                     Some(id) => {
                         taken.insert(id);
-                        ids.insert((kind, name.clone()), id);
+                        assigned.insert(name.clone(), id);
                     }
                     None => errors.push(P4InfoError::NoIdLeft {
                         kind: kind.describe(),
@@ -156,13 +160,13 @@ fn annotated_id(kind: Kind, name: &str, id: u64) -> Result<u32, P4InfoError> {
 /// Ids and aliases of every symbol.
 #[derive(Debug)]
 pub struct SymbolTable {
-    ids: HashMap<(Kind, String), u32>,
+    ids: HashMap<Kind, HashMap<String, u32>>,
     suffixes: SuffixSet,
 }
 
 impl SymbolTable {
     pub fn id(&self, kind: Kind, name: &str) -> Option<u32> {
-        self.ids.get(&(kind, name.to_string())).copied()
+        self.ids.get(&kind)?.get(name).copied()
     }
 
     /// The shortest suffix of dot-separated components that no other symbol of any kind shares.
