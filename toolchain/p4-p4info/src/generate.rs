@@ -143,6 +143,48 @@ fn rendered(annotations: &[Annotation], skip: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Structured annotations, which p4c always lists (whatever their name) in
+/// `structured_annotations`, in source order.
+fn structured(annotations: &[Annotation]) -> Vec<pb::StructuredAnnotation> {
+    use pb::{expression, structured_annotation::Body};
+    let value = |v: &AnnotationValue| pb::Expression {
+        value: Some(match v {
+            AnnotationValue::String(text) => expression::Value::StringValue(text.clone()),
+            AnnotationValue::Int(n) => expression::Value::Int64Value(*n),
+            AnnotationValue::Bool(b) => expression::Value::BoolValue(*b),
+        }),
+    };
+    annotations
+        .iter()
+        .filter_map(|annotation| match annotation {
+            Annotation::Structured { name, body } => Some(pb::StructuredAnnotation {
+                name: name.clone(),
+                source_location: None,
+                body: match body {
+                    StructuredBody::Empty => None,
+                    StructuredBody::Expressions(values) => {
+                        Some(Body::ExpressionList(pb::ExpressionList {
+                            expressions: values.iter().map(value).collect(),
+                        }))
+                    }
+                    StructuredBody::KeyValues(pairs) => {
+                        Some(Body::KvPairList(pb::KeyValuePairList {
+                            kv_pairs: pairs
+                                .iter()
+                                .map(|(key, v)| pb::KeyValuePair {
+                                    key: key.clone(),
+                                    value: Some(value(v)),
+                                })
+                                .collect(),
+                        }))
+                    }
+                },
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// `doc` from `@brief` / `@description`, present only when one of them is.
 fn documentation(annotations: &[Annotation]) -> Option<Documentation> {
     let mut doc = None;
@@ -312,6 +354,7 @@ impl<'a> Generator<'a> {
             name: name.to_string(),
             alias: self.symbols.alias(name),
             annotations: rendered(annotations, skip),
+            structured_annotations: structured(annotations),
             doc: documentation(annotations),
             ..Default::default()
         }
@@ -365,6 +408,7 @@ impl<'a> Generator<'a> {
                 id,
                 name: field.name.clone(),
                 annotations: rendered(&field.annotations, &[]),
+                structured_annotations: structured(&field.annotations),
                 bitwidth: width_i32(width),
                 doc: documentation(&field.annotations),
                 type_name,
@@ -394,6 +438,7 @@ impl<'a> Generator<'a> {
                 id,
                 scope: scope as i32,
                 annotations: rendered(&reference.annotations, &[]),
+                structured_annotations: structured(&reference.annotations),
                 ..Default::default()
             });
         }
@@ -534,6 +579,7 @@ impl<'a> Generator<'a> {
                 id,
                 name: param.name.clone(),
                 annotations: rendered(&param.annotations, &[]),
+                structured_annotations: structured(&param.annotations),
                 bitwidth,
                 doc: documentation(&param.annotations),
                 type_name,
@@ -700,6 +746,7 @@ impl<'a> Generator<'a> {
                 id,
                 name: field.name.clone(),
                 annotations: rendered(&field.annotations, &[]),
+                structured_annotations: structured(&field.annotations),
                 bitwidth: width_i32(width),
                 type_name,
                 ..Default::default()
@@ -739,6 +786,7 @@ impl<'a> Generator<'a> {
                         id,
                         name: field.name.clone(),
                         annotations: rendered(&field.annotations, &["match"]),
+                        structured_annotations: structured(&field.annotations),
                         bitwidth: width_i32(field.width),
                         doc: documentation(&field.annotations),
                         r#match: Some(match_type(field.kind.as_ref().unwrap_or(&MatchKind::Exact))),
@@ -778,6 +826,7 @@ impl<'a> Generator<'a> {
             contact: package.contact.clone().unwrap_or_default(),
             url: package.url.clone().unwrap_or_default(),
             annotations: rendered(&package.annotations, &["pkginfo"]),
+            structured_annotations: structured(&package.annotations),
             doc: documentation(&package.annotations),
             ..Default::default()
         });

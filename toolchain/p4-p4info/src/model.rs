@@ -27,6 +27,26 @@ pub enum Annotation {
     /// Any other annotation: its name (`hidden`, `defaultonly`, `noWarn`, ...) and its text as
     /// p4c prints it (`@noWarn("unused")`, `@defaultonly`).
     Other { name: String, text: String },
+    /// A P4_16 structured annotation (`@name[expr, ...]`, `@name[key=expr, ...]`, `@name[]`)
+    /// with its expressions evaluated to constants; P4Info lists it in `structured_annotations`.
+    Structured { name: String, body: StructuredBody },
+}
+
+/// The body of a structured annotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StructuredBody {
+    /// `@name[]`.
+    Empty,
+    Expressions(Vec<AnnotationValue>),
+    KeyValues(Vec<(String, AnnotationValue)>),
+}
+
+/// A compile-time constant in a structured annotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnnotationValue {
+    String(String),
+    Int(i64),
+    Bool(bool),
 }
 
 impl Annotation {
@@ -49,7 +69,7 @@ impl Annotation {
             Annotation::Id(_) => "id",
             Annotation::Brief(_) => "brief",
             Annotation::Description(_) => "description",
-            Annotation::Other { name, .. } => name,
+            Annotation::Other { name, .. } | Annotation::Structured { name, .. } => name,
         }
     }
 }

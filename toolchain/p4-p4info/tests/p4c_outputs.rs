@@ -915,3 +915,63 @@ fn pins_wbb_acl_ingress() {
     };
     assert_eq!(section(&ours), section(expected));
 }
+
+/// p4c testdata/p4_16_samples/structured_annotations.p4: structured annotations with constant
+/// expressions (`1==2` and `5+NUM_CONST` folded to false and 11, `2*3` to 6) on a table and on
+/// entries of its actions list.
+#[test]
+fn structured_annotations() {
+    use AnnotationValue::{Bool, Int};
+    let text = |s: &str| AnnotationValue::String(s.into());
+    let myid = |n: i64| Annotation::Structured {
+        name: "myid".into(),
+        body: StructuredBody::Expressions(vec![Int(n)]),
+    };
+    let mut program = v1model();
+    program.actions = vec![
+        no_action(false),
+        action("ingressImpl.my_drop", &[]),
+        action("ingressImpl.redirect", &[]),
+    ];
+    let mut t = table(
+        "ingressImpl.t",
+        vec![],
+        vec![
+            ActionRef {
+                action: "ingressImpl.redirect".into(),
+                annotations: vec![myid(1)],
+            },
+            ActionRef {
+                action: "ingressImpl.my_drop".into(),
+                annotations: vec![myid(2)],
+            },
+            action_ref("NoAction"),
+        ],
+    );
+    t.annotations = vec![
+        Annotation::Structured {
+            name: "MixedExprList".into(),
+            body: StructuredBody::Expressions(vec![
+                Int(1),
+                text("hello"),
+                Bool(true),
+                Bool(false),
+                Int(11),
+            ]),
+        },
+        Annotation::Structured {
+            name: "MixedKV".into(),
+            body: StructuredBody::KeyValues(vec![
+                ("label".into(), text("text")),
+                ("my_bool".into(), Bool(true)),
+                ("int_val".into(), Int(6)),
+            ]),
+        },
+    ];
+    t.default_action = default_action("NoAction", false);
+    program.tables = vec![t];
+    assert_p4c_output(
+        &program,
+        include_str!("p4c/structured_annotations.p4.p4info.txtpb"),
+    );
+}
