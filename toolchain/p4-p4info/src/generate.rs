@@ -381,11 +381,6 @@ impl<'a> Generator<'a> {
             ..Default::default()
         };
 
-        let shown: Vec<&MatchField> = table
-            .match_fields
-            .iter()
-            .filter(|field| field.kind != MatchKind::Selector)
-            .collect();
         let keys: Vec<(&str, &[Annotation])> = table
             .match_fields
             .iter()
@@ -393,7 +388,9 @@ impl<'a> Generator<'a> {
             .collect();
         let key_ids = field_ids(&table.name, &keys, &mut self.errors);
         for (field, id) in table.match_fields.iter().zip(key_ids) {
-            if !shown.contains(&field) {
+            // `selector` keys feed the action selector; p4c leaves them out (they still
+            // take a position in the id allocation above).
+            if field.kind == MatchKind::Selector {
                 continue;
             }
             let converted = self.types.convert(&field.ty, &mut self.type_info);
