@@ -254,8 +254,14 @@ struct SendWr {
 }
 
 enum RxMsg {
-    Write { start: u64, next: u64, remaining: usize },
-    Send { offset: usize },
+    Write {
+        start: u64,
+        next: u64,
+        remaining: usize,
+    },
+    Send {
+        offset: usize,
+    },
 }
 
 struct Qp {
@@ -914,7 +920,15 @@ impl Endpoint {
         if sent {
             let wire = (out.len() + FCS_LEN).max(MIN_FRAME_WITH_FCS) + WIRE_OVERHEAD;
             let ps = (wire as u128 * 8 * 1_000_000_000_000 / self.cfg.rate_bps as u128) as u64;
-            self.link_free_ps = self.link_free_ps.max(now.saturating_mul(1000)) + ps;
+            // A caller that wakes at the nanosecond after the link became free is not late:
+            // keep the fraction, or the rate would drift down by up to 1 ns per frame.
+            let now_ps = now.saturating_mul(1000);
+            let start = if now_ps.saturating_sub(self.link_free_ps) < 1000 {
+                self.link_free_ps
+            } else {
+                now_ps
+            };
+            self.link_free_ps = start + ps;
             self.counters.tx_frames += 1;
             self.counters.tx_bytes += out.len() as u64;
         }
@@ -1165,7 +1179,7 @@ fn place(q: &mut Qp, pkt: &Packet, mtu: usize, now: u64) -> Result<Option<Incomi
                 q.mem[at..at + data.len()].copy_from_slice(data);
                 *next += data.len() as u64;
                 *remaining -= data.len();
-                Ok(last.then(|| Incoming {
+                Ok(last.then_some(Incoming {
                     qpn: q.qpn,
                     kind: IncomingKind::Write { va: *start },
                     len: (*next - *start) as usize,
@@ -1181,7 +1195,7 @@ fn place(q: &mut Qp, pkt: &Packet, mtu: usize, now: u64) -> Result<Option<Incomi
             } else {
                 q.mem[*offset..end].copy_from_slice(data);
                 *offset = end;
-                Ok(last.then(|| Incoming {
+                Ok(last.then_some(Incoming {
                     qpn: q.qpn,
                     kind: IncomingKind::Send,
                     len: end,

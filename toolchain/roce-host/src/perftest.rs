@@ -45,11 +45,10 @@ impl BwReport {
         let per_sec = |b: f64, ns: f64| if ns > 0.0 { b * 1e9 / ns } else { 0.0 };
         let avg = per_sec(bytes as f64, duration_ns as f64);
         let mut best = f64::INFINITY;
-        for i in 0..n {
-            for j in i..n.min(i + PEAK_WINDOW) {
-                if completed[j] > posted[i] {
-                    let t = (completed[j] - posted[i]) as f64 / (j - i + 1) as f64;
-                    best = best.min(t);
+        for (i, &p) in posted[..n].iter().enumerate() {
+            for (k, &c) in completed[i..n.min(i + PEAK_WINDOW)].iter().enumerate() {
+                if c > p {
+                    best = best.min((c - p) as f64 / (k + 1) as f64);
                 }
             }
         }
