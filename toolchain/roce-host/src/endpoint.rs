@@ -222,6 +222,8 @@ pub struct Counters {
     /// Not RoCEv2, ARP or MAC control (e.g. the kernel's own traffic).
     pub rx_ignored: u64,
     pub rx_bad_icrc: u64,
+    /// IPv4 header checksum mismatch (the ICRC does not cover the fields routers rewrite).
+    pub rx_bad_ip_checksum: u64,
     /// Truncated or inconsistent headers.
     pub rx_malformed: u64,
     pub rx_not_for_us: u64,
@@ -619,6 +621,10 @@ impl Endpoint {
                 return;
             }
         };
+        if !ipv4_checksum_ok(frame, pkt.l3.vlan.is_some()) {
+            self.counters.rx_bad_ip_checksum += 1;
+            return;
+        }
         if pkt.l3.dst_ip != self.cfg.ip {
             self.counters.rx_not_for_us += 1;
             return;
@@ -1105,6 +1111,25 @@ impl Endpoint {
         }
         false
     }
+}
+
+/// Whether the IPv4 header of a parsed RoCEv2 frame sums to 0xffff (RFC 1071).
+fn ipv4_checksum_ok(frame: &[u8], tagged: bool) -> bool {
+    let at = if tagged { 18 } else { 14 };
+    let Some(&vihl) = frame.get(at) else {
+        return false;
+    };
+    let Some(h) = frame.get(at..at + (vihl & 0xf) as usize * 4) else {
+        return false;
+    };
+    let mut sum: u32 = h
+        .chunks(2)
+        .map(|w| u16::from_be_bytes([w[0], w.get(1).copied().unwrap_or(0)]) as u32)
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum == 0xffff
 }
 
 /// Validates an in-sequence request against the responder's state and places its payload.

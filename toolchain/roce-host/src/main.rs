@@ -402,11 +402,19 @@ fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
             .ok_or_else(|| format!("{} has no IPv4 address; give --ip", opts.dev))?,
     };
     let cfg = endpoint_config(&opts, mac, ip)?;
+    if !(opts.time_limit > 0.0 && opts.time_limit < 1e9) {
+        return Err(format!(
+            "--time-limit {}: must be a positive number of seconds",
+            opts.time_limit
+        ));
+    }
     let port = AfPacketPort::open(&opts.dev).map_err(|e| e.to_string())?;
     let (size, iters) = match mode {
         Mode::WriteBw => (opts.size.unwrap_or(65536), opts.iters.unwrap_or(5000)),
         Mode::WriteLat => (opts.size.unwrap_or(2), opts.iters.unwrap_or(1000)),
     };
+    let buffers = opts.qps.max(1) * opts.peers.len().max(1);
+    check_memory(size, buffers).map_err(|e| format!("-s {size} with {buffers} QPs: {e}"))?;
     Ok(Run {
         mode,
         size,
@@ -415,6 +423,20 @@ fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
         opts,
         nic: Nic::new(Endpoint::new(cfg), port),
     })
+}
+
+/// Largest message (IB: 2^31 bytes) and total buffer memory this process will allocate.
+const MAX_MSG: usize = 1 << 31;
+const MAX_MEMORY: usize = 8 << 30;
+
+fn check_memory(size: usize, buffers: usize) -> Result<(), String> {
+    if size > MAX_MSG {
+        return Err(format!("messages are at most {MAX_MSG} bytes"));
+    }
+    if size.saturating_mul(buffers) > MAX_MEMORY {
+        return Err(format!("buffers would exceed {MAX_MEMORY} bytes"));
+    }
+    Ok(())
 }
 
 fn mode_name(m: Mode) -> &'static str {
@@ -724,6 +746,9 @@ fn server(mut run: Run) -> Result<(), String> {
             let Msg::Hello(h) = msg else {
                 return Err(format!("{}: expected a hello", ctl.peer));
             };
+            check_memory(h.size, h.qps.len()).map_err(|e| {
+                format!("{}: {} QPs of {} bytes: {e}", ctl.peer, h.qps.len(), h.size)
+            })?;
             size = h.size;
             mode = if h.mode == "write_lat" {
                 Mode::WriteLat

@@ -282,6 +282,12 @@ fn bad_packets_are_counted_and_dropped_never_placed() {
     bad[at] ^= 0x40;
     sim.b.handle_frame(0, &bad);
     assert_eq!(sim.b.counters().rx_bad_icrc, c.rx_bad_icrc + 1);
+    // a TTL rewrite without the checksum update: the ICRC masks the TTL, the IP checksum
+    // catches it
+    let mut ttl = good.clone();
+    ttl[14 + 8] = 1;
+    sim.b.handle_frame(0, &ttl);
+    assert_eq!(sim.b.counters().rx_bad_ip_checksum, 1);
     // PSN ahead of the expected one: dropped, one NAK
     sim.b
         .handle_frame(0, &write_frame(&sim, epsn + 2, rkey, 0, b"ahead"));
@@ -346,4 +352,47 @@ fn remote_access_error_fails_the_requester() {
     }));
     assert!(matches!(done[0].status, WcStatus::RemoteError(_)));
     assert_eq!(sim.b.counters().rx_access_error, 1);
+}
+
+#[test]
+fn frames_carry_dscp_pcp_ect_and_a_udp_port_derived_from_the_qp() {
+    let mut ca = config(MAC_A, IP_A);
+    ca.dscp = 46;
+    ca.pcp = Some(5);
+    ca.vlan = 100;
+    let mut sim = Sim::new(ca, config(MAC_B, IP_B), 2, 4096);
+    sim.keep_log = true;
+    for i in 0..2 {
+        let info = sim.b.qp_info(sim.qb[i]).unwrap();
+        let wr = WorkRequest {
+            wr_id: 0,
+            op: WrOp::Write {
+                remote_va: info.va,
+                rkey: info.rkey,
+            },
+            local_offset: 0,
+            len: 100,
+        };
+        sim.a.post(0, sim.qa[i], wr).unwrap();
+    }
+    let mut n = 0;
+    assert!(sim.run_until(1_000_000_000, |s| {
+        n += s.a.take_completions().len();
+        n == 2
+    }));
+    let sent: Vec<Packet> = sim
+        .log
+        .iter()
+        .filter(|(_, d, _)| *d == Dir::AtoB)
+        .map(|(_, _, f)| Packet::parse(f).unwrap().unwrap())
+        .collect();
+    assert_eq!(sent.len(), 2);
+    for (i, p) in sent.iter().enumerate() {
+        assert_eq!(p.l3.dscp, 46);
+        assert_eq!(p.l3.vlan, Some((5, 100)));
+        assert_eq!(p.l3.ecn, lossless_wire::rocev2::ECN_ECT0);
+        assert_eq!(p.l3.udp_src, lossless_wire::rocev2::udp_src_port(sim.qa[i]));
+    }
+    assert_ne!(sent[0].l3.udp_src, sent[1].l3.udp_src);
+    assert_eq!(sim.a.config().data_prio(), 5, "the PCP is the PFC priority");
 }

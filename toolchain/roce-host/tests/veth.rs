@@ -25,44 +25,75 @@ fn ip(args: &[&str]) {
     );
 }
 
-/// Two namespaces joined by a veth pair, deleted when dropped.
-struct Pair {
-    a: String,
-    b: String,
+/// Network namespaces (deleted, with their veths and bridge, when dropped, panics included).
+struct Lab {
+    hosts: Vec<String>,
+    bridge: Option<String>,
 }
 
-impl Pair {
-    fn new() -> Pair {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let base = format!(
-            "rh-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let pair = Pair {
-            a: format!("{base}-a"),
-            b: format!("{base}-b"),
+fn lab_name() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "rh-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn host_up(ns: &str, dev: &str, addr: &str) {
+    ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
+    ip(&["-n", ns, "link", "set", dev, "up"]);
+    ip(&["-n", ns, "link", "set", "lo", "up"]);
+}
+
+impl Lab {
+    /// Two hosts, `va` 10.77.0.1 and `vb` 10.77.0.2, on one veth pair.
+    fn pair() -> Lab {
+        let base = lab_name();
+        let lab = Lab {
+            hosts: vec![format!("{base}-a"), format!("{base}-b")],
+            bridge: None,
         };
-        ip(&["netns", "add", &pair.a]);
-        ip(&["netns", "add", &pair.b]);
-        ip(&[
-            "link", "add", "va", "netns", &pair.a, "type", "veth", "peer", "name", "vb", "netns",
-            &pair.b,
-        ]);
-        for (ns, dev, addr) in [
-            (&pair.a, "va", "10.77.0.1/24"),
-            (&pair.b, "vb", "10.77.0.2/24"),
-        ] {
-            ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        for h in &lab.hosts {
+            ip(&["netns", "add", h]);
         }
-        pair
+        let (a, b) = (&lab.hosts[0], &lab.hosts[1]);
+        ip(&[
+            "link", "add", "va", "netns", a, "type", "veth", "peer", "name", "vb", "netns", b,
+        ]);
+        host_up(a, "va", "10.77.0.1/24");
+        host_up(b, "vb", "10.77.0.2/24");
+        lab
     }
 
-    fn spawn(&self, ns: &str, args: &[&str]) -> Child {
+    /// `n` hosts with `eth0` at 10.78.0.(i+1), each on a port of a Linux bridge.
+    fn bridged(n: usize) -> Lab {
+        let base = lab_name();
+        let lab = Lab {
+            hosts: (0..n).map(|i| format!("{base}-h{i}")).collect(),
+            bridge: Some(format!("{base}-br")),
+        };
+        let br = lab.bridge.as_deref().unwrap_or_default();
+        ip(&["netns", "add", br]);
+        ip(&["-n", br, "link", "add", "br0", "type", "bridge"]);
+        ip(&["-n", br, "link", "set", "br0", "up"]);
+        for (i, h) in lab.hosts.iter().enumerate() {
+            ip(&["netns", "add", h]);
+            let port = format!("p{i}");
+            ip(&[
+                "link", "add", "eth0", "netns", h, "type", "veth", "peer", "name", &port, "netns",
+                br,
+            ]);
+            ip(&["-n", br, "link", "set", &port, "master", "br0"]);
+            ip(&["-n", br, "link", "set", &port, "up"]);
+            host_up(h, "eth0", &format!("10.78.0.{}/24", i + 1));
+        }
+        lab
+    }
+
+    fn spawn(&self, host: usize, args: &[&str]) -> Child {
         Command::new("ip")
-            .args(["netns", "exec", ns, BIN])
+            .args(["netns", "exec", &self.hosts[host], BIN])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -71,9 +102,9 @@ impl Pair {
     }
 }
 
-impl Drop for Pair {
+impl Drop for Lab {
     fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
+        for ns in self.hosts.iter().chain(&self.bridge) {
             let _ = Command::new("ip").args(["netns", "del", ns]).status();
         }
     }
@@ -112,9 +143,9 @@ fn json(out: &Output, who: &str) -> Value {
 
 #[test]
 fn write_bw_client_and_server_over_veth_report_every_byte() {
-    let pair = Pair::new();
-    let server = pair.spawn(
-        &pair.b,
+    let lab = Lab::pair();
+    let server = lab.spawn(
+        1,
         &[
             "write_bw",
             "-d",
@@ -127,8 +158,8 @@ fn write_bw_client_and_server_over_veth_report_every_byte() {
         ],
     );
     let (size, iters, qps) = (5000u64, 300u64, 4u64);
-    let client = pair.spawn(
-        &pair.a,
+    let client = lab.spawn(
+        0,
         &[
             "write_bw",
             "-d",
@@ -167,13 +198,13 @@ fn write_bw_client_and_server_over_veth_report_every_byte() {
 
 #[test]
 fn write_lat_ping_pong_over_veth_reports_perftest_latency_columns() {
-    let pair = Pair::new();
-    let server = pair.spawn(
-        &pair.b,
+    let lab = Lab::pair();
+    let server = lab.spawn(
+        1,
         &["write_lat", "-d", "vb", "--time-limit", "50", "-p", "18556"],
     );
-    let client = pair.spawn(
-        &pair.a,
+    let client = lab.spawn(
+        0,
         &[
             "write_lat",
             "-d",
@@ -220,4 +251,80 @@ fn write_lat_ping_pong_over_veth_reports_perftest_latency_columns() {
         s.contains(" server: 200 messages, 400 bytes received"),
         "{s}"
     );
+}
+
+/// One client process driving 3 QPs to each of two servers, then two clients into one server
+/// (an incast), all through a Linux bridge.
+#[test]
+fn n_qps_to_m_destinations_and_m_clients_into_one_server_through_a_bridge() {
+    let lab = Lab::bridged(3);
+    let (size, iters, qps) = (3000u64, 100u64, 3u64);
+    let (s, n, q) = (size.to_string(), iters.to_string(), qps.to_string());
+    let server_args = ["write_bw", "-d", "eth0", "--json", "--time-limit", "50"];
+    let servers = [lab.spawn(1, &server_args), lab.spawn(2, &server_args)];
+    let client = lab.spawn(
+        0,
+        &[
+            "write_bw",
+            "-d",
+            "eth0",
+            "-s",
+            &s,
+            "-n",
+            &n,
+            "-q",
+            &q,
+            "--json",
+            "--time-limit",
+            "50",
+            "10.78.0.2",
+            "10.78.0.3",
+        ],
+    );
+    let c = json(&finish(client, Duration::from_secs(60)), "client");
+    assert_eq!(c["bw"]["bytes"], 2 * size * iters * qps, "{c}");
+    for (i, srv) in servers.into_iter().enumerate() {
+        let r = json(&finish(srv, Duration::from_secs(60)), "server");
+        assert_eq!(r["bytes_received"], size * iters * qps, "server {i}: {r}");
+        assert_eq!(r["data_ok"], true);
+        assert_eq!(c["servers"][i]["bytes_received"], size * iters * qps);
+    }
+
+    let server = lab.spawn(
+        0,
+        &[
+            "write_bw",
+            "-d",
+            "eth0",
+            "--clients",
+            "2",
+            "--json",
+            "--time-limit",
+            "50",
+        ],
+    );
+    let client_args = [
+        "write_bw",
+        "-d",
+        "eth0",
+        "-s",
+        &s,
+        "-n",
+        &n,
+        "-q",
+        &q,
+        "--json",
+        "--time-limit",
+        "50",
+        "10.78.0.1",
+    ];
+    let clients = [lab.spawn(1, &client_args), lab.spawn(2, &client_args)];
+    for cl in clients {
+        let c = json(&finish(cl, Duration::from_secs(60)), "incast client");
+        assert_eq!(c["bw"]["bytes"], size * iters * qps);
+    }
+    let r = json(&finish(server, Duration::from_secs(60)), "incast server");
+    assert_eq!(r["bytes_received"], 2 * size * iters * qps, "{r}");
+    assert_eq!(r["clients"], 2);
+    assert_eq!(r["data_ok"], true);
 }
