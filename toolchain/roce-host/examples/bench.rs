@@ -59,7 +59,7 @@ fn run(size: usize, messages: u64) -> Row {
         pairs.push((qa, ib));
     }
     let per_qp = messages / QPS as u64;
-    let mut posted = vec![0u64; QPS];
+    let mut posted = [0u64; QPS];
     let mut done = 0u64;
     let total = per_qp * QPS as u64;
     let mut now = 0u64;
