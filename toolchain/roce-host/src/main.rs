@@ -143,6 +143,10 @@ struct Opts {
     /// Print the results as JSON instead of perftest's table
     #[arg(long)]
     json: bool,
+    /// write_bw client: write every message's QPN, work request id, post and completion times
+    /// (ns) as CSV to this file
+    #[arg(long, value_name = "PATH")]
+    samples: Option<std::path::PathBuf>,
     /// Give up after this many seconds
     #[arg(long, default_value_t = 60.0)]
     time_limit: f64,
@@ -601,6 +605,17 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
     let mut completed_at = Vec::with_capacity(total as usize);
     let mut lat = Vec::with_capacity(total as usize);
     let depth = run.opts.tx_depth.max(1) as u64;
+    let mut samples = match &run.opts.samples {
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .map_err(|e| format!("--samples {}: {e}", path.display()))?;
+            let mut w = io::BufWriter::new(f);
+            writeln!(w, "qpn,wr_id,posted_ns,completed_ns")
+                .map_err(|e| format!("--samples {}: {e}", path.display()))?;
+            Some(w)
+        }
+        None => None,
+    };
     while (completed_at.len() as u64) < total {
         let now = run.nic.now();
         for (i, &(qpn, remote)) in qps.iter().enumerate() {
@@ -632,8 +647,19 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
             }
             completed_at.push(c.completed_ns);
             lat.push(c.completed_ns - c.posted_ns);
+            if let Some(out) = samples.as_mut() {
+                writeln!(
+                    out,
+                    "{},{},{},{}",
+                    c.qpn, c.wr_id, c.posted_ns, c.completed_ns
+                )
+                .map_err(|e| format!("--samples: {e}"))?;
+            }
         }
         run.check_deadline("sending")?;
+    }
+    if let Some(mut out) = samples {
+        out.flush().map_err(|e| format!("--samples: {e}"))?;
     }
     Ok((
         BwReport::compute(run.size as u64, run.iters, &posted_at, &completed_at),

@@ -158,6 +158,7 @@ fn write_bw_client_and_server_over_veth_report_every_byte() {
         ],
     );
     let (size, iters, qps) = (5000u64, 300u64, 4u64);
+    let samples = std::env::temp_dir().join(format!("roce-samples-{}.csv", std::process::id()));
     let client = lab.spawn(
         0,
         &[
@@ -177,6 +178,8 @@ fn write_bw_client_and_server_over_veth_report_every_byte() {
             "--json",
             "--time-limit",
             "50",
+            "--samples",
+            &samples.to_string_lossy(),
             "10.77.0.2",
         ],
     );
@@ -192,6 +195,15 @@ fn write_bw_client_and_server_over_veth_report_every_byte() {
     assert_eq!(s["messages_received"], iters * qps);
     assert_eq!(s["data_ok"], true);
     assert_eq!(s["counters"]["rx_bad_icrc"], 0);
+    let csv = std::fs::read_to_string(&samples).expect("samples file");
+    let _ = std::fs::remove_file(&samples);
+    let rows: Vec<Vec<u64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len() as u64, iters * qps);
+    assert!(rows.iter().all(|r| r.len() == 4 && r[3] >= r[2]));
     // 5000 bytes at MTU 1024: 5 packets per message, all of them received at least once.
     assert!(s["counters"]["rx_data_pkts"].as_u64().unwrap() >= 5 * iters * qps);
 }
