@@ -147,6 +147,10 @@ struct Opts {
     /// (ns) as CSV to this file
     #[arg(long, value_name = "PATH")]
     samples: Option<std::path::PathBuf>,
+    /// First QP number [default: from the process id, so processes sharing an interface
+    /// (seed 001: write_lat next to write_bw) never see each other's packets as theirs]
+    #[arg(long, value_parser = parse_qpn_base)]
+    qpn_base: Option<u32>,
     /// Give up after this many seconds
     #[arg(long, default_value_t = 60.0)]
     time_limit: f64,
@@ -157,6 +161,27 @@ fn parse_mtu(s: &str) -> Result<usize, String> {
         Ok(v @ (256 | 512 | 1024 | 2048 | 4096)) => Ok(v),
         _ => Err(format!("{s:?}: MTU must be 256, 512, 1024, 2048 or 4096")),
     }
+}
+
+/// QPNs one process may allocate: 4096 from its base, within the 24-bit QPN space.
+const MAX_QPS: usize = 4096;
+
+fn parse_qpn_base(s: &str) -> Result<u32, String> {
+    let v = match s.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("{s:?} is not a number"))?;
+    if v < 2 || v as usize + MAX_QPS > 1 << 24 {
+        return Err(format!(
+            "{s}: QPNs {v}..{v}+{MAX_QPS} must lie in 2..2^24 (0 and 1 are the IB special QPs)"
+        ));
+    }
+    Ok(v)
+}
+
+fn default_qpn_base() -> u32 {
+    (1 + std::process::id() % 0xffe) << 12
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -394,6 +419,7 @@ fn endpoint_config(o: &Opts, mac: [u8; 6], ip: [u8; 4]) -> Result<EndpointConfig
         retry_timeout_ns: us(o.timeout_us),
         retry_cnt: o.retry_cnt,
         max_outstanding: 256.max(o.tx_depth as u32),
+        qpn_base: o.qpn_base.unwrap_or_else(default_qpn_base),
         ..EndpointConfig::new(mac, ip)
     })
 }
@@ -418,6 +444,13 @@ fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
         Mode::WriteLat => (opts.size.unwrap_or(2), opts.iters.unwrap_or(1000)),
     };
     let buffers = opts.qps.max(1) * opts.peers.len().max(1);
+    if opts.qps * opts.peers.len() > MAX_QPS {
+        return Err(format!(
+            "{} QPs to {} servers: at most {MAX_QPS} QPs per process",
+            opts.qps,
+            opts.peers.len()
+        ));
+    }
     check_memory(size, buffers).map_err(|e| format!("-s {size} with {buffers} QPs: {e}"))?;
     Ok(Run {
         mode,
@@ -772,6 +805,13 @@ fn server(mut run: Run) -> Result<(), String> {
             let Msg::Hello(h) = msg else {
                 return Err(format!("{}: expected a hello", ctl.peer));
             };
+            let total = h.qps.len() + clients.iter().map(|c| c.qps.len()).sum::<usize>();
+            if total > MAX_QPS {
+                return Err(format!(
+                    "{}: {total} QPs in all, at most {MAX_QPS} per process",
+                    ctl.peer
+                ));
+            }
             check_memory(h.size, h.qps.len()).map_err(|e| {
                 format!("{}: {} QPs of {} bytes: {e}", ctl.peer, h.qps.len(), h.size)
             })?;

@@ -340,3 +340,85 @@ fn n_qps_to_m_destinations_and_m_clients_into_one_server_through_a_bridge() {
     assert_eq!(r["clients"], 2);
     assert_eq!(r["data_ok"], true);
 }
+
+/// Seed 001's setup: a latency flow next to a bandwidth flow between the same two hosts, four
+/// processes on two interfaces, each endpoint ignoring the others' packets.
+#[test]
+fn write_lat_and_write_bw_share_the_interfaces() {
+    let lab = Lab::pair();
+    let bw_server = lab.spawn(
+        1,
+        &[
+            "write_bw",
+            "-d",
+            "vb",
+            "-p",
+            "18557",
+            "--json",
+            "--time-limit",
+            "50",
+        ],
+    );
+    let lat_server = lab.spawn(
+        1,
+        &[
+            "write_lat",
+            "-d",
+            "vb",
+            "-p",
+            "18558",
+            "--json",
+            "--time-limit",
+            "50",
+        ],
+    );
+    let bw = lab.spawn(
+        0,
+        &[
+            "write_bw",
+            "-d",
+            "va",
+            "-p",
+            "18557",
+            "-s",
+            "8192",
+            "-n",
+            "300",
+            "--dscp",
+            "32",
+            "--json",
+            "--time-limit",
+            "50",
+            "10.77.0.2",
+        ],
+    );
+    let lat = lab.spawn(
+        0,
+        &[
+            "write_lat",
+            "-d",
+            "va",
+            "-p",
+            "18558",
+            "-n",
+            "300",
+            "--json",
+            "--time-limit",
+            "50",
+            "10.77.0.2",
+        ],
+    );
+    let b = json(&finish(bw, Duration::from_secs(60)), "bw client");
+    let l = json(&finish(lat, Duration::from_secs(60)), "lat client");
+    let bs = json(&finish(bw_server, Duration::from_secs(60)), "bw server");
+    let ls = json(&finish(lat_server, Duration::from_secs(60)), "lat server");
+    assert_eq!(b["bw"]["bytes"], 8192 * 300);
+    assert_eq!(bs["bytes_received"], 8192 * 300);
+    assert_eq!(bs["data_ok"], true);
+    assert_eq!(l["latency"]["iterations"], 300);
+    assert_eq!(ls["messages_received"], 300);
+    // Whichever flow finished first ran while the other flow's server was up and reading the
+    // same interface: that server saw its packets and left them alone.
+    let unknown = |v: &Value| v["counters"]["rx_unknown_qp"].as_u64().unwrap();
+    assert!(unknown(&bs) + unknown(&ls) > 0, "{bs} {ls}");
+}
