@@ -422,3 +422,77 @@ fn write_lat_and_write_bw_share_the_interfaces() {
     let unknown = |v: &Value| v["counters"]["rx_unknown_qp"].as_u64().unwrap();
     assert!(unknown(&bs) + unknown(&ls) > 0, "{bs} {ls}");
 }
+
+/// PFC frames arriving on the client's interface while it sends are honoured and counted.
+#[test]
+fn pfc_frames_on_the_wire_are_counted_per_priority() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use switch_ports::{AfPacketPort, Port};
+
+    let lab = Lab::pair();
+    let server = lab.spawn(
+        1,
+        &[
+            "write_bw",
+            "-d",
+            "vb",
+            "-p",
+            "18559",
+            "--json",
+            "--time-limit",
+            "50",
+        ],
+    );
+    let client = lab.spawn(
+        0,
+        &[
+            "write_bw",
+            "-d",
+            "va",
+            "-p",
+            "18559",
+            "-s",
+            "65536",
+            "-n",
+            "200",
+            "--rate",
+            "10",
+            "--json",
+            "--time-limit",
+            "50",
+            "10.77.0.2",
+        ],
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let ns = format!("/var/run/netns/{}", lab.hosts[1]);
+    let flag = stop.clone();
+    // From the server's side of the veth: XOFF for priority 3 (DSCP 26), 1000 quanta
+    // (51.2 us at 10 Gb/s), every 2 ms.
+    let sender = std::thread::spawn(move || {
+        let f = std::fs::File::open(&ns).expect("open netns");
+        // SAFETY: setns on a valid namespace descriptor; it affects this thread only.
+        let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        let port = AfPacketPort::open("vb").expect("open vb");
+        let frame =
+            lossless_wire::pfc::MacControl::pfc_xoff(1 << 3, 1000).encode([2, 0, 0, 0, 0, 9]);
+        let mut sent = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            port.send(&frame).expect("send PFC");
+            sent += 1;
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        sent
+    });
+    let out = finish(client, Duration::from_secs(60));
+    stop.store(true, Ordering::Relaxed);
+    let sent = sender.join().expect("PFC sender");
+    let c = json(&out, "client");
+    json(&finish(server, Duration::from_secs(60)), "server");
+    assert_eq!(c["bw"]["bytes"], 65536 * 200);
+    let xoff = c["pause"]["rx_pfc_xoff"][3].as_u64().unwrap();
+    assert!(xoff >= 1 && xoff <= sent, "{xoff} of {sent} counted");
+    assert_eq!(c["pause"]["rx_pfc_frames"].as_u64().unwrap(), xoff);
+    assert_eq!(c["pause"]["rx_pfc_xoff"][4], 0);
+}
