@@ -231,7 +231,9 @@ struct ServerResult {
 enum Msg {
     Hello(Hello),
     Welcome(Welcome),
-    Done,
+    /// The client finished; its bandwidth report (write_bw), which the server prints too, as
+    /// perftest's does.
+    Done(Option<BwReport>),
     Result(ServerResult),
 }
 
@@ -571,7 +573,7 @@ fn client(mut run: Run) -> Result<(), String> {
     };
     let mut servers = Vec::new();
     for d in &mut dests {
-        d.ctl.send(&Msg::Done)?;
+        d.ctl.send(&Msg::Done(bw))?;
         match run.recv(&mut d.ctl, "waiting for the server's result")? {
             Msg::Result(r) => servers.push(r),
             _ => return Err(format!("{}: expected the server's result", d.ctl.peer)),
@@ -765,6 +767,8 @@ struct ServerReport {
     data_ok: bool,
     /// From the first to the last message placed.
     bw_average_gbps: f64,
+    /// Each client's own bandwidth report, as perftest's server prints it.
+    client_reports: Vec<BwReport>,
     counters: Counters,
     pause: roce_host::pause::PauseCounters,
 }
@@ -773,6 +777,9 @@ struct Client {
     ctl: Ctl,
     qps: Vec<(u32, QpInfo)>,
     seed: u8,
+    bytes: u64,
+    messages: u64,
+    report: Option<BwReport>,
     done: bool,
 }
 
@@ -785,6 +792,7 @@ fn server(mut run: Run) -> Result<(), String> {
     let mut bytes = 0u64;
     let mut messages = 0u64;
     let mut first_last: Option<(u64, u64)> = None;
+    let mut owner = std::collections::HashMap::new();
     let mut size = run.size;
     let mut mode = run.mode;
     loop {
@@ -849,10 +857,16 @@ fn server(mut run: Run) -> Result<(), String> {
                 };
                 run.nic.ep.connect(q, peer).map_err(|e| e.to_string())?;
             }
+            for &(q, _) in &qps {
+                owner.insert(q, clients.len());
+            }
             clients.push(Client {
                 ctl,
                 qps,
                 seed: h.seed,
+                bytes: 0,
+                messages: 0,
+                report: None,
                 done: false,
             });
         }
@@ -863,6 +877,10 @@ fn server(mut run: Run) -> Result<(), String> {
             }
             bytes += inc.len as u64;
             messages += 1;
+            if let Some(c) = owner.get(&inc.qpn).and_then(|&i| clients.get_mut(i)) {
+                c.bytes += inc.len as u64;
+                c.messages += 1;
+            }
             first_last = Some(first_last.map_or((inc.at_ns, inc.at_ns), |(f, _)| (f, inc.at_ns)));
             if mode == Mode::WriteLat {
                 // ping-pong: answer each WRITE with one of ours
@@ -892,17 +910,18 @@ fn server(mut run: Run) -> Result<(), String> {
         run.nic.ep.take_completions();
         for c in clients.iter_mut().filter(|c| !c.done) {
             match c.ctl.poll()? {
-                Some(Msg::Done) => {
+                Some(Msg::Done(report)) => {
                     let expect = pattern(size, c.seed);
                     let data_ok = mode == Mode::WriteLat
                         || c.qps
                             .iter()
                             .all(|(q, _)| run.nic.ep.memory(*q).is_some_and(|m| m == &expect[..]));
                     c.ctl.send(&Msg::Result(ServerResult {
-                        bytes_received: bytes,
-                        messages_received: messages,
+                        bytes_received: c.bytes,
+                        messages_received: c.messages,
                         data_ok,
                     }))?;
+                    c.report = report;
                     c.done = true;
                 }
                 Some(_) => return Err(format!("{}: unexpected message", c.ctl.peer)),
@@ -935,6 +954,7 @@ fn server(mut run: Run) -> Result<(), String> {
         } else {
             0.0
         },
+        client_reports: clients.iter().filter_map(|c| c.report).collect(),
         counters: run.nic.ep.counters().clone(),
         pause: run.nic.ep.pause_counters().clone(),
     };
@@ -945,6 +965,13 @@ fn server(mut run: Run) -> Result<(), String> {
         );
     } else {
         println!("{RESULT_LINE}");
+        if !report.client_reports.is_empty() {
+            println!("{BW_HEADER}");
+            for r in &report.client_reports {
+                println!("{}", r.row());
+            }
+            println!("{RESULT_LINE}");
+        }
         println!(
             " server: {} messages, {} bytes received from {} client(s), data {}",
             messages,

@@ -8,7 +8,7 @@
 //! - Latency: each sample is half a ping-pong round trip, in microseconds; t_typical is the
 //!   median; t_stdev the population standard deviation; percentiles are nearest-rank.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Longest run of messages considered for BW peak.
 pub const PEAK_WINDOW: usize = 4096;
@@ -20,7 +20,7 @@ pub const LAT_HEADER: &str = " #bytes #iterations    t_min[usec]    t_max[usec] 
 pub const RESULT_LINE: &str =
     "---------------------------------------------------------------------------------------";
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BwReport {
     pub bytes: u64,
     pub msg_size: u64,

@@ -195,6 +195,10 @@ fn write_bw_client_and_server_over_veth_report_every_byte() {
     assert_eq!(s["messages_received"], iters * qps);
     assert_eq!(s["data_ok"], true);
     assert_eq!(s["counters"]["rx_bad_icrc"], 0);
+    assert_eq!(
+        s["client_reports"][0]["bytes"], expect,
+        "the client's report, as perftest's server prints it"
+    );
     let csv = std::fs::read_to_string(&samples).expect("samples file");
     let _ = std::fs::remove_file(&samples);
     let rows: Vec<Vec<u64>> = csv
@@ -334,10 +338,16 @@ fn n_qps_to_m_destinations_and_m_clients_into_one_server_through_a_bridge() {
     for cl in clients {
         let c = json(&finish(cl, Duration::from_secs(60)), "incast client");
         assert_eq!(c["bw"]["bytes"], size * iters * qps);
+        assert_eq!(
+            c["servers"][0]["bytes_received"],
+            size * iters * qps,
+            "per client"
+        );
     }
     let r = json(&finish(server, Duration::from_secs(60)), "incast server");
     assert_eq!(r["bytes_received"], 2 * size * iters * qps, "{r}");
     assert_eq!(r["clients"], 2);
+    assert_eq!(r["client_reports"].as_array().map(Vec::len), Some(2));
     assert_eq!(r["data_ok"], true);
 }
 
