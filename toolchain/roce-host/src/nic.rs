@@ -12,6 +12,8 @@ const BURST: usize = 64;
 /// [`SPIN_BELOW`] spin, so pacing stays accurate without burning a shared CPU.
 const POLL_MIN: Duration = Duration::from_millis(1);
 const SPIN_BELOW: Duration = Duration::from_micros(50);
+/// Longest sleep: a PFC frame or ACK arriving meanwhile waits at most this long in the socket.
+const SLEEP_MAX: Duration = Duration::from_micros(100);
 
 pub struct Nic<P: Port> {
     pub ep: Endpoint,
@@ -56,9 +58,7 @@ impl<P: Port> Nic<P> {
             wait
         } else {
             if wait >= SPIN_BELOW {
-                // Frames arriving meanwhile wait in the socket; the next thing this endpoint
-                // does is transmit at the deadline anyway.
-                std::thread::sleep(wait);
+                std::thread::sleep(wait.min(SLEEP_MAX));
             }
             Duration::ZERO
         };
