@@ -394,6 +394,37 @@ fn endpoint_config(o: &Opts, mac: [u8; 6], ip: [u8; 4]) -> Result<EndpointConfig
         ));
     }
     let rate_bps = (o.rate * 1e9) as u64;
+    if rate_bps < 1_000_000 {
+        return Err(format!("--rate {}: below 1 Mb/s", o.rate));
+    }
+    let positive = [
+        ("--dcqcn-alpha-timer-us", o.dcqcn_alpha_timer_us),
+        ("--dcqcn-rate-timer-us", o.dcqcn_rate_timer_us),
+        ("--dcqcn-rai-mbps", o.dcqcn_rai_mbps),
+        ("--dcqcn-rhai-mbps", o.dcqcn_rhai_mbps),
+        ("--dcqcn-min-rate-mbps", o.dcqcn_min_rate_mbps),
+        ("--timeout-us", o.timeout_us),
+    ];
+    for (name, v) in positive {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(format!("{name} {v}: must be a positive number"));
+        }
+    }
+    if !(o.dcqcn_g > 0.0 && o.dcqcn_g <= 1.0) {
+        return Err(format!("--dcqcn-g {}: must be in (0, 1]", o.dcqcn_g));
+    }
+    if !(o.cnp_interval_us >= 0.0 && o.cnp_interval_us.is_finite()) {
+        return Err(format!(
+            "--cnp-interval-us {}: must be 0 or more",
+            o.cnp_interval_us
+        ));
+    }
+    if o.dcqcn_byte_counter < 64 {
+        return Err(format!(
+            "--dcqcn-byte-counter {}: at least one minimum frame (64)",
+            o.dcqcn_byte_counter
+        ));
+    }
     let us = |v: f64| (v * 1000.0) as u64;
     let dcqcn = (o.dcqcn == OnOff::On).then(|| DcqcnConfig {
         line_rate_bps: rate_bps as f64,
@@ -440,13 +471,12 @@ fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
             opts.time_limit
         ));
     }
-    let port = AfPacketPort::open(&opts.dev).map_err(|e| e.to_string())?;
     let (size, iters) = match mode {
         Mode::WriteBw => (opts.size.unwrap_or(65536), opts.iters.unwrap_or(5000)),
         Mode::WriteLat => (opts.size.unwrap_or(2), opts.iters.unwrap_or(1000)),
     };
-    let buffers = opts.qps.max(1) * opts.peers.len().max(1);
-    if opts.qps * opts.peers.len() > MAX_QPS {
+    let buffers = opts.qps.max(1).saturating_mul(opts.peers.len().max(1));
+    if opts.qps.saturating_mul(opts.peers.len()) > MAX_QPS {
         return Err(format!(
             "{} QPs to {} servers: at most {MAX_QPS} QPs per process",
             opts.qps,
@@ -454,6 +484,7 @@ fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
         ));
     }
     check_memory(size, buffers).map_err(|e| format!("-s {size} with {buffers} QPs: {e}"))?;
+    let port = AfPacketPort::open(&opts.dev).map_err(|e| e.to_string())?;
     Ok(Run {
         mode,
         size,
