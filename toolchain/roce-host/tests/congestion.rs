@@ -290,3 +290,31 @@ fn ce_marking_switch_drives_the_rate_down_and_dcqcn_off_ignores_cnps() {
     assert_eq!(sim.b.counters().tx_cnps, 0, "DCQCN off: no CNPs");
     assert!(sim.b.counters().rx_ce_marked > 0);
 }
+
+#[test]
+fn dcqcn_off_counts_cnps_and_keeps_line_rate() {
+    let mut sim = Sim::new(
+        unlimited(config(MAC_A, IP_A)),
+        config(MAC_B, IP_B),
+        1,
+        1 << 20,
+    );
+    post_write(&mut sim, 0, 1 << 20);
+    let cnp = cnp_to_a(&sim);
+    let times = a_data_times(&mut sim, 100_000, |s, now| {
+        if now == 20_000 {
+            s.a.handle_frame(now, &cnp);
+        }
+    });
+    assert_eq!(sim.a.counters().rx_cnps, 1);
+    assert!(sim.a.reaction_point(sim.qa[0]).is_none());
+    let gaps: Vec<u64> = times
+        .windows(2)
+        .filter(|w| w[0] > 20_000)
+        .map(|w| w[1] - w[0])
+        .collect();
+    assert!(
+        !gaps.is_empty() && gaps.iter().all(|&g| g == 884 || g == 885),
+        "{gaps:?}"
+    );
+}
