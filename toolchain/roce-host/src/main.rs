@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use roce_host::dcqcn::DcqcnConfig;
 use roce_host::nic::Nic;
-use roce_host::perftest::{BwReport, LatReport, BW_HEADER, LAT_HEADER, RESULT_LINE};
+use roce_host::perftest::{
+    BwReport, LatReport, BW_HEADER, BW_HEADER_GBITS, LAT_HEADER, RESULT_LINE,
+};
 use roce_host::{
     Counters, Endpoint, EndpointConfig, IncomingKind, Peer, QpInfo, WcStatus, WorkRequest, WrOp,
 };
@@ -140,6 +142,9 @@ struct Opts {
     /// Peer MAC (skips ARP; the gateway's MAC when routed)
     #[arg(long, value_parser = parse_mac)]
     peer_mac: Option<[u8; 6]>,
+    /// Report bandwidth in Gb/sec instead of MB/sec (perftest's --report_gbits)
+    #[arg(long = "report_gbits", alias = "report-gbits")]
+    report_gbits: bool,
     /// Print the results as JSON instead of perftest's table
     #[arg(long)]
     json: bool,
@@ -509,6 +514,14 @@ fn check_memory(size: usize, buffers: usize) -> Result<(), String> {
     Ok(())
 }
 
+fn bw_header(gbits: bool) -> &'static str {
+    if gbits {
+        BW_HEADER_GBITS
+    } else {
+        BW_HEADER
+    }
+}
+
 fn mode_name(m: Mode) -> &'static str {
     match m {
         Mode::WriteBw => "write_bw",
@@ -649,8 +662,8 @@ fn print_report(run: &Run, bw: &Option<BwReport>, lat: &LatReport) {
     println!("{RESULT_LINE}");
     match (run.mode, bw) {
         (Mode::WriteBw, Some(bw)) => {
-            println!("{BW_HEADER}");
-            println!("{}", bw.row());
+            println!("{}", bw_header(run.opts.report_gbits));
+            println!("{}", bw.row(run.opts.report_gbits));
         }
         _ => {
             println!("{LAT_HEADER}");
@@ -997,9 +1010,9 @@ fn server(mut run: Run) -> Result<(), String> {
     } else {
         println!("{RESULT_LINE}");
         if !report.client_reports.is_empty() {
-            println!("{BW_HEADER}");
+            println!("{}", bw_header(run.opts.report_gbits));
             for r in &report.client_reports {
-                println!("{}", r.row());
+                println!("{}", r.row(run.opts.report_gbits));
             }
             println!("{RESULT_LINE}");
         }

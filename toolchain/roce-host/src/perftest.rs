@@ -16,6 +16,9 @@ const MB: f64 = 1_048_576.0;
 
 pub const BW_HEADER: &str =
     " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+/// With `--report_gbits`: Gb/sec is 10^9 bits per second.
+pub const BW_HEADER_GBITS: &str =
+    " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]";
 pub const LAT_HEADER: &str = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ";
 pub const RESULT_LINE: &str =
     "---------------------------------------------------------------------------------------";
@@ -27,6 +30,7 @@ pub struct BwReport {
     pub iterations: u64,
     pub bw_peak_mb_per_sec: f64,
     pub bw_average_mb_per_sec: f64,
+    pub bw_peak_gbps: f64,
     pub bw_average_gbps: f64,
     pub msg_rate_mpps: f64,
     pub duration_ns: u64,
@@ -63,6 +67,7 @@ impl BwReport {
             iterations,
             bw_peak_mb_per_sec: peak / MB,
             bw_average_mb_per_sec: avg / MB,
+            bw_peak_gbps: peak * 8.0 / 1e9,
             bw_average_gbps: avg * 8.0 / 1e9,
             msg_rate_mpps: if msg_size > 0 {
                 avg / msg_size as f64 / 1e6
@@ -73,15 +78,16 @@ impl BwReport {
         }
     }
 
-    /// perftest's result row.
-    pub fn row(&self) -> String {
+    /// perftest's result row, in MB/sec or (`gbits`) Gb/sec.
+    pub fn row(&self, gbits: bool) -> String {
+        let (peak, avg) = if gbits {
+            (self.bw_peak_gbps, self.bw_average_gbps)
+        } else {
+            (self.bw_peak_mb_per_sec, self.bw_average_mb_per_sec)
+        };
         format!(
             " {:<7}    {:<10}       {:<7.2}            {:<7.2}\t\t   {:<7.6}",
-            self.msg_size,
-            self.iterations,
-            self.bw_peak_mb_per_sec,
-            self.bw_average_mb_per_sec,
-            self.msg_rate_mpps
+            self.msg_size, self.iterations, peak, avg, self.msg_rate_mpps
         )
     }
 }
@@ -169,7 +175,12 @@ mod tests {
         // best (completed[j] - posted[i]) / (j-i+1): j=3, i=0: 3.5 ms / 4 = 0.875 ms per MiB
         assert!((r.bw_peak_mb_per_sec - 1.0 / 0.000875).abs() < 1e-6);
         assert!((r.msg_rate_mpps - 4.0 / 0.0035 / 1e6).abs() < 1e-9);
-        assert!(r.row().starts_with(" 1048576    4 "));
+        assert!(r.row(false).starts_with(" 1048576    4 "));
+        // 4 MiB in 3.5 ms in Gb/s (10^9 bits)
+        assert!((r.bw_average_gbps - 4.0 * 1048576.0 * 8.0 / 0.0035 / 1e9).abs() < 1e-9);
+        let row = r.row(true);
+        let g: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(g[3], format!("{:.2}", r.bw_average_gbps));
     }
 
     #[test]
