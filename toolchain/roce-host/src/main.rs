@@ -71,6 +71,9 @@ struct Opts {
     /// Messages per QP [default: 5000 for write_bw, 1000 for write_lat]
     #[arg(short = 'n', long)]
     iters: Option<u64>,
+    /// write_bw: run for this many seconds instead of a number of iterations (perftest -D)
+    #[arg(short = 'D', long, value_name = "SECONDS")]
+    duration: Option<f64>,
     /// QPs per destination
     #[arg(short = 'q', long, default_value_t = 1)]
     qps: usize,
@@ -476,6 +479,17 @@ fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
             opts.time_limit
         ));
     }
+    if let Some(d) = opts.duration {
+        if mode != Mode::WriteBw {
+            return Err("-D/--duration is for write_bw".to_string());
+        }
+        if !(d > 0.0 && d < opts.time_limit) {
+            return Err(format!(
+                "-D {d}: must be positive and below --time-limit {}",
+                opts.time_limit
+            ));
+        }
+    }
     let (size, iters) = match mode {
         Mode::WriteBw => (opts.size.unwrap_or(65536), opts.iters.unwrap_or(5000)),
         Mode::WriteLat => (opts.size.unwrap_or(2), opts.iters.unwrap_or(1000)),
@@ -673,16 +687,36 @@ fn print_report(run: &Run, bw: &Option<BwReport>, lat: &LatReport) {
     println!("{RESULT_LINE}");
 }
 
+/// Messages whose post and completion times an iteration run records (perftest keeps the same
+/// arrays); longer runs use -D.
+const MAX_RECORDED: u64 = 50_000_000;
+/// Latency samples a duration run keeps (the first ones).
+const MAX_LAT_SAMPLES: usize = 10_000_000;
+
 fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), String> {
     let qps: Vec<(u32, QpInfo)> = dests.iter().flat_map(|d| d.qps.iter().copied()).collect();
     let index: std::collections::HashMap<u32, usize> =
         qps.iter().enumerate().map(|(i, (q, _))| (*q, i)).collect();
     let mut posted = vec![0u64; qps.len()];
     let mut done = vec![0u64; qps.len()];
-    let total = run.iters * qps.len() as u64;
-    let mut posted_at = Vec::with_capacity(total as usize);
-    let mut completed_at = Vec::with_capacity(total as usize);
-    let mut lat = Vec::with_capacity(total as usize);
+    let start = run.nic.now();
+    // -D: post until this time, then drain what is in flight.
+    let until = run
+        .opts
+        .duration
+        .map(|d| start.saturating_add((d * 1e9) as u64));
+    let total = run.iters.saturating_mul(qps.len() as u64);
+    if until.is_none() && total > MAX_RECORDED {
+        return Err(format!(
+            "{total} messages: at most {MAX_RECORDED} in an iteration run; use -D"
+        ));
+    }
+    let record = until.is_none();
+    let hint = total.min(1 << 20) as usize;
+    let mut posted_at = Vec::with_capacity(if record { hint } else { 0 });
+    let mut completed_at = Vec::with_capacity(if record { hint } else { 0 });
+    let mut lat = Vec::with_capacity(hint);
+    let (mut completed, mut last_completion) = (0u64, start);
     let depth = run.opts.tx_depth.max(1) as u64;
     let mut samples = match &run.opts.samples {
         Some(path) => {
@@ -695,10 +729,25 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
         }
         None => None,
     };
-    while (completed_at.len() as u64) < total {
+    loop {
         let now = run.nic.now();
+        let posting = match until {
+            Some(t) => now < t,
+            None => true,
+        };
+        let in_flight = posted.iter().zip(&done).any(|(p, d)| p > d);
+        let finished = match until {
+            Some(_) => !posting && !in_flight,
+            None => completed >= total,
+        };
+        if finished {
+            break;
+        }
         for (i, &(qpn, remote)) in qps.iter().enumerate() {
-            while posted[i] < run.iters && posted[i] - done[i] < depth {
+            while posting
+                && (until.is_some() || posted[i] < run.iters)
+                && posted[i] - done[i] < depth
+            {
                 let wr = WorkRequest {
                     wr_id: posted[i],
                     op: WrOp::Write {
@@ -710,7 +759,9 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
                 };
                 run.nic.ep.post(now, qpn, wr).map_err(|e| e.to_string())?;
                 posted[i] += 1;
-                posted_at.push(now);
+                if record {
+                    posted_at.push(now);
+                }
             }
         }
         run.step()?;
@@ -724,8 +775,14 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
             if let Some(&i) = index.get(&c.qpn) {
                 done[i] += 1;
             }
-            completed_at.push(c.completed_ns);
-            lat.push(c.completed_ns - c.posted_ns);
+            completed += 1;
+            last_completion = c.completed_ns;
+            if record {
+                completed_at.push(c.completed_ns);
+            }
+            if record || lat.len() < MAX_LAT_SAMPLES {
+                lat.push(c.completed_ns - c.posted_ns);
+            }
             if let Some(out) = samples.as_mut() {
                 writeln!(
                     out,
@@ -740,10 +797,12 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
     if let Some(mut out) = samples {
         out.flush().map_err(|e| format!("--samples: {e}"))?;
     }
-    Ok((
-        BwReport::compute(run.size as u64, run.iters, &posted_at, &completed_at),
-        LatReport::compute(run.size as u64, &mut lat),
-    ))
+    let bw = if record {
+        BwReport::compute(run.size as u64, run.iters, &posted_at, &completed_at)
+    } else {
+        BwReport::from_totals(run.size as u64, completed, last_completion - start)
+    };
+    Ok((bw, LatReport::compute(run.size as u64, &mut lat)))
 }
 
 fn client_lat(run: &mut Run, dests: &[Dest]) -> Result<LatReport, String> {
@@ -769,7 +828,7 @@ fn client_lat(run: &mut Run, dests: &[Dest]) -> Result<LatReport, String> {
         sent_at.insert(qpn, post(run, qpn, remote, 0)?);
         rounds.insert(qpn, 0u64);
     }
-    let total = run.iters * qps.len() as u64;
+    let total = run.iters.saturating_mul(qps.len() as u64);
     while (samples.len() as u64) < total {
         run.step()?;
         for c in run.nic.ep.take_completions() {

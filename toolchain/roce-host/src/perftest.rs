@@ -78,6 +78,28 @@ impl BwReport {
         }
     }
 
+    /// A duration run (`-D`): totals only. perftest reports no peak then (0.00).
+    pub fn from_totals(msg_size: u64, messages: u64, duration_ns: u64) -> Self {
+        let bytes = msg_size * messages;
+        let secs = duration_ns as f64 / 1e9;
+        let avg = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
+        BwReport {
+            bytes,
+            msg_size,
+            iterations: messages,
+            bw_peak_mb_per_sec: 0.0,
+            bw_average_mb_per_sec: avg / MB,
+            bw_peak_gbps: 0.0,
+            bw_average_gbps: avg * 8.0 / 1e9,
+            msg_rate_mpps: if secs > 0.0 {
+                messages as f64 / secs / 1e6
+            } else {
+                0.0
+            },
+            duration_ns,
+        }
+    }
+
     /// perftest's result row, in MB/sec or (`gbits`) Gb/sec.
     pub fn row(&self, gbits: bool) -> String {
         let (peak, avg) = if gbits {
