@@ -34,6 +34,8 @@ const WIRE_OVERHEAD: usize = 20;
 const FCS_LEN: usize = 4;
 const MIN_FRAME_WITH_FCS: usize = 64;
 const PSN_MASK: u32 = 0xff_ffff;
+/// Upper bound of [`EndpointConfig::max_outstanding`].
+pub const MAX_OUTSTANDING: u32 = 1 << 22;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointConfig {
@@ -59,7 +61,7 @@ pub struct EndpointConfig {
     pub retry_timeout_ns: u64,
     /// Timeouts tolerated before the QP fails its work requests (IB retry_cnt, 7).
     pub retry_cnt: u32,
-    /// Most PSNs in flight per QP.
+    /// Most PSNs in flight per QP (at most [`MAX_OUTSTANDING`]).
     pub max_outstanding: u32,
     /// AckReq on every this-many PSNs besides the last packet of each message (a power of two).
     pub ack_every: u32,
@@ -365,8 +367,10 @@ fn npkts(len: usize, mtu: usize) -> u32 {
 }
 
 impl Endpoint {
-    pub fn new(cfg: EndpointConfig) -> Self {
+    pub fn new(mut cfg: EndpointConfig) -> Self {
         assert!(cfg.mtu >= 256 && cfg.rate_bps > 0 && cfg.ack_every.is_power_of_two());
+        // PSN comparisons are unambiguous only within half the 24-bit space.
+        cfg.max_outstanding = cfg.max_outstanding.clamp(1, MAX_OUTSTANDING);
         Endpoint {
             pause: PauseState::new(cfg.rate_bps),
             cfg,

@@ -78,8 +78,8 @@ struct Opts {
     #[arg(short = 'q', long, default_value_t = 1)]
     qps: usize,
     /// Outstanding WRITEs per QP (write_bw)
-    #[arg(short = 't', long, default_value_t = 128)]
-    tx_depth: usize,
+    #[arg(short = 't', long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    tx_depth: u64,
     /// RoCE path MTU (payload bytes per packet)
     #[arg(short = 'm', long, default_value_t = 1024, value_parser = parse_mtu)]
     mtu: usize,
@@ -459,7 +459,7 @@ fn endpoint_config(o: &Opts, mac: [u8; 6], ip: [u8; 4]) -> Result<EndpointConfig
         dcqcn,
         retry_timeout_ns: us(o.timeout_us),
         retry_cnt: o.retry_cnt,
-        max_outstanding: 256.max(o.tx_depth as u32),
+        max_outstanding: 256,
         qpn_base: o.qpn_base.unwrap_or_else(default_qpn_base),
         ..EndpointConfig::new(mac, ip)
     })
@@ -717,7 +717,7 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
     let mut completed_at = Vec::with_capacity(if record { hint } else { 0 });
     let mut lat = Vec::with_capacity(hint);
     let (mut completed, mut last_completion) = (0u64, start);
-    let depth = run.opts.tx_depth.max(1) as u64;
+    let depth = run.opts.tx_depth;
     let mut samples = match &run.opts.samples {
         Some(path) => {
             let f = std::fs::File::create(path)
