@@ -45,11 +45,11 @@ fn bad_options_are_named() {
         fails_with(&args, expect);
     }
     fails_with(
-        &["write_bw", "-d", "nosuch0", "10.0.0.1"],
+        &["write_bw", "-d", "nosuch0", "127.0.0.1"],
         "/sys/class/net/nosuch0/address",
     );
     fails_with(
-        &["write_bw", "-d", "lo", "-q", "5000", "10.0.0.1"],
+        &["write_bw", "-d", "lo", "-q", "5000", "127.0.0.1"],
         "at most 4096 QPs per process",
     );
 }
