@@ -513,3 +513,51 @@ fn pfc_frames_on_the_wire_are_counted_per_priority() {
     assert_eq!(c["pause"]["rx_pfc_frames"].as_u64().unwrap(), xoff);
     assert_eq!(c["pause"]["rx_pfc_xoff"][4], 0);
 }
+
+/// --rate paces the real interface: the payload rate never exceeds what the line rate allows
+/// once headers, FCS, preamble and gap are counted (in-process tests check the exact spacing).
+#[test]
+fn rate_option_paces_the_interface() {
+    let lab = Lab::pair();
+    let server = lab.spawn(
+        1,
+        &[
+            "write_bw",
+            "-d",
+            "vb",
+            "-p",
+            "18560",
+            "--json",
+            "--time-limit",
+            "50",
+        ],
+    );
+    let client = lab.spawn(
+        0,
+        &[
+            "write_bw",
+            "-d",
+            "va",
+            "-p",
+            "18560",
+            "-s",
+            "65536",
+            "-n",
+            "40",
+            "--rate",
+            "0.1",
+            "--json",
+            "--time-limit",
+            "50",
+            "10.77.0.2",
+        ],
+    );
+    let c = json(&finish(client, Duration::from_secs(60)), "client");
+    json(&finish(server, Duration::from_secs(60)), "server");
+    // 64 packets of 1024 bytes per message, each 1106 bytes on the wire (14 Ethernet + 20 IPv4
+    // + 8 UDP + 12 BTH + 4 ICRC + 4 FCS + 20 preamble and gap; the first also has a 16-byte RETH).
+    let wire_bits = 40.0 * (64.0 * 1106.0 + 16.0) * 8.0;
+    let min_ns = wire_bits / 0.1e9 * 1e9;
+    let took = c["bw"]["duration_ns"].as_f64().unwrap();
+    assert!(took >= min_ns * 0.99, "{took} ns < {min_ns} ns at 100 Mb/s");
+}
