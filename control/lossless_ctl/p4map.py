@@ -316,10 +316,11 @@ class _Mapper:
     def buffers(self) -> Phase:
         phase = Phase("buffers")
         for ipg in self.m.of_type("INGRESS_PRIORITY_GROUP"):
-            port = self.m[ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_PORT"]]
-            dev = self.port_of(port.key, f"BUFFER_PG|{ipg.key[4:]}")
+            port_key = ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_PORT"]
+            dev = self.port_of(port_key, f"BUFFER_PG|{ipg.key[4:]}")
             if dev is None:
                 continue
+            port = self.m[port_key]
             pg = ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_INDEX"]
             prof = self.m[ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_BUFFER_PROFILE"]]
             size = prof["SAI_BUFFER_PROFILE_ATTR_RESERVED_BUFFER_SIZE"]
@@ -481,8 +482,8 @@ class _Mapper:
             self.add(
                 phase, f"NEIGHBOR_ENTRY {n.key}", self.b.table_entry, ING + "neighbor",
                 {
-                    "rif": self.rif_ids[n["SAI_NEIGHBOR_ENTRY_ATTR_ROUTER_INTERFACE_ID"]],
-                    "ip": int(n["SAI_NEIGHBOR_ENTRY_ATTR_IP_ADDRESS"]),
+                    "rif": self.rif_ids[n.entry["rif_id"]],
+                    "ip": int(n.entry["ip_address"]),
                 },
                 ING + "set_dst_mac",
                 {"dst_mac": mac_int(n["SAI_NEIGHBOR_ENTRY_ATTR_DST_MAC_ADDRESS"])},
@@ -493,13 +494,14 @@ class _Mapper:
         members, groups, table = Phase("ECMP members"), Phase("ECMP groups"), Phase("ECMP table")
         profile = ING + "ecmp_selector"
         used: set[int] = set()
+        by_group: dict[str, list[int]] = {}
+        for m in self.m.of_type("NEXT_HOP_GROUP_MEMBER"):
+            by_group.setdefault(m["SAI_NEXT_HOP_GROUP_MEMBER_ATTR_NEXT_HOP_GROUP_ID"], []).append(
+                self.nexthop_ids[m["SAI_NEXT_HOP_GROUP_MEMBER_ATTR_NEXT_HOP_ID"]]
+            )
         for group in self.m.of_type("NEXT_HOP_GROUP"):
             gid = self.group_ids[group.key]
-            ids = [
-                self.nexthop_ids[m["SAI_NEXT_HOP_GROUP_MEMBER_ATTR_NEXT_HOP_ID"]]
-                for m in self.m.of_type("NEXT_HOP_GROUP_MEMBER")
-                if m["SAI_NEXT_HOP_GROUP_MEMBER_ATTR_NEXT_HOP_GROUP_ID"] == group.key
-            ]
+            ids = by_group.get(group.key, [])
             # One member per next hop, shared by every group that uses it (member id = next hop id).
             for nid in ids:
                 if nid not in used:
@@ -520,7 +522,7 @@ class _Mapper:
         keys = set()
         for route in self.m.of_type("ROUTE_ENTRY"):
             keys.add(route.key)
-            prefix = ipaddress.ip_network(route.key.split(":", 1)[1])
+            prefix = route.entry["destination"]
             action = route["SAI_ROUTE_ENTRY_ATTR_PACKET_ACTION"]
             target = route.get("SAI_ROUTE_ENTRY_ATTR_NEXT_HOP_ID")
             if action == "SAI_PACKET_ACTION_DROP":
@@ -540,11 +542,11 @@ class _Mapper:
                 self.route(phase, route.key, prefix, ING + "set_nexthop_id", {"nexthop_id": nid})
         # Neighbour host routes, which SAI installs implicitly unless a route says otherwise.
         for n in self.m.of_type("NEIGHBOR_ENTRY"):
-            ip = n["SAI_NEIGHBOR_ENTRY_ATTR_IP_ADDRESS"]
+            ip = n.entry["ip_address"]
             host = ipaddress.ip_network(ip)
             if f"route:{host}" in keys or n["SAI_NEIGHBOR_ENTRY_ATTR_NO_HOST_ROUTE"]:
                 continue
-            rif = n["SAI_NEIGHBOR_ENTRY_ATTR_ROUTER_INTERFACE_ID"]
+            rif = n.entry["rif_id"]
             nid = self.nexthop_ids[f"nexthop:{rif[4:]}|{ip}"]
             self.route(
                 phase, f"host route {n.key}", host, ING + "set_nexthop_id", {"nexthop_id": nid}

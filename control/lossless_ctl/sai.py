@@ -54,8 +54,10 @@ ECN_MARK_MODES = {
 @dataclass
 class SaiObject:
     type: str  # SAI_OBJECT_TYPE_...
-    key: str  # OID stand-in, or the entry key of route/neighbour entries
+    key: str  # OID stand-in; for entries (route, neighbour) a readable form of `entry`
     attrs: dict[str, Any] = field(default_factory=dict)
+    # Key fields of entry objects, as in sai_route_entry_t / sai_neighbor_entry_t.
+    entry: dict[str, Any] | None = None
 
     def __getitem__(self, attr: str) -> Any:
         return self.attrs[attr]
@@ -69,15 +71,16 @@ class SaiModel:
     """SAI objects in creation order (an object comes after everything it refers to)."""
 
     objects: dict[str, SaiObject] = field(default_factory=dict)
+    by_type: dict[str, dict[str, SaiObject]] = field(default_factory=dict)
 
-    def add(self, type_: str, key: str, **attrs: Any) -> SaiObject:
-        obj = SaiObject(f"SAI_OBJECT_TYPE_{type_}", key, attrs)
+    def add(self, type_: str, key: str, entry: dict[str, Any] | None = None, **attrs: Any):
+        obj = SaiObject(f"SAI_OBJECT_TYPE_{type_}", key, attrs, entry)
         self.objects[key] = obj
+        self.by_type.setdefault(type_, {})[key] = obj
         return obj
 
     def of_type(self, type_: str) -> Iterator[SaiObject]:
-        full = f"SAI_OBJECT_TYPE_{type_}"
-        return (o for o in self.objects.values() if o.type == full)
+        return iter(self.by_type.get(type_, {}).values())
 
     def __getitem__(self, key: str) -> SaiObject:
         return self.objects[key]
@@ -286,7 +289,8 @@ def _route(model: SaiModel, prefix: IpNetwork, action: str, nexthop: str | None)
     attrs: dict[str, Any] = {"SAI_ROUTE_ENTRY_ATTR_PACKET_ACTION": f"SAI_PACKET_ACTION_{action}"}
     if nexthop is not None:
         attrs["SAI_ROUTE_ENTRY_ATTR_NEXT_HOP_ID"] = nexthop
-    model.add("ROUTE_ENTRY", route_key(prefix), **attrs)
+    entry = {"vr_id": "default", "destination": prefix}
+    model.add("ROUTE_ENTRY", route_key(prefix), entry, **attrs)
 
 
 def _nexthop(model: SaiModel, ifname: str, ip: IpAddress) -> str:
@@ -319,8 +323,7 @@ def _neighbors_and_routes(cfg: ConfigDb, model: SaiModel) -> None:
         model.add(
             "NEIGHBOR_ENTRY",
             f"neighbor:{n.ifname}|{n.ip}",
-            SAI_NEIGHBOR_ENTRY_ATTR_ROUTER_INTERFACE_ID=rif_key(n.ifname),
-            SAI_NEIGHBOR_ENTRY_ATTR_IP_ADDRESS=n.ip,
+            {"rif_id": rif_key(n.ifname), "ip_address": n.ip},
             SAI_NEIGHBOR_ENTRY_ATTR_DST_MAC_ADDRESS=n.mac,
             SAI_NEIGHBOR_ENTRY_ATTR_NO_HOST_ROUTE=False,
         )
