@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,6 +306,22 @@ def load_files(paths: Iterable[str | Path]) -> dict[str, Any]:
             else:
                 merged[table] = entries
     return merged
+
+
+def parse_prefix(text: str) -> IpNetwork:
+    """`10.0.0.0/24` or `2001:db8::/80`, host bits clear. The C address parser keeps 200k-route
+    configs quick; the network constructor still checks the prefix length and host bits."""
+    addr, sep, plen = text.partition("/")
+    v6 = ":" in addr
+    try:
+        packed = socket.inet_pton(socket.AF_INET6 if v6 else socket.AF_INET, addr)
+    except OSError:
+        raise ValueError(f"{addr!r} is not an IP address") from None
+    if sep and not plen.isdigit():
+        raise ValueError(f"{plen!r} is not a prefix length")
+    value = int.from_bytes(packed, "big")
+    length = int(plen) if sep else len(packed) * 8
+    return ipaddress.IPv6Network((value, length)) if v6 else ipaddress.IPv4Network((value, length))
 
 
 def parse_numbers(text: str) -> list[int] | None:
@@ -794,13 +811,15 @@ class _Parser:
 
     def static_routes(self) -> None:
         t = "STATIC_ROUTE"
+        # Large route sets reuse a few next hops: each (hop, ifname) is checked once.
+        checked: dict[tuple[str, str | None, int], tuple[IpAddress, str | None]] = {}
         for key, fields in self.entries(t):
             vrf, _, prefix_text = key.rpartition("|")
             if vrf not in ("", "default"):
                 self.error(t, key, None, f"VRF {vrf!r}: only the default VRF is programmed")
                 continue
             try:
-                prefix = ipaddress.ip_network(prefix_text)
+                prefix = parse_prefix(prefix_text)
             except ValueError:
                 self.error(t, key, None, f"not a prefix with host bits clear: {prefix_text!r}")
                 continue
@@ -819,6 +838,11 @@ class _Parser:
                 continue
             nexthops = []
             for i, hop in enumerate(hops):
+                ifname = ifnames[i] if ifnames != [""] else None
+                known = checked.get((hop, ifname, prefix.version))
+                if known is not None:
+                    nexthops.append(known)
+                    continue
                 try:
                     addr = ipaddress.ip_address(hop)
                 except ValueError:
@@ -827,13 +851,13 @@ class _Parser:
                 if addr.version != prefix.version:
                     self.error(t, key, "nexthop", f"{addr} is not IPv{prefix.version}")
                     continue
-                ifname = ifnames[i] if ifnames != [""] else None
                 if ifname is not None and not self.interface_of(t, key, "ifname", ifname):
                     continue
                 if ifname is None and self.connected_interface(addr) is None:
                     self.error(t, key, "nexthop", f"{addr} is in no interface's subnet")
                     continue
                 nexthops.append((addr, ifname))
+                checked[(hop, ifname, prefix.version)] = (addr, ifname)
             if len(nexthops) == len(hops):
                 self.cfg.static_routes.append(StaticRoute(key, prefix, tuple(nexthops), False))
 

@@ -96,6 +96,26 @@ class _Builder:
     def __init__(self, p4info: P4InfoIndex):
         self.idx = p4info
         self.pb = bindings().p4runtime_pb2
+        # Name lookups resolved once per table and action, not once per entry.
+        self._tables: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._actions: dict[tuple[str | None, str], tuple[int, dict[str, Any]]] = {}
+
+    def _table(self, name: str) -> tuple[Any, dict[str, Any]]:
+        found = self._tables.get(name)
+        if found is None:
+            table = self.idx.table(name)
+            found = self._tables[name] = (table, {mf.name: mf for mf in table.match_fields})
+        return found
+
+    def _action_of(self, table: Any, name: str) -> tuple[int, dict[str, Any]]:
+        key = (table.preamble.name if table is not None else None, name)
+        found = self._actions.get(key)
+        if found is None:
+            action = self.idx.action(name)
+            if table is not None:
+                self.idx.check_action_of(table, action)
+            found = self._actions[key] = (action.preamble.id, {p.name: p for p in action.params})
+        return found
 
     def table_entry(
         self,
@@ -106,13 +126,15 @@ class _Builder:
         group_id: int | None = None,
         default: bool = False,
     ) -> Any:
-        table = self.idx.table(table_name)
+        table, fields = self._table(table_name)
         update = self.pb.Update(type=self.pb.Update.MODIFY if default else self.pb.Update.INSERT)
         entry = update.entity.table_entry
         entry.table_id = table.preamble.id
         entry.is_default_action = default
         for name, value in match.items():
-            mf = self.idx.match_field(table, name)
+            mf = fields.get(name)
+            if mf is None:
+                raise P4InfoError(f"table {table_name} has no match field {name!r}")
             if isinstance(value, tuple):  # LPM (value, prefix length)
                 addr, plen = value
                 if plen == 0:
@@ -130,12 +152,12 @@ class _Builder:
         return update
 
     def _action(self, table: Any, name: str, params: dict[str, int], out: Any) -> None:
-        action = self.idx.action(name)
-        if table is not None:
-            self.idx.check_action_of(table, action)
-        out.action_id = action.preamble.id
+        action_id, declared = self._action_of(table, name)
+        out.action_id = action_id
         for pname, value in params.items():
-            p = self.idx.param(action, pname)
+            p = declared.get(pname)
+            if p is None:
+                raise P4InfoError(f"action {name} has no parameter {pname!r}")
             try:
                 out.params.add(param_id=p.id, value=encode(value, p.bitwidth))
             except ValueError as err:

@@ -340,11 +340,19 @@ def _neighbors_and_routes(cfg: ConfigDb, model: SaiModel) -> None:
         return best[1]
 
     groups: dict[tuple[str, ...], str] = {}
+    hop_keys: dict[tuple[IpAddress, str | None], str] = {}
+
+    def hop_key(ip: IpAddress, given: str | None) -> str:
+        key = hop_keys.get((ip, given))
+        if key is None:
+            key = hop_keys[(ip, given)] = _nexthop(model, ifname_of(ip, given), ip)
+        return key
+
     for route in sorted(cfg.static_routes, key=lambda r: (r.prefix.version, r.prefix)):
         if route.blackhole:
             _route(model, route.prefix, "DROP", None)
             continue
-        hops = sorted({_nexthop(model, ifname_of(ip, ifn), ip) for ip, ifn in route.nexthops})
+        hops = sorted({hop_key(ip, ifn) for ip, ifn in route.nexthops})
         if len(hops) == 1:
             _route(model, route.prefix, "FORWARD", hops[0])
             continue

@@ -231,3 +231,18 @@ def test_unreadable_json_names_the_file_and_position(tmp_path):
     bad.write_text('{"PORT": {')
     with pytest.raises(config_db.ConfigError, match=r"broken.json: not JSON: .* line 1 column 11"):
         config_db.load_files([bad])
+
+
+@pytest.mark.parametrize(
+    ("prefix", "reason"),
+    [
+        ("10.1.0.1/24", "not a prefix with host bits clear: '10.1.0.1/24'"),
+        ("10.1.0.0/33", "not a prefix with host bits clear: '10.1.0.0/33'"),
+        ("10.1.0/24", "not a prefix with host bits clear: '10.1.0/24'"),
+        ("2001:db8::/x", "not a prefix with host bits clear: '2001:db8::/x'"),
+    ],
+)
+def test_static_route_prefixes_are_checked(prefix, reason):
+    tables = load("t1_as7816.json")
+    tables["STATIC_ROUTE"][prefix] = {"nexthop": "10.0.1.1"}
+    assert errors_of(tables) == [f"error: STATIC_ROUTE|{prefix}: {reason}"]
