@@ -115,7 +115,7 @@ def _port_config(args: argparse.Namespace) -> int:
 
 def _load(args: argparse.Namespace) -> int:
     from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
-    from lossless_ctl.loader import load, plan, read_back, read_pipeline
+    from lossless_ctl.loader import load, plan, read_back, read_pipeline, reconcile
     from lossless_ctl.p4info import P4InfoError
     from lossless_ctl.p4map import MappingError
     from lossless_ctl.port_config import tm_config
@@ -143,7 +143,7 @@ def _load(args: argparse.Namespace) -> int:
             args.switch, device_id=args.device_id, election_id=(0, args.election_id)
         ) as client:
             client.arbitrate()
-            summary = load(
+            summary = (reconcile if args.reconcile else load)(
                 client,
                 pipeline,
                 program,
@@ -280,6 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--in-flight", type=int, default=4, help="WriteRequests outstanding")
     load.add_argument("--port-config", metavar="FILE", help="also write the port configuration")
     load.add_argument("--read-back", action="store_true", help="read every table back and compare")
+    load.add_argument(
+        "--reconcile",
+        action="store_true",
+        help="keep the switch's pipeline if it is this one and write only the difference "
+        "(a restarted controller); a switch running another pipeline or none is fully loaded",
+    )
     load.add_argument("--no-progress", action="store_true", help="no progress bar")
     load.set_defaults(func=_load)
 

@@ -35,6 +35,45 @@ class WriteResult:
     errors: list[UpdateError] = field(default_factory=list)
 
 
+def entity_key(entity: Any) -> tuple:
+    """What identifies an entity on the switch (P4Runtime's notion: a table entry's match and
+    priority, a member or group id, a clone session id)."""
+    kind = entity.WhichOneof("entity")
+    if kind == "table_entry":
+        t = entity.table_entry
+        match = tuple(
+            m.SerializeToString(deterministic=True)
+            for m in sorted(t.match, key=lambda m: m.field_id)
+        )
+        return ("table", t.table_id, t.is_default_action, match, t.priority)
+    if kind == "action_profile_member":
+        m = entity.action_profile_member
+        return ("member", m.action_profile_id, m.member_id)
+    if kind == "action_profile_group":
+        g = entity.action_profile_group
+        return ("group", g.action_profile_id, g.group_id)
+    if kind == "packet_replication_engine_entry":
+        pre = entity.packet_replication_engine_entry
+        if pre.WhichOneof("type") == "clone_session_entry":
+            return ("clone", pre.clone_session_entry.session_id)
+    return ("other", entity.SerializeToString(deterministic=True))
+
+
+def entity_value(entity: Any) -> bytes | tuple:
+    """What a MODIFY changes: the action, the group's members, the session's replicas."""
+    kind = entity.WhichOneof("entity")
+    if kind == "table_entry":
+        return entity.table_entry.action.SerializeToString(deterministic=True)
+    if kind == "action_profile_member":
+        return entity.action_profile_member.action.SerializeToString(deterministic=True)
+    if kind == "action_profile_group":
+        return tuple(sorted((m.member_id, m.weight) for m in entity.action_profile_group.members))
+    if kind == "packet_replication_engine_entry":
+        cs = entity.packet_replication_engine_entry.clone_session_entry
+        return tuple(r.SerializeToString(deterministic=True) for r in cs.replicas)
+    return b""
+
+
 def code_name(code: int) -> str:
     try:
         return code_pb2.Code.Name(code)
@@ -149,6 +188,20 @@ class P4RuntimeClient:
             return method(request, timeout=self.timeout)
         except grpc.RpcError as err:
             raise P4RuntimeError(f"{err.code().name}: {err.details()}") from err
+
+    def pipeline_cookie(self) -> int | None:
+        """The cookie of the pipeline the switch runs; None when it runs none (or set none)."""
+        request = self.pb.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=self.pb.GetForwardingPipelineConfigRequest.COOKIE_ONLY,
+        )
+        try:
+            response = self.stub.GetForwardingPipelineConfig(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            if err.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+                return None
+            raise P4RuntimeError(f"{err.code().name}: {err.details()}") from err
+        return response.config.cookie.cookie if response.config.HasField("cookie") else None
 
     def set_pipeline(self, p4info: Any, device_config: bytes, cookie: int = 0) -> None:
         request = self.pb.SetForwardingPipelineConfigRequest(

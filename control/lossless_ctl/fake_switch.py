@@ -15,6 +15,7 @@ from concurrent import futures
 import grpc
 from google.rpc import code_pb2, status_pb2
 
+from lossless_ctl.client import entity_key
 from lossless_ctl.p4rt_proto import bindings
 
 
@@ -26,7 +27,7 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
         self.record = record
         self.writes: list = []
         self.pipelines: list = []
-        self.entities: dict[bytes, object] = {}
+        self.entities: dict[tuple, object] = {}
         self.primary = None  # (high, low)
         self.reject = lambda update: None  # -> (code, message) to fail an update
         self.hide_on_read = lambda entity: False
@@ -54,8 +55,39 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def SetForwardingPipelineConfig(self, request, context):
         self._check_primary(request, context)
-        self.pipelines.append(request)
+        with self.lock:
+            self.pipelines.append(request)
+            self.entities.clear()  # a new pipeline starts empty
         return self.pb.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request, context):
+        with self.lock:
+            if not self.pipelines:
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no pipeline set")
+            config = self.pipelines[-1].config
+        response = self.pb.GetForwardingPipelineConfigResponse()
+        response.config.cookie.CopyFrom(config.cookie)
+        return response
+
+    def _apply(self, update) -> tuple[int, str] | None:
+        """Store or remove one update's entity with P4Runtime's semantics; None if it worked."""
+        rejected = self.reject(update)
+        if rejected is not None:
+            return rejected
+        key = entity_key(update.entity)
+        default = key[0] == "table" and key[2]
+        with self.lock:
+            present = key in self.entities
+            if update.type == self.pb.Update.INSERT and present:
+                return code_pb2.ALREADY_EXISTS, "entity exists"
+            if update.type in (self.pb.Update.MODIFY, self.pb.Update.DELETE):
+                if not present and not default:
+                    return code_pb2.NOT_FOUND, "entity not found"
+            if update.type == self.pb.Update.DELETE:
+                del self.entities[key]
+            else:
+                self.entities[key] = update.entity
+        return None
 
     def Write(self, request, context):
         self._check_primary(request, context)
@@ -65,14 +97,10 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
             self.writes.append(request)
         errors = []
         for update in request.updates:
-            rejected = self.reject(update)
             error = self.pb.Error(canonical_code=code_pb2.OK)
-            if rejected is not None:
-                error.canonical_code, error.message = rejected
-            else:
-                key = self._key(update.entity)
-                with self.lock:
-                    self.entities[key] = update.entity
+            failed = self._apply(update)
+            if failed is not None:
+                error.canonical_code, error.message = failed
             errors.append(error)
         if any(e.canonical_code != code_pb2.OK for e in errors):
             status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
@@ -85,30 +113,36 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
             context.set_details("Write failure.")
         return self.pb.WriteResponse()
 
+    @staticmethod
+    def _wanted(wanted, entity) -> bool:
+        """Does `entity` answer the read request entity `wanted` (zero ids are wildcards)?"""
+        kind = wanted.WhichOneof("entity")
+        if kind != entity.WhichOneof("entity"):
+            return False
+        if kind == "table_entry":
+            w, e = wanted.table_entry, entity.table_entry
+            return w.table_id in (0, e.table_id) and w.is_default_action == e.is_default_action
+        if kind == "action_profile_member":
+            w, e = wanted.action_profile_member, entity.action_profile_member
+            return w.action_profile_id in (0, e.action_profile_id)
+        if kind == "action_profile_group":
+            w, e = wanted.action_profile_group, entity.action_profile_group
+            return w.action_profile_id in (0, e.action_profile_id)
+        if kind == "packet_replication_engine_entry":
+            w = wanted.packet_replication_engine_entry.clone_session_entry.session_id
+            e = entity.packet_replication_engine_entry.clone_session_entry.session_id
+            return w in (0, e)
+        return False
+
     def Read(self, request, context):
         response = self.pb.ReadResponse()
         with self.lock:
             stored = list(self.entities.values())
         for wanted in request.entities:
             for entity in stored:
-                if (
-                    entity.WhichOneof("entity") == "table_entry"
-                    and not entity.table_entry.is_default_action
-                    and entity.table_entry.table_id == wanted.table_entry.table_id
-                    and not self.hide_on_read(entity)
-                ):
+                if self._wanted(wanted, entity) and not self.hide_on_read(entity):
                     response.entities.add().CopyFrom(entity)
         yield response
-
-    @staticmethod
-    def _key(entity) -> bytes:
-        kind = entity.WhichOneof("entity")
-        if kind == "table_entry":
-            t = entity.table_entry
-            key = type(t)(table_id=t.table_id, is_default_action=t.is_default_action)
-            key.match.extend(t.match)
-            return key.SerializeToString(deterministic=True)
-        return entity.SerializeToString(deterministic=True)
 
 
 class FakeSwitch:

@@ -6,16 +6,18 @@ is validated and fully mapped to updates first, so a bad config writes nothing.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lossless_ctl.client import P4RuntimeClient, UpdateError
+from lossless_ctl.client import P4RuntimeClient, UpdateError, entity_key, entity_value
 from lossless_ctl.config_db import ConfigDb
 from lossless_ctl.p4info import P4InfoError, P4InfoIndex, read_p4info
-from lossless_ctl.p4map import P4Program, to_p4
+from lossless_ctl.p4map import P4Program, Phase, to_p4
+from lossless_ctl.p4rt_proto import bindings
 from lossless_ctl.sai import SaiModel, derive
 
 P4INFO_SUFFIXES = (".p4info.txtpb", ".p4info.txt", ".p4info.json", ".p4info.bin")
@@ -65,7 +67,8 @@ class PhaseResult:
 class LoadSummary:
     phases: list[PhaseResult] = field(default_factory=list)
     per_table: Counter = field(default_factory=Counter)
-    pipeline_seconds: float = 0.0
+    pipeline_seconds: float | None = None  # None: the pipeline was kept
+    read_seconds: float | None = None  # reconcile: reading the switch's state
 
     @property
     def errors(self) -> list[tuple[str, UpdateError]]:
@@ -80,7 +83,12 @@ class LoadSummary:
         return sum(p.seconds for p in self.phases)
 
     def render(self) -> str:
-        lines = [f"pipeline set in {self.pipeline_seconds:.2f} s"]
+        if self.pipeline_seconds is None:
+            lines = ["pipeline kept: the switch runs this pipeline already"]
+        else:
+            lines = [f"pipeline set in {self.pipeline_seconds:.2f} s"]
+        if self.read_seconds is not None:
+            lines.append(f"switch state read in {self.read_seconds:.2f} s")
         for p in self.phases:
             rate = p.updates / p.seconds if p.seconds > 0 else 0.0
             lines.append(
@@ -111,6 +119,15 @@ def entity_name(update: Any, p4info: P4InfoIndex) -> str:
     return kind or "?"
 
 
+def pipeline_cookie(pipeline: Pipeline) -> int:
+    """Identifies a pipeline (P4Info and device config) on the switch, so that a restarted
+    controller knows whether the switch still runs what it would set."""
+    digest = hashlib.sha256(
+        pipeline.p4info.SerializeToString(deterministic=True) + pipeline.device_config
+    ).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
 def load(
     client: P4RuntimeClient,
     pipeline: Pipeline,
@@ -119,13 +136,26 @@ def load(
     in_flight: int = 4,
     progress: bool = False,
 ) -> LoadSummary:
-    """Set the pipeline and write the program, phase after phase; stops after a phase with
-    failures, since later phases refer to what it should have written."""
+    """Set the pipeline and write the whole program."""
+    start = time.perf_counter()
+    client.set_pipeline(pipeline.p4info, pipeline.device_config, pipeline_cookie(pipeline))
+    summary = write_program(client, pipeline, program, batch_size, in_flight, progress)
+    summary.pipeline_seconds = time.perf_counter() - start - summary.seconds
+    return summary
+
+
+def write_program(
+    client: P4RuntimeClient,
+    pipeline: Pipeline,
+    program: P4Program,
+    batch_size: int = 1000,
+    in_flight: int = 4,
+    progress: bool = False,
+) -> LoadSummary:
+    """Write the program phase after phase; stop after a phase with failures, since later
+    phases refer to what it should have written."""
     summary = LoadSummary()
     index = P4InfoIndex(pipeline.p4info)
-    start = time.perf_counter()
-    client.set_pipeline(pipeline.p4info, pipeline.device_config)
-    summary.pipeline_seconds = time.perf_counter() - start
     bar = None
     if progress:
         from tqdm import tqdm
@@ -155,6 +185,97 @@ def load(
     finally:
         if bar is not None:
             bar.close()
+    return summary
+
+
+def read_state(client: P4RuntimeClient, program: P4Program) -> dict[tuple, Any]:
+    """Everything the switch holds that a program can write, by entity key."""
+    pb = client.pb
+    wanted = [pb.Entity(table_entry=pb.TableEntry())]  # table id 0: every table
+    defaults = {
+        u.entity.table_entry.table_id
+        for p in program.phases
+        for u in p.updates
+        if u.entity.WhichOneof("entity") == "table_entry" and u.entity.table_entry.is_default_action
+    }
+    for table_id in sorted(defaults):
+        wanted.append(
+            pb.Entity(table_entry=pb.TableEntry(table_id=table_id, is_default_action=True))
+        )
+    wanted.append(pb.Entity(action_profile_member=pb.ActionProfileMember()))
+    wanted.append(pb.Entity(action_profile_group=pb.ActionProfileGroup()))
+    clone = pb.Entity()
+    clone.packet_replication_engine_entry.clone_session_entry.SetInParent()
+    wanted.append(clone)
+    return {entity_key(e): e for e in client.read(wanted)}
+
+
+def _kind(key: tuple) -> tuple:
+    # Entities of one table, action profile or the clone sessions are written in one phase.
+    return key[:2] if key[0] in ("table", "member", "group") else key[:1]
+
+
+def diff(program: P4Program, state: dict[tuple, Any], index: P4InfoIndex) -> P4Program:
+    """The updates that turn `state` into what `program` writes: INSERT what is missing, MODIFY
+    what differs, in the program's phase order, then DELETE what the config no longer has, in
+    reverse phase order (routes before the next hops they use). Entities already right are
+    not touched, so forwarding through them never stops."""
+    update_type = bindings().p4runtime_pb2.Update
+    phases: list[Phase] = []
+    wanted: set[tuple] = set()
+    rank: dict[tuple, int] = {}
+    for i, phase in enumerate(program.phases):
+        out = Phase(phase.name)
+        for update, label in zip(phase.updates, phase.labels, strict=True):
+            key = entity_key(update.entity)
+            wanted.add(key)
+            rank.setdefault(_kind(key), i)
+            have = state.get(key)
+            if have is not None and entity_value(have) == entity_value(update.entity):
+                continue
+            if have is not None and update.type != update.MODIFY:
+                changed = type(update)()
+                changed.CopyFrom(update)
+                changed.type = update.MODIFY
+                update = changed
+            out.updates.append(update)
+            out.labels.append(label)
+        phases.append(out)
+    stale: dict[int, list[tuple[tuple, Any]]] = {}
+    for key, entity in state.items():
+        if key in wanted or (key[0] == "table" and key[2]):  # default entries stay
+            continue
+        stale.setdefault(rank.get(_kind(key), len(program.phases)), []).append((key, entity))
+    for r in sorted(stale, reverse=True):
+        name = program.phases[r].name if r < len(program.phases) else "other entities"
+        out = Phase(f"delete: {name}")
+        for _key, entity in sorted(stale[r], key=lambda ke: repr(ke[0])):
+            update = update_type(type=update_type.DELETE)
+            update.entity.CopyFrom(entity)
+            out.updates.append(update)
+            out.labels.append(f"stale {entity_name(update, index)} entry")
+        phases.append(out)
+    return P4Program([p for p in phases if p.updates], program.notes)
+
+
+def reconcile(
+    client: P4RuntimeClient,
+    pipeline: Pipeline,
+    program: P4Program,
+    batch_size: int = 1000,
+    in_flight: int = 4,
+    progress: bool = False,
+) -> LoadSummary:
+    """A restarted controller: if the switch runs this pipeline, read its state back and write
+    only the difference; if it runs another or none (a restarted switch), load everything."""
+    if client.pipeline_cookie() != pipeline_cookie(pipeline):
+        return load(client, pipeline, program, batch_size, in_flight, progress)
+    start = time.perf_counter()
+    state = read_state(client, program)
+    read_seconds = time.perf_counter() - start
+    changes = diff(program, state, P4InfoIndex(pipeline.p4info))
+    summary = write_program(client, pipeline, changes, batch_size, in_flight, progress)
+    summary.read_seconds = read_seconds
     return summary
 
 

@@ -13,7 +13,7 @@ from google.protobuf import text_format
 from lossless_ctl import config_db
 from lossless_ctl.cli import main
 from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
-from lossless_ctl.loader import load, plan, read_back, read_pipeline
+from lossless_ctl.loader import load, plan, read_back, read_pipeline, reconcile
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4rt_proto import bindings
 
@@ -234,3 +234,76 @@ def test_unreachable_switch_is_a_clear_error(pipeline_dir, capsys):
         with pytest.raises(P4RuntimeError, match="no P4Runtime server answered within 0.5 s"):
             client.arbitrate()
     assert pipeline.config_path.name == "lossless.json"
+
+
+def reconcile_with(address, pipeline, tables):
+    cfg = config_db.parse_checked(tables)
+    _, program = plan(cfg, pipeline.p4info)
+    with P4RuntimeClient(address) as client:
+        client.arbitrate()
+        return reconcile(client, pipeline, program)
+
+
+def test_restarted_controller_writes_only_the_difference(fake_switch, pipeline_dir):
+    servicer, address = fake_switch
+    pipeline = read_pipeline(pipeline_dir)
+    tables = config_db.load_files([DATA / "mini.json"])
+    first = reconcile_with(address, pipeline, tables)  # the switch runs nothing: full load
+    assert first.pipeline_seconds is not None and first.written == 17
+    assert len(servicer.pipelines) == 1
+    servicer.writes.clear()
+
+    same = reconcile_with(address, pipeline, tables)
+    assert same.pipeline_seconds is None and same.written == 0
+    assert servicer.writes == [] and len(servicer.pipelines) == 1
+
+    # New neighbour MAC, one route gone, one route added.
+    tables["NEIGH"]["Ethernet0|10.0.0.1"]["neigh"] = "52:54:00:00:00:02"
+    del tables["STATIC_ROUTE"]["192.168.0.0/16"]
+    tables["STATIC_ROUTE"]["172.16.0.0/12"] = {"nexthop": "10.0.0.1"}
+    changed = reconcile_with(address, pipeline, tables)
+    pb = bindings().p4runtime_pb2
+    kinds = [
+        (pb.Update.Type.Name(u.type), u.entity.table_entry.table_id)
+        for w in servicer.writes
+        for u in w.updates
+    ]
+    index = P4InfoIndex(pipeline.p4info)
+    neighbor = index.table(ING + "neighbor").preamble.id
+    route = index.table(ING + "ipv4_route").preamble.id
+    assert kinds == [("MODIFY", neighbor), ("INSERT", route), ("DELETE", route)]
+    assert [p.name for p in changed.phases] == [
+        "router interfaces, next hops, neighbours",
+        "routes",
+        "delete: routes",
+    ]
+    assert changed.errors == []
+    # The switch now holds exactly what a full load of the new config writes.
+    with P4RuntimeClient(address) as client:
+        client.arbitrate()
+        _, program = plan(config_db.parse_checked(tables), pipeline.p4info)
+        assert read_back(client, pipeline, program) == []
+
+
+def test_restarted_switch_is_replayed(fake_switch, pipeline_dir):
+    servicer, address = fake_switch
+    pipeline = read_pipeline(pipeline_dir)
+    tables = config_db.load_files([DATA / "mini.json"])
+    reconcile_with(address, pipeline, tables)
+    # The switch restarts: no pipeline, no entries.
+    servicer.pipelines.clear()
+    servicer.entities.clear()
+    replay = reconcile_with(address, pipeline, tables)
+    assert replay.pipeline_seconds is not None and replay.written == 17
+    assert len(servicer.pipelines) == 1
+
+
+def test_another_pipeline_on_the_switch_means_a_full_load(fake_switch, pipeline_dir):
+    servicer, address = fake_switch
+    pipeline = read_pipeline(pipeline_dir)
+    tables = config_db.load_files([DATA / "mini.json"])
+    reconcile_with(address, pipeline, tables)
+    (pipeline_dir / "lossless.json").write_text('{"program": "changed"}\n')
+    again = reconcile_with(address, read_pipeline(pipeline_dir), tables)
+    assert again.pipeline_seconds is not None and again.written == 17
+    assert len(servicer.pipelines) == 2
