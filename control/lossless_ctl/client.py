@@ -56,6 +56,8 @@ def entity_key(entity: Any) -> tuple:
         pre = entity.packet_replication_engine_entry
         if pre.WhichOneof("type") == "clone_session_entry":
             return ("clone", pre.clone_session_entry.session_id)
+    if kind == "meter_entry":
+        return ("meter", entity.meter_entry.meter_id, entity.meter_entry.index.index)
     return ("other", entity.SerializeToString(deterministic=True))
 
 
@@ -71,6 +73,8 @@ def entity_value(entity: Any) -> bytes | tuple:
     if kind == "packet_replication_engine_entry":
         cs = entity.packet_replication_engine_entry.clone_session_entry
         return tuple(r.SerializeToString(deterministic=True) for r in cs.replicas)
+    if kind == "meter_entry":
+        return entity.meter_entry.config.SerializeToString(deterministic=True)
     return b""
 
 

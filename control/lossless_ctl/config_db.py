@@ -185,6 +185,27 @@ class SfcQueue:
     target: int
 
 
+@dataclass(frozen=True)
+class CoppGroup:
+    name: str
+    trap_action: str
+    queue: int | None
+    meter_type: str  # packets or bytes
+    mode: str  # sr_tcm or tr_tcm
+    cir: int | None
+    cbs: int | None
+    pir: int | None
+    pbs: int | None
+    red_action: str
+
+
+@dataclass(frozen=True)
+class CoppTrap:
+    name: str
+    trap_ids: tuple[str, ...]
+    group: str
+
+
 @dataclass
 class ConfigDb:
     """The parsed config: records keyed as config_db keys them, ready for SAI derivation."""
@@ -213,6 +234,8 @@ class ConfigDb:
     sfc_host_ports: set[str] = field(default_factory=set)
     sfc_min_interval_us: int = 0
     sfc_signal_dscp: int = 0
+    copp_groups: dict[str, CoppGroup] = field(default_factory=dict)
+    copp_traps: dict[str, CoppTrap] = field(default_factory=dict)
 
 
 QOS_MAP_TABLES = {
@@ -267,6 +290,12 @@ KNOWN_FIELDS: dict[str, set[str]] = {
     "QUEUE": {"scheduler", "wred_profile"},
     "PFC_WD": {"action", "detection_time", "restoration_time", "POLL_INTERVAL", "BIG_RED_SWITCH"},
     "SFC": {"min_interval_us", "signal_dscp", "host_facing", "threshold", "target"},
+    "COPP_GROUP": {
+        "trap_action", "trap_priority", "queue", "meter_type", "mode", "color", "cir", "cbs",
+        "pir", "pbs", "red_action", "yellow_action", "green_action", "genetlink_name",
+        "genetlink_mcgrp_name",
+    },
+    "COPP_TRAP": {"trap_ids", "trap_group", "always_enabled"},
 }  # fmt: skip
 
 HANDLED_TABLES = set(KNOWN_FIELDS) | set(QOS_MAP_TABLES) | {
@@ -493,6 +522,7 @@ class _Parser:
         self.neighbors()
         self.static_routes()
         self.sfc()
+        self.copp()
         self.pfc_checks()
 
     def device_metadata(self) -> None:
@@ -866,6 +896,44 @@ class _Parser:
             if addr in rip.ip.network and not rip.ifname.startswith("Loopback"):
                 return rip.ifname
         return None
+
+    def copp(self) -> None:
+        """SONiC's CoPP tables (202012 and later): COPP_GROUP policers, COPP_TRAP trap ids."""
+        t = "COPP_GROUP"
+        for key, fields in self.entries(t):
+            action = self.text(t, key, fields, "trap_action") or "trap"
+            if action not in ("trap", "copy", "drop", "forward"):
+                self.error(
+                    t, key, "trap_action", f"must be trap, copy, drop or forward, not {action!r}"
+                )
+            meter_type = self.text(t, key, fields, "meter_type") or "packets"
+            if meter_type not in ("packets", "bytes"):
+                self.error(t, key, "meter_type", f"must be packets or bytes, not {meter_type!r}")
+            mode = self.text(t, key, fields, "mode") or "sr_tcm"
+            if mode not in ("sr_tcm", "tr_tcm", "storm"):
+                self.error(t, key, "mode", f"must be sr_tcm, tr_tcm or storm, not {mode!r}")
+            rates = {
+                f: self.number(t, key, fields, f, 0, 2**63 - 1)
+                for f in ("cir", "cbs", "pir", "pbs")
+            }
+            red = self.text(t, key, fields, "red_action") or "drop"
+            if red not in ("drop", "forward", "copy", "trap"):
+                self.error(t, key, "red_action", f"unknown action {red!r}")
+            self.cfg.copp_groups[key] = CoppGroup(
+                key, action, self.number(t, key, fields, "queue", 0, 7), meter_type, mode,
+                rates["cir"], rates["cbs"], rates["pir"], rates["pbs"], red,
+            )  # fmt: skip
+        t = "COPP_TRAP"
+        for key, fields in self.entries(t):
+            group = self.reference(t, key, fields, "trap_group", "COPP_GROUP")
+            if "trap_group" not in fields:
+                self.error(t, key, "trap_group", "missing")
+            ids = tuple(i.strip() for i in (self.text(t, key, fields, "trap_ids") or "").split(","))
+            if ids == ("",):
+                self.error(t, key, "trap_ids", "missing")
+                continue
+            if group is not None:
+                self.cfg.copp_traps[key] = CoppTrap(key, ids, group)
 
     def sfc(self) -> None:
         t = "SFC"

@@ -75,7 +75,8 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
         if rejected is not None:
             return rejected
         key = entity_key(update.entity)
-        default = key[0] == "table" and key[2]
+        # Default entries and meter cells always exist: they are only modified.
+        default = (key[0] == "table" and key[2]) or key[0] == "meter"
         with self.lock:
             present = key in self.entities
             if update.type == self.pb.Update.INSERT and present:
@@ -128,6 +129,8 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
         if kind == "action_profile_group":
             w, e = wanted.action_profile_group, entity.action_profile_group
             return w.action_profile_id in (0, e.action_profile_id)
+        if kind == "meter_entry":
+            return wanted.meter_entry.meter_id in (0, entity.meter_entry.meter_id)
         if kind == "packet_replication_engine_entry":
             w = wanted.packet_replication_engine_entry.clone_session_entry.session_id
             e = entity.packet_replication_engine_entry.clone_session_entry.session_id

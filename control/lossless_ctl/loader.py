@@ -202,6 +202,7 @@ def read_state(client: P4RuntimeClient, program: P4Program) -> dict[tuple, Any]:
         wanted.append(
             pb.Entity(table_entry=pb.TableEntry(table_id=table_id, is_default_action=True))
         )
+    wanted.append(pb.Entity(meter_entry=pb.MeterEntry()))  # meter id 0: every meter
     wanted.append(pb.Entity(action_profile_member=pb.ActionProfileMember()))
     wanted.append(pb.Entity(action_profile_group=pb.ActionProfileGroup()))
     clone = pb.Entity()
@@ -211,8 +212,9 @@ def read_state(client: P4RuntimeClient, program: P4Program) -> dict[tuple, Any]:
 
 
 def _kind(key: tuple) -> tuple:
-    # Entities of one table, action profile or the clone sessions are written in one phase.
-    return key[:2] if key[0] in ("table", "member", "group") else key[:1]
+    # Entities of one table, meter or action profile, or the clone sessions, are written in
+    # one phase.
+    return key[:2] if key[0] in ("table", "member", "group", "meter") else key[:1]
 
 
 def diff(program: P4Program, state: dict[tuple, Any], index: P4InfoIndex) -> P4Program:
@@ -242,10 +244,21 @@ def diff(program: P4Program, state: dict[tuple, Any], index: P4InfoIndex) -> P4P
             out.labels.append(label)
         phases.append(out)
     stale: dict[int, list[tuple[tuple, Any]]] = {}
+    resets = Phase("reset meters")
     for key, entity in state.items():
         if key in wanted or (key[0] == "table" and key[2]):  # default entries stay
             continue
+        if key[0] == "meter":
+            # Meter cells cannot be deleted; one the config no longer sets is reset.
+            if entity.meter_entry.HasField("config"):
+                reset = update_type(type=update_type.MODIFY)
+                reset.entity.meter_entry.meter_id = entity.meter_entry.meter_id
+                reset.entity.meter_entry.index.index = entity.meter_entry.index.index
+                resets.updates.append(reset)
+                resets.labels.append(f"stale meter cell {key[2]}")
+            continue
         stale.setdefault(rank.get(_kind(key), len(program.phases)), []).append((key, entity))
+    phases.append(resets)
     for r in sorted(stale, reverse=True):
         name = program.phases[r].name if r < len(program.phases) else "other entities"
         out = Phase(f"delete: {name}")

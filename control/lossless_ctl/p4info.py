@@ -71,6 +71,9 @@ class P4InfoIndex:
     def action_profile(self, name: str) -> Any:
         return self._get("action_profiles", name)
 
+    def meter(self, name: str) -> Any:
+        return self._get("meters", name)
+
     def counter(self, name: str) -> Any:
         return self._get("counters", name)
 

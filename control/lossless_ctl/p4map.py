@@ -27,6 +27,16 @@ PORT_SESSION_BASE = 512
 # Largest PFC pause: the pipeline sends it and refreshes it at half its duration.
 PAUSE_QUANTA = 0xFFFF
 
+# Why the pipeline sends a packet to the CPU: packet_in.reason and the copp meter index
+# (PUNT_* in p4src/headers.p4), by the SAI trap that covers it.
+PUNT_REASONS = {
+    "SAI_HOSTIF_TRAP_TYPE_ARP_REQUEST": 1,
+    "SAI_HOSTIF_TRAP_TYPE_ARP_RESPONSE": 1,
+    "SAI_HOSTIF_TRAP_TYPE_IPV6_NEIGHBOR_DISCOVERY": 2,
+    "SAI_HOSTIF_TRAP_TYPE_IP2ME": 3,
+    "SAI_HOSTIF_TRAP_TYPE_TTL_ERROR": 4,
+}
+
 QOS_MAP_TABLES = {
     "SAI_QOS_MAP_TYPE_DSCP_TO_TC": (ING + "dscp_to_tc", "dscp", ING + "set_tc", "tc"),
     "SAI_QOS_MAP_TYPE_DOT1P_TO_TC": (ING + "dot1p_to_tc", "pcp", ING + "set_tc", "tc"),
@@ -181,6 +191,15 @@ class _Builder:
             g.members.add(member_id=mid, weight=1)
         return update
 
+    def meter(self, meter: str, index: int, cir: int, cburst: int, pir: int, pburst: int) -> Any:
+        # Indirect meter cells always exist: configuring one is a MODIFY.
+        update = self.pb.Update(type=self.pb.Update.MODIFY)
+        m = update.entity.meter_entry
+        m.meter_id = self.idx.meter(meter).preamble.id
+        m.index.index = index
+        m.config.cir, m.config.cburst, m.config.pir, m.config.pburst = cir, cburst, pir, pburst
+        return update
+
     def clone_session(self, session: int, port: int) -> Any:
         update = self.pb.Update(type=self.pb.Update.INSERT)
         cs = update.entity.packet_replication_engine_entry.clone_session_entry
@@ -230,6 +249,7 @@ class _Mapper:
         phases = [
             self.clone_sessions(),
             self.switch_settings(),
+            self.copp(),
             self.qos(),
             self.buffers(),
             self.egress(),
@@ -288,6 +308,43 @@ class _Mapper:
                 ING + "router_mac",
                 {"dst_mac": mac_int(mac)},
             )
+        return phase
+
+    def copp(self) -> Phase:
+        """The copp meter, one cell per punt reason, from the policer of the trap's group.
+        Traps sharing a SAI policer get a cell each here, i.e. a bucket each."""
+        phase = Phase("CoPP")
+        configured: dict[int, str] = {}
+        for trap in self.m.of_type("HOSTIF_TRAP"):
+            trap_type = trap["SAI_HOSTIF_TRAP_ATTR_TRAP_TYPE"]
+            reason = PUNT_REASONS.get(trap_type)
+            if reason is None:
+                self.notes.append(
+                    f"{trap.key}: not a punt reason of the pipeline (traffic to the router's "
+                    "addresses is all IP2ME)"
+                )
+                continue
+            group = self.m[trap["SAI_HOSTIF_TRAP_ATTR_TRAP_GROUP"]]
+            policer_key = group["SAI_HOSTIF_TRAP_GROUP_ATTR_POLICER"]
+            if policer_key == NULL:
+                continue
+            policer = self.m[policer_key]
+            if policer["SAI_POLICER_ATTR_METER_TYPE"] != "SAI_METER_TYPE_PACKETS":
+                self.notes.append(
+                    f"{policer.key}: the pipeline's CoPP meter counts packets; skipped"
+                )
+                continue
+            if reason in configured:
+                if configured[reason] != policer.key:
+                    first = configured[reason]
+                    self.notes.append(f"{trap.key}: punt reason {reason} is metered by {first}")
+                continue
+            configured[reason] = policer.key
+            self.add(
+                phase, f"HOSTIF_TRAP {trap.key} ({policer.key})", self.b.meter, ING + "copp",
+                reason, policer["SAI_POLICER_ATTR_CIR"], policer["SAI_POLICER_ATTR_CBS"],
+                policer["SAI_POLICER_ATTR_PIR"], policer["SAI_POLICER_ATTR_PBS"],
+            )  # fmt: skip
         return phase
 
     def qos(self) -> Phase:

@@ -127,7 +127,57 @@ def derive(cfg: ConfigDb) -> SaiModel:
     _queues(cfg, model)
     _router_interfaces(cfg, model, mac)
     _neighbors_and_routes(cfg, model)
+    _copp(cfg, model)
     return model
+
+
+# SONiC trap id -> SAI host interface trap type.
+TRAP_TYPES = {
+    "arp_req": "SAI_HOSTIF_TRAP_TYPE_ARP_REQUEST",
+    "arp_resp": "SAI_HOSTIF_TRAP_TYPE_ARP_RESPONSE",
+    "neigh_discovery": "SAI_HOSTIF_TRAP_TYPE_IPV6_NEIGHBOR_DISCOVERY",
+    "ip2me": "SAI_HOSTIF_TRAP_TYPE_IP2ME",
+    "ttl_error": "SAI_HOSTIF_TRAP_TYPE_TTL_ERROR",
+}
+
+
+def _copp(cfg: ConfigDb, model: SaiModel) -> None:
+    """CoPP as copporch programs it: a POLICER per group, a HOSTIF_TRAP_GROUP, a HOSTIF_TRAP
+    per trap id."""
+    for name, group in sorted(cfg.copp_groups.items()):
+        policer = None
+        if group.cir is not None:
+            policer = f"policer:{name}"
+            # A single-rate meter has no peak rate of its own: its red is the excess above cir.
+            pir = group.pir if group.mode == "tr_tcm" and group.pir is not None else group.cir
+            pbs = group.pbs if group.mode == "tr_tcm" and group.pbs is not None else group.cbs
+            model.add(
+                "POLICER",
+                policer,
+                SAI_POLICER_ATTR_METER_TYPE=f"SAI_METER_TYPE_{group.meter_type.upper()}",
+                SAI_POLICER_ATTR_MODE=f"SAI_POLICER_MODE_{group.mode.upper()}",
+                SAI_POLICER_ATTR_CIR=group.cir,
+                SAI_POLICER_ATTR_CBS=group.cbs or 0,
+                SAI_POLICER_ATTR_PIR=pir,
+                SAI_POLICER_ATTR_PBS=pbs or 0,
+                SAI_POLICER_ATTR_RED_PACKET_ACTION=f"SAI_PACKET_ACTION_{group.red_action.upper()}",
+            )
+        attrs: dict[str, Any] = {"SAI_HOSTIF_TRAP_GROUP_ATTR_POLICER": policer or NULL}
+        if group.queue is not None:
+            attrs["SAI_HOSTIF_TRAP_GROUP_ATTR_QUEUE"] = group.queue
+        model.add("HOSTIF_TRAP_GROUP", f"trap_group:{name}", **attrs)
+    for _, trap in sorted(cfg.copp_traps.items()):
+        group = cfg.copp_groups[trap.group]
+        for trap_id in trap.trap_ids:
+            model.add(
+                "HOSTIF_TRAP",
+                f"trap:{trap_id}",
+                SAI_HOSTIF_TRAP_ATTR_TRAP_TYPE=TRAP_TYPES.get(
+                    trap_id, f"SAI_HOSTIF_TRAP_TYPE_{trap_id.upper()}"
+                ),
+                SAI_HOSTIF_TRAP_ATTR_PACKET_ACTION=f"SAI_PACKET_ACTION_{group.trap_action.upper()}",
+                SAI_HOSTIF_TRAP_ATTR_TRAP_GROUP=f"trap_group:{trap.group}",
+            )
 
 
 def _qos_maps(cfg: ConfigDb, model: SaiModel) -> None:

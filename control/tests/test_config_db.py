@@ -246,3 +246,13 @@ def test_static_route_prefixes_are_checked(prefix, reason):
     tables = load("t1_as7816.json")
     tables["STATIC_ROUTE"][prefix] = {"nexthop": "10.0.1.1"}
     assert errors_of(tables) == [f"error: STATIC_ROUTE|{prefix}: {reason}"]
+
+
+def test_copp_tables_are_checked():
+    tables = load("t0_as7726.json")
+    tables["COPP_TRAP"]["arp"]["trap_group"] = "queue9"
+    tables["COPP_GROUP"]["queue1_group1"]["cir"] = "fast"
+    assert errors_of(tables) == [
+        "error: COPP_GROUP|queue1_group1|cir: not a number: 'fast'",
+        "error: COPP_TRAP|arp|trap_group: missing reference: COPP_GROUP|queue9 does not exist",
+    ]

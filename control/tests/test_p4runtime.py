@@ -307,3 +307,24 @@ def test_another_pipeline_on_the_switch_means_a_full_load(fake_switch, pipeline_
     again = reconcile_with(address, read_pipeline(pipeline_dir), tables)
     assert again.pipeline_seconds is not None and again.written == 17
     assert len(servicer.pipelines) == 2
+
+
+def test_reconcile_of_t0_with_ecmp_and_copp_writes_nothing_the_second_time(
+    fake_switch, pipeline_dir
+):
+    servicer, address = fake_switch
+    pipeline = read_pipeline(pipeline_dir)
+    tables = config_db.load_files([DATA / "t0_as7726.json"])
+    first = reconcile_with(address, pipeline, tables)
+    _, program = plan(config_db.parse_checked(tables), pipeline.p4info)
+    assert first.errors == [] and first.written == program.updates()
+    again = reconcile_with(address, pipeline, tables)
+    assert again.written == 0 and again.phases == []
+    # The ARP policer goes: its two meter cells are reset, nothing else changes.
+    tables["COPP_TRAP"]["arp"]["trap_group"] = "queue4_group1"
+    servicer.writes.clear()
+    changed = reconcile_with(address, pipeline, tables)
+    assert [p.name for p in changed.phases] == ["reset meters"]
+    resets = [u.entity.meter_entry for w in servicer.writes for u in w.updates]
+    assert sorted(m.index.index for m in resets) == [1, 2]
+    assert not any(m.HasField("config") for m in resets)

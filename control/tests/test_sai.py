@@ -10,6 +10,7 @@ import pytest
 from lossless_ctl import config_db
 from lossless_ctl.p4info import P4InfoIndex, read_p4info
 from lossless_ctl.p4map import MappingError, mark_slope, pause_quanta_per_us, to_p4, us_per_byte_q24
+from lossless_ctl.p4rt_proto import bindings
 from lossless_ctl.port_config import tm_config
 from lossless_ctl.sai import classes_of_pg, derive
 
@@ -108,9 +109,24 @@ def test_t0_mapping(p4info):
     _, model = model_of("t0_as7726.json")
     program = to_p4(model, p4info)
     assert program.notes == [
+        "trap:bgp: not a punt reason of the pipeline (traffic to the router's addresses is all "
+        "IP2ME)",
+        "trap:bgpv6: not a punt reason of the pipeline (traffic to the router's addresses is all "
+        "IP2ME)",
         "rif:Vlan1000: VLAN with 4 member ports has no single egress port; its subnet is "
-        "trapped to the CPU (glean)"
+        "trapped to the CPU (glean)",
     ]
+    # CoPP: ARP and ND at seed 002's raised 8000 pps (single rate: pir = cir), IP2ME 6000;
+    # meter cells are the pipeline's punt reasons (PUNT_ARP 1, PUNT_ND 2, PUNT_IP2ME 3).
+    copp = next(p for p in program.phases if p.name == "CoPP")
+    cells = [
+        (u.entity.meter_entry.index.index, u.entity.meter_entry.config.cir,
+         u.entity.meter_entry.config.pir, u.entity.meter_entry.config.pburst)
+        for u in copp.updates
+    ]  # fmt: skip
+    assert cells == [(1, 8000, 8000, 8000), (2, 8000, 8000, 8000), (3, 6000, 6000, 6000)]
+    modify = bindings().p4runtime_pb2.Update.MODIFY
+    assert {u.type for u in copp.updates} == {modify}  # meter cells always exist
     # Lossless PG 3 of port 1 (Ethernet0, 100G): xoff_threshold = size 1248, xon_threshold =
     # max(xon 1248, size - xon_offset < 0) = 1248, drop_limit = 1248 + 96928 = 98176,
     # class_enable = bit 3, refresh = 65535 x 512 bit / 100G / 2 = 167 us.
