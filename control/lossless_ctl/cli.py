@@ -88,12 +88,20 @@ def _sai(args: argparse.Namespace) -> int:
     if cfg is None:
         return 1
     model = derive(cfg)
-    dump = {
-        f"{o.type}:{o.key}": {
-            k: str(v) if not isinstance(v, int | list) else v for k, v in o.attrs.items()
-        }
-        for o in model.objects.values()
-    }
+
+    def plain(value):
+        if isinstance(value, bool | int | str) or value is None:
+            return value
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return str(value)  # addresses and prefixes
+
+    dump = {}
+    for o in model.objects.values():
+        fields = {k: plain(v) for k, v in o.attrs.items()}
+        if o.entry is not None:
+            fields = {"entry": {k: plain(v) for k, v in o.entry.items()}, **fields}
+        dump[f"{o.type}:{o.key}"] = fields
     print(json.dumps(dump, indent=2))
     return 0
 

@@ -584,8 +584,14 @@ class _Parser:
 
     def interfaces(self) -> None:
         for table in ("INTERFACE", "VLAN_INTERFACE", "LOOPBACK_INTERFACE"):
-            for key, _ in self.entries(table):
+            for key, fields in self.entries(table):
                 ifname, _, ip = key.partition("|")
+                vrf = self.text(table, key, fields, "vrf_name")
+                if vrf not in (None, "", "default"):
+                    self.error(
+                        table, key, "vrf_name", f"{vrf!r}: only the default VRF is programmed"
+                    )
+                    continue
                 if table == "INTERFACE" and not self.port_names(table, key, ifname):
                     continue
                 if table == "VLAN_INTERFACE" and ifname not in self.cfg.vlans:

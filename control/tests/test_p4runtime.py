@@ -4,7 +4,10 @@ tests of the controller; tests against p4-switch check what the pipeline does wi
 """
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4rt_proto import bindings
 
 DATA = Path(__file__).parent / "data"
+PACKAGE_ROOT = Path(__file__).parents[1]
 ING = "LosslessIngress."
 EG = "LosslessEgress."
 
@@ -328,3 +332,39 @@ def test_reconcile_of_t0_with_ecmp_and_copp_writes_nothing_the_second_time(
     resets = [u.entity.meter_entry for w in servicer.writes for u in w.updates]
     assert sorted(m.index.index for m in resets) == [1, 2]
     assert not any(m.HasField("config") for m in resets)
+
+
+def test_bindings_generate_once_into_the_cache(tmp_path):
+    """A fresh cache gets modern bindings that import with the installed protobuf; a second
+    run reuses them."""
+    code = (
+        "import sys; from lossless_ctl.p4rt_proto import bindings, cache_dir; "
+        "b = bindings(); w = b.p4runtime_pb2.WriteRequest(device_id=7); "
+        "assert type(w).FromString(w.SerializeToString()).device_id == 7; "
+        "assert b.p4runtime_pb2_grpc.P4RuntimeStub; print(cache_dir())"
+    )
+    env = {**os.environ, "LOSSLESS_CTL_CACHE": str(tmp_path), "PYTHONPATH": str(PACKAGE_ROOT)}
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    generated = Path(first.stdout.strip()) / "p4" / "v1" / "p4runtime_pb2.py"
+    assert generated.is_relative_to(tmp_path) and generated.exists()
+    stamp = generated.stat().st_mtime_ns
+    second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert generated.stat().st_mtime_ns == stamp
+    # Nothing but the generated tree is left in the cache (no temporary directories).
+    assert [p.name for p in generated.parents[3].iterdir()] == [generated.parents[2].name]
+
+
+def test_sai_and_port_config_commands(tmp_path, capsys):
+    assert main(["sai", "--config", str(DATA / "mini.json")]) == 0
+    dump = json.loads(capsys.readouterr().out)
+    route = dump["SAI_OBJECT_TYPE_ROUTE_ENTRY:route:192.168.0.0/16"]
+    assert route == {
+        "entry": {"vr_id": "default", "destination": "192.168.0.0/16"},
+        "SAI_ROUTE_ENTRY_ATTR_PACKET_ACTION": "SAI_PACKET_ACTION_FORWARD",
+        "SAI_ROUTE_ENTRY_ATTR_NEXT_HOP_ID": "nexthop:Ethernet0|10.0.0.1",
+    }
+    out = tmp_path / "ports.json"
+    assert main(["port-config", "--config", str(DATA / "t1_as7816.json"), "-o", str(out)]) == 0
+    assert len(json.loads(out.read_text())["ports"]) == 8
