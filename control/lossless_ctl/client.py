@@ -129,7 +129,6 @@ class P4RuntimeClient:
         self.stub = bindings().p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._outgoing: queue.Queue = queue.Queue()
         self._arbitration: queue.Queue = queue.Queue()
-        self.packet_ins: queue.Queue = queue.Queue()
         self._stream = None
         self._reader: threading.Thread | None = None
 
@@ -178,11 +177,9 @@ class P4RuntimeClient:
     def _read_stream(self) -> None:
         try:
             for message in self._stream:
-                kind = message.WhichOneof("update")
-                if kind == "arbitration":
+                # PacketIn belongs to neighbour learning, which this client does not do yet.
+                if message.WhichOneof("update") == "arbitration":
                     self._arbitration.put(message.arbitration)
-                elif kind == "packet":
-                    self.packet_ins.put(message.packet)
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
                 self._arbitration.put(err)

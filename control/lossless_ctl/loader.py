@@ -20,6 +20,8 @@ from lossless_ctl.p4map import P4Program, Phase, to_p4
 from lossless_ctl.p4rt_proto import bindings
 from lossless_ctl.sai import SaiModel, derive
 
+# A switch that goes away mid-load fails every update; the summary lists the first few.
+SHOWN_ERRORS = 20
 P4INFO_SUFFIXES = (".p4info.txtpb", ".p4info.txt", ".p4info.json", ".p4info.bin")
 
 
@@ -102,8 +104,11 @@ class LoadSummary:
         lines.append(
             f"written {self.written} of {total} updates in {self.seconds:.2f} s ({rate:.0f}/s)"
         )
-        for label, err in self.errors:
+        errors = self.errors
+        for label, err in errors[:SHOWN_ERRORS]:
             lines.append(f"failed: {label}: {err.code}: {err.message}")
+        if len(errors) > SHOWN_ERRORS:
+            lines.append(f"... and {len(errors) - SHOWN_ERRORS} more failed updates")
         return "\n".join(lines)
 
 

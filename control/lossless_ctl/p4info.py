@@ -74,12 +74,6 @@ class P4InfoIndex:
     def meter(self, name: str) -> Any:
         return self._get("meters", name)
 
-    def counter(self, name: str) -> Any:
-        return self._get("counters", name)
-
-    def register(self, name: str) -> Any:
-        return self._get("registers", name)
-
     def name_of(self, obj_id: int) -> str:
         obj = self._by_id.get(obj_id)
         return obj.preamble.name if obj is not None else f"<id {obj_id}>"

@@ -368,3 +368,19 @@ def test_sai_and_port_config_commands(tmp_path, capsys):
     out = tmp_path / "ports.json"
     assert main(["port-config", "--config", str(DATA / "t1_as7816.json"), "-o", str(out)]) == 0
     assert len(json.loads(out.read_text())["ports"]) == 8
+
+
+def test_a_switch_failing_everything_gets_a_short_summary(fake_switch, pipeline_dir):
+    servicer, address = fake_switch
+    servicer.reject = lambda u: (14, "switch going away")  # UNAVAILABLE
+    pipeline = read_pipeline(pipeline_dir)
+    tables = config_db.load_files([DATA / "as7726_ports.json"])
+    _, program = plan(config_db.parse_checked(tables), pipeline.p4info)
+    with P4RuntimeClient(address) as client:
+        client.arbitrate()
+        summary = load(client, pipeline, program)
+    assert len(summary.errors) == 32  # the 32 clone sessions; nothing after them was tried
+    lines = summary.render().splitlines()
+    assert sum(line.startswith("failed: ") for line in lines) == 20
+    assert lines[-1] == "... and 12 more failed updates"
+    assert "failed: clone session 513 (port:Ethernet0): UNAVAILABLE: switch going away" in lines
