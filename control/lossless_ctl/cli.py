@@ -168,7 +168,7 @@ def _load(args: argparse.Namespace) -> int:
                     print(f"read-back: {problem}", file=sys.stderr)
                 if problems:
                     return 1
-                print("read-back: every written entry is on the switch")
+                print("read-back: the switch holds exactly what the config describes")
     except P4RuntimeError as err:
         print(f"load: {args.switch}: {err}", file=sys.stderr)
         return 1

@@ -117,10 +117,14 @@ def entity_name(update: Any, p4info: P4InfoIndex) -> str:
     kind = entity.WhichOneof("entity")
     if kind == "table_entry":
         return p4info.name_of(entity.table_entry.table_id)
+    if kind == "meter_entry":
+        return p4info.name_of(entity.meter_entry.meter_id)
     if kind == "action_profile_member":
         return p4info.name_of(entity.action_profile_member.action_profile_id) + " members"
     if kind == "action_profile_group":
         return p4info.name_of(entity.action_profile_group.action_profile_id) + " groups"
+    if kind == "packet_replication_engine_entry":
+        return "clone sessions"
     return kind or "?"
 
 
@@ -298,30 +302,21 @@ def reconcile(
 
 
 def read_back(client: P4RuntimeClient, pipeline: Pipeline, program: P4Program) -> list[str]:
-    """Tables whose entries on the switch differ from what the program wrote (match and action
-    compared; default entries are not listed by a table read)."""
+    """Where the switch differs from what the program writes, per table (or meter, action
+    profile, clone sessions): entities missing, different, or there but not in the config."""
     index = P4InfoIndex(pipeline.p4info)
-    written: dict[int, set[bytes]] = {}
-    for phase in program.phases:
+    state = read_state(client, program)
+    found: dict[str, Counter] = {}
+    for phase in diff(program, state, index).phases:
         for update in phase.updates:
-            entry = update.entity.table_entry
-            if update.entity.WhichOneof("entity") == "table_entry" and not entry.is_default_action:
-                written.setdefault(entry.table_id, set()).add(_entry_key(entry))
-    problems = []
-    for table_id, expected in sorted(written.items()):
-        found = {_entry_key(e) for e in client.read_table(table_id)}
-        missing, extra = len(expected - found), len(found - expected)
-        if missing or extra:
-            problems.append(
-                f"{index.name_of(table_id)}: {missing} written entries not read back, "
-                f"{extra} entries not written by this config"
-            )
-    return problems
-
-
-def _entry_key(entry: Any) -> bytes:
-    pb = type(entry)
-    canonical = pb(table_id=entry.table_id, priority=entry.priority)
-    canonical.match.extend(sorted(entry.match, key=lambda m: m.field_id))
-    canonical.action.CopyFrom(entry.action)
-    return canonical.SerializeToString(deterministic=True)
+            if update.type == update.DELETE or phase.name == "reset meters":
+                kind = "not in the config"
+            elif entity_key(update.entity) in state:
+                kind = "different"
+            else:
+                kind = "missing"
+            found.setdefault(entity_name(update, index), Counter())[kind] += 1
+    return [
+        f"{name}: " + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+        for name, counts in sorted(found.items())
+    ]

@@ -187,8 +187,19 @@ def test_read_back_finds_missing_entries(fake_switch, pipeline_dir):
         assert read_back(client, pipeline, program) == []
         neighbor = P4InfoIndex(pipeline.p4info).table(ING + "neighbor").preamble.id
         servicer.hide_on_read = lambda e: e.table_entry.table_id == neighbor
+        assert read_back(client, pipeline, program) == [f"{ING}neighbor: 1 missing"]
+        servicer.hide_on_read = lambda e: False
+        # An entry the config does not have, and a route whose action differs.
+        route = P4InfoIndex(pipeline.p4info).table(ING + "ipv4_route").preamble.id
+        stored = [e for e in servicer.entities.values() if e.table_entry.table_id == route]
+        extra = type(stored[0])()
+        extra.CopyFrom(stored[0])
+        extra.table_entry.match[0].lpm.prefix_len = 8
+        extra.table_entry.match[0].lpm.value = b"\x0b\x00\x00\x00"
+        servicer.entities[("extra",)] = extra
+        stored[2].table_entry.action.action.params[0].value = b"\x09"
         assert read_back(client, pipeline, program) == [
-            f"{ING}neighbor: 1 written entries not read back, 0 entries not written by this config"
+            f"{ING}ipv4_route: 1 different, 1 not in the config"
         ]
 
 
@@ -200,7 +211,7 @@ def test_cli_load_writes_port_config_and_reads_back(fake_switch, pipeline_dir, t
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "written 17 of 17 updates" in out
-    assert "read-back: every written entry is on the switch" in out
+    assert "read-back: the switch holds exactly what the config describes" in out
     ports = json.loads(tm.read_text())["ports"]
     assert ports[0] == {
         "port": 1,
