@@ -175,6 +175,38 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+SHOW_COMMANDS = ("arp", "ndp", "ip route summary", "ipv6 route summary")
+
+
+def _show(args: argparse.Namespace) -> int:
+    from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+    from lossless_ctl.p4info import P4InfoIndex
+    from lossless_ctl.show import neighbors, render_neighbors, route_summary
+
+    what = " ".join(args.what)
+    if what not in SHOW_COMMANDS:
+        raise ValueError(f"show {what!r}: known are {', '.join(SHOW_COMMANDS)}")
+    port_names: dict[int, str] = {}
+    if args.config:
+        cfg = _read_config(args)
+        if cfg is None:
+            return 1
+        port_names = {p.index: name for name, p in cfg.ports.items() if p.index is not None}
+    try:
+        with P4RuntimeClient(args.switch, device_id=args.device_id) as client:
+            client.connect()
+            index = P4InfoIndex(client.p4info())
+            if what in ("arp", "ndp"):
+                rows = neighbors(client, index, port_names)
+                print(render_neighbors(rows, 4 if what == "arp" else 6))
+            else:
+                print(route_summary(client, index, 4 if what.startswith("ip ") else 6))
+    except P4RuntimeError as err:
+        print(f"show: {args.switch}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _gen_routes(args: argparse.Namespace) -> int:
     from lossless_ctl.routegen import ScalePoint, generate
 
@@ -296,6 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.add_argument("--no-progress", action="store_true", help="no progress bar")
     load.set_defaults(func=_load)
+
+    show = sub.add_parser("show", help="SONiC show commands: " + ", ".join(SHOW_COMMANDS))
+    show.add_argument("what", nargs="+", help="e.g. arp, ndp, ip route summary")
+    show.add_argument("--switch", required=True, metavar="ADDR", help="P4Runtime server")
+    show.add_argument("--device-id", type=int, default=1)
+    show.add_argument("--config", action="append", metavar="FILE", help="for port names")
+    show.add_argument("--chip", choices=sorted(CHIPS), help=argparse.SUPPRESS)
+    show.set_defaults(func=_show)
 
     gen = sub.add_parser(
         "gen-routes", help="config_db.json fragment at a SONiC scale point (seed 002)"

@@ -148,12 +148,16 @@ class P4RuntimeClient:
 
     # --- session ----------------------------------------------------------------------------
 
-    def arbitrate(self) -> None:
-        """Open the stream and become primary controller, or raise."""
+    def connect(self) -> None:
+        """Wait for the server (reads need nothing more)."""
         try:
             grpc.channel_ready_future(self.channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError as err:
             raise P4RuntimeError(f"no P4Runtime server answered within {self.timeout} s") from err
+
+    def arbitrate(self) -> None:
+        """Open the stream and become primary controller, or raise."""
+        self.connect()
         self._stream = self.stub.StreamChannel(iter(self._outgoing.get, None))
         self._reader = threading.Thread(target=self._read_stream, daemon=True)
         self._reader.start()
@@ -203,6 +207,17 @@ class P4RuntimeClient:
                 return None
             raise P4RuntimeError(f"{err.code().name}: {err.details()}") from err
         return response.config.cookie.cookie if response.config.HasField("cookie") else None
+
+    def p4info(self) -> Any:
+        """The P4Info of the pipeline the switch runs."""
+        request = self.pb.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=self.pb.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE,
+        )
+        response = self._call(self.stub.GetForwardingPipelineConfig, request)
+        if not response.config.HasField("p4info"):
+            raise P4RuntimeError("the switch runs no pipeline")
+        return response.config.p4info
 
     def set_pipeline(self, p4info: Any, device_config: bytes, cookie: int = 0) -> None:
         request = self.pb.SetForwardingPipelineConfigRequest(

@@ -67,6 +67,11 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
             config = self.pipelines[-1].config
         response = self.pb.GetForwardingPipelineConfigResponse()
         response.config.cookie.CopyFrom(config.cookie)
+        kinds = self.pb.GetForwardingPipelineConfigRequest
+        if request.response_type in (kinds.ALL, kinds.P4INFO_AND_COOKIE):
+            response.config.p4info.CopyFrom(config.p4info)
+        if request.response_type in (kinds.ALL, kinds.DEVICE_CONFIG_AND_COOKIE):
+            response.config.p4_device_config = config.p4_device_config
         return response
 
     def _apply(self, update) -> tuple[int, str] | None:

@@ -395,3 +395,32 @@ def test_a_switch_failing_everything_gets_a_short_summary(fake_switch, pipeline_
     assert sum(line.startswith("failed: ") for line in lines) == 20
     assert lines[-1] == "... and 12 more failed updates"
     assert "failed: clone session 513 (port:Ethernet0): UNAVAILABLE: switch going away" in lines
+
+
+def test_show_arp_ndp_and_route_summary(fake_switch, pipeline_dir, capsys):
+    servicer, address = fake_switch
+    config = str(DATA / "t0_as7726.json")
+    argv = ["load", "--config", config, "--switch", address, "--pipeline", str(pipeline_dir)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["show", "arp", "--switch", address, "--config", config]) == 0
+    arp = capsys.readouterr().out.splitlines()
+    assert arp[0].split() == ["Address", "MacAddress", "Iface", "Vlan"]
+    assert arp[2].split() == ["10.0.0.57", "52:54:00:00:01:00", "Ethernet0", "-"]
+    assert arp[-1] == "Total number of entries 4"
+    assert main(["show", "ndp", "--switch", address]) == 0
+    ndp = capsys.readouterr().out.splitlines()
+    assert ndp[2].split() == ["fc00::72", "52:54:00:00:01:00", "port", "1", "-"]
+    assert ndp[-1] == "Total number of entries 4"
+    assert main(["show", "ip", "route", "summary", "--switch", address]) == 0
+    summary = capsys.readouterr().out
+    # T0 IPv4: 4 uplink /31s + Vlan1000 /21 connected; 4 + 1 + loopback router addresses;
+    # 4 neighbour host routes; the default via ECMP; one blackhole.
+    assert "connected (glean)                5" in summary
+    assert "local (to the CPU)               6" in summary
+    assert "next hop                         4" in summary
+    assert "ECMP group                       1" in summary
+    assert "blackhole                        1" in summary
+    assert "Totals                          17" in summary
+    with pytest.raises(SystemExit):
+        main(["show", "interfaces", "--switch", address])
