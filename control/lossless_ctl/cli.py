@@ -175,6 +175,48 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    """Reconcile the switch with the config, then learn neighbours until interrupted."""
+    import signal
+    import threading
+
+    from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+    from lossless_ctl.loader import plan, read_pipeline, reconcile
+    from lossless_ctl.neighbor import NeighborLearner, serve
+    from lossless_ctl.p4info import P4InfoError, P4InfoIndex
+    from lossless_ctl.p4map import MappingError
+
+    cfg = _read_config(args)
+    if cfg is None:
+        print("run: config has errors; nothing was written", file=sys.stderr)
+        return 1
+    try:
+        pipeline = read_pipeline(args.pipeline)
+        _, program = plan(cfg, pipeline.p4info)
+    except (P4InfoError, MappingError) as err:
+        for problem in err.problems if isinstance(err, MappingError) else [str(err)]:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        with P4RuntimeClient(
+            args.switch, device_id=args.device_id, election_id=(0, args.election_id)
+        ) as client:
+            client.arbitrate()
+            summary = reconcile(client, pipeline, program)
+            print(summary.render(), flush=True)
+            if summary.errors:
+                return 1
+            learner = NeighborLearner(cfg, program, P4InfoIndex(pipeline.p4info), args.neighbor_age)
+            serve(client, learner, stop, log=lambda line: print(line, flush=True))
+    except P4RuntimeError as err:
+        print(f"run: {args.switch}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 SHOW_COMMANDS = ("arp", "ndp", "ip route summary", "ipv6 route summary")
 
 
@@ -328,6 +370,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.add_argument("--no-progress", action="store_true", help="no progress bar")
     load.set_defaults(func=_load)
+
+    run = sub.add_parser(
+        "run", help="load (reconciling) and learn neighbours from ARP/ND until interrupted"
+    )
+    _add_config_args(run)
+    run.add_argument("--switch", required=True, metavar="ADDR", help="P4Runtime server host:port")
+    run.add_argument("--pipeline", required=True, metavar="DIR", help="compiler output directory")
+    run.add_argument("--device-id", type=int, default=1)
+    run.add_argument("--election-id", type=int, default=1)
+    run.add_argument(
+        "--neighbor-age", type=float, default=300.0, help="seconds before a silent neighbour goes"
+    )
+    run.set_defaults(func=_run)
 
     show = sub.add_parser("show", help="SONiC show commands: " + ", ".join(SHOW_COMMANDS))
     show.add_argument("what", nargs="+", help="e.g. arp, ndp, ip route summary")

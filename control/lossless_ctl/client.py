@@ -129,6 +129,7 @@ class P4RuntimeClient:
         self.stub = bindings().p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._outgoing: queue.Queue = queue.Queue()
         self._arbitration: queue.Queue = queue.Queue()
+        self._packet_ins: queue.Queue = queue.Queue()
         self._stream = None
         self._reader: threading.Thread | None = None
 
@@ -181,12 +182,28 @@ class P4RuntimeClient:
     def _read_stream(self) -> None:
         try:
             for message in self._stream:
-                # PacketIn belongs to neighbour learning, which this client does not do yet.
-                if message.WhichOneof("update") == "arbitration":
+                kind = message.WhichOneof("update")
+                if kind == "arbitration":
                     self._arbitration.put(message.arbitration)
+                elif kind == "packet":
+                    self._packet_ins.put(message.packet)
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
                 self._arbitration.put(err)
+
+    def next_packet_in(self, timeout: float) -> Any | None:
+        """The next PacketIn from the stream, or None after `timeout` seconds."""
+        try:
+            return self._packet_ins.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def send_packet_out(self, payload: bytes, metadata: list[tuple[int, bytes]]) -> None:
+        request = self.pb.StreamMessageRequest()
+        request.packet.payload = payload
+        for metadata_id, value in metadata:
+            request.packet.metadata.add(metadata_id=metadata_id, value=value)
+        self._outgoing.put(request)
 
     def _call(self, method: Callable, request: Any) -> Any:
         try:

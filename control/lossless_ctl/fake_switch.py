@@ -9,6 +9,7 @@ integration tests against p4-switch do that.
 
 from __future__ import annotations
 
+import queue
 import threading
 from concurrent import futures
 
@@ -29,25 +30,56 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
         self.pipelines: list = []
         self.entities: dict[tuple, object] = {}
         self.primary = None  # (high, low)
+        self.streams: list[queue.Queue] = []
+        self.packet_outs: list = []
         self.reject = lambda update: None  # -> (code, message) to fail an update
         self.hide_on_read = lambda entity: False
 
     def StreamChannel(self, request_iterator, context):
-        for request in request_iterator:
-            if request.WhichOneof("update") != "arbitration":
-                continue
-            election = (request.arbitration.election_id.high, request.arbitration.election_id.low)
-            with self.lock:
-                if self.primary is None or election >= self.primary:
-                    self.primary = election
-            response = self.pb.StreamMessageResponse()
-            response.arbitration.CopyFrom(request.arbitration)
-            response.arbitration.election_id.high, response.arbitration.election_id.low = (
-                self.primary
-            )
-            ok = election == self.primary
-            response.arbitration.status.code = code_pb2.OK if ok else code_pb2.ALREADY_EXISTS
-            yield response
+        outgoing: queue.Queue = queue.Queue()
+        with self.lock:
+            self.streams.append(outgoing)
+        context.add_callback(lambda: outgoing.put(None))
+
+        def consume() -> None:
+            try:
+                for request in request_iterator:
+                    kind = request.WhichOneof("update")
+                    if kind == "arbitration":
+                        outgoing.put(self._arbitrate(request))
+                    elif kind == "packet":
+                        with self.lock:
+                            self.packet_outs.append(request.packet)
+            except grpc.RpcError:
+                pass  # the client went away
+            outgoing.put(None)
+
+        threading.Thread(target=consume, daemon=True).start()
+        while (message := outgoing.get()) is not None:
+            yield message
+
+    def _arbitrate(self, request):
+        election = (request.arbitration.election_id.high, request.arbitration.election_id.low)
+        with self.lock:
+            if self.primary is None or election >= self.primary:
+                self.primary = election
+        response = self.pb.StreamMessageResponse()
+        response.arbitration.CopyFrom(request.arbitration)
+        response.arbitration.election_id.high, response.arbitration.election_id.low = self.primary
+        ok = election == self.primary
+        response.arbitration.status.code = code_pb2.OK if ok else code_pb2.ALREADY_EXISTS
+        return response
+
+    def send_packet_in(self, payload: bytes, metadata: list[tuple[int, bytes]]) -> None:
+        """A PacketIn to every open stream, as if the pipeline had punted `payload`."""
+        message = self.pb.StreamMessageResponse()
+        message.packet.payload = payload
+        for metadata_id, value in metadata:
+            message.packet.metadata.add(metadata_id=metadata_id, value=value)
+        with self.lock:
+            streams = list(self.streams)
+        for stream in streams:
+            stream.put(message)
 
     def _check_primary(self, request, context):
         if (request.election_id.high, request.election_id.low) != self.primary:

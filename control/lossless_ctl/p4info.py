@@ -74,6 +74,13 @@ class P4InfoIndex:
     def meter(self, name: str) -> Any:
         return self._get("meters", name)
 
+    def packet_metadata(self, header: str) -> dict[str, Any]:
+        """Fields of a controller header (`packet_in`, `packet_out`) by name."""
+        for cpm in self.info.controller_packet_metadata:
+            if cpm.preamble.name == header:
+                return {m.name: m for m in cpm.metadata}
+        raise P4InfoError(f"the P4Info has no controller header named {header!r}")
+
     def name_of(self, obj_id: int) -> str:
         obj = self._by_id.get(obj_id)
         return obj.preamble.name if obj is not None else f"<id {obj_id}>"

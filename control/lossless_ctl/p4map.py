@@ -61,9 +61,19 @@ class Phase:
 
 
 @dataclass
+class HardwareIds:
+    """syncd's OID -> id map, kept so that run-time objects (learned neighbours) fit in."""
+
+    rif_ids: dict[str, int] = field(default_factory=dict)
+    nexthop_ids: dict[str, int] = field(default_factory=dict)
+    routes: set[Any] = field(default_factory=set)  # prefixes with a route entry
+
+
+@dataclass
 class P4Program:
     phases: list[Phase]
     notes: list[str]
+    ids: HardwareIds = field(default_factory=HardwareIds)
 
     def updates(self) -> int:
         return sum(len(p.updates) for p in self.phases)
@@ -259,7 +269,12 @@ class _Mapper:
         ]
         if self.problems:
             raise MappingError(self.problems)
-        return P4Program([p for p in phases if p.updates], self.notes)
+        routes = {r.entry["destination"] for r in self.m.of_type("ROUTE_ENTRY")}
+        routes |= {
+            ipaddress.ip_network(n.entry["ip_address"]) for n in self.m.of_type("NEIGHBOR_ENTRY")
+        }
+        ids = HardwareIds(dict(self.rif_ids), dict(self.nexthop_ids), routes)
+        return P4Program([p for p in phases if p.updates], self.notes, ids)
 
     def add(self, phase: Phase, label: str, build, *args, **kwargs) -> None:
         try:
@@ -636,3 +651,60 @@ class _Mapper:
         table = ING + ("ipv4_route" if prefix.version == 4 else "ipv6_route")
         match = {"dst": (int(prefix.network_address), prefix.prefixlen)}
         self.add(phase, f"ROUTE_ENTRY {label}", self.b.table_entry, table, match, action, params)
+
+
+class NeighborEntries:
+    """Entries for neighbours learned at run time: the neighbour entry, and the next hop and
+    host route SAI would add for it, with ids beyond those of the loaded config."""
+
+    def __init__(self, p4info: P4InfoIndex, ids: HardwareIds):
+        self.b = _Builder(p4info)
+        self.ids = ids
+        self.next_nexthop = max(ids.nexthop_ids.values(), default=0) + 1
+        self.created: dict[tuple[str, Any], list[Any]] = {}  # what remove() takes away
+
+    def _entry(self, kind: int, table: str, match: dict, action: str, params: dict) -> Any:
+        update = self.b.table_entry(table, match, action, params)
+        update.type = kind
+        return update
+
+    def install(self, ifname: str, ip: Any, mac: str, known: bool) -> list[Any]:
+        """INSERT a new neighbour (with next hop and host route when missing), or MODIFY the
+        MAC of a `known` one."""
+        pb = self.b.pb.Update
+        rif = self.ids.rif_ids[f"rif:{ifname}"]
+        neighbor = (ING + "neighbor", {"rif": rif, "ip": int(ip)}, ING + "set_dst_mac")
+        kind = pb.MODIFY if known else pb.INSERT
+        updates = [self._entry(kind, *neighbor, {"dst_mac": mac_int(mac)})]
+        if known:
+            return updates
+        created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
+        key = f"nexthop:{ifname}|{ip}"
+        nid = self.ids.nexthop_ids.get(key)
+        if nid is None:
+            nid = self.ids.nexthop_ids[key] = self.next_nexthop
+            self.next_nexthop += 1
+            nexthop = (ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop")
+            params = {"rif": rif, "neighbor_ip": int(ip)}
+            updates.append(self._entry(pb.INSERT, *nexthop, params))
+            created.insert(0, self._entry(pb.DELETE, *nexthop, params))
+        host = ipaddress.ip_network(ip)
+        if host not in self.ids.routes:
+            self.ids.routes.add(host)
+            table = ING + ("ipv4_route" if host.version == 4 else "ipv6_route")
+            route = (table, {"dst": (int(ip), host.prefixlen)}, ING + "set_nexthop_id")
+            updates.append(self._entry(pb.INSERT, *route, {"nexthop_id": nid}))
+            created.insert(0, self._entry(pb.DELETE, *route, {"nexthop_id": nid}))
+        self.created[(ifname, ip)] = created
+        return updates
+
+    def remove(self, ifname: str, ip: Any) -> list[Any]:
+        """DELETE what install() created: host route, then next hop, then neighbour."""
+        created = self.created.pop((ifname, ip), [])
+        for update in created:
+            e = update.entity.table_entry
+            if self.b.idx.name_of(e.table_id).endswith("_route"):
+                self.ids.routes.discard(ipaddress.ip_network(ip))
+            elif self.b.idx.name_of(e.table_id).endswith(".nexthop"):
+                self.ids.nexthop_ids.pop(f"nexthop:{ifname}|{ip}", None)
+        return created
