@@ -198,6 +198,16 @@ class P4RuntimeClient:
         except queue.Empty:
             return None
 
+    def more_packet_ins(self, limit: int) -> list[Any]:
+        """PacketIns already waiting, up to `limit`, without blocking."""
+        out = []
+        while len(out) < limit:
+            try:
+                out.append(self._packet_ins.get_nowait())
+            except queue.Empty:
+                break
+        return out
+
     def send_packet_out(self, payload: bytes, metadata: list[tuple[int, bytes]]) -> None:
         request = self.pb.StreamMessageRequest()
         request.packet.payload = payload

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from lossless_ctl.client import P4RuntimeClient
+from lossless_ctl.client import P4RuntimeClient, entity_key
 from lossless_ctl.config_db import ConfigDb, IpAddress, IpInterface
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4map import NeighborEntries, P4Program, encode
@@ -335,11 +335,26 @@ class NeighborLearner:
         return out
 
 
+def _batches(updates: list[Any]) -> list[list[Any]]:
+    """Split so that no request holds one entity twice: a server may apply a batch's updates
+    in any order, and a neighbour learned and moved in one burst must be written in order."""
+    batches: list[list[Any]] = [[]]
+    seen: set[tuple] = set()
+    for update in updates:
+        key = entity_key(update.entity)
+        if key in seen:
+            batches.append([])
+            seen = set()
+        seen.add(key)
+        batches[-1].append(update)
+    return [b for b in batches if b]
+
+
 def apply(client: P4RuntimeClient, learner: NeighborLearner, actions: Actions) -> list[str]:
     """Write the updates, then send the packets; returns log lines (with any failures)."""
     log = list(actions.log)
-    if actions.updates:
-        result = client.write(actions.updates, batch_size=len(actions.updates), in_flight=1)
+    for batch in _batches(actions.updates):
+        result = client.write(batch, batch_size=len(batch), in_flight=1)
         log += [f"neighbour update failed: {e.code}: {e.message}" for e in result.errors]
     for port, frame in actions.packets:
         client.send_packet_out(frame, learner.packet_out_metadata(port))
@@ -352,8 +367,10 @@ def serve(
     stop: threading.Event,
     tick_s: float = 1.0,
     log=print,
+    burst: int = 1024,
 ) -> None:
-    """PacketIns in, updates and PacketOuts out, until `stop` is set."""
+    """PacketIns in, updates and PacketOuts out, until `stop` is set. PacketIns that arrive
+    together (up to `burst`) are handled as one, so their updates share WriteRequests."""
     for line in apply(client, learner, learner.start(time.monotonic())):
         log(line)
     next_tick = time.monotonic() + tick_s
@@ -361,8 +378,11 @@ def serve(
         packet = client.next_packet_in(timeout=max(0.0, next_tick - time.monotonic()))
         now = time.monotonic()
         if packet is not None:
-            metadata = [(m.metadata_id, m.value) for m in packet.metadata]
-            for line in apply(client, learner, learner.packet_in(packet.payload, metadata, now)):
+            actions = Actions()
+            for p in [packet, *client.more_packet_ins(burst - 1)]:
+                metadata = [(m.metadata_id, m.value) for m in p.metadata]
+                actions.extend(learner.packet_in(p.payload, metadata, now))
+            for line in apply(client, learner, actions):
                 log(line)
         if now >= next_tick:
             for line in apply(client, learner, learner.tick(now)):

@@ -279,3 +279,19 @@ def test_run_command_loads_resolves_and_stops_on_sigterm(fake_switch, pipeline_d
     # The static route's next hop 192.168.1.50 has no neighbour entry: it is asked for.
     (request,) = servicer.packet_outs
     assert parse(request.payload).target_ip == V4("192.168.1.50")
+
+
+def test_a_neighbour_learned_and_moved_in_one_burst_is_written_in_order(setup):
+    from lossless_ctl.neighbor import _batches
+
+    cfg, program, index, _ = setup
+    learner = NeighborLearner(cfg, program, index)
+    first = learner.packet_in(arp_request("192.168.1.10", "192.168.1.1"), port_meta(index, 2), 0)
+    moved = learner.packet_in(
+        arp_request("192.168.1.10", "192.168.1.1", mac_bytes("02:00:00:00:00:0b")),
+        port_meta(index, 2),
+        0.1,
+    )
+    batches = _batches(first.updates + moved.updates)
+    assert [len(b) for b in batches] == [3, 1]
+    assert summary(index, batches[1])[0][0] == "MODIFY"

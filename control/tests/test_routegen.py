@@ -88,10 +88,11 @@ def test_bench_writes_its_json(tmp_path):
     from lossless_ctl.bench import main as bench
 
     out = tmp_path / "bench.json"
-    assert bench(["--points", "ecmp_128x128,ipv4_10k", "-o", str(out)]) == 0
+    assert bench(["--points", "ecmp_128x128,ipv4_10k,learn_nd_8k", "-o", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["target"].startswith("in-process fake")
-    first, second = report["results"]
+    first, second, third = report["results"]
+    assert (third["neighbors"], third["installed"], third["replies"]) == (8000, 8000, 8000)
     assert (first["point"], first["ecmp"], first["routes"]) == ("ecmp_128x128", "128x128", 128)
     # 128 groups + 128 ECMP routes + their table entries + 129 members, beside the fixed part.
     assert first["updates"] > 128 * 3
