@@ -148,18 +148,21 @@ def run_learning(name: str, pipeline: Pipeline) -> dict[str, Any]:
         for frame, metadata in frames:
             fake.servicer.send_packet_in(frame, metadata)
         deadline = time.monotonic() + 600
+        installed = replies = 0
         while time.monotonic() < deadline:
-            with fake.servicer.lock:
-                installed = sum(
-                    1
-                    for e in fake.servicer.entities.values()
-                    if e.WhichOneof("entity") == "table_entry"
-                    and e.table_entry.table_id == neighbor_table
-                )
-                replies = len(fake.servicer.packet_outs) - before
-            if installed >= len(frames) and replies >= len(frames):
-                break
-            time.sleep(0.01)
+            # Count entries only once every reply is out: counting holds the fake's lock.
+            replies = len(fake.servicer.packet_outs) - before
+            if replies >= len(frames):
+                with fake.servicer.lock:
+                    installed = sum(
+                        1
+                        for e in fake.servicer.entities.values()
+                        if e.WhichOneof("entity") == "table_entry"
+                        and e.table_entry.table_id == neighbor_table
+                    )
+                if installed >= len(frames):
+                    break
+            time.sleep(0.05)
         seconds = time.perf_counter() - start
         stop.set()
         thread.join(timeout=30)
