@@ -66,6 +66,7 @@ $(STAMPS)/venv: pyproject.toml $(STAMPS)/apt
 	@[ -x $(PY) ] || /usr/bin/python3 -m venv --system-site-packages $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m lossless_ctl.p4rt_proto >/dev/null  # P4Runtime bindings for the controller (cached)
 	@touch $@
 
 deps: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv

@@ -1,4 +1,4 @@
-"""Lossless buffer profile sizing from MTU and the chip's buffer cell size.
+"""Lossless buffer profile sizing: the Edgecore MTU-cell formula and SONiC's headroom model.
 
 The MTU-cell model is the Edgecore SONiC RoCE tuning guide (seed 000): buffers are allocated
 in whole cells, so every quantity is a multiple of the cell-rounded MTU. Its worked example
@@ -11,15 +11,8 @@ example is what operators copied into their configs, so we follow the example.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-
-# Packet buffer cell size in bytes per chip family (seed 000, appendix 2).
-CHIP_CELL_BYTES: dict[str, int] = {
-    "trident3": 256,
-    "helix5": 256,
-    "tomahawk2": 208,
-    "tomahawk3": 254,
-}
 
 # The guide's starting constants: XOFF of three MTU cells, XON two cells.
 XOFF_MTU_CELLS = 3
@@ -61,3 +54,89 @@ def seed000_profile(mtu: int, cell: int, ports: int) -> BufferProfile:
         raise ValueError(f"a switch needs at least 2 ports to congest (ports={ports})")
     unit = mtu_cell(mtu, cell)
     return BufferProfile(size=unit * (ports // 2), xoff=unit * XOFF_MTU_CELLS, xon=cell * XON_CELLS)
+
+
+# Peer response time in pause quanta per port speed (Mb/s), IEEE 802.3 31B.3.7 as SONiC's
+# headroom scripts quote it.
+PEER_RESPONSE_QUANTA: dict[int, int] = {
+    10000: 67,
+    25000: 80,
+    40000: 118,
+    50000: 147,
+    100000: 394,
+    200000: 453,
+    400000: 905,
+}
+# Signal speed in copper and fibre, m/s, as SONiC's headroom model takes it.
+CABLE_SPEED_M_PER_S = 198_000_000
+MIN_PACKET = 64
+
+
+@dataclass(frozen=True)
+class HeadroomInputs:
+    """SONiC's inputs: LOSSLESS_TRAFFIC_PATTERN (mtu, small_packet_percentage) and the ASIC's
+    STATE_DB ASIC_TABLE (cell size, pipeline latency, MAC/PHY delay), in bytes."""
+
+    speed_mbps: int
+    cable_m: float
+    port_mtu: int
+    lossless_mtu: int
+    cell: int
+    small_packet_percent: int = 100
+    pipeline_latency: int = 18 * 1024
+    mac_phy_delay: int = 820
+    gearbox_delay_ns: int = 0
+    shared_headroom: bool = False
+
+
+def parse_cable_length(text: str) -> float:
+    """SONiC's CABLE_LENGTH values: `5m`, `40m`, `300m` (a bare number is metres too)."""
+    value = text.strip().removesuffix("m")
+    try:
+        metres = float(value)
+    except ValueError:
+        raise ValueError(f"cable length {text!r} is not a length like 5m") from None
+    if metres < 0:
+        raise ValueError(f"cable length {text!r} is negative")
+    return metres
+
+
+def sonic_headroom(inp: HeadroomInputs) -> BufferProfile:
+    """SONiC's dynamic headroom calculation (buffer_headroom_<vendor>.lua, the "dynamically
+    headroom calculation" HLD), with the results rounded up to whole cells:
+
+    - worst-case cell factor: cell / 64 if cell > 128, else 2 cell / (1 + cell); cell occupancy
+      = (100 - small% + small% x factor) / 100 (small packets waste most of their cells);
+    - bytes in flight after XOFF: port MTU + 2 x (cable + gearbox bytes) + MAC/PHY delay + peer
+      response (quanta x 512 bits; doubled at 400G as SONiC does);
+    - xoff = lossless MTU + in-flight bytes x occupancy; xon = pipeline latency;
+    - size = xon + xoff, or xon alone when headroom comes from a shared headroom pool.
+    """
+    if inp.speed_mbps not in PEER_RESPONSE_QUANTA:
+        known = ", ".join(str(s) for s in PEER_RESPONSE_QUANTA)
+        raise ValueError(f"no peer response time for speed {inp.speed_mbps} (known: {known})")
+    if not 0 <= inp.small_packet_percent <= 100:
+        raise ValueError(f"small packet percentage {inp.small_packet_percent} is not 0..100")
+    mtu_cell(inp.lossless_mtu, inp.cell)  # checks both are positive
+    if inp.cell > 2 * MIN_PACKET:
+        factor = inp.cell / MIN_PACKET
+    else:
+        factor = 2 * inp.cell / (1 + inp.cell)
+    small = inp.small_packet_percent
+    occupancy = (100 - small + small * factor) / 100
+    bps = inp.speed_mbps * 1_000_000
+    on_cable = inp.cable_m / CABLE_SPEED_M_PER_S * bps / 8
+    on_gearbox = inp.gearbox_delay_ns * 1e-9 * bps / 8
+    peer = PEER_RESPONSE_QUANTA[inp.speed_mbps] * 512 / 8
+    if inp.speed_mbps == 400000:
+        peer *= 2
+    in_flight = inp.port_mtu + 2 * (on_cable + on_gearbox) + inp.mac_phy_delay + peer
+    xoff = mtu_cell(math.ceil(inp.lossless_mtu + in_flight * occupancy), inp.cell)
+    xon = mtu_cell(max(inp.pipeline_latency, 1), inp.cell)
+    size = xon if inp.shared_headroom else xon + xoff
+    return BufferProfile(size=size, xoff=xoff, xon=xon)
+
+
+def sonic_profile_name(speed_mbps: int, cable: str) -> str:
+    """SONiC's name for a generated lossless profile: pg_lossless_<speed>_<cable>_profile."""
+    return f"pg_lossless_{speed_mbps}_{cable}_profile"

@@ -5,15 +5,291 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from lossless_ctl.buffer_calc import CHIP_CELL_BYTES, seed000_profile
+from lossless_ctl import config_db
+from lossless_ctl.buffer_calc import (
+    HeadroomInputs,
+    parse_cable_length,
+    seed000_profile,
+    sonic_headroom,
+    sonic_profile_name,
+)
+from lossless_ctl.chips import CHIPS
 
 
 def _buffer_calc(args: argparse.Namespace) -> int:
-    cell = args.cell_size if args.cell_size is not None else CHIP_CELL_BYTES[args.chip]
-    profile = seed000_profile(args.mtu, cell, args.ports)
-    print(json.dumps({"BUFFER_PROFILE": {args.profile: profile.as_config()}}, indent=4))
+    cell = args.cell_size if args.cell_size is not None else CHIPS[args.chip].cell_bytes
+    if args.model == "seed000":
+        if args.ports is None:
+            raise ValueError("the seed 000 model needs --ports")
+        profile = seed000_profile(args.mtu, cell, args.ports)
+        name = args.profile or "pg_lossless_profile"
+    else:
+        if args.speed is None or args.cable_length is None:
+            raise ValueError("the sonic model needs --speed and --cable-length")
+        profile = sonic_headroom(
+            HeadroomInputs(
+                speed_mbps=args.speed,
+                cable_m=parse_cable_length(args.cable_length),
+                port_mtu=args.port_mtu or args.mtu,
+                lossless_mtu=args.mtu,
+                cell=cell,
+                small_packet_percent=args.small_packet_percentage,
+                pipeline_latency=args.pipeline_latency,
+                mac_phy_delay=args.mac_phy_delay,
+                gearbox_delay_ns=args.gearbox_delay_ns,
+                shared_headroom=args.shared_headroom,
+            )
+        )
+        name = args.profile or sonic_profile_name(args.speed, args.cable_length)
+    fields = profile.as_config(args.pool)
+    if args.dynamic_th is not None:
+        fields["dynamic_th"] = str(args.dynamic_th)
+    elif args.static_th is not None:
+        fields["static_th"] = str(args.static_th)
+    if args.write is None:
+        print(json.dumps({"BUFFER_PROFILE": {name: fields}}, indent=4))
+        return 0
+    path = Path(args.write)
+    tables = json.loads(path.read_text()) if path.exists() else {}
+    tables.setdefault("BUFFER_PROFILE", {})[name] = fields
+    path.write_text(json.dumps(tables, indent=4) + "\n")
+    print(f"{path}: BUFFER_PROFILE|{name} = {json.dumps(fields)}")
     return 0
+
+
+def _read_config(args: argparse.Namespace) -> config_db.ConfigDb | None:
+    """Read, merge and check the --config files; print every issue; None if any is an error."""
+    try:
+        tables = config_db.load_files(args.config)
+        cfg, issues = config_db.parse(tables, args.chip)
+    except config_db.ConfigError as err:
+        issues, cfg = err.issues, None
+    for issue in issues:
+        print(issue, file=sys.stderr)
+    if cfg is None or any(i.error for i in issues):
+        return None
+    return cfg
+
+
+def _validate(args: argparse.Namespace) -> int:
+    cfg = _read_config(args)
+    if cfg is None:
+        return 1
+    print(f"{', '.join(args.config)}: valid")
+    return 0
+
+
+def _sai(args: argparse.Namespace) -> int:
+    from lossless_ctl.sai import derive
+
+    cfg = _read_config(args)
+    if cfg is None:
+        return 1
+    model = derive(cfg)
+
+    def plain(value):
+        if isinstance(value, bool | int | str) or value is None:
+            return value
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return str(value)  # addresses and prefixes
+
+    dump = {}
+    for o in model.objects.values():
+        fields = {k: plain(v) for k, v in o.attrs.items()}
+        if o.entry is not None:
+            fields = {"entry": {k: plain(v) for k, v in o.entry.items()}, **fields}
+        dump[f"{o.type}:{o.key}"] = fields
+    print(json.dumps(dump, indent=2))
+    return 0
+
+
+def _port_config(args: argparse.Namespace) -> int:
+    from lossless_ctl.port_config import tm_config
+    from lossless_ctl.sai import derive
+
+    cfg = _read_config(args)
+    if cfg is None:
+        return 1
+    text = json.dumps(tm_config(derive(cfg), cfg.chip), indent=2) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+    return 0
+
+
+def _load(args: argparse.Namespace) -> int:
+    from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+    from lossless_ctl.loader import load, plan, read_back, read_pipeline, reconcile
+    from lossless_ctl.p4info import P4InfoError
+    from lossless_ctl.p4map import MappingError
+    from lossless_ctl.port_config import tm_config
+
+    cfg = _read_config(args)
+    if cfg is None:
+        print("load: config has errors; nothing was written", file=sys.stderr)
+        return 1
+    try:
+        pipeline = read_pipeline(args.pipeline)
+        model, program = plan(cfg, pipeline.p4info)
+    except (P4InfoError, MappingError) as err:
+        problems = err.problems if isinstance(err, MappingError) else [str(err)]
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        print("load: nothing was written", file=sys.stderr)
+        return 1
+    for note in program.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.port_config is not None:
+        Path(args.port_config).write_text(json.dumps(tm_config(model, cfg.chip), indent=2) + "\n")
+        print(f"port configuration written to {args.port_config}")
+    try:
+        with P4RuntimeClient(
+            args.switch, device_id=args.device_id, election_id=(0, args.election_id)
+        ) as client:
+            client.arbitrate()
+            summary = (reconcile if args.reconcile else load)(
+                client,
+                pipeline,
+                program,
+                batch_size=args.batch_size,
+                in_flight=args.in_flight,
+                progress=not args.no_progress and sys.stderr.isatty(),
+            )
+            print(summary.render())
+            if summary.errors:
+                return 1
+            if args.read_back:
+                problems = read_back(client, pipeline, program)
+                for problem in problems:
+                    print(f"read-back: {problem}", file=sys.stderr)
+                if problems:
+                    return 1
+                print("read-back: the switch holds exactly what the config describes")
+    except P4RuntimeError as err:
+        print(f"load: {args.switch}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Reconcile the switch with the config, then learn neighbours until interrupted."""
+    import signal
+    import threading
+
+    from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+    from lossless_ctl.loader import plan, read_pipeline, reconcile
+    from lossless_ctl.neighbor import NeighborLearner, serve
+    from lossless_ctl.p4info import P4InfoError, P4InfoIndex
+    from lossless_ctl.p4map import MappingError
+
+    cfg = _read_config(args)
+    if cfg is None:
+        print("run: config has errors; nothing was written", file=sys.stderr)
+        return 1
+    try:
+        pipeline = read_pipeline(args.pipeline)
+        _, program = plan(cfg, pipeline.p4info)
+    except (P4InfoError, MappingError) as err:
+        for problem in err.problems if isinstance(err, MappingError) else [str(err)]:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        with P4RuntimeClient(
+            args.switch, device_id=args.device_id, election_id=(0, args.election_id)
+        ) as client:
+            client.arbitrate()
+            summary = reconcile(client, pipeline, program)
+            print(summary.render(), flush=True)
+            if summary.errors:
+                return 1
+            learner = NeighborLearner(cfg, program, P4InfoIndex(pipeline.p4info), args.neighbor_age)
+            serve(client, learner, stop, log=lambda line: print(line, flush=True))
+    except P4RuntimeError as err:
+        print(f"run: {args.switch}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+SHOW_COMMANDS = ("arp", "ndp", "ip route summary", "ipv6 route summary")
+
+
+def _show(args: argparse.Namespace) -> int:
+    from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+    from lossless_ctl.p4info import P4InfoIndex
+    from lossless_ctl.show import neighbors, render_neighbors, route_summary
+
+    what = " ".join(args.what)
+    if what not in SHOW_COMMANDS:
+        raise ValueError(f"show {what!r}: known are {', '.join(SHOW_COMMANDS)}")
+    port_names: dict[int, str] = {}
+    if args.config:
+        cfg = _read_config(args)
+        if cfg is None:
+            return 1
+        port_names = {p.index: name for name, p in cfg.ports.items() if p.index is not None}
+    try:
+        with P4RuntimeClient(args.switch, device_id=args.device_id) as client:
+            client.connect()
+            index = P4InfoIndex(client.p4info())
+            if what in ("arp", "ndp"):
+                rows = neighbors(client, index, port_names)
+                print(render_neighbors(rows, 4 if what == "arp" else 6))
+            else:
+                print(route_summary(client, index, 4 if what.startswith("ip ") else 6))
+    except P4RuntimeError as err:
+        print(f"show: {args.switch}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _gen_routes(args: argparse.Namespace) -> int:
+    from lossless_ctl.routegen import ScalePoint, generate
+
+    point = ScalePoint(
+        ipv4_routes=args.ipv4,
+        ipv6_routes=args.ipv6,
+        arp=args.arp,
+        nd=args.nd,
+        ecmp_groups=args.ecmp[0] if args.ecmp else 0,
+        ecmp_paths=args.ecmp[1] if args.ecmp else 0,
+        ports=args.ports,
+    )
+    tables = generate(point)
+    text = json.dumps(tables, indent=1) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+    return 0
+
+
+def _ecmp(text: str) -> tuple[int, int]:
+    groups, sep, paths = text.partition("x")
+    if not sep or not groups.isdigit() or not paths.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not GROUPSxPATHS (e.g. 512x32)")
+    return int(groups), int(paths)
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="config_db.json; repeat to merge files in order, as `config load` does",
+    )
+    p.add_argument(
+        "--chip",
+        choices=sorted(CHIPS),
+        help="chip for limit checks (default: from DEVICE_METADATA platform/hwsku)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,15 +297,112 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     calc = sub.add_parser(
-        "buffer-calc", help="derive a lossless BUFFER_PROFILE from MTU and buffer cell size"
+        "buffer-calc", help="derive a lossless BUFFER_PROFILE (seed 000 formula or SONiC model)"
     )
     calc.add_argument("--mtu", type=int, required=True, help="largest RoCE frame in bytes")
     cell = calc.add_mutually_exclusive_group(required=True)
     cell.add_argument("--cell-size", type=int, help="buffer cell size in bytes")
-    cell.add_argument("--chip", choices=sorted(CHIP_CELL_BYTES), help="chip family")
-    calc.add_argument("--ports", type=int, required=True, help="front-panel ports on the switch")
-    calc.add_argument("--profile", default="pg_lossless_profile", help="BUFFER_PROFILE key")
+    cell.add_argument("--chip", choices=sorted(CHIPS), help="chip family")
+    calc.add_argument(
+        "--model",
+        choices=["seed000", "sonic"],
+        default="seed000",
+        help="seed000: Edgecore MTU-cell formula; sonic: SONiC's dynamic headroom calculation",
+    )
+    calc.add_argument("--ports", type=int, help="front-panel ports on the switch (seed000)")
+    calc.add_argument("--speed", type=int, help="port speed in Mb/s (sonic), e.g. 100000")
+    calc.add_argument("--cable-length", help="cable length (sonic), e.g. 5m, 40m, 300m")
+    calc.add_argument("--port-mtu", type=int, help="port MTU in bytes (sonic; default --mtu)")
+    calc.add_argument("--small-packet-percentage", type=int, default=100, help="(sonic)")
+    calc.add_argument(
+        "--pipeline-latency", type=int, default=18 * 1024, help="bytes, = xon (sonic)"
+    )
+    calc.add_argument("--mac-phy-delay", type=int, default=820, help="bytes (sonic)")
+    calc.add_argument("--gearbox-delay-ns", type=int, default=0, help="(sonic)")
+    calc.add_argument(
+        "--shared-headroom",
+        action="store_true",
+        help="headroom from the pool's shared headroom (BUFFER_POOL xoff): size = xon",
+    )
+    th = calc.add_mutually_exclusive_group()
+    th.add_argument("--dynamic-th", type=int, help="add dynamic_th to the profile")
+    th.add_argument("--static-th", type=int, help="add static_th to the profile")
+    calc.add_argument("--profile", help="BUFFER_PROFILE key (default: by model)")
+    calc.add_argument("--pool", default="ingress_lossless_pool", help="BUFFER_POOL of the profile")
+    calc.add_argument("--write", metavar="CONFIG_DB", help="add the profile to this config_db.json")
     calc.set_defaults(func=_buffer_calc)
+
+    validate = sub.add_parser("validate", help="check a config_db.json without touching a switch")
+    _add_config_args(validate)
+    validate.set_defaults(func=_validate)
+
+    sai = sub.add_parser("sai", help="print the SAI objects a config_db.json describes")
+    _add_config_args(sai)
+    sai.set_defaults(func=_sai)
+
+    port_config = sub.add_parser(
+        "port-config", help="write the switch's port configuration (switch-tm JSON)"
+    )
+    _add_config_args(port_config)
+    port_config.add_argument("-o", "--output", help="file (default: stdout)")
+    port_config.set_defaults(func=_port_config)
+
+    load = sub.add_parser("load", help="program a switch from config_db.json over P4Runtime")
+    _add_config_args(load)
+    load.add_argument("--switch", required=True, metavar="ADDR", help="P4Runtime server host:port")
+    load.add_argument(
+        "--pipeline",
+        required=True,
+        metavar="DIR",
+        help="compiler output directory: NAME.json (BMv2) and NAME.p4info.txtpb",
+    )
+    load.add_argument("--device-id", type=int, default=1)
+    load.add_argument("--election-id", type=int, default=1, help="low 64 bits of the election id")
+    load.add_argument("--batch-size", type=int, default=1000, help="updates per WriteRequest")
+    load.add_argument("--in-flight", type=int, default=4, help="WriteRequests outstanding")
+    load.add_argument("--port-config", metavar="FILE", help="also write the port configuration")
+    load.add_argument("--read-back", action="store_true", help="read every table back and compare")
+    load.add_argument(
+        "--reconcile",
+        action="store_true",
+        help="keep the switch's pipeline if it is this one and write only the difference "
+        "(a restarted controller); a switch running another pipeline or none is fully loaded",
+    )
+    load.add_argument("--no-progress", action="store_true", help="no progress bar")
+    load.set_defaults(func=_load)
+
+    run = sub.add_parser(
+        "run", help="load (reconciling) and learn neighbours from ARP/ND until interrupted"
+    )
+    _add_config_args(run)
+    run.add_argument("--switch", required=True, metavar="ADDR", help="P4Runtime server host:port")
+    run.add_argument("--pipeline", required=True, metavar="DIR", help="compiler output directory")
+    run.add_argument("--device-id", type=int, default=1)
+    run.add_argument("--election-id", type=int, default=1)
+    run.add_argument(
+        "--neighbor-age", type=float, default=300.0, help="seconds before a silent neighbour goes"
+    )
+    run.set_defaults(func=_run)
+
+    show = sub.add_parser("show", help="SONiC show commands: " + ", ".join(SHOW_COMMANDS))
+    show.add_argument("what", nargs="+", help="e.g. arp, ndp, ip route summary")
+    show.add_argument("--switch", required=True, metavar="ADDR", help="P4Runtime server")
+    show.add_argument("--device-id", type=int, default=1)
+    show.add_argument("--config", action="append", metavar="FILE", help="for port names")
+    show.add_argument("--chip", choices=sorted(CHIPS), help=argparse.SUPPRESS)
+    show.set_defaults(func=_show)
+
+    gen = sub.add_parser(
+        "gen-routes", help="config_db.json fragment at a SONiC scale point (seed 002)"
+    )
+    gen.add_argument("--ipv4", type=int, default=0, help="IPv4 routes")
+    gen.add_argument("--ipv6", type=int, default=0, help="IPv6 routes (prefixes longer than /64)")
+    gen.add_argument("--arp", type=int, default=0, help="IPv4 neighbours")
+    gen.add_argument("--nd", type=int, default=0, help="IPv6 neighbours")
+    gen.add_argument("--ecmp", type=_ecmp, help="GROUPSxPATHS, e.g. 512x32")
+    gen.add_argument("--ports", type=int, default=32, help="routed ports to spread over")
+    gen.add_argument("-o", "--output", help="file (default: stdout)")
+    gen.set_defaults(func=_gen_routes)
     return parser
 
 
@@ -38,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as err:
+    except (ValueError, OSError) as err:
         parser.error(str(err))
     return 2
 

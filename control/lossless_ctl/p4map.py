@@ -1,0 +1,710 @@
+"""SAI objects -> P4Runtime updates for p4src/lossless.p4 (sairedis/syncd's job).
+
+This is the one module that knows the P4 program: every table, action and parameter name it
+writes is in `P4` below or spelled at its one use, and every id comes from the loaded P4Info,
+so a change to the program touches only this file. The thresholds follow p4src/README.md.
+
+syncd's other job, turning OIDs into hardware ids, is here too: router interfaces, next hops,
+ECMP groups and QoS maps get small integer ids in object order, starting at 1 (0 is "none" to
+the pipeline).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from lossless_ctl.p4info import P4InfoError, P4InfoIndex
+from lossless_ctl.p4rt_proto import bindings
+from lossless_ctl.sai import CPU_PORT, NULL, SaiModel, SaiObject, classes_of_pg
+
+ING = "LosslessIngress."
+EG = "LosslessEgress."
+# The clone session that sends generated frames (PFC, SFC) out of port P is this + P
+# (PORT_SESSION_BASE in p4src/headers.p4).
+PORT_SESSION_BASE = 512
+# Largest PFC pause: the pipeline sends it and refreshes it at half its duration.
+PAUSE_QUANTA = 0xFFFF
+
+# Why the pipeline sends a packet to the CPU: packet_in.reason and the copp meter index
+# (PUNT_* in p4src/headers.p4), by the SAI trap that covers it.
+PUNT_REASONS = {
+    "SAI_HOSTIF_TRAP_TYPE_ARP_REQUEST": 1,
+    "SAI_HOSTIF_TRAP_TYPE_ARP_RESPONSE": 1,
+    "SAI_HOSTIF_TRAP_TYPE_IPV6_NEIGHBOR_DISCOVERY": 2,
+    "SAI_HOSTIF_TRAP_TYPE_IP2ME": 3,
+    "SAI_HOSTIF_TRAP_TYPE_TTL_ERROR": 4,
+}
+
+QOS_MAP_TABLES = {
+    "SAI_QOS_MAP_TYPE_DSCP_TO_TC": (ING + "dscp_to_tc", "dscp", ING + "set_tc", "tc"),
+    "SAI_QOS_MAP_TYPE_DOT1P_TO_TC": (ING + "dot1p_to_tc", "pcp", ING + "set_tc", "tc"),
+    "SAI_QOS_MAP_TYPE_TC_TO_PRIORITY_GROUP": (ING + "tc_to_pg", "tc", ING + "set_pg", "pg"),
+    "SAI_QOS_MAP_TYPE_TC_TO_QUEUE": (ING + "tc_to_queue", "tc", ING + "set_queue", "queue"),
+}
+
+
+class MappingError(Exception):
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+@dataclass
+class Phase:
+    """Updates that may be in flight together; a phase starts when the previous one is done."""
+
+    name: str
+    updates: list[Any] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)  # what each update is, for error reports
+
+
+@dataclass
+class HardwareIds:
+    """syncd's OID -> id map, kept so that run-time objects (learned neighbours) fit in."""
+
+    rif_ids: dict[str, int] = field(default_factory=dict)
+    nexthop_ids: dict[str, int] = field(default_factory=dict)
+    routes: set[Any] = field(default_factory=set)  # prefixes with a route entry
+
+
+@dataclass
+class P4Program:
+    phases: list[Phase]
+    notes: list[str]
+    ids: HardwareIds = field(default_factory=HardwareIds)
+
+    def updates(self) -> int:
+        return sum(len(p.updates) for p in self.phases)
+
+
+def encode(value: int, bitwidth: int) -> bytes:
+    """P4Runtime's canonical binary string: big-endian, no leading zero bytes (0 is one byte)."""
+    if value < 0 or value >> bitwidth:
+        raise ValueError(f"{value} does not fit in {bitwidth} bits")
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def mac_int(mac: str) -> int:
+    return int(mac.replace(":", ""), 16)
+
+
+def refresh_interval_us(bps: int) -> int:
+    """Half the time PAUSE_QUANTA pause a sender, so a refresh lands before its timer expires."""
+    return PAUSE_QUANTA * 512 * 1_000_000 // bps // 2
+
+
+def us_per_byte_q24(bps: int) -> int:
+    """A queue's drain time per byte in microseconds, Q8.24 (p4src/README.md: 5369 at 25G)."""
+    return round((1 << 24) * 8_000_000 / bps)
+
+
+def pause_quanta_per_us(bps: int) -> int:
+    """Pause quanta (512 bit times) in one microsecond: 48 at 25G, 97 at 50G, 195 at 100G."""
+    return bps // 512 // 1_000_000
+
+
+def mark_slope(probability_percent: int, kmin: int, kmax: int) -> int:
+    """Pmax x 2^32 / (Kmax - Kmin): marking probability per byte of depth above Kmin."""
+    if kmax <= kmin:
+        return 0
+    return min(0xFFFFFFFF, probability_percent * (1 << 32) // (100 * (kmax - kmin)))
+
+
+class _Builder:
+    def __init__(self, p4info: P4InfoIndex):
+        self.idx = p4info
+        self.pb = bindings().p4runtime_pb2
+        # Name lookups resolved once per table and action, not once per entry.
+        self._tables: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._actions: dict[tuple[str | None, str], tuple[int, dict[str, Any]]] = {}
+
+    def _table(self, name: str) -> tuple[Any, dict[str, Any]]:
+        found = self._tables.get(name)
+        if found is None:
+            table = self.idx.table(name)
+            found = self._tables[name] = (table, {mf.name: mf for mf in table.match_fields})
+        return found
+
+    def _action_of(self, table: Any, name: str) -> tuple[int, dict[str, Any]]:
+        key = (table.preamble.name if table is not None else None, name)
+        found = self._actions.get(key)
+        if found is None:
+            action = self.idx.action(name)
+            if table is not None:
+                self.idx.check_action_of(table, action)
+            found = self._actions[key] = (action.preamble.id, {p.name: p for p in action.params})
+        return found
+
+    def table_entry(
+        self,
+        table_name: str,
+        match: dict[str, Any],
+        action_name: str | None = None,
+        params: dict[str, int] | None = None,
+        group_id: int | None = None,
+        default: bool = False,
+    ) -> Any:
+        table, fields = self._table(table_name)
+        update = self.pb.Update(type=self.pb.Update.MODIFY if default else self.pb.Update.INSERT)
+        entry = update.entity.table_entry
+        entry.table_id = table.preamble.id
+        entry.is_default_action = default
+        for name, value in match.items():
+            mf = fields.get(name)
+            if mf is None:
+                raise P4InfoError(f"table {table_name} has no match field {name!r}")
+            if isinstance(value, tuple):  # LPM (value, prefix length)
+                addr, plen = value
+                if plen == 0:
+                    continue  # a zero-length prefix is a wildcard: the field is omitted
+                fm = entry.match.add(field_id=mf.id)
+                fm.lpm.value = encode(addr, mf.bitwidth)
+                fm.lpm.prefix_len = plen
+            else:
+                fm = entry.match.add(field_id=mf.id)
+                fm.exact.value = encode(value, mf.bitwidth)
+        if group_id is not None:
+            entry.action.action_profile_group_id = group_id
+        else:
+            self._action(table, action_name or "NoAction", params or {}, entry.action.action)
+        return update
+
+    def _action(self, table: Any, name: str, params: dict[str, int], out: Any) -> None:
+        action_id, declared = self._action_of(table, name)
+        out.action_id = action_id
+        for pname, value in params.items():
+            p = declared.get(pname)
+            if p is None:
+                raise P4InfoError(f"action {name} has no parameter {pname!r}")
+            try:
+                out.params.add(param_id=p.id, value=encode(value, p.bitwidth))
+            except ValueError as err:
+                raise P4InfoError(f"{name}({pname}): {err}") from err
+
+    def member(self, profile: str, member_id: int, action: str, params: dict[str, int]) -> Any:
+        update = self.pb.Update(type=self.pb.Update.INSERT)
+        m = update.entity.action_profile_member
+        m.action_profile_id = self.idx.action_profile(profile).preamble.id
+        m.member_id = member_id
+        self._action(None, action, params, m.action)
+        return update
+
+    def group(self, profile: str, group_id: int, members: list[int]) -> Any:
+        update = self.pb.Update(type=self.pb.Update.INSERT)
+        g = update.entity.action_profile_group
+        g.action_profile_id = self.idx.action_profile(profile).preamble.id
+        g.group_id = group_id
+        g.max_size = len(members)
+        for mid in members:
+            g.members.add(member_id=mid, weight=1)
+        return update
+
+    def meter(self, meter: str, index: int, cir: int, cburst: int, pir: int, pburst: int) -> Any:
+        # Indirect meter cells always exist: configuring one is a MODIFY.
+        update = self.pb.Update(type=self.pb.Update.MODIFY)
+        m = update.entity.meter_entry
+        m.meter_id = self.idx.meter(meter).preamble.id
+        m.index.index = index
+        m.config.cir, m.config.cburst, m.config.pir, m.config.pburst = cir, cburst, pir, pburst
+        return update
+
+    def clone_session(self, session: int, port: int) -> Any:
+        update = self.pb.Update(type=self.pb.Update.INSERT)
+        cs = update.entity.packet_replication_engine_entry.clone_session_entry
+        cs.session_id = session
+        cs.replicas.add(port=encode(port, 32), instance=1)
+        return update
+
+
+def to_p4(model: SaiModel, p4info: P4InfoIndex) -> P4Program:
+    """Every P4Runtime update for `model`, in phases that respect references."""
+    return _Mapper(model, p4info).run()
+
+
+class _Mapper:
+    def __init__(self, model: SaiModel, p4info: P4InfoIndex):
+        self.m = model
+        self.b = _Builder(p4info)
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.switch = model["switch"]
+        self.dev_port: dict[str, int] = {}
+        self.port_bps: dict[str, int] = {}
+        for port in model.of_type("PORT"):
+            name = port.key.split(":", 1)[1]
+            if port["SAI_PORT_ATTR_EXT_DEV_PORT"] is None:
+                self.problems.append(f"PORT|{name}|index: missing: the switch's port number")
+                continue
+            self.dev_port[port.key] = port["SAI_PORT_ATTR_EXT_DEV_PORT"]
+            self.port_bps[port.key] = port["SAI_PORT_ATTR_SPEED"] * 1_000_000
+        self.map_ids: dict[str, int] = {}
+        per_type: dict[str, int] = {}
+        for qmap in model.of_type("QOS_MAP"):
+            kind = qmap["SAI_QOS_MAP_ATTR_TYPE"]
+            per_type[kind] = per_type.get(kind, 0) + 1
+            self.map_ids[qmap.key] = per_type[kind]
+        self.rif_ids = {o.key: i for i, o in enumerate(model.of_type("ROUTER_INTERFACE"), 1)}
+        self.nexthop_ids = {o.key: i for i, o in enumerate(model.of_type("NEXT_HOP"), 1)}
+        self.group_ids = {o.key: i for i, o in enumerate(model.of_type("NEXT_HOP_GROUP"), 1)}
+
+    def port_of(self, key: str, where: str) -> int | None:
+        """The switch port number of a PORT object (a missing index is reported once, above)."""
+        if key not in self.dev_port and key not in self.m.objects:
+            self.problems.append(f"{where}: {key.split(':', 1)[1]} is not in PORT")
+        return self.dev_port.get(key)
+
+    def run(self) -> P4Program:
+        phases = [
+            self.clone_sessions(),
+            self.switch_settings(),
+            self.copp(),
+            self.qos(),
+            self.buffers(),
+            self.egress(),
+            self.l3_objects(),
+            *self.ecmp(),
+            self.routes(),
+        ]
+        if self.problems:
+            raise MappingError(self.problems)
+        routes = {r.entry["destination"] for r in self.m.of_type("ROUTE_ENTRY")}
+        routes |= {
+            ipaddress.ip_network(n.entry["ip_address"]) for n in self.m.of_type("NEIGHBOR_ENTRY")
+        }
+        ids = HardwareIds(dict(self.rif_ids), dict(self.nexthop_ids), routes)
+        return P4Program([p for p in phases if p.updates], self.notes, ids)
+
+    def add(self, phase: Phase, label: str, build, *args, **kwargs) -> None:
+        try:
+            phase.updates.append(build(*args, **kwargs))
+            phase.labels.append(label)
+        except (P4InfoError, ValueError) as err:
+            self.problems.append(f"{label}: {err}")
+
+    def clone_sessions(self) -> Phase:
+        phase = Phase("clone sessions")
+        for key, port in sorted(self.dev_port.items(), key=lambda kv: kv[1]):
+            session = PORT_SESSION_BASE + port
+            self.add(phase, f"clone session {session} ({key})", self.b.clone_session, session, port)
+        return phase
+
+    def switch_settings(self) -> Phase:
+        phase = Phase("switch")
+        # Dynamic thresholds share what the ingress pools leave after their shared headroom.
+        shared = sum(
+            p["SAI_BUFFER_POOL_ATTR_SIZE"] - p["SAI_BUFFER_POOL_ATTR_XOFF_SIZE"]
+            for p in self.m.of_type("BUFFER_POOL")
+            if p["SAI_BUFFER_POOL_ATTR_TYPE"] == "SAI_BUFFER_POOL_TYPE_INGRESS"
+        )
+        self.add(
+            phase,
+            "SWITCH switch_config",
+            self.b.table_entry,
+            ING + "switch_config",
+            {},
+            ING + "set_switch_config",
+            {
+                "shared_pool_bytes": shared,
+                "sfc_min_interval_us": self.switch["SAI_SWITCH_ATTR_EXT_SFC_MIN_INTERVAL_US"],
+            },
+            default=True,
+        )
+        macs = {self.switch["SAI_SWITCH_ATTR_SRC_MAC_ADDRESS"]} | {
+            rif["SAI_ROUTER_INTERFACE_ATTR_SRC_MAC_ADDRESS"]
+            for rif in self.m.of_type("ROUTER_INTERFACE")
+        }
+        for mac in sorted(macs):
+            self.add(
+                phase,
+                f"router MAC {mac}",
+                self.b.table_entry,
+                ING + "router_mac",
+                {"dst_mac": mac_int(mac)},
+            )
+        return phase
+
+    def copp(self) -> Phase:
+        """The copp meter, one cell per punt reason, from the policer of the trap's group.
+        Traps sharing a SAI policer get a cell each here, i.e. a bucket each."""
+        phase = Phase("CoPP")
+        configured: dict[int, str] = {}
+        for trap in self.m.of_type("HOSTIF_TRAP"):
+            trap_type = trap["SAI_HOSTIF_TRAP_ATTR_TRAP_TYPE"]
+            reason = PUNT_REASONS.get(trap_type)
+            if reason is None:
+                self.notes.append(
+                    f"{trap.key}: not a punt reason of the pipeline (traffic to the router's "
+                    "addresses is all IP2ME)"
+                )
+                continue
+            group = self.m[trap["SAI_HOSTIF_TRAP_ATTR_TRAP_GROUP"]]
+            policer_key = group["SAI_HOSTIF_TRAP_GROUP_ATTR_POLICER"]
+            if policer_key == NULL:
+                continue
+            policer = self.m[policer_key]
+            if policer["SAI_POLICER_ATTR_METER_TYPE"] != "SAI_METER_TYPE_PACKETS":
+                self.notes.append(
+                    f"{policer.key}: the pipeline's CoPP meter counts packets; skipped"
+                )
+                continue
+            if reason in configured:
+                if configured[reason] != policer.key:
+                    first = configured[reason]
+                    self.notes.append(f"{trap.key}: punt reason {reason} is metered by {first}")
+                continue
+            configured[reason] = policer.key
+            self.add(
+                phase, f"HOSTIF_TRAP {trap.key} ({policer.key})", self.b.meter, ING + "copp",
+                reason, policer["SAI_POLICER_ATTR_CIR"], policer["SAI_POLICER_ATTR_CBS"],
+                policer["SAI_POLICER_ATTR_PIR"], policer["SAI_POLICER_ATTR_PBS"],
+            )  # fmt: skip
+        return phase
+
+    def qos(self) -> Phase:
+        phase = Phase("QoS maps")
+        for qmap in self.m.of_type("QOS_MAP"):
+            target = QOS_MAP_TABLES.get(qmap["SAI_QOS_MAP_ATTR_TYPE"])
+            if target is None:
+                continue  # PFC priority -> queue is the traffic manager's (port_config)
+            table, key_field, action, param = target
+            for k, v in qmap["SAI_QOS_MAP_ATTR_MAP_TO_VALUE_LIST"]:
+                self.add(
+                    phase,
+                    f"QOS_MAP {qmap.key} {k}->{v}",
+                    self.b.table_entry,
+                    table,
+                    {"map": self.map_ids[qmap.key], key_field: k},
+                    action,
+                    {param: v},
+                )
+        for port in self.m.of_type("PORT"):
+            dev = self.dev_port.get(port.key)
+            if dev is None:
+                continue
+
+            def map_id(attr: str, port: SaiObject = port) -> int:
+                bound = port[attr]
+                return 0 if bound == NULL else self.map_ids[bound]
+
+            dscp = map_id("SAI_PORT_ATTR_QOS_DSCP_TO_TC_MAP")
+            self.add(
+                phase,
+                f"PORT {port.key} QoS bindings",
+                self.b.table_entry,
+                ING + "port_qos",
+                {"port": dev},
+                ING + "set_port_qos",
+                {
+                    "trust_dscp": int(dscp != 0),
+                    "dscp_to_tc_map": dscp,
+                    "dot1p_to_tc_map": map_id("SAI_PORT_ATTR_QOS_DOT1P_TO_TC_MAP"),
+                    "tc_to_pg_map": map_id("SAI_PORT_ATTR_QOS_TC_TO_PRIORITY_GROUP_MAP"),
+                    "tc_to_queue_map": map_id("SAI_PORT_ATTR_QOS_TC_TO_QUEUE_MAP"),
+                    "default_tc": 0,
+                },
+            )
+        return phase
+
+    def buffers(self) -> Phase:
+        phase = Phase("buffers")
+        for ipg in self.m.of_type("INGRESS_PRIORITY_GROUP"):
+            port_key = ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_PORT"]
+            dev = self.port_of(port_key, f"BUFFER_PG|{ipg.key[4:]}")
+            if dev is None:
+                continue
+            port = self.m[port_key]
+            pg = ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_INDEX"]
+            prof = self.m[ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_BUFFER_PROFILE"]]
+            size = prof["SAI_BUFFER_PROFILE_ATTR_RESERVED_BUFFER_SIZE"]
+            match = {"port": dev, "pg": pg}
+            label = f"INGRESS_PRIORITY_GROUP {ipg.key} ({prof.key})"
+            if prof.get("SAI_BUFFER_PROFILE_ATTR_XOFF_TH") is not None:
+                xoff = prof["SAI_BUFFER_PROFILE_ATTR_XOFF_TH"]
+                xon = prof["SAI_BUFFER_PROFILE_ATTR_XON_TH"]
+                offset = prof["SAI_BUFFER_PROFILE_ATTR_XON_OFFSET_TH"]
+                xon_threshold = max(xon, size - offset) if offset else xon
+                classes = classes_of_pg(self.m, port, pg)
+                if not classes:
+                    self.notes.append(f"{label}: lossless profile, but no PFC priority maps here")
+                params = {
+                    "xoff_threshold": size,
+                    "xon_threshold": xon_threshold,
+                    "drop_limit": size + xoff,
+                    "class_enable": sum(1 << c for c in classes),
+                    "quanta": PAUSE_QUANTA,
+                    "refresh_interval_us": refresh_interval_us(self.port_bps[port.key]),
+                }
+                self.add(
+                    phase, label, self.b.table_entry, ING + "pg_profile", match,
+                    ING + "set_lossless", params,
+                )  # fmt: skip
+            elif prof.get("SAI_BUFFER_PROFILE_ATTR_SHARED_DYNAMIC_TH") is not None:
+                th = prof["SAI_BUFFER_PROFILE_ATTR_SHARED_DYNAMIC_TH"]
+                params = {"shift_left": max(th, 0), "shift_right": max(-th, 0)}
+                self.add(
+                    phase, label, self.b.table_entry, ING + "pg_profile", match,
+                    ING + "set_lossy_dynamic", params,
+                )  # fmt: skip
+            else:
+                params = {"threshold": prof["SAI_BUFFER_PROFILE_ATTR_SHARED_STATIC_TH"]}
+                self.add(
+                    phase, label, self.b.table_entry, ING + "pg_profile", match,
+                    ING + "set_lossy_static", params,
+                )  # fmt: skip
+        return phase
+
+    def egress(self) -> Phase:
+        phase = Phase("egress and SFC")
+        mac = mac_int(self.switch["SAI_SWITCH_ATTR_SRC_MAC_ADDRESS"])
+        signal_dscp = self.switch["SAI_SWITCH_ATTR_EXT_SFC_SIGNAL_DSCP"]
+        host_ports = []
+        for port in self.m.of_type("PORT"):
+            dev = self.dev_port.get(port.key)
+            if dev is None:
+                continue
+            host = port["SAI_PORT_ATTR_EXT_SFC_HOST_FACING"]
+            if host:
+                host_ports.append(port)
+            self.add(
+                phase,
+                f"PORT {port.key} egress",
+                self.b.table_entry,
+                EG + "egress_port",
+                {"port": dev},
+                EG + "set_egress_port",
+                {
+                    "mac": mac,
+                    "sfc_host_facing": int(host),
+                    "pause_quanta_per_us": pause_quanta_per_us(self.port_bps[port.key]),
+                },
+            )
+        for queue in self.m.of_type("QUEUE"):
+            port_key = queue["SAI_QUEUE_ATTR_PORT"]
+            dev = self.port_of(port_key, f"QUEUE|{queue.key[6:]}")
+            if dev is None:
+                continue
+            match = {"port": dev, "queue": queue["SAI_QUEUE_ATTR_INDEX"]}
+            wred_key = queue.get("SAI_QUEUE_ATTR_WRED_PROFILE_ID")
+            if wred_key is not None:
+                wred = self.m[wred_key]
+                if wred["SAI_WRED_ATTR_ECN_MARK_MODE"] != "SAI_ECN_MARK_MODE_NONE":
+                    kmin = wred["SAI_WRED_ATTR_GREEN_MIN_THRESHOLD"]
+                    kmax = wred["SAI_WRED_ATTR_GREEN_MAX_THRESHOLD"]
+                    prob = wred["SAI_WRED_ATTR_GREEN_DROP_PROBABILITY"]
+                    params = {
+                        "min_threshold": kmin,
+                        "max_threshold": kmax,
+                        "mark_slope": mark_slope(prob, kmin, kmax),
+                    }
+                    self.add(
+                        phase, f"QUEUE {queue.key} {wred_key}", self.b.table_entry,
+                        EG + "queue_wred", match, EG + "set_wred_ecn", params,
+                    )  # fmt: skip
+            if queue.get("SAI_QUEUE_ATTR_EXT_SFC_THRESHOLD") is not None:
+                params = {
+                    "threshold": queue["SAI_QUEUE_ATTR_EXT_SFC_THRESHOLD"],
+                    "target": queue["SAI_QUEUE_ATTR_EXT_SFC_TARGET"],
+                    "us_per_byte_q24": us_per_byte_q24(self.port_bps[port_key]),
+                    "dscp": signal_dscp,
+                }
+                self.add(
+                    phase, f"QUEUE {queue.key} SFC", self.b.table_entry, ING + "sfc_queue",
+                    match, ING + "set_sfc", params,
+                )  # fmt: skip
+        # The source ToR pauses a host on the priority its host port gives the signalled DSCP:
+        # the port's DSCP-to-TC map, for TCs with PFC enabled (priority = TC, as SONiC pairs them).
+        dscp_prio: dict[int, int] = {}
+        for port in host_ports:
+            bound = port["SAI_PORT_ATTR_QOS_DSCP_TO_TC_MAP"]
+            if bound == NULL:
+                continue
+            pfc = port["SAI_PORT_ATTR_PRIORITY_FLOW_CONTROL"]
+            for dscp, tc in self.m[bound]["SAI_QOS_MAP_ATTR_MAP_TO_VALUE_LIST"]:
+                if pfc >> tc & 1:
+                    if dscp_prio.setdefault(dscp, tc) != tc:
+                        self.notes.append(
+                            f"SFC: host ports map DSCP {dscp} to different priorities; "
+                            f"using {dscp_prio[dscp]}"
+                        )
+        for dscp, prio in sorted(dscp_prio.items()):
+            self.add(
+                phase, f"SFC DSCP {dscp} -> priority {prio}", self.b.table_entry,
+                ING + "sfc_dscp_to_priority", {"dscp": dscp}, ING + "set_sfc_priority",
+                {"prio": prio},
+            )  # fmt: skip
+        return phase
+
+    def l3_objects(self) -> Phase:
+        phase = Phase("router interfaces, next hops, neighbours")
+        for rif in self.m.of_type("ROUTER_INTERFACE"):
+            if rif["SAI_ROUTER_INTERFACE_ATTR_TYPE"] == "SAI_ROUTER_INTERFACE_TYPE_PORT":
+                ports = [rif["SAI_ROUTER_INTERFACE_ATTR_PORT_ID"]]
+            else:
+                vlan = rif["SAI_ROUTER_INTERFACE_ATTR_VLAN_ID"]
+                ports = [
+                    m["SAI_VLAN_MEMBER_ATTR_BRIDGE_PORT_ID"]
+                    for m in self.m.of_type("VLAN_MEMBER")
+                    if m["SAI_VLAN_MEMBER_ATTR_VLAN_ID"] == vlan
+                ]
+                if len(ports) != 1:
+                    # No bridging in the pipeline: hosts on it are reached once learned.
+                    self.notes.append(
+                        f"{rif.key}: VLAN with {len(ports)} member ports has no single egress "
+                        "port; its subnet is trapped to the CPU (glean)"
+                    )
+                    continue
+            dev = self.port_of(ports[0], f"INTERFACE|{rif.key[4:]}")
+            if dev is None:
+                continue
+            self.add(
+                phase, f"ROUTER_INTERFACE {rif.key}", self.b.table_entry, ING + "router_interface",
+                {"rif": self.rif_ids[rif.key]}, ING + "set_port_and_src_mac",
+                {"port": dev, "src_mac": mac_int(rif["SAI_ROUTER_INTERFACE_ATTR_SRC_MAC_ADDRESS"])},
+            )  # fmt: skip
+        for nh in self.m.of_type("NEXT_HOP"):
+            self.add(
+                phase, f"NEXT_HOP {nh.key}", self.b.table_entry, ING + "nexthop",
+                {"nexthop_id": self.nexthop_ids[nh.key]}, ING + "set_ip_nexthop",
+                {
+                    "rif": self.rif_ids[nh["SAI_NEXT_HOP_ATTR_ROUTER_INTERFACE_ID"]],
+                    "neighbor_ip": int(nh["SAI_NEXT_HOP_ATTR_IP"]),
+                },
+            )  # fmt: skip
+        for n in self.m.of_type("NEIGHBOR_ENTRY"):
+            self.add(
+                phase, f"NEIGHBOR_ENTRY {n.key}", self.b.table_entry, ING + "neighbor",
+                {
+                    "rif": self.rif_ids[n.entry["rif_id"]],
+                    "ip": int(n.entry["ip_address"]),
+                },
+                ING + "set_dst_mac",
+                {"dst_mac": mac_int(n["SAI_NEIGHBOR_ENTRY_ATTR_DST_MAC_ADDRESS"])},
+            )  # fmt: skip
+        return phase
+
+    def ecmp(self) -> list[Phase]:
+        members, groups, table = Phase("ECMP members"), Phase("ECMP groups"), Phase("ECMP table")
+        profile = ING + "ecmp_selector"
+        used: set[int] = set()
+        by_group: dict[str, list[int]] = {}
+        for m in self.m.of_type("NEXT_HOP_GROUP_MEMBER"):
+            by_group.setdefault(m["SAI_NEXT_HOP_GROUP_MEMBER_ATTR_NEXT_HOP_GROUP_ID"], []).append(
+                self.nexthop_ids[m["SAI_NEXT_HOP_GROUP_MEMBER_ATTR_NEXT_HOP_ID"]]
+            )
+        for group in self.m.of_type("NEXT_HOP_GROUP"):
+            gid = self.group_ids[group.key]
+            ids = by_group.get(group.key, [])
+            # One member per next hop, shared by every group that uses it (member id = next hop id).
+            for nid in ids:
+                if nid not in used:
+                    used.add(nid)
+                    self.add(
+                        members, f"ECMP member for next hop {nid}", self.b.member, profile, nid,
+                        ING + "set_nexthop_id", {"nexthop_id": nid},
+                    )  # fmt: skip
+            self.add(groups, f"NEXT_HOP_GROUP {group.key}", self.b.group, profile, gid, ids)
+            self.add(
+                table, f"NEXT_HOP_GROUP {group.key} entry", self.b.table_entry,
+                ING + "ecmp_group", {"group": gid}, group_id=gid,
+            )  # fmt: skip
+        return [members, groups, table]
+
+    def routes(self) -> Phase:
+        phase = Phase("routes")
+        keys = set()
+        for route in self.m.of_type("ROUTE_ENTRY"):
+            keys.add(route.key)
+            prefix = route.entry["destination"]
+            action = route["SAI_ROUTE_ENTRY_ATTR_PACKET_ACTION"]
+            target = route.get("SAI_ROUTE_ENTRY_ATTR_NEXT_HOP_ID")
+            if action == "SAI_PACKET_ACTION_DROP":
+                self.route(phase, route.key, prefix, ING + "drop_route", {})
+            elif action == "SAI_PACKET_ACTION_TRAP" or target == CPU_PORT:
+                self.route(phase, route.key, prefix, ING + "trap", {})
+            elif target in self.rif_ids:
+                # Connected subnet: hosts without a neighbour entry glean to the CPU.
+                self.route(phase, route.key, prefix, ING + "trap", {})
+            elif target in self.group_ids:
+                gid = self.group_ids[target]
+                self.route(
+                    phase, route.key, prefix, ING + "set_ecmp_group_id", {"ecmp_group_id": gid}
+                )
+            else:
+                nid = self.nexthop_ids[target]
+                self.route(phase, route.key, prefix, ING + "set_nexthop_id", {"nexthop_id": nid})
+        # Neighbour host routes, which SAI installs implicitly unless a route says otherwise.
+        for n in self.m.of_type("NEIGHBOR_ENTRY"):
+            ip = n.entry["ip_address"]
+            host = ipaddress.ip_network(ip)
+            if f"route:{host}" in keys or n["SAI_NEIGHBOR_ENTRY_ATTR_NO_HOST_ROUTE"]:
+                continue
+            rif = n.entry["rif_id"]
+            nid = self.nexthop_ids[f"nexthop:{rif[4:]}|{ip}"]
+            self.route(
+                phase, f"host route {n.key}", host, ING + "set_nexthop_id", {"nexthop_id": nid}
+            )
+        return phase
+
+    def route(self, phase: Phase, label: str, prefix, action: str, params: dict) -> None:
+        table = ING + ("ipv4_route" if prefix.version == 4 else "ipv6_route")
+        match = {"dst": (int(prefix.network_address), prefix.prefixlen)}
+        self.add(phase, f"ROUTE_ENTRY {label}", self.b.table_entry, table, match, action, params)
+
+
+class NeighborEntries:
+    """Entries for neighbours learned at run time: the neighbour entry, and the next hop and
+    host route SAI would add for it, with ids beyond those of the loaded config."""
+
+    def __init__(self, p4info: P4InfoIndex, ids: HardwareIds):
+        self.b = _Builder(p4info)
+        self.ids = ids
+        self.next_nexthop = max(ids.nexthop_ids.values(), default=0) + 1
+        self.created: dict[tuple[str, Any], list[Any]] = {}  # what remove() takes away
+
+    def _entry(self, kind: int, table: str, match: dict, action: str, params: dict) -> Any:
+        update = self.b.table_entry(table, match, action, params)
+        update.type = kind
+        return update
+
+    def install(self, ifname: str, ip: Any, mac: str, known: bool) -> list[Any]:
+        """INSERT a new neighbour (with next hop and host route when missing), or MODIFY the
+        MAC of a `known` one."""
+        pb = self.b.pb.Update
+        rif = self.ids.rif_ids[f"rif:{ifname}"]
+        neighbor = (ING + "neighbor", {"rif": rif, "ip": int(ip)}, ING + "set_dst_mac")
+        kind = pb.MODIFY if known else pb.INSERT
+        updates = [self._entry(kind, *neighbor, {"dst_mac": mac_int(mac)})]
+        if known:
+            return updates
+        created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
+        key = f"nexthop:{ifname}|{ip}"
+        nid = self.ids.nexthop_ids.get(key)
+        if nid is None:
+            nid = self.ids.nexthop_ids[key] = self.next_nexthop
+            self.next_nexthop += 1
+            nexthop = (ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop")
+            params = {"rif": rif, "neighbor_ip": int(ip)}
+            updates.append(self._entry(pb.INSERT, *nexthop, params))
+            created.insert(0, self._entry(pb.DELETE, *nexthop, params))
+        host = ipaddress.ip_network(ip)
+        if host not in self.ids.routes:
+            self.ids.routes.add(host)
+            table = ING + ("ipv4_route" if host.version == 4 else "ipv6_route")
+            route = (table, {"dst": (int(ip), host.prefixlen)}, ING + "set_nexthop_id")
+            updates.append(self._entry(pb.INSERT, *route, {"nexthop_id": nid}))
+            created.insert(0, self._entry(pb.DELETE, *route, {"nexthop_id": nid}))
+        self.created[(ifname, ip)] = created
+        return updates
+
+    def remove(self, ifname: str, ip: Any) -> list[Any]:
+        """DELETE what install() created: host route, then next hop, then neighbour."""
+        created = self.created.pop((ifname, ip), [])
+        for update in created:
+            e = update.entity.table_entry
+            if self.b.idx.name_of(e.table_id).endswith("_route"):
+                self.ids.routes.discard(ipaddress.ip_network(ip))
+            elif self.b.idx.name_of(e.table_id).endswith(".nexthop"):
+                self.ids.nexthop_ids.pop(f"nexthop:{ifname}|{ip}", None)
+        return created
