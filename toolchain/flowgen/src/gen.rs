@@ -68,13 +68,20 @@ impl Addresses {
     /// `gbps` is the offered load, which sets how many clients are used (TRex's
     /// `clients_per_gb`, at least `min_clients`, at most the range).
     pub fn new(g: &GenSpec, gbps: f64, seed: u64) -> Self {
-        let range = u32::from(g.clients_end) - u32::from(g.clients_start) + 1;
-        let wanted = (g.clients_per_gb as f64 * gbps).ceil().min(u32::MAX as f64) as u32;
+        // A range of all 2^32 addresses has 2^32 members; u32 arithmetic saturates there.
+        let range = (u32::from(g.clients_end) - u32::from(g.clients_start)).saturating_add(1);
+        let clients = if g.clients_per_gb.is_none() && g.min_clients.is_none() {
+            range
+        } else {
+            let per_gb = g.clients_per_gb.unwrap_or(0) as f64 * gbps;
+            let wanted = per_gb.ceil().min(u32::MAX as f64) as u32;
+            wanted.max(g.min_clients.unwrap_or(1)).clamp(1, range)
+        };
         Addresses {
             clients_start: g.clients_start.into(),
-            clients: wanted.max(g.min_clients).clamp(1, range.max(1)),
+            clients,
             servers_start: g.servers_start.into(),
-            servers: u32::from(g.servers_end) - u32::from(g.servers_start) + 1,
+            servers: (u32::from(g.servers_end) - u32::from(g.servers_start)).saturating_add(1),
             dist: g.distribution,
             next_client: 0,
             next_server: 0,

@@ -63,13 +63,56 @@ pub struct Profile {
     pub cap_info: Vec<CapInfo>,
 }
 
+/// Checks a number while serde_yaml still knows where it stands, so the error carries the
+/// value's own line and column (a `try_from` check would run after, and point at the mapping).
+struct Checked<T>(fn(f64) -> Result<T, String>);
+
+impl<T> serde::de::Visitor<'_> for Checked<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a number")
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
+        (self.0)(v).map_err(E::custom)
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        (self.0)(v as f64).map_err(E::custom)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        (self.0)(v as f64).map_err(E::custom)
+    }
+}
+
+/// A whole number from a YAML number.
+fn whole(v: f64) -> Result<u64, String> {
+    if v.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&v) {
+        Ok(v as u64)
+    } else {
+        Err(format!("must be a whole number, got {v}"))
+    }
+}
+
+macro_rules! checked_number {
+    ($t:ty, $check:expr) => {
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(Checked($check))
+            }
+        }
+    };
+}
+
+checked_number!(Positive, Positive::try_from);
+checked_number!(NonNegative, NonNegative::try_from);
+checked_number!(Buckets, |v| Buckets::try_from(whole(v)?));
+checked_number!(Levels, |v| Levels::try_from(whole(v)?));
+
 fn default_duration() -> Positive {
     Positive(10.0)
 }
 
 /// A float > 0 (rates, times).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(try_from = "f64")]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Positive(pub f64);
 
 impl TryFrom<f64> for Positive {
@@ -84,8 +127,7 @@ impl TryFrom<f64> for Positive {
 }
 
 /// A float >= 0 (gaps, aging).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
-#[serde(try_from = "f64")]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct NonNegative(pub f64);
 
 impl TryFrom<f64> for NonNegative {
@@ -117,8 +159,10 @@ pub struct Generator {
     pub clients_end: Ipv4Addr,
     pub servers_start: Ipv4Addr,
     pub servers_end: Ipv4Addr,
-    pub clients_per_gb: u32,
-    pub min_clients: u32,
+    /// With `min_clients`: the client pool is `max(min_clients, clients_per_gb x offered
+    /// Gb/s)` addresses from `clients_start`; without either, the whole range.
+    pub clients_per_gb: Option<u32>,
+    pub min_clients: Option<u32>,
     /// Added once per port pair index to both addresses of a flow.
     pub dual_port_mask: Ipv4Addr,
     /// Seconds a finished TCP flow keeps its state (TRex `tcp_aging`).
@@ -136,10 +180,8 @@ struct RawGenerator {
     clients_end: Ipv4Addr,
     servers_start: Ipv4Addr,
     servers_end: Ipv4Addr,
-    #[serde(default)]
-    clients_per_gb: u32,
-    #[serde(default = "one")]
-    min_clients: u32,
+    clients_per_gb: Option<u32>,
+    min_clients: Option<u32>,
     #[serde(default = "zero_addr")]
     dual_port_mask: Ipv4Addr,
     #[serde(default)]
@@ -180,7 +222,7 @@ impl TryFrom<RawGenerator> for Generator {
             servers_start: r.servers_start,
             servers_end: r.servers_end,
             clients_per_gb: r.clients_per_gb,
-            min_clients: r.min_clients.max(1),
+            min_clients: r.min_clients,
             dual_port_mask: r.dual_port_mask,
             tcp_aging: r.tcp_aging,
             udp_aging: r.udp_aging,
@@ -229,8 +271,7 @@ fn default_bucket_time() -> Positive {
 
 /// Buckets per wheel level: a power of two from 2 to 2^20, so a tick splits into level indices
 /// by shifts and masks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "u64")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Buckets(pub u32);
 
 impl TryFrom<u64> for Buckets {
@@ -245,8 +286,7 @@ impl TryFrom<u64> for Buckets {
 }
 
 /// Wheel levels: 1 to 8.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "u64")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Levels(pub u32);
 
 impl TryFrom<u64> for Levels {
