@@ -131,9 +131,10 @@ impl Scheduler for HeapScheduler {
     }
 }
 
-/// Events fetched ahead while walking a bucket: enough to cover a cache miss with the work of
-/// the events in between.
-const PREFETCH: usize = 8;
+/// Flows fetched ahead while firing a bucket, and while cascading one (re-filing is much less
+/// work per flow than sending, so it must look further ahead to cover a miss).
+const PREFETCH_FIRE: usize = 16;
+const PREFETCH_CASCADE: usize = 32;
 
 /// Asks the CPU to load a flow's cache line: bucket walks know which flows come next, so their
 /// misses overlap instead of queuing one after the other.
@@ -205,6 +206,9 @@ pub struct TimerWheel {
     levels: u32,
     /// log2(B).
     shift: u32,
+    /// The level of an event whose tick distance has its highest bit at index i: i / log2(B)
+    /// (a table, since a divide by a runtime value costs tens of cycles).
+    level_of_bit: [u8; 64],
     mask: u64,
     bucket: Divider,
     /// The tick being fired: every bucket before it is empty and every cascade up to it done.
@@ -215,7 +219,10 @@ pub struct TimerWheel {
 impl TimerWheel {
     /// `buckets` must be a power of two and `levels * log2(buckets)` at most 48.
     pub fn new(buckets: u32, levels: u32, bucket_ns: u64) -> Self {
-        assert!(buckets.is_power_of_two() && buckets >= 2, "buckets {buckets}");
+        assert!(
+            buckets.is_power_of_two() && buckets >= 2,
+            "buckets {buckets}"
+        );
         let shift = buckets.trailing_zeros();
         assert!(
             (1..=8).contains(&levels) && shift * levels <= 48,
@@ -225,6 +232,7 @@ impl TimerWheel {
             buckets: (0..buckets * levels).map(|_| Vec::new()).collect(),
             levels,
             shift,
+            level_of_bit: std::array::from_fn(|i| (i as u32 / shift) as u8),
             mask: buckets as u64 - 1,
             bucket: Divider::new(bucket_ns),
             cur: 0,
@@ -246,7 +254,7 @@ impl TimerWheel {
         let level = if delta == 0 {
             0
         } else {
-            (63 - delta.leading_zeros()) / self.shift
+            self.level_of_bit[(63 - delta.leading_zeros()) as usize] as u32
         };
         let slot = if level < self.levels {
             self.slot(level, tick)
@@ -270,7 +278,7 @@ impl TimerWheel {
             // Taken, not cleared: a coarse bucket's memory goes back until it fills again.
             let ids = std::mem::take(&mut self.buckets[slot]);
             for (i, &id) in ids.iter().enumerate() {
-                if let Some(&ahead) = ids.get(i + PREFETCH) {
+                if let Some(&ahead) = ids.get(i + PREFETCH_CASCADE) {
                     prefetch(flows, ahead);
                 }
                 self.file(flows, id);
@@ -292,7 +300,7 @@ impl Scheduler for TimerWheel {
             let slot = self.slot(0, self.cur);
             let b = &mut self.buckets[slot];
             if let Some(id) = b.pop() {
-                if let Some(&ahead) = b.len().checked_sub(PREFETCH).and_then(|i| b.get(i)) {
+                if let Some(&ahead) = b.len().checked_sub(PREFETCH_FIRE).and_then(|i| b.get(i)) {
                     prefetch(flows, ahead);
                 }
                 if self.bucket.div(flows[id as usize].due) > self.cur {
@@ -429,7 +437,18 @@ mod tests {
     #[test]
     fn divider_matches_division() {
         let mut rng = fastrand::Rng::with_seed(9);
-        for d in [1u64, 2, 3, 7, 1000, 20_000, 20_001, 1 << 40, u64::MAX / 3, u64::MAX] {
+        for d in [
+            1u64,
+            2,
+            3,
+            7,
+            1000,
+            20_000,
+            20_001,
+            1 << 40,
+            u64::MAX / 3,
+            u64::MAX,
+        ] {
             let div = Divider::new(d);
             for n in [0, 1, d - 1, d, d.wrapping_add(1), u64::MAX, u64::MAX - 1] {
                 assert_eq!(div.div(n), n / d, "{n} / {d}");
