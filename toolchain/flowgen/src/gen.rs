@@ -156,6 +156,12 @@ pub fn steady_active_flows(templates: &[Template]) -> f64 {
         .sum()
 }
 
+/// The most flows `--active-flows` may ask for: 16 GiB of flow state.
+pub const MAX_ACTIVE_FLOWS: u64 = 500_000_000;
+
+/// Flow-table slots reserved up front; beyond this the table grows as flows arrive.
+const RESERVE_FLOWS: f64 = (1 << 24) as f64;
+
 /// Stretches every template's gaps by one factor so that `active` flows are active in steady
 /// state at unchanged flow and packet rates (TRex's `--active-flows`). Errors when the
 /// templates cannot hold that many (single-packet flows have no gaps to stretch).
@@ -177,6 +183,11 @@ pub fn scale_to_active_flows(templates: &mut [Template], active: u64) -> Result<
     if want <= 0.0 {
         return Err(format!(
             "--active-flows {active} is below the {aging:.0} flows that aging alone keeps active"
+        ));
+    }
+    if active > MAX_ACTIVE_FLOWS {
+        return Err(format!(
+            "--active-flows {active} is above {MAX_ACTIVE_FLOWS} (32 bytes of state each)"
         ));
     }
     let factor = want / spans;
@@ -208,7 +219,7 @@ impl<S: Scheduler> Generator<S> {
                 client_left: 0,
             })
             .collect();
-        let capacity = steady_active_flows(&templates).ceil().min(1e9) as usize;
+        let capacity = steady_active_flows(&templates).ceil().min(RESERVE_FLOWS) as usize;
         Generator {
             sched,
             table: FlowTable::with_capacity(capacity),
@@ -369,7 +380,9 @@ impl<S: Scheduler> Generator<S> {
             self.counters.flows_ended += 1;
             return Ok(());
         }
-        let due = f.due + if last { tpl.aging_ns } else { p.gap_ns };
+        let due = f
+            .due
+            .saturating_add(if last { tpl.aging_ns } else { p.gap_ns });
         self.table.flows[id as usize].pkt = next_pkt;
         self.sched.push(&mut self.table.flows, id, due);
         Ok(())

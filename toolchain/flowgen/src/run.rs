@@ -338,7 +338,7 @@ pub fn run<K: Sink>(setup: &Setup, sink: &mut K, cfg: &RunConfig) -> Result<Repo
     let g = &setup.profile.generator;
     let (measurement, clients) = match setup.sched {
         SchedChoice::Heap => {
-            let cap = gen::steady_active_flows(&templates) as usize;
+            let cap = gen::steady_active_flows(&templates).min((1u64 << 24) as f64) as usize;
             let gen = Generator::new(
                 HeapScheduler::with_capacity(cap),
                 templates,

@@ -20,6 +20,11 @@ const ETHERTYPE_VLAN: u16 = 0x8100;
 const PROTO_TCP: u8 = 6;
 const PROTO_UDP: u8 = 17;
 const BTH_LEN: usize = 12;
+/// Gaps and aging beyond a day are refused (or capped), so that generator time cannot overflow.
+const MAX_GAP_USEC: f64 = 86_400e6;
+/// New flows per second of one template: beyond this no core keeps up, and flow start times
+/// would no longer be distinct nanoseconds.
+pub const MAX_CPS: f64 = 1e9;
 const ICRC_LEN: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +168,20 @@ impl Template {
             };
             packets.push(prepare(frame, parsed, dir));
         }
+        for (field, usec) in [("ipg", cap.ipg.0), ("rtt", cap.rtt.0)] {
+            if usec > MAX_GAP_USEC {
+                return Err(format!(
+                    "{yaml_path}.{field}: {usec} us is above the {MAX_GAP_USEC} us (one day) limit"
+                ));
+            }
+        }
+        let cps = cap.cps.0 * multiplier;
+        if cps > MAX_CPS {
+            return Err(format!(
+                "{yaml_path}.cps: {} x multiplier {multiplier:.3e} = {cps:.3e} new flows per second, above {MAX_CPS:e}",
+                cap.cps.0
+            ));
+        }
         let n = packets.len();
         for i in 0..n.saturating_sub(1) {
             let turn = packets[i].dir != packets[i + 1].dir;
@@ -171,11 +190,11 @@ impl Template {
         }
         let per_flow_qp =
             matches!(&cap.source, Source::Builtin(b) if b.kind == BuiltinKind::Rocev2Write);
-        let aging = if tcp { aging.0 } else { aging.1 };
+        let aging = if tcp { aging.0 } else { aging.1 }.min(MAX_GAP_USEC / 1e6);
         Ok(Template {
             name,
             packets,
-            cps: cap.cps.0 * multiplier,
+            cps,
             w: cap.w,
             aging_ns: (aging * 1e9).round() as u64,
             per_flow_qp,

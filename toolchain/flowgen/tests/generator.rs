@@ -548,3 +548,17 @@ fn shipped_profiles_load() {
     }
     assert_eq!(n, 3);
 }
+
+#[test]
+fn absurd_rates_gaps_and_table_sizes_are_refused() {
+    let load = |p: &Profile, m: f64| {
+        Template::load(&p.cap_info[0], Path::new("."), m, (0.0, 0.0), "cap_info[0]").unwrap_err()
+    };
+    let e = load(&profile(&UDP5.replace("ipg: 100", "ipg: 1e12")), 1.0);
+    assert!(e.starts_with("cap_info[0].ipg: "), "{e}");
+    let e = load(&profile(UDP5), 1e300);
+    assert!(e.starts_with("cap_info[0].cps: "), "{e}");
+    let mut t = templates(&profile(UDP5), Path::new("."), 1.0);
+    let e = gen::scale_to_active_flows(&mut t, gen::MAX_ACTIVE_FLOWS + 1).unwrap_err();
+    assert!(e.contains("above"), "{e}");
+}
