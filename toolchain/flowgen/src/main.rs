@@ -54,6 +54,9 @@ enum Cmd {
             default_value = "100,10000,1000000,8000000"
         )]
         flows: Vec<u64>,
+        /// Measure each point this many times and keep the best.
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
     },
     /// Seed 004's sweep: active flows from --min to --max in --steps log steps, per variant.
     Sweep {
@@ -269,7 +272,8 @@ fn main() -> ExitCode {
             out,
             packets,
             flows,
-        } => bench::bench(&flows, packets, print_point).and_then(|r| {
+            repeat,
+        } => bench::bench(&flows, packets, repeat, print_point).and_then(|r| {
             run::write_json(&out, &r)?;
             eprintln!(
                 "tw at {} flows: {:.0}% of its rate at {} flows; pq: {:.0}%; written to {}",
