@@ -147,3 +147,29 @@ fn run_needs_an_output() {
     assert!(!ok);
     assert!(err.contains("choose an output"), "{err}");
 }
+
+#[test]
+fn realtime_run_prints_a_progress_line_per_second() {
+    let (ok, _, err) = flowgen(&[
+        "run",
+        "-f",
+        &seed_profile(),
+        "--sink",
+        "--pace",
+        "realtime",
+        "-m",
+        "10",
+        "-d",
+        "1.3",
+    ]);
+    assert!(ok, "{err}");
+    let progress: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(progress.len(), 1, "{err}");
+    for field in ["tx ", "pps", "b/s", "active ", "cpu ", "queue-full 0"] {
+        assert!(
+            progress[0].contains(field),
+            "{field} missing: {}",
+            progress[0]
+        );
+    }
+}

@@ -562,3 +562,34 @@ fn absurd_rates_gaps_and_table_sizes_are_refused() {
     let e = gen::scale_to_active_flows(&mut t, gen::MAX_ACTIVE_FLOWS + 1).unwrap_err();
     assert!(e.contains("above"), "{e}");
 }
+
+#[test]
+fn aging_keeps_finished_flows_active() {
+    // udp_aging 0.01 s: a flow stays in the table 10 ms after its last packet.
+    let yaml = UDP5.replace(
+        "servers_end: 48.0.0.3",
+        "servers_end: 48.0.0.3\n  udp_aging: 0.01",
+    );
+    let p = profile(&yaml);
+    let aging = (0.0, p.generator.udp_aging.0);
+    let t: Vec<Template> = p
+        .cap_info
+        .iter()
+        .map(|c| Template::load(c, Path::new("."), 1.0, aging, "cap_info[0]").unwrap())
+        .collect();
+    assert_eq!(t[0].aging_ns, 10_000_000);
+    let until = 100_000_000u64;
+    let r = run_until(HeapScheduler::default(), t, &p, 1, until);
+    let period = 2_000_000u64; // 500 cps
+    let life = 4 * 100_000 + 10_000_000;
+    let started = until / period + 1;
+    let ended = (0..started).filter(|k| k * period + life <= until).count() as u64;
+    assert_eq!(r.counters.flows_started, started);
+    assert_eq!(r.counters.flows_ended, ended);
+    assert_eq!(r.active as u64, started - ended);
+    // Aging sends nothing: five packets per flow that finished sending.
+    let sent = (0..started)
+        .map(|k| ((until - k * period) / 100_000 + 1).min(5))
+        .sum::<u64>();
+    assert_eq!(r.counters.packets, sent);
+}
