@@ -1,0 +1,10 @@
+//! Match tables and action profiles of `p4-switch`: pure data structures with P4Runtime and
+//! bmv2 semantics. See README.md for the design and what is covered.
+
+mod error;
+mod profile;
+mod table;
+
+pub use error::{ProfileError, TableError};
+pub use profile::{ActionProfile, GroupMember};
+pub use table::{EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind, Table};
