@@ -50,6 +50,8 @@ pub enum TableError {
     UnexpectedPriority,
     #[error("priority {priority} is invalid: P4Runtime priorities are 1 to 2147483647")]
     InvalidPriority { priority: i32 },
+    #[error("bmv2 priority {priority} is invalid: bmv2 priorities are 0 to 2147483646")]
+    InvalidBmv2Priority { priority: i32 },
     #[error("no entry with handle {}", .0 .0)]
     InvalidHandle(EntryHandle),
 }

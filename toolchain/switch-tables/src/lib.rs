@@ -2,9 +2,12 @@
 //! bmv2 semantics. See README.md for the design and what is covered.
 
 mod error;
+mod keys;
 mod profile;
 mod table;
 
 pub use error::{ProfileError, TableError};
 pub use profile::{ActionProfile, GroupMember};
-pub use table::{EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind, Table};
+pub use table::{
+    priority_from_bmv2, EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind, Table,
+};

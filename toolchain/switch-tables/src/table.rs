@@ -1,8 +1,7 @@
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::keys::{FastMap, KeyMap, Mask, Probe};
 use crate::TableError;
-
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Match kind of one key field (P4_16 `exact`, `lpm`, `ternary`, v1model `range`, `optional`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -101,22 +100,41 @@ struct Compiled {
 /// Lookup structure, chosen from the match kinds as bmv2 and P4Runtime do.
 enum Index {
     /// All fields exact: one hash map from key to slot.
-    Exact(FastMap<Box<[u8]>, u32>),
-    /// Exact fields and one LPM field: one hash map per prefix length, longest first.
-    Lpm(Vec<LpmLevel>),
+    Exact(KeyMap<u32>),
+    /// Exact fields and one LPM field: one hash map per prefix length.
+    Lpm(LpmIndex),
     /// Any ternary, range or optional field: tuple space search, one hash map per distinct
     /// mask, visited in order of the best priority each holds.
     Ternary(TupleSpace),
 }
 
-struct LpmLevel {
-    prefix_len: u32,
-    mask: Box<[u8]>,
-    map: FastMap<Box<[u8]>, u32>,
+/// Longest prefix match as one hash map per prefix length of the LPM field. Probing every
+/// length from the longest costs up to `width` probes, so each value of the field's leading
+/// `bucket_bits` bits keeps a bitmap of the prefix lengths (>= `bucket_bits`) present under
+/// it: a lookup probes only those, longest first, then the few lengths below `bucket_bits`.
+struct LpmIndex {
+    field: FieldLayout,
+    bucket_bits: u32,
+    /// Indexed by prefix length.
+    levels: Vec<Option<LpmLevel>>,
+    /// `words` u64 per bucket; bit `len - bucket_bits` marks prefix length `len`. Flat, so a
+    /// lookup reads one cache line. Allocated with the first long entry, so tables of short
+    /// prefixes stay small.
+    lengths: Vec<u64>,
+    words: usize,
+    /// Entries per (bucket, prefix length), to clear a bit when its last entry goes.
+    counts: FastMap<(u32, u32), u32>,
+    /// Prefix lengths below `bucket_bits` that hold entries, longest first.
+    short: Vec<u32>,
 }
 
-#[derive(Default)]
+struct LpmLevel {
+    mask: Mask,
+    map: KeyMap<u32>,
+}
+
 struct TupleSpace {
+    key_len: usize,
     groups: Vec<Option<MaskGroup>>,
     free_groups: Vec<usize>,
     by_mask: FastMap<Box<[u8]>, usize>,
@@ -127,9 +145,9 @@ struct TupleSpace {
 }
 
 struct MaskGroup {
-    mask: Box<[u8]>,
+    mask: Mask,
     /// Masked key -> (priority, slot), best first: higher priority, then lower slot.
-    buckets: FastMap<Box<[u8]>, Vec<(i32, u32)>>,
+    buckets: KeyMap<Vec<(i32, u32)>>,
     priorities: BTreeMap<i32, u32>,
     best: i32,
 }
@@ -140,9 +158,7 @@ pub struct Table<V> {
     fields: Vec<FieldLayout>,
     key_len: usize,
     /// Per key byte, the bits that belong to a field (zero above each field's width).
-    width_mask: Box<[u8]>,
-    /// Some field width is not a multiple of 8, so lookup keys are masked before hashing.
-    partial_bytes: bool,
+    width_mask: Mask,
     max_size: usize,
     slots: Vec<Option<Entry<V>>>,
     free: BTreeSet<u32>,
@@ -150,39 +166,14 @@ pub struct Table<V> {
     index: Index,
 }
 
-const INLINE_KEY: usize = 64;
-
-/// A key-sized scratch buffer on the stack for the usual keys, on the heap for long ones,
-/// so lookups do not allocate.
-struct Scratch {
-    inline: [u8; INLINE_KEY],
-    heap: Vec<u8>,
-    len: usize,
-}
-
-impl Scratch {
-    fn new(len: usize) -> Self {
-        Scratch {
-            inline: [0; INLINE_KEY],
-            heap: if len > INLINE_KEY {
-                vec![0; len]
-            } else {
-                Vec::new()
-            },
-            len,
-        }
-    }
-
-    fn masked(&mut self, key: &[u8], mask: &[u8]) -> &[u8] {
-        let buf = if self.len > INLINE_KEY {
-            &mut self.heap[..]
-        } else {
-            &mut self.inline[..self.len]
-        };
-        for ((b, k), m) in buf.iter_mut().zip(key).zip(mask) {
-            *b = k & m;
-        }
-        buf
+/// The P4Runtime priority (larger wins) equivalent to a bmv2 runtime CLI or STF priority
+/// (smaller wins): `i32::MAX - p`. Both break ties by the lowest handle, so lookups agree.
+/// bmv2 priorities are 0 to `i32::MAX - 1`; others are refused.
+pub fn priority_from_bmv2(p: i32) -> Result<i32, TableError> {
+    if (0..i32::MAX).contains(&p) {
+        Ok(i32::MAX - p)
+    } else {
+        Err(TableError::InvalidBmv2Priority { priority: p })
     }
 }
 
@@ -201,7 +192,6 @@ impl<V> Table<V> {
         let mut offset = 0;
         let mut lpm_field = None;
         let mut width_mask = Vec::new();
-        let mut partial_bytes = false;
         let mut needs_priority = false;
         let mut range_fields = Vec::new();
         for (i, k) in keys.iter().enumerate() {
@@ -223,7 +213,6 @@ impl<V> Table<V> {
                 MatchKind::Exact => {}
             }
             let len = k.width.div_ceil(8) as usize;
-            partial_bytes |= k.width % 8 != 0;
             width_mask.push(top_byte_mask(k.width));
             width_mask.extend(std::iter::repeat(0xff).take(len - 1));
             fields.push(FieldLayout {
@@ -235,26 +224,75 @@ impl<V> Table<V> {
             offset += len;
         }
         let index = if needs_priority {
-            Index::Ternary(TupleSpace {
-                range_fields,
-                ..TupleSpace::default()
-            })
-        } else if lpm_field.is_some() {
-            Index::Lpm(Vec::new())
+            Index::Ternary(TupleSpace::new(offset, range_fields))
+        } else if let Some(f) = lpm_field {
+            Index::Lpm(LpmIndex::new(fields[f]))
         } else {
-            Index::Exact(FastMap::default())
+            Index::Exact(KeyMap::new(offset))
         };
         Ok(Table {
             fields,
             key_len: offset,
-            width_mask: width_mask.into(),
-            partial_bytes,
+            width_mask: Mask::new(width_mask.into()),
             max_size,
             slots: Vec::new(),
             free: BTreeSet::new(),
             len: 0,
             index,
         })
+    }
+
+    /// Clears the bits bmv2's runtime CLI silently drops before adding an entry: bits above
+    /// each field's width (a range's high bound above it becomes the largest value), LPM bits
+    /// beyond the prefix, ternary value bits outside the mask.
+    /// P4Runtime refuses such values (and `insert` does too), so only the CLI and STF paths,
+    /// which follow bmv2, call this first. Values of the wrong length are left for `insert`
+    /// to report.
+    pub fn canonicalize_like_bmv2(&self, matches: &mut [FieldMatch]) {
+        for (m, l) in matches.iter_mut().zip(&self.fields) {
+            let top = top_byte_mask(l.width);
+            let clear_top = |v: &mut Vec<u8>| {
+                if v.len() == l.len {
+                    v[0] &= top;
+                }
+            };
+            match m {
+                FieldMatch::Exact(v) | FieldMatch::Optional(Some(v)) => clear_top(v),
+                FieldMatch::Optional(None) => {}
+                FieldMatch::Lpm { value, prefix_len } => {
+                    clear_top(value);
+                    if value.len() == l.len && *prefix_len <= l.width {
+                        let keep = l.len as u32 * 8 - l.width + *prefix_len;
+                        for (i, b) in value.iter_mut().enumerate() {
+                            let start = i as u32 * 8;
+                            *b &= match keep.saturating_sub(start) {
+                                0 => 0,
+                                n if n >= 8 => 0xff,
+                                n => !(0xffu8 >> n),
+                            };
+                        }
+                    }
+                }
+                FieldMatch::Ternary { value, mask } => {
+                    clear_top(value);
+                    clear_top(mask);
+                    if value.len() == mask.len() {
+                        for (v, k) in value.iter_mut().zip(mask.iter()) {
+                            *v &= k;
+                        }
+                    }
+                }
+                FieldMatch::Range { low, high } => {
+                    clear_top(low);
+                    // bmv2 masks only the low bound; a high bound above the width admits
+                    // every value, so it becomes the largest one.
+                    if high.len() == l.len && high[0] & !top != 0 {
+                        high.fill(0xff);
+                        high[0] = top;
+                    }
+                }
+            }
+        }
     }
 
     /// Whether entries carry a priority (the table has a ternary, range or optional field).
@@ -361,13 +399,9 @@ impl<V> Table<V> {
         self.len = 0;
         match &mut self.index {
             Index::Exact(m) => m.clear(),
-            Index::Lpm(levels) => levels.clear(),
+            Index::Lpm(lpm) => *lpm = LpmIndex::new(lpm.field),
             Index::Ternary(ts) => {
-                let range_fields = std::mem::take(&mut ts.range_fields);
-                *ts = TupleSpace {
-                    range_fields,
-                    ..TupleSpace::default()
-                };
+                *ts = TupleSpace::new(ts.key_len, std::mem::take(&mut ts.range_fields))
             }
         }
     }
@@ -415,22 +449,11 @@ impl<V> Table<V> {
         if key.len() != self.key_len {
             return None;
         }
+        let mut probe = Probe::new(key);
         let slot = match &self.index {
-            Index::Exact(map) => {
-                if self.partial_bytes {
-                    let mut s = Scratch::new(self.key_len);
-                    map.get(s.masked(key, &self.width_mask)).copied()
-                } else {
-                    map.get(key).copied()
-                }
-            }
-            Index::Lpm(levels) => {
-                let mut s = Scratch::new(self.key_len);
-                levels
-                    .iter()
-                    .find_map(|l| l.map.get(s.masked(key, &l.mask)).copied())
-            }
-            Index::Ternary(ts) => self.lookup_ternary(ts, key),
+            Index::Exact(map) => map.probe(&mut probe, &self.width_mask).copied(),
+            Index::Lpm(lpm) => lpm.lookup(key, &mut probe),
+            Index::Ternary(ts) => self.lookup_ternary(ts, key, &mut probe),
         }?;
         let e = self.slots[slot as usize]
             .as_ref()
@@ -438,24 +461,22 @@ impl<V> Table<V> {
         Some((EntryHandle(slot), &e.value))
     }
 
-    fn lookup_ternary(&self, ts: &TupleSpace, key: &[u8]) -> Option<u32> {
-        let mut canon = Scratch::new(self.key_len);
-        let canon = canon.masked(key, &self.width_mask);
-        let mut s = Scratch::new(self.key_len);
+    fn lookup_ternary(&self, ts: &TupleSpace, key: &[u8], probe: &mut Probe) -> Option<u32> {
         let mut best: Option<(i32, u32)> = None;
         for &g in &ts.order {
             let group = ts.groups[g].as_ref().expect("order lists live groups");
             if best.is_some_and(|(bp, _)| group.best < bp) {
                 break;
             }
-            let Some(bucket) = group.buckets.get(s.masked(canon, &group.mask)) else {
+            // Group masks lie within the field widths, so masking also canonicalizes.
+            let Some(bucket) = group.buckets.probe(probe, &group.mask) else {
                 continue;
             };
             for &(p, slot) in bucket {
                 if best.is_some_and(|(bp, bs)| p < bp || (p == bp && slot > bs)) {
                     break;
                 }
-                if ts.range_fields.is_empty() || self.ranges_match(&ts.range_fields, slot, canon) {
+                if ts.range_fields.is_empty() || self.ranges_match(&ts.range_fields, slot, key) {
                     best = Some((p, slot));
                     break;
                 }
@@ -471,8 +492,12 @@ impl<V> Table<V> {
         range_fields.iter().all(|&f| {
             let l = self.fields[f];
             let k = &key[l.offset..l.offset + l.len];
+            // Compare as big-endian numbers, ignoring bits above the width.
+            let top = k[0] & top_byte_mask(l.width);
             match &e.matches[f] {
-                FieldMatch::Range { low, high } => low.as_slice() <= k && k <= high.as_slice(),
+                FieldMatch::Range { low, high } => {
+                    (top, &k[1..]) >= (low[0], &low[1..]) && (top, &k[1..]) <= (high[0], &high[1..])
+                }
                 _ => unreachable!("range fields hold range matches"),
             }
         })
@@ -520,7 +545,7 @@ impl<V> Table<V> {
             };
             let vdst = &mut value[l.offset..l.offset + l.len];
             let mdst = &mut mask[l.offset..l.offset + l.len];
-            let full = &self.width_mask[l.offset..l.offset + l.len];
+            let full = &self.width_mask.bytes[l.offset..l.offset + l.len];
             match m {
                 FieldMatch::Exact(v) | FieldMatch::Optional(Some(v)) => {
                     check(v)?;
@@ -588,10 +613,7 @@ impl<V> Table<V> {
     fn locate(&self, c: &Compiled, matches: &[FieldMatch], priority: Option<i32>) -> Option<u32> {
         match &self.index {
             Index::Exact(map) => map.get(&c.value).copied(),
-            Index::Lpm(levels) => levels
-                .iter()
-                .find(|l| l.prefix_len == c.prefix_len)
-                .and_then(|l| l.map.get(&c.value).copied()),
+            Index::Lpm(lpm) => lpm.level(c.prefix_len)?.map.get(&c.value).copied(),
             Index::Ternary(ts) => {
                 let group = ts.groups[*ts.by_mask.get(&c.mask)?].as_ref()?;
                 group
@@ -611,26 +633,8 @@ impl<V> Table<V> {
 
     fn index_add(&mut self, c: Compiled, priority: i32, slot: u32) {
         match &mut self.index {
-            Index::Exact(map) => {
-                map.insert(c.value, slot);
-            }
-            Index::Lpm(levels) => {
-                let at = match levels.binary_search_by(|l| c.prefix_len.cmp(&l.prefix_len)) {
-                    Ok(at) => at,
-                    Err(at) => {
-                        levels.insert(
-                            at,
-                            LpmLevel {
-                                prefix_len: c.prefix_len,
-                                mask: c.mask,
-                                map: FastMap::default(),
-                            },
-                        );
-                        at
-                    }
-                };
-                levels[at].map.insert(c.value, slot);
-            }
+            Index::Exact(map) => map.insert(&c.value, slot),
+            Index::Lpm(lpm) => lpm.add(c, slot),
             Index::Ternary(ts) => ts.add(c, priority, slot),
         }
     }
@@ -640,27 +644,130 @@ impl<V> Table<V> {
             Index::Exact(map) => {
                 map.remove(&c.value);
             }
-            Index::Lpm(levels) => {
-                if let Ok(at) = levels.binary_search_by(|l| c.prefix_len.cmp(&l.prefix_len)) {
-                    levels[at].map.remove(&c.value);
-                    if levels[at].map.is_empty() {
-                        levels.remove(at);
-                    }
-                }
-            }
+            Index::Lpm(lpm) => lpm.remove(c),
             Index::Ternary(ts) => ts.remove(c, priority, slot),
         }
     }
 }
 
+impl LpmIndex {
+    fn new(field: FieldLayout) -> Self {
+        let bucket_bits = field.width.min(16);
+        LpmIndex {
+            field,
+            bucket_bits,
+            levels: (0..=field.width).map(|_| None).collect(),
+            lengths: Vec::new(),
+            words: (field.width - bucket_bits + 1).div_ceil(64) as usize,
+            counts: FastMap::default(),
+            short: Vec::new(),
+        }
+    }
+
+    fn level(&self, prefix_len: u32) -> Option<&LpmLevel> {
+        self.levels.get(prefix_len as usize)?.as_ref()
+    }
+
+    /// The leading `bucket_bits` bits of the LPM field in a key (or an entry's value).
+    fn bucket(&self, key: &[u8]) -> usize {
+        let f = &self.field;
+        let bytes = &key[f.offset..f.offset + f.len.min(3)];
+        let v = bytes.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b));
+        let pad = f.len as u32 * 8 - f.width;
+        let shift = bytes.len() as u32 * 8 - pad - self.bucket_bits;
+        ((v >> shift) & ((1 << self.bucket_bits) - 1)) as usize
+    }
+
+    fn lookup(&self, key: &[u8], probe: &mut Probe) -> Option<u32> {
+        let hit = |len: u32, probe: &mut Probe| {
+            let level = self.level(len).expect("listed lengths have levels");
+            level.map.probe(probe, &level.mask).copied()
+        };
+        if !self.lengths.is_empty() {
+            let at = self.bucket(key) * self.words;
+            for (w, &word) in self.lengths[at..at + self.words].iter().enumerate().rev() {
+                let mut bits = word;
+                while bits != 0 {
+                    let bit = 63 - bits.leading_zeros();
+                    bits &= !(1 << bit);
+                    let len = self.bucket_bits + w as u32 * 64 + bit;
+                    if let Some(slot) = hit(len, probe) {
+                        return Some(slot);
+                    }
+                }
+            }
+        }
+        self.short.iter().find_map(|&len| hit(len, probe))
+    }
+
+    fn add(&mut self, c: Compiled, slot: u32) {
+        let len = c.prefix_len;
+        if self.levels[len as usize].is_none() {
+            self.levels[len as usize] = Some(LpmLevel {
+                mask: Mask::new(c.mask),
+                map: KeyMap::new(c.value.len()),
+            });
+            if len < self.bucket_bits {
+                let at = self.short.partition_point(|&l| l > len);
+                self.short.insert(at, len);
+            }
+        }
+        if len >= self.bucket_bits {
+            if self.lengths.is_empty() {
+                self.lengths = vec![0; self.words << self.bucket_bits];
+            }
+            let b = self.bucket(&c.value);
+            *self.counts.entry((b as u32, len)).or_insert(0) += 1;
+            let bit = (len - self.bucket_bits) as usize;
+            self.lengths[b * self.words + bit / 64] |= 1 << (bit % 64);
+        }
+        let level = self.levels[len as usize].as_mut().expect("created above");
+        level.map.insert(&c.value, slot);
+    }
+
+    fn remove(&mut self, c: &Compiled) {
+        let len = c.prefix_len;
+        let Some(level) = self.levels[len as usize].as_mut() else {
+            return;
+        };
+        level.map.remove(&c.value);
+        if level.map.is_empty() {
+            self.levels[len as usize] = None;
+            self.short.retain(|&l| l != len);
+        }
+        if len >= self.bucket_bits && !self.lengths.is_empty() {
+            let b = self.bucket(&c.value);
+            if let Some(n) = self.counts.get_mut(&(b as u32, len)) {
+                *n -= 1;
+                if *n == 0 {
+                    self.counts.remove(&(b as u32, len));
+                    let bit = (len - self.bucket_bits) as usize;
+                    self.lengths[b * self.words + bit / 64] &= !(1 << (bit % 64));
+                }
+            }
+        }
+    }
+}
+
 impl TupleSpace {
+    fn new(key_len: usize, range_fields: Vec<usize>) -> Self {
+        TupleSpace {
+            key_len,
+            groups: Vec::new(),
+            free_groups: Vec::new(),
+            by_mask: FastMap::default(),
+            order: Vec::new(),
+            range_fields,
+        }
+    }
+
     fn add(&mut self, c: Compiled, priority: i32, slot: u32) {
         let g = match self.by_mask.get(&c.mask) {
             Some(&g) => g,
             None => {
                 let group = MaskGroup {
-                    mask: c.mask.clone(),
-                    buckets: FastMap::default(),
+                    mask: Mask::new(c.mask.clone()),
+                    buckets: KeyMap::new(self.key_len),
                     priorities: BTreeMap::new(),
                     best: priority,
                 };
@@ -679,7 +786,7 @@ impl TupleSpace {
             }
         };
         let group = self.groups[g].as_mut().expect("by_mask lists live groups");
-        let bucket = group.buckets.entry(c.value).or_default();
+        let bucket = group.buckets.get_or_insert_with(&c.value, Vec::new);
         let at = bucket.partition_point(|&(p, s)| p > priority || (p == priority && s < slot));
         bucket.insert(at, (priority, slot));
         *group.priorities.entry(priority).or_insert(0) += 1;

@@ -150,3 +150,10 @@ fn every_profile_error() {
         })
     );
 }
+
+#[test]
+fn tables_and_profiles_can_be_shared_between_pipeline_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<switch_tables::Table<Vec<u8>>>();
+    shared::<ActionProfile<Vec<u8>>>();
+}

@@ -465,3 +465,65 @@ fn keyless_table_holds_one_entry() {
         Err(TableError::Duplicate { existing: h })
     );
 }
+
+#[test]
+fn bmv2_cli_values_are_canonicalized_as_bmv2_does() {
+    let t = Table::<()>::new(
+        vec![
+            key(MatchKind::Lpm, 32),
+            key(MatchKind::Ternary, 12),
+            key(MatchKind::Exact, 4),
+            key(MatchKind::Range, 9),
+        ],
+        4,
+    )
+    .unwrap();
+    let mut ms = vec![
+        lpm(ipv4(10, 1, 2, 3), 12),
+        tern(vec![0xff, 0xff], vec![0xf0, 0x0f]),
+        FieldMatch::Exact(vec![0xf5]),
+        range(vec![0xff, 0x01], vec![0x02, 0x00]),
+    ];
+    t.canonicalize_like_bmv2(&mut ms);
+    assert_eq!(
+        ms,
+        vec![
+            lpm(ipv4(10, 0, 0, 0), 12),
+            tern(vec![0x00, 0x0f], vec![0x00, 0x0f]),
+            FieldMatch::Exact(vec![0x05]),
+            range(vec![0x01, 0x01], vec![0x01, 0xff]),
+        ]
+    );
+    // Lengths that do not fit are left for insert to report.
+    let mut bad = vec![lpm(vec![10], 8)];
+    t.canonicalize_like_bmv2(&mut bad);
+    assert_eq!(bad, vec![lpm(vec![10], 8)]);
+}
+
+#[test]
+fn bmv2_priorities_convert_so_that_smaller_wins() {
+    use switch_tables::priority_from_bmv2;
+    let mut t = Table::new(vec![key(MatchKind::Ternary, 8)], 4).unwrap();
+    // bmv2: priority 1 beats priority 10.
+    t.insert(
+        vec![tern(vec![0], vec![0])],
+        Some(priority_from_bmv2(10).unwrap()),
+        "ten",
+    )
+    .unwrap();
+    t.insert(
+        vec![tern(vec![0], vec![0])],
+        Some(priority_from_bmv2(1).unwrap()),
+        "one",
+    )
+    .unwrap();
+    assert_eq!(hit(&t, &[7]), Some("one"));
+    assert_eq!(priority_from_bmv2(0), Ok(i32::MAX));
+    assert_eq!(priority_from_bmv2(i32::MAX - 1), Ok(1));
+    for p in [-1, i32::MAX] {
+        assert_eq!(
+            priority_from_bmv2(p),
+            Err(TableError::InvalidBmv2Priority { priority: p })
+        );
+    }
+}

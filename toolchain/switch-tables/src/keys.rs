@@ -1,0 +1,162 @@
+//! Hash maps over fixed-length byte keys. Keys of up to 16 bytes (addresses, MAC + VLAN, an
+//! IPv4 5-tuple) are packed into a `u128`, so hashing and comparing stay in registers instead
+//! of following a pointer to the key bytes.
+
+use std::collections::HashMap;
+
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+pub(crate) const PACKED_MAX: usize = 16;
+
+pub(crate) fn pack(bytes: &[u8]) -> u128 {
+    bytes.iter().fold(0, |acc, &b| (acc << 8) | u128::from(b))
+}
+
+/// A mask over the whole key, in both forms.
+#[derive(Clone)]
+pub(crate) struct Mask {
+    pub(crate) bytes: Box<[u8]>,
+    packed: u128,
+}
+
+impl Mask {
+    pub(crate) fn new(bytes: Box<[u8]>) -> Self {
+        let packed = if bytes.len() <= PACKED_MAX {
+            pack(&bytes)
+        } else {
+            0
+        };
+        Mask { bytes, packed }
+    }
+}
+
+pub(crate) enum KeyMap<V> {
+    Packed(FastMap<u128, V>),
+    Bytes(FastMap<Box<[u8]>, V>),
+}
+
+impl<V> KeyMap<V> {
+    pub(crate) fn new(key_len: usize) -> Self {
+        if key_len <= PACKED_MAX {
+            KeyMap::Packed(FastMap::default())
+        } else {
+            KeyMap::Bytes(FastMap::default())
+        }
+    }
+
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&V> {
+        match self {
+            KeyMap::Packed(m) => m.get(&pack(key)),
+            KeyMap::Bytes(m) => m.get(key),
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        match self {
+            KeyMap::Packed(m) => m.get_mut(&pack(key)),
+            KeyMap::Bytes(m) => m.get_mut(key),
+        }
+    }
+
+    pub(crate) fn get_or_insert_with(&mut self, key: &[u8], f: impl FnOnce() -> V) -> &mut V {
+        match self {
+            KeyMap::Packed(m) => m.entry(pack(key)).or_insert_with(f),
+            KeyMap::Bytes(m) => m.entry(key.into()).or_insert_with(f),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, key: &[u8], v: V) {
+        match self {
+            KeyMap::Packed(m) => {
+                m.insert(pack(key), v);
+            }
+            KeyMap::Bytes(m) => {
+                m.insert(key.into(), v);
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<V> {
+        match self {
+            KeyMap::Packed(m) => m.remove(&pack(key)),
+            KeyMap::Bytes(m) => m.remove(key),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            KeyMap::Packed(m) => m.is_empty(),
+            KeyMap::Bytes(m) => m.is_empty(),
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        match self {
+            KeyMap::Packed(m) => m.clear(),
+            KeyMap::Bytes(m) => m.clear(),
+        }
+    }
+
+    /// Looks up `key & mask`.
+    pub(crate) fn probe(&self, key: &mut Probe<'_>, mask: &Mask) -> Option<&V> {
+        match (self, key) {
+            (KeyMap::Packed(m), Probe::Packed(k)) => m.get(&(*k & mask.packed)),
+            (KeyMap::Bytes(m), Probe::Bytes { key, buf }) => m.get(buf.masked(key, &mask.bytes)),
+            _ => unreachable!("maps and probes of one table agree on the key form"),
+        }
+    }
+}
+
+/// A lookup key prepared once per lookup and masked per probe without allocating.
+pub(crate) enum Probe<'a> {
+    Packed(u128),
+    Bytes { key: &'a [u8], buf: Scratch },
+}
+
+impl<'a> Probe<'a> {
+    pub(crate) fn new(key: &'a [u8]) -> Self {
+        if key.len() <= PACKED_MAX {
+            Probe::Packed(pack(key))
+        } else {
+            Probe::Bytes {
+                key,
+                buf: Scratch::new(key.len()),
+            }
+        }
+    }
+}
+
+const INLINE_KEY: usize = 64;
+
+/// A key-sized buffer on the stack for the usual keys, on the heap for long ones.
+pub(crate) struct Scratch {
+    inline: [u8; INLINE_KEY],
+    heap: Vec<u8>,
+    len: usize,
+}
+
+impl Scratch {
+    fn new(len: usize) -> Self {
+        Scratch {
+            inline: [0; INLINE_KEY],
+            heap: if len > INLINE_KEY {
+                vec![0; len]
+            } else {
+                Vec::new()
+            },
+            len,
+        }
+    }
+
+    fn masked(&mut self, key: &[u8], mask: &[u8]) -> &[u8] {
+        let buf = if self.len > INLINE_KEY {
+            &mut self.heap[..]
+        } else {
+            &mut self.inline[..self.len]
+        };
+        for ((b, k), m) in buf.iter_mut().zip(key).zip(mask) {
+            *b = k & m;
+        }
+        buf
+    }
+}
