@@ -35,6 +35,7 @@ pub enum ErrorCode {
     InvalidMeterName,
     InvalidRegisterName,
     InvalidValueSetName,
+    InvalidCalculationName,
     IndexOutOfRange,
     BadValue,
     InvalidMirroringSession,
@@ -661,6 +662,21 @@ impl Switch {
     pub fn meter_get_rates(&mut self, name: &str, index: u64) -> Result<Vec<MeterRate>, ApiError> {
         let m = self.meter_index(name)?;
         Ok(Self::cell(&mut self.rt.ext.meters[m], index, name)?.rates.clone())
+    }
+
+    /// Changes the parameters of a `crc16_custom`/`crc32_custom` calculation (bmv2 CLI
+    /// `set_crc16_parameters` / `set_crc32_parameters`).
+    pub fn set_crc_parameters(&mut self, calculation: &str, params: switch_hash::CrcParams) -> Result<(), ApiError> {
+        let Some(c) = self.prog.calc_names.iter().position(|n| n == calculation) else {
+            return fail(ErrorCode::InvalidCalculationName, format!("no calculation \"{calculation}\""));
+        };
+        self.prog.calcs[c]
+            .algo
+            .set_crc_parameters(params)
+            .map_err(|e| ApiError {
+                code: ErrorCode::BadValue,
+                message: e.to_string(),
+            })
     }
 
     // ---- parse value sets ---------------------------------------------------------------

@@ -9,7 +9,6 @@
 mod api;
 mod exec;
 mod expr;
-mod hash;
 mod load;
 mod phv;
 mod program;
@@ -24,6 +23,7 @@ pub use switch::{
     instance_type, EgressJob, MirrorSession, Output, QueueMeta, Stats, Switch, SwitchConfig,
     DROP_PORT,
 };
+pub use switch_hash::CrcParams;
 pub use switch_tables::{EntryHandle, FieldMatch};
 
 mod stf;

@@ -1,7 +1,6 @@
 //! Loader: BMv2 JSON data model -> compiled [`Prog`]. Every semantic error names the JSON path.
 
 use crate::expr::{Ex, FieldLoc, HRef, Op1, Op2, URef, K};
-use crate::hash::Hasher;
 use crate::phv::Slot;
 use crate::program::*;
 use num_bigint::BigInt;
@@ -411,8 +410,8 @@ impl<'a> L<'a> {
         }
     }
 
-    fn hasher(algo: &str, path: &str) -> R<Hasher> {
-        match Hasher::from_bmv2_name(algo) {
+    fn hasher(algo: &str, path: &str) -> R<switch_hash::Algorithm> {
+        match switch_hash::Algorithm::from_bmv2_name(algo) {
             Some(h) => Ok(h),
             None => err(path, format!("unknown hash algorithm \"{algo}\"")),
         }
@@ -451,6 +450,7 @@ impl<'a> L<'a> {
             let algo = Self::hasher(&c.algo, &format!("{path}.algo"))?;
             let inputs = self.calc_inputs(&c.input, &format!("{path}.input"))?;
             self.calc_by_name.insert(&c.name, i as u32);
+            self.p.calc_names.push(c.name.clone());
             self.p.calcs.push(CalcInfo {
                 algo,
                 inputs,

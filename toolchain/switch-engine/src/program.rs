@@ -229,7 +229,7 @@ pub(crate) enum CalcInput {
 
 #[derive(Debug)]
 pub(crate) struct CalcInfo {
-    pub algo: crate::hash::Hasher,
+    pub algo: switch_hash::Algorithm,
     pub inputs: Vec<CalcInput>,
 }
 
@@ -324,6 +324,8 @@ pub(crate) struct Prog {
     pub calls: Vec<CallInfo>,
     pub pipelines: Vec<PipelineInfo>,
     pub calcs: Vec<CalcInfo>,
+    /// Names of the JSON's calculations (the first entries of `calcs`; selectors follow).
+    pub calc_names: Vec<String>,
     pub checksums: Vec<ChecksumInfo>,
     pub counters: Vec<CounterInfo>,
     pub meters: Vec<MeterInfo>,
