@@ -101,6 +101,35 @@ enum Node {
 
 struct NodeVisitor;
 
+/// Every `type` a type-value object may have.
+const KNOWN_TYPES: &[&str] = &[
+    "field",
+    "hexstr",
+    "bool",
+    "header",
+    "header_stack",
+    "header_union",
+    "header_union_stack",
+    "calculation",
+    "register_array",
+    "meter_array",
+    "counter_array",
+    "extern",
+    "string",
+    "lookahead",
+    "register",
+    "stack_field",
+    "union_stack_field",
+    "expression",
+    "local",
+    "runtime_data",
+    "parameters_vector",
+    "regular",
+    "stack",
+    "union_stack",
+    "payload",
+];
+
 struct Typed<'a>(&'a str);
 
 impl<'de> DeserializeSeed<'de> for Typed<'_> {
@@ -187,7 +216,13 @@ impl<'de> Visitor<'de> for NodeVisitor {
         let mut source_info = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "type" => ty = Some(map.next_value()?),
+                "type" => {
+                    let t: String = map.next_value()?;
+                    if !KNOWN_TYPES.contains(&t.as_str()) {
+                        return Err(de::Error::custom(format!("unknown type \"{t}\"")));
+                    }
+                    ty = Some(t);
+                }
                 "value" => match &ty {
                     Some(t) => value = Some(map.next_value_seed(Typed(t))?),
                     None => raw_value = Some(map.next_value()?),

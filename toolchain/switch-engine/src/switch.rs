@@ -675,3 +675,15 @@ fn table_path(json: &p4_bmv2_json::Program, mut ti: usize) -> String {
     }
     "pipelines".into()
 }
+
+impl std::fmt::Debug for Switch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Switch")
+            .field("headers", &self.prog.headers.len())
+            .field("tables", &self.prog.tables.len())
+            .field("actions", &self.prog.actions.len())
+            .field("config", &self.config)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
