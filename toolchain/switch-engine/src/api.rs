@@ -98,7 +98,11 @@ impl From<ProfileError> for ApiError {
 }
 
 /// Converts control-plane action data (big-endian bytes per parameter) to engine form.
-pub(crate) fn action_data(prog: &Prog, action: u32, args: &[Vec<u8>]) -> Result<ActionData, ApiError> {
+pub(crate) fn action_data(
+    prog: &Prog,
+    action: u32,
+    args: &[Vec<u8>],
+) -> Result<ActionData, ApiError> {
     let a = &prog.actions[action as usize];
     if args.len() != a.params.len() {
         return fail(
@@ -199,7 +203,10 @@ impl Switch {
     fn table_action(&self, t: usize, action: &str) -> Result<u32, ApiError> {
         let info = &self.prog.tables[t];
         let Some(a) = self.prog.actions.iter().position(|a| a.name == action) else {
-            return fail(ErrorCode::InvalidActionName, format!("no action \"{action}\""));
+            return fail(
+                ErrorCode::InvalidActionName,
+                format!("no action \"{action}\""),
+            );
         };
         // Several actions may share a name only across tables; prefer the table's own.
         match info
@@ -242,7 +249,10 @@ impl Switch {
         let name = self.prog.tables[t].name.clone();
         match self.rt.tables[t].table.as_mut() {
             Some(tb) => Ok(tb),
-            None => fail(ErrorCode::TableFull, format!("table \"{name}\" has no key and takes no entries")),
+            None => fail(
+                ErrorCode::TableFull,
+                format!("table \"{name}\" has no key and takes no entries"),
+            ),
         }
     }
 
@@ -346,7 +356,10 @@ impl Switch {
     ) -> Result<EntryHandle, ApiError> {
         let p = self.profile_of(table)?;
         if self.rt.profiles[p].member(member).is_none() {
-            return fail(ErrorCode::InvalidMemberHandle, format!("no member {member}"));
+            return fail(
+                ErrorCode::InvalidMemberHandle,
+                format!("no member {member}"),
+            );
         }
         self.insert_entry(table, matches, priority, EntryVal::Member(member))
     }
@@ -487,7 +500,12 @@ impl Switch {
         }
     }
 
-    fn profile_action(&self, p: usize, action: &str, args: &[Vec<u8>]) -> Result<ActionData, ApiError> {
+    fn profile_action(
+        &self,
+        p: usize,
+        action: &str,
+        args: &[Vec<u8>],
+    ) -> Result<ActionData, ApiError> {
         // The profile's actions are those of the tables that use it.
         let t = self
             .prog
@@ -502,13 +520,24 @@ impl Switch {
         action_data(&self.prog, a, args)
     }
 
-    pub fn profile_add_member(&mut self, profile: &str, action: &str, args: &[Vec<u8>]) -> Result<u32, ApiError> {
+    pub fn profile_add_member(
+        &mut self,
+        profile: &str,
+        action: &str,
+        args: &[Vec<u8>],
+    ) -> Result<u32, ApiError> {
         let p = self.profile_index(profile)?;
         let d = self.profile_action(p, action, args)?;
         Ok(self.rt.profiles[p].add_member(d)?)
     }
 
-    pub fn profile_modify_member(&mut self, profile: &str, member: u32, action: &str, args: &[Vec<u8>]) -> Result<(), ApiError> {
+    pub fn profile_modify_member(
+        &mut self,
+        profile: &str,
+        member: u32,
+        action: &str,
+        args: &[Vec<u8>],
+    ) -> Result<(), ApiError> {
         let p = self.profile_index(profile)?;
         let d = self.profile_action(p, action, args)?;
         Ok(self.rt.profiles[p].modify_member(member, d)?)
@@ -521,7 +550,12 @@ impl Switch {
     }
 
     /// Creates or replaces group `group` with `(member, weight)` pairs.
-    pub fn profile_set_group(&mut self, profile: &str, group: u32, members: &[(u32, u32)]) -> Result<(), ApiError> {
+    pub fn profile_set_group(
+        &mut self,
+        profile: &str,
+        group: u32,
+        members: &[(u32, u32)],
+    ) -> Result<(), ApiError> {
         let p = self.profile_index(profile)?;
         let list: Vec<GroupMember> = members
             .iter()
@@ -547,7 +581,10 @@ impl Switch {
     fn counter_index(&self, name: &str) -> Result<usize, ApiError> {
         match self.prog.counters.iter().position(|c| c.name == name) {
             Some(c) => Ok(c),
-            None => fail(ErrorCode::InvalidCounterName, format!("no counter \"{name}\"")),
+            None => fail(
+                ErrorCode::InvalidCounterName,
+                format!("no counter \"{name}\""),
+            ),
         }
     }
 
@@ -567,7 +604,12 @@ impl Switch {
         Ok(*Self::cell(&mut self.rt.ext.counters[c], index, name)?)
     }
 
-    pub fn counter_write(&mut self, name: &str, index: u64, v: CounterValue) -> Result<(), ApiError> {
+    pub fn counter_write(
+        &mut self,
+        name: &str,
+        index: u64,
+        v: CounterValue,
+    ) -> Result<(), ApiError> {
         let c = self.counter_index(name)?;
         *Self::cell(&mut self.rt.ext.counters[c], index, name)? = v;
         Ok(())
@@ -580,13 +622,28 @@ impl Switch {
     }
 
     /// The direct counter of `table` for an installed entry.
-    pub fn direct_counter_read(&self, table: &str, handle: EntryHandle) -> Result<CounterValue, ApiError> {
+    pub fn direct_counter_read(
+        &self,
+        table: &str,
+        handle: EntryHandle,
+    ) -> Result<CounterValue, ApiError> {
         let t = self.table_index(table)?;
         let Some(c) = self.prog.tables[t].direct_counter else {
-            return fail(ErrorCode::InvalidCounterName, format!("table \"{table}\" has no direct counter"));
+            return fail(
+                ErrorCode::InvalidCounterName,
+                format!("table \"{table}\" has no direct counter"),
+            );
         };
-        if self.rt.tables[t].table.as_ref().and_then(|tb| tb.get(handle)).is_none() {
-            return fail(ErrorCode::InvalidHandle, format!("no entry with handle {}", handle.0));
+        if self.rt.tables[t]
+            .table
+            .as_ref()
+            .and_then(|tb| tb.get(handle))
+            .is_none()
+        {
+            return fail(
+                ErrorCode::InvalidHandle,
+                format!("no entry with handle {}", handle.0),
+            );
         }
         Ok(self.rt.ext.counters[c as usize]
             .get(handle.0 as usize)
@@ -603,7 +660,10 @@ impl Switch {
     fn register_index(&self, name: &str) -> Result<usize, ApiError> {
         match self.prog.registers.iter().position(|r| r.name == name) {
             Some(r) => Ok(r),
-            None => fail(ErrorCode::InvalidRegisterName, format!("no register \"{name}\"")),
+            None => fail(
+                ErrorCode::InvalidRegisterName,
+                format!("no register \"{name}\""),
+            ),
         }
     }
 
@@ -620,7 +680,10 @@ impl Switch {
         let r = self.register_index(name)?;
         let w = self.prog.registers[r].width;
         if w < 128 && value >> w != 0 {
-            return fail(ErrorCode::BadValue, format!("value does not fit the {w}-bit register \"{name}\""));
+            return fail(
+                ErrorCode::BadValue,
+                format!("value does not fit the {w}-bit register \"{name}\""),
+            );
         }
         *Self::cell(&mut self.rt.ext.registers[r], index, name)? = value;
         Ok(())
@@ -641,13 +704,22 @@ impl Switch {
 
     /// Sets the rates of one cell (`Some(index)`) or of every cell. Rates are given as bmv2's
     /// CLI takes them: committed first, then peak.
-    pub fn meter_set_rates(&mut self, name: &str, index: Option<u64>, rates: &[MeterRate]) -> Result<(), ApiError> {
+    pub fn meter_set_rates(
+        &mut self,
+        name: &str,
+        index: Option<u64>,
+        rates: &[MeterRate],
+    ) -> Result<(), ApiError> {
         let m = self.meter_index(name)?;
         let info = &self.prog.meters[m];
         if rates.len() != info.rate_count {
             return fail(
                 ErrorCode::BadValue,
-                format!("meter \"{name}\" takes {} rates, got {}", info.rate_count, rates.len()),
+                format!(
+                    "meter \"{name}\" takes {} rates, got {}",
+                    info.rate_count,
+                    rates.len()
+                ),
             );
         }
         let now = self.rt.ext.now_us;
@@ -661,14 +733,23 @@ impl Switch {
 
     pub fn meter_get_rates(&mut self, name: &str, index: u64) -> Result<Vec<MeterRate>, ApiError> {
         let m = self.meter_index(name)?;
-        Ok(Self::cell(&mut self.rt.ext.meters[m], index, name)?.rates.clone())
+        Ok(Self::cell(&mut self.rt.ext.meters[m], index, name)?
+            .rates
+            .clone())
     }
 
     /// Changes the parameters of a `crc16_custom`/`crc32_custom` calculation (bmv2 CLI
     /// `set_crc16_parameters` / `set_crc32_parameters`).
-    pub fn set_crc_parameters(&mut self, calculation: &str, params: switch_hash::CrcParams) -> Result<(), ApiError> {
+    pub fn set_crc_parameters(
+        &mut self,
+        calculation: &str,
+        params: switch_hash::CrcParams,
+    ) -> Result<(), ApiError> {
         let Some(c) = self.prog.calc_names.iter().position(|n| n == calculation) else {
-            return fail(ErrorCode::InvalidCalculationName, format!("no calculation \"{calculation}\""));
+            return fail(
+                ErrorCode::InvalidCalculationName,
+                format!("no calculation \"{calculation}\""),
+            );
         };
         self.prog.calcs[c]
             .algo
@@ -684,19 +765,28 @@ impl Switch {
     /// Adds a value (big-endian, the set's padded key width) to a parse value set.
     pub fn parse_vset_add(&mut self, name: &str, value: &[u8]) -> Result<(), ApiError> {
         let Some(v) = self.prog.vsets.iter().position(|v| v.name == name) else {
-            return fail(ErrorCode::InvalidValueSetName, format!("no parse value set \"{name}\""));
+            return fail(
+                ErrorCode::InvalidValueSetName,
+                format!("no parse value set \"{name}\""),
+            );
         };
         let info = &self.prog.vsets[v];
         let n = info.bitwidth.div_ceil(8) as usize;
         if value.len() > n && value[..value.len() - n].iter().any(|&b| b != 0) {
-            return fail(ErrorCode::BadValue, format!("value wider than {} bits", info.bitwidth));
+            return fail(
+                ErrorCode::BadValue,
+                format!("value wider than {} bits", info.bitwidth),
+            );
         }
         let mut padded = vec![0u8; n];
         let k = value.len().min(n);
         padded[n - k..].copy_from_slice(&value[value.len() - k..]);
         let set = &mut self.rt.vsets[v];
         if set.len() >= info.max_size {
-            return fail(ErrorCode::TableFull, format!("parse value set \"{name}\" is full"));
+            return fail(
+                ErrorCode::TableFull,
+                format!("parse value set \"{name}\" is full"),
+            );
         }
         if !set.contains(&padded) {
             set.push(padded);
@@ -708,7 +798,10 @@ impl Switch {
 
     pub fn mirroring_add(&mut self, session: u32, cfg: MirrorSession) -> Result<(), ApiError> {
         if cfg.port.is_none() && cfg.mgrp.is_none() {
-            return fail(ErrorCode::InvalidMirroringSession, "a session needs a port or a multicast group");
+            return fail(
+                ErrorCode::InvalidMirroringSession,
+                "a session needs a port or a multicast group",
+            );
         }
         self.mirrors.insert(session, cfg);
         Ok(())
@@ -717,20 +810,29 @@ impl Switch {
     pub fn mirroring_delete(&mut self, session: u32) -> Result<(), ApiError> {
         match self.mirrors.remove(&session) {
             Some(_) => Ok(()),
-            None => fail(ErrorCode::InvalidMirroringSession, format!("no mirroring session {session}")),
+            None => fail(
+                ErrorCode::InvalidMirroringSession,
+                format!("no mirroring session {session}"),
+            ),
         }
     }
 
     pub fn mirroring_get(&self, session: u32) -> Result<MirrorSession, ApiError> {
         match self.mirrors.get(&session) {
             Some(s) => Ok(*s),
-            None => fail(ErrorCode::InvalidMirroringSession, format!("no mirroring session {session}")),
+            None => fail(
+                ErrorCode::InvalidMirroringSession,
+                format!("no mirroring session {session}"),
+            ),
         }
     }
 
     pub fn mc_mgrp_create(&mut self, mgrp: u32) -> Result<(), ApiError> {
         if self.pre.groups.contains_key(&mgrp) {
-            return fail(ErrorCode::InvalidMulticastGroup, format!("multicast group {mgrp} exists"));
+            return fail(
+                ErrorCode::InvalidMulticastGroup,
+                format!("multicast group {mgrp} exists"),
+            );
         }
         self.pre.groups.insert(mgrp, Vec::new());
         Ok(())
@@ -738,7 +840,10 @@ impl Switch {
 
     pub fn mc_mgrp_destroy(&mut self, mgrp: u32) -> Result<(), ApiError> {
         let Some(nodes) = self.pre.groups.remove(&mgrp) else {
-            return fail(ErrorCode::InvalidMulticastGroup, format!("no multicast group {mgrp}"));
+            return fail(
+                ErrorCode::InvalidMulticastGroup,
+                format!("no multicast group {mgrp}"),
+            );
         };
         for n in nodes {
             if let Some(Some(node)) = self.pre.nodes.get_mut(n as usize) {
@@ -770,7 +875,10 @@ impl Switch {
     fn node(&mut self, handle: u32) -> Result<&mut McNode, ApiError> {
         match self.pre.nodes.get_mut(handle as usize) {
             Some(Some(n)) => Ok(n),
-            _ => fail(ErrorCode::InvalidMulticastNode, format!("no multicast node {handle}")),
+            _ => fail(
+                ErrorCode::InvalidMulticastNode,
+                format!("no multicast node {handle}"),
+            ),
         }
     }
 
@@ -791,11 +899,17 @@ impl Switch {
 
     pub fn mc_node_associate(&mut self, mgrp: u32, handle: u32) -> Result<(), ApiError> {
         if !self.pre.groups.contains_key(&mgrp) {
-            return fail(ErrorCode::InvalidMulticastGroup, format!("no multicast group {mgrp}"));
+            return fail(
+                ErrorCode::InvalidMulticastGroup,
+                format!("no multicast group {mgrp}"),
+            );
         }
         let node = self.node(handle)?;
         if node.group.is_some() {
-            return fail(ErrorCode::InvalidMulticastNode, format!("node {handle} is already in a group"));
+            return fail(
+                ErrorCode::InvalidMulticastNode,
+                format!("node {handle} is already in a group"),
+            );
         }
         node.group = Some(mgrp);
         if let Some(list) = self.pre.groups.get_mut(&mgrp) {
@@ -807,7 +921,10 @@ impl Switch {
     pub fn mc_node_dissociate(&mut self, mgrp: u32, handle: u32) -> Result<(), ApiError> {
         let node = self.node(handle)?;
         if node.group != Some(mgrp) {
-            return fail(ErrorCode::InvalidMulticastNode, format!("node {handle} is not in group {mgrp}"));
+            return fail(
+                ErrorCode::InvalidMulticastNode,
+                format!("node {handle} is not in group {mgrp}"),
+            );
         }
         node.group = None;
         if let Some(list) = self.pre.groups.get_mut(&mgrp) {

@@ -287,34 +287,55 @@ pub(crate) fn parse(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) -> R
 
 // ---- calculations, checksums ---------------------------------------------------------
 
-fn push_bits(buf: &mut Vec<u8>, bits: &mut usize, width: u32, v: u64) {
-    buf.resize((*bits + width as usize).div_ceil(8), 0);
-    put_bits(buf, *bits, width, v);
-    *bits += width as usize;
+fn varbit_bits(prog: &Prog, phv: &Phv, f: u32) -> usize {
+    match prog.fields[f as usize].slot {
+        Slot::Varbit { vl, .. } => phv.vl_bits[vl as usize] as usize,
+        _ => 0,
+    }
 }
 
 fn push_field(prog: &Prog, phv: &Phv, buf: &mut Vec<u8>, bits: &mut usize, f: u32) {
     let fi = &prog.fields[f as usize];
+    let w = match fi.slot {
+        Slot::Varbit { vl, .. } => phv.vl_bits[vl as usize] as usize,
+        _ => fi.width as usize,
+    };
+    let need = (*bits + w).div_ceil(8);
+    if buf.len() < need {
+        buf.resize(need, 0);
+    }
+    write_field(prog, phv, buf, bits, f);
+}
+
+/// Writes a field at bit offset `bits` of `buf`, which is already long enough.
+fn write_field(prog: &Prog, phv: &Phv, buf: &mut [u8], bits: &mut usize, f: u32) {
+    let fi = &prog.fields[f as usize];
     match fi.slot {
-        Slot::Narrow(i) => push_bits(buf, bits, fi.width, phv.narrow[i as usize]),
+        Slot::Narrow(i) => {
+            put_bits(buf, *bits, fi.width, phv.narrow[i as usize]);
+            *bits += fi.width as usize;
+        }
         Slot::Wide { off, len } => {
-            buf.resize((*bits + fi.width as usize).div_ceil(8), 0);
-            put_wide(buf, *bits, fi.width, &phv.wide[off as usize..(off + len) as usize]);
+            put_wide(
+                buf,
+                *bits,
+                fi.width,
+                &phv.wide[off as usize..(off + len) as usize],
+            );
             *bits += fi.width as usize;
         }
         Slot::Varbit { off, len, vl } => {
             let w = phv.vl_bits[vl as usize];
             let n = w.div_ceil(8);
-            buf.resize((*bits + w as usize).div_ceil(8), 0);
-            put_wide(buf, *bits, w, &phv.wide[(off + len - n) as usize..(off + len) as usize]);
+            put_wide(
+                buf,
+                *bits,
+                w,
+                &phv.wide[(off + len - n) as usize..(off + len) as usize],
+            );
             *bits += w as usize;
         }
     }
-}
-
-fn field_header(prog: &Prog, f: u32) -> u32 {
-    prog.headers
-        .partition_point(|h| h.first_field + h.nfields <= f) as u32
 }
 
 /// Builds calculation `c`'s input the way bmv2 does: fields packed bit after bit, invalid
@@ -326,7 +347,7 @@ pub(crate) fn calc_input(prog: &Prog, pkt: &Pkt, c: &CalcInfo, buf: &mut Vec<u8>
     for input in &c.inputs {
         match input {
             CalcInput::Field(f) => {
-                let h = field_header(prog, *f);
+                let h = prog.fields[*f as usize].header;
                 last_header = Some(h);
                 if pkt.phv.valid[h as usize] {
                     push_field(prog, &pkt.phv, buf, &mut bits, *f);
@@ -422,8 +443,10 @@ pub(crate) fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
             }
             let info = &prog.headers[h as usize];
             let mut bits = out.len() * 8;
+            let var = info.varbit.map_or(0, |f| varbit_bits(prog, &pkt.phv, f));
+            out.resize(out.len() + (info.fixed_bits as usize + var).div_ceil(8), 0);
             for f in info.first_field..info.first_field + info.nfields {
-                push_field(prog, &pkt.phv, &mut out, &mut bits, f);
+                write_field(prog, &pkt.phv, &mut out, &mut bits, f);
             }
         }
     }
@@ -536,14 +559,20 @@ pub(crate) fn run_prims(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, prims: &[Prim
             Prim::AssignUnion(dst, src) => {
                 let ctx = pkt.ctx(prog, args);
                 if let (Some(d), Some(s)) = (ctx.union(dst), ctx.union(src)) {
-                    let (dh, sh) = (&prog.unions[d as usize].headers, &prog.unions[s as usize].headers);
+                    let (dh, sh) = (
+                        &prog.unions[d as usize].headers,
+                        &prog.unions[s as usize].headers,
+                    );
                     for (&a, &b) in dh.iter().zip(sh) {
                         pkt.phv.copy_header(prog, a, b);
                     }
                 }
             }
             Prim::AssignHeaderStack(d, s) => {
-                let (dh, sh) = (&prog.stacks[*d as usize].headers, &prog.stacks[*s as usize].headers);
+                let (dh, sh) = (
+                    &prog.stacks[*d as usize].headers,
+                    &prog.stacks[*s as usize].headers,
+                );
                 for (&a, &b) in dh.iter().zip(sh) {
                     pkt.phv.copy_header(prog, a, b);
                 }
@@ -709,11 +738,15 @@ pub(crate) fn run_prims(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, prims: &[Prim
                 pkt.regs.clone = Some((s, fl));
             }
             Prim::Resubmit(fl) => {
-                let fl = fl.as_ref().map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
+                let fl = fl
+                    .as_ref()
+                    .map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
                 pkt.regs.resubmit = Some(fl);
             }
             Prim::Recirculate(fl) => {
-                let fl = fl.as_ref().map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
+                let fl = fl
+                    .as_ref()
+                    .map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
                 pkt.regs.recirculate = Some(fl);
             }
             Prim::Digest(list) => {
@@ -830,7 +863,10 @@ fn apply_table(
             let a = resolve(prog, profiles, pkt, ti, v);
             let next = match (ti.hit_miss, a) {
                 (Some((h, _)), _) => h,
-                (None, Some(a)) => *ti.next_by_action.get(&a.action).unwrap_or(&ti.base_default_next),
+                (None, Some(a)) => *ti
+                    .next_by_action
+                    .get(&a.action)
+                    .unwrap_or(&ti.base_default_next),
                 (None, None) => ti.base_default_next,
             };
             (a, next)
@@ -842,14 +878,23 @@ fn apply_table(
                 .and_then(|v| resolve(prog, profiles, pkt, ti, v));
             let next = match (ti.hit_miss, a) {
                 (Some((_, m)), _) => m,
-                (None, Some(a)) => *ti.next_by_action.get(&a.action).unwrap_or(&ti.base_default_next),
+                (None, Some(a)) => *ti
+                    .next_by_action
+                    .get(&a.action)
+                    .unwrap_or(&ti.base_default_next),
                 (None, None) => ti.base_default_next,
             };
             (a, next)
         }
     };
     if let Some(a) = action {
-        run_prims(prog, ext, pkt, &prog.actions[a.action as usize].prims, &a.args);
+        run_prims(
+            prog,
+            ext,
+            pkt,
+            &prog.actions[a.action as usize].prims,
+            &a.args,
+        );
     }
     next
 }
@@ -875,7 +920,13 @@ pub(crate) fn apply_pipeline(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: us
             }
             Next::Call(c) => {
                 let ci = &prog.calls[c as usize];
-                run_prims(prog, &mut rt.ext, pkt, &prog.actions[ci.action as usize].prims, &[]);
+                run_prims(
+                    prog,
+                    &mut rt.ext,
+                    pkt,
+                    &prog.actions[ci.action as usize].prims,
+                    &[],
+                );
                 ci.next
             }
         };

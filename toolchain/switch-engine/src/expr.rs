@@ -118,11 +118,17 @@ impl Ctx<'_> {
             HRef::Static(id) => Some(*id),
             HRef::Stack(s, idx) => {
                 let i = eval_u32(self, idx);
-                self.prog.stacks[*s as usize].headers.get(i as usize).copied()
+                self.prog.stacks[*s as usize]
+                    .headers
+                    .get(i as usize)
+                    .copied()
             }
             HRef::UnionMember(u, m) => {
                 let u = self.union(u)?;
-                self.prog.unions[u as usize].headers.get(*m as usize).copied()
+                self.prog.unions[u as usize]
+                    .headers
+                    .get(*m as usize)
+                    .copied()
             }
         }
     }
@@ -237,9 +243,7 @@ pub(crate) fn eval_bool(ctx: &Ctx, e: &Ex) -> bool {
         },
         K::Un(Op1::Not, a) => !eval_bool(ctx, a),
         K::Un(Op1::D2b, a) => !eval_any_zero(ctx, a),
-        K::Valid(h) => ctx
-            .header(h)
-            .is_some_and(|h| ctx.phv.valid[h as usize]),
+        K::Valid(h) => ctx.header(h).is_some_and(|h| ctx.phv.valid[h as usize]),
         K::ValidUnion(u) => ctx.union(u).is_some_and(|u| {
             ctx.prog.unions[u as usize]
                 .headers
@@ -293,14 +297,9 @@ pub(crate) fn eval<N: Arith>(ctx: &Ctx, e: &Ex) -> N {
                 Op2::TwoCompMod => two_comp_mod(x(), eval_u32(ctx, b)),
                 Op2::SatCast => sat_cast(x(), eval_u32(ctx, b)),
                 Op2::UsatCast => usat_cast(x(), eval_u32(ctx, b)),
-                Op2::Eq
-                | Op2::Ne
-                | Op2::Gt
-                | Op2::Ge
-                | Op2::Lt
-                | Op2::Le
-                | Op2::And
-                | Op2::Or => N::from_bool(eval_bool(ctx, e)),
+                Op2::Eq | Op2::Ne | Op2::Gt | Op2::Ge | Op2::Lt | Op2::Le | Op2::And | Op2::Or => {
+                    N::from_bool(eval_bool(ctx, e))
+                }
             }
         }
         K::Un(op, a) => match op {

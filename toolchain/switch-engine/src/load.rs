@@ -185,6 +185,7 @@ impl<'a> L<'a> {
                 }
                 index.insert(f.name.as_str(), fi as u32);
                 self.p.fields.push(FieldInfo {
+                    header: hi as u32,
                     width,
                     signed: f.signed,
                     slot,
@@ -214,7 +215,8 @@ impl<'a> L<'a> {
 
     fn stacks_unions(&mut self) -> R<()> {
         for (i, s) in self.j.header_stacks.iter().enumerate() {
-            let headers = self.header_ids(&s.header_ids, &format!("header_stacks[{i}].header_ids"))?;
+            let headers =
+                self.header_ids(&s.header_ids, &format!("header_stacks[{i}].header_ids"))?;
             self.stack_by_name.insert(&s.name, i as u32);
             self.p.stacks.push(StackInfo { headers });
         }
@@ -276,7 +278,13 @@ impl<'a> L<'a> {
             self.p.error_names.insert(*v as u32, name.clone());
         }
         // Core errors the program does not declare get fresh values, as bmv2 does.
-        let mut next = self.j.errors.iter().map(|(_, v)| *v as u32 + 1).max().unwrap_or(1);
+        let mut next = self
+            .j
+            .errors
+            .iter()
+            .map(|(_, v)| *v as u32 + 1)
+            .max()
+            .unwrap_or(1);
         let mut core = |name: &str, names: &mut HashMap<u32, String>| -> u32 {
             match by_name.get(name) {
                 Some(&v) => v,
@@ -331,18 +339,30 @@ impl<'a> L<'a> {
                 "intrinsic_metadata.egress_global_timestamp",
                 "standard_metadata.egress_global_timestamp",
             ),
-            mcast_grp: pick("intrinsic_metadata.mcast_grp", "standard_metadata.mcast_grp"),
-            egress_rid: pick("intrinsic_metadata.egress_rid", "standard_metadata.egress_rid"),
+            mcast_grp: pick(
+                "intrinsic_metadata.mcast_grp",
+                "standard_metadata.mcast_grp",
+            ),
+            egress_rid: pick(
+                "intrinsic_metadata.egress_rid",
+                "standard_metadata.egress_rid",
+            ),
             enq_timestamp: pick(
                 "queueing_metadata.enq_timestamp",
                 "standard_metadata.enq_timestamp",
             ),
-            enq_qdepth: pick("queueing_metadata.enq_qdepth", "standard_metadata.enq_qdepth"),
+            enq_qdepth: pick(
+                "queueing_metadata.enq_qdepth",
+                "standard_metadata.enq_qdepth",
+            ),
             deq_timedelta: pick(
                 "queueing_metadata.deq_timedelta",
                 "standard_metadata.deq_timedelta",
             ),
-            deq_qdepth: pick("queueing_metadata.deq_qdepth", "standard_metadata.deq_qdepth"),
+            deq_qdepth: pick(
+                "queueing_metadata.deq_qdepth",
+                "standard_metadata.deq_qdepth",
+            ),
             qid: pick("queueing_metadata.qid", "standard_metadata.qid"),
         };
     }
@@ -381,7 +401,8 @@ impl<'a> L<'a> {
 
     fn lists(&mut self) -> R<()> {
         for (i, fl) in self.j.field_lists.iter().enumerate() {
-            let fields = self.field_list_elems(&fl.elements, &format!("field_lists[{i}].elements"))?;
+            let fields =
+                self.field_list_elems(&fl.elements, &format!("field_lists[{i}].elements"))?;
             self.p.field_lists.insert(
                 fl.id,
                 ListInfo {
@@ -391,7 +412,8 @@ impl<'a> L<'a> {
             );
         }
         for (i, ll) in self.j.learn_lists.iter().enumerate() {
-            let fields = self.field_list_elems(&ll.elements, &format!("learn_lists[{i}].elements"))?;
+            let fields =
+                self.field_list_elems(&ll.elements, &format!("learn_lists[{i}].elements"))?;
             self.p.learn_lists.insert(
                 ll.id,
                 ListInfo {
@@ -451,10 +473,7 @@ impl<'a> L<'a> {
             let inputs = self.calc_inputs(&c.input, &format!("{path}.input"))?;
             self.calc_by_name.insert(&c.name, i as u32);
             self.p.calc_names.push(c.name.clone());
-            self.p.calcs.push(CalcInfo {
-                algo,
-                inputs,
-            });
+            self.p.calcs.push(CalcInfo { algo, inputs });
         }
         Ok(())
     }
@@ -495,7 +514,10 @@ impl<'a> L<'a> {
             if r.bitwidth > 128 {
                 return err(
                     &format!("register_arrays[{i}].bitwidth"),
-                    format!("registers wider than 128 bits are not supported ({})", r.bitwidth),
+                    format!(
+                        "registers wider than 128 bits are not supported ({})",
+                        r.bitwidth
+                    ),
                 );
             }
             self.register_by_name.insert(&r.name, i as u32);
@@ -522,7 +544,10 @@ impl<'a> L<'a> {
         match t {
             Tv::Header(h) | Tv::Regular(h) => Ok(HRef::Static(self.header(h, path)?)),
             Tv::Expression(e) => self.href_expr(e, path, sc),
-            other => err(path, format!("expected a header, found a {}", other.type_name())),
+            other => err(
+                path,
+                format!("expected a header, found a {}", other.type_name()),
+            ),
         }
     }
 
@@ -540,7 +565,10 @@ impl<'a> L<'a> {
                     let m = self.int_opnd(o.right.as_ref(), &format!("{path}.right"))?;
                     Ok(HRef::UnionMember(u, m))
                 }
-                other => err(path, format!("operation \"{other}\" does not produce a header")),
+                other => err(
+                    path,
+                    format!("operation \"{other}\" does not produce a header"),
+                ),
             },
         }
     }
@@ -599,7 +627,10 @@ impl<'a> L<'a> {
             },
             Some(other) => err(
                 path,
-                format!("expected a header union stack, found a {}", other.type_name()),
+                format!(
+                    "expected a header union stack, found a {}",
+                    other.type_name()
+                ),
             ),
             None => err(path, "missing header union stack operand"),
         }
@@ -735,7 +766,10 @@ impl<'a> L<'a> {
                     .iter()
                     .position(|n| n == member);
                 let Some(m) = m else {
-                    return err(path, format!("union stack \"{s}\" has no member \"{member}\""));
+                    return err(
+                        path,
+                        format!("union stack \"{s}\" has no member \"{member}\""),
+                    );
                 };
                 let last = Ex {
                     k: K::Bin(
@@ -750,8 +784,8 @@ impl<'a> L<'a> {
                 };
                 let h = HRef::UnionMember(URef::Stack(us, Box::new(last)), m as u32);
                 let first_union = self.p.union_stacks[us as usize].unions.first().copied();
-                let header = first_union
-                    .and_then(|u| self.p.unions[u as usize].headers.get(m).copied());
+                let header =
+                    first_union.and_then(|u| self.p.unions[u as usize].headers.get(m).copied());
                 let Some(header) = header else {
                     return err(path, "empty header union stack");
                 };
@@ -881,17 +915,17 @@ impl<'a> L<'a> {
                     return err(&rp, format!("field offset {off} is out of range"));
                 };
                 Ok(match h {
-                    HRef::Static(h) => {
-                        self.field_ex(self.p.headers[h as usize].first_field + off)
-                    }
+                    HRef::Static(h) => self.field_ex(self.p.headers[h as usize].first_field + off),
                     h => self.dyn_field_ex(h, off, w),
                 })
             }
-            "dereference_header_stack" | "dereference_union_stack" | "access_union_header" => err(
-                path,
-                format!("\"{}\" produces a header, not a value", o.op),
+            "dereference_header_stack" | "dereference_union_stack" | "access_union_header" => {
+                err(path, format!("\"{}\" produces a header, not a value", o.op))
+            }
+            other => err(
+                &format!("{path}.op"),
+                format!("unknown expression op \"{other}\""),
             ),
-            other => err(&format!("{path}.op"), format!("unknown expression op \"{other}\"")),
         }
     }
 
@@ -986,7 +1020,10 @@ impl<'a> L<'a> {
             }
             "assign_union" => {
                 want(2, 2)?;
-                Prim::AssignUnion(self.uref(&ps[0], &arg(0), sc)?, self.uref(&ps[1], &arg(1), sc)?)
+                Prim::AssignUnion(
+                    self.uref(&ps[0], &arg(0), sc)?,
+                    self.uref(&ps[1], &arg(1), sc)?,
+                )
             }
             "assign_header_stack" => {
                 want(2, 2)?;
@@ -1125,7 +1162,10 @@ impl<'a> L<'a> {
                     Some(other) => {
                         return err(
                             &arg(1),
-                            format!("expected a parameters_vector, found a {}", other.type_name()),
+                            format!(
+                                "expected a parameters_vector, found a {}",
+                                other.type_name()
+                            ),
                         )
                     }
                     None => Vec::new(),
@@ -1138,7 +1178,12 @@ impl<'a> L<'a> {
             }
             // Checksum externs p4c may leave in deparsers are handled by `checksums`.
             "update_checksum" | "verify_checksum" | "no_op" => Prim::Nop,
-            other => return err(&format!("{path}.op"), format!("unknown primitive \"{other}\"")),
+            other => {
+                return err(
+                    &format!("{path}.op"),
+                    format!("unknown primitive \"{other}\""),
+                )
+            }
         })
     }
 
@@ -1147,7 +1192,10 @@ impl<'a> L<'a> {
         for (i, a) in self.j.actions.iter().enumerate() {
             let path = format!("actions[{i}]");
             if self.action_by_id.insert(a.id, i as u32).is_some() {
-                return err(&format!("{path}.id"), format!("duplicate action id {}", a.id));
+                return err(
+                    &format!("{path}.id"),
+                    format!("duplicate action id {}", a.id),
+                );
             }
             let params: Vec<(String, u32)> = a
                 .runtime_data
@@ -1162,7 +1210,14 @@ impl<'a> L<'a> {
                 .primitives
                 .iter()
                 .enumerate()
-                .map(|(k, p)| self.prim(p, &format!("{path}.primitives[{k}]"), sc, a.primitives.len()))
+                .map(|(k, p)| {
+                    self.prim(
+                        p,
+                        &format!("{path}.primitives[{k}]"),
+                        sc,
+                        a.primitives.len(),
+                    )
+                })
                 .collect::<R<Vec<_>>>()?;
             actions.push(ActionInfo {
                 name: a.name.clone(),
@@ -1184,7 +1239,10 @@ impl<'a> L<'a> {
             )),
             ParserParam::Tv(Tv::UnionStack(s, m)) => {
                 let us = self.ustack_of(Some(&Tv::HeaderUnionStack(s.clone())), path)?;
-                match self.ustack_type_members[us as usize].iter().position(|n| n == m) {
+                match self.ustack_type_members[us as usize]
+                    .iter()
+                    .position(|n| n == m)
+                {
                     Some(m) => Ok(ExtractTarget::UnionStack(us, m as u32)),
                     None => err(path, format!("union stack \"{s}\" has no member \"{m}\"")),
                 }
@@ -1197,10 +1255,14 @@ impl<'a> L<'a> {
     fn ptv<'b>(&self, ps: &'b [ParserParam], i: usize, path: &str) -> R<&'b Tv> {
         match ps.get(i) {
             Some(ParserParam::Tv(t)) => Ok(t),
-            Some(ParserParam::Primitive(_)) => {
-                err(&format!("{path}.parameters[{i}]"), "expected a type-value object")
-            }
-            None => err(&format!("{path}.parameters"), format!("missing parameter {i}")),
+            Some(ParserParam::Primitive(_)) => err(
+                &format!("{path}.parameters[{i}]"),
+                "expected a type-value object",
+            ),
+            None => err(
+                &format!("{path}.parameters"),
+                format!("missing parameter {i}"),
+            ),
         }
     }
 
@@ -1268,7 +1330,9 @@ impl<'a> L<'a> {
             ParserOpKind::Primitive => {
                 count(1)?;
                 match &ps[0] {
-                    ParserParam::Primitive(p) => ParserOp::Primitive(self.prim(p, &arg(0), sc, 1)?),
+                    ParserParam::Primitive(p) => {
+                        ParserOp::Primitive(self.prim(p, &arg(0), sc, 1)?)
+                    }
                     ParserParam::Tv(_) => return err(&arg(0), "expected a primitive call"),
                 }
             }
@@ -1355,7 +1419,8 @@ impl<'a> L<'a> {
                 let mut transitions = Vec::new();
                 for (k, t) in s.transitions.iter().enumerate() {
                     let tpath = format!("{spath}.transitions[{k}]");
-                    let mask_of = |m: &Option<j::HexStr>| m.as_ref().map(|m| m.to_width_bytes(key_bytes));
+                    let mask_of =
+                        |m: &Option<j::HexStr>| m.as_ref().map(|m| m.to_width_bytes(key_bytes));
                     let matches = match &t.kind {
                         j::TransitionKind::Default => TransMatch::Default,
                         j::TransitionKind::Hexstr { value, mask } => TransMatch::Value {
@@ -1470,11 +1535,9 @@ impl<'a> L<'a> {
                     None => None,
                     Some(s) => {
                         let algo = Self::hasher(&s.algo, &format!("{apath}.selector.algo"))?;
-                        let inputs = self.calc_inputs(&s.input, &format!("{apath}.selector.input"))?;
-                        self.p.calcs.push(CalcInfo {
-                            algo,
-                            inputs,
-                        });
+                        let inputs =
+                            self.calc_inputs(&s.input, &format!("{apath}.selector.input"))?;
+                        self.p.calcs.push(CalcInfo { algo, inputs });
                         Some(self.p.calcs.len() as u32 - 1)
                     }
                 };
@@ -1536,12 +1599,7 @@ impl<'a> L<'a> {
         Ok(())
     }
 
-    fn table(
-        &self,
-        t: &j::Table,
-        tpath: &str,
-        profiles: &HashMap<&str, u32>,
-    ) -> R<TableInfo> {
+    fn table(&self, t: &j::Table, tpath: &str, profiles: &HashMap<&str, u32>) -> R<TableInfo> {
         let mut keys = Vec::new();
         for (k, key) in t.key.iter().enumerate() {
             let kpath = format!("{tpath}.key[{k}]");
@@ -1610,12 +1668,15 @@ impl<'a> L<'a> {
                 },
             }
         }
-        let base_default_next = self.next(&t.base_default_next, &format!("{tpath}.base_default_next"))?;
+        let base_default_next =
+            self.next(&t.base_default_next, &format!("{tpath}.base_default_next"))?;
         let profile = match (&t.action_profile, t.kind) {
             (_, j::TableType::Simple) => None,
             (Some(name), kind) => match profiles.get(name.as_str()) {
                 Some(&p) => {
-                    if kind == j::TableType::IndirectWs && self.p.profiles[p as usize].selector.is_none() {
+                    if kind == j::TableType::IndirectWs
+                        && self.p.profiles[p as usize].selector.is_none()
+                    {
                         return err(
                             &format!("{tpath}.action_profile"),
                             format!("indirect_ws table needs an action profile with a selector (\"{name}\" has none)"),
@@ -1650,7 +1711,10 @@ impl<'a> L<'a> {
             next_by_action,
             hit_miss: match (hit, miss) {
                 (None, None) => None,
-                (h, m) => Some((h.unwrap_or(base_default_next), m.unwrap_or(base_default_next))),
+                (h, m) => Some((
+                    h.unwrap_or(base_default_next),
+                    m.unwrap_or(base_default_next),
+                )),
             },
             base_default_next,
             default_action_const,

@@ -44,11 +44,21 @@ impl Phv {
 
     /// A new packet: metadata zero and valid, headers invalid and zero.
     pub fn reset(&mut self, prog: &Prog) {
-        self.narrow.fill(0);
-        self.wide.fill(0);
-        self.vl_bits.fill(0);
-        self.stack_next.fill(0);
-        self.ustack_next.fill(0);
+        // Small arrays: plain loops beat a libc memset call per array.
+        for x in &mut self.narrow {
+            *x = 0;
+        }
+        if !self.wide.is_empty() {
+            self.wide.fill(0);
+        }
+        for x in self
+            .vl_bits
+            .iter_mut()
+            .chain(&mut self.stack_next)
+            .chain(&mut self.ustack_next)
+        {
+            *x = 0;
+        }
         for (v, h) in self.valid.iter_mut().zip(&prog.headers) {
             *v = h.metadata;
         }
@@ -174,7 +184,10 @@ impl Phv {
 
     /// Copies field `src_f` into field `dst_f` within this PHV (same width assumed).
     pub fn copy_field(&mut self, prog: &Prog, dst_f: FieldId, src_f: FieldId) {
-        let (d, s) = (prog.fields[dst_f as usize].slot, prog.fields[src_f as usize].slot);
+        let (d, s) = (
+            prog.fields[dst_f as usize].slot,
+            prog.fields[src_f as usize].slot,
+        );
         match (d, s) {
             (Slot::Narrow(a), Slot::Narrow(b)) => self.narrow[a as usize] = self.narrow[b as usize],
             (Slot::Wide { off: a, len }, Slot::Wide { off: b, len: l2 }) if len == l2 => {
@@ -194,8 +207,10 @@ impl Phv {
                 },
             ) => {
                 let n = len.min(l2);
-                self.wide
-                    .copy_within((b + l2 - n) as usize..(b + l2) as usize, (a + len - n) as usize);
+                self.wide.copy_within(
+                    (b + l2 - n) as usize..(b + l2) as usize,
+                    (a + len - n) as usize,
+                );
                 self.vl_bits[va as usize] = self.vl_bits[vb as usize].min(n * 8);
             }
             _ => {

@@ -17,6 +17,7 @@ pub(crate) struct HeaderInfo {
 
 #[derive(Debug)]
 pub(crate) struct FieldInfo {
+    pub header: HeaderId,
     pub width: u32,
     pub signed: bool,
     pub slot: Slot,
@@ -65,8 +66,14 @@ pub(crate) enum KeyPart {
 #[derive(Debug)]
 pub(crate) enum TransMatch {
     Default,
-    Value { value: Vec<u8>, mask: Option<Vec<u8>> },
-    Vset { vset: u32, mask: Option<Vec<u8>> },
+    Value {
+        value: Vec<u8>,
+        mask: Option<Vec<u8>>,
+    },
+    Vset {
+        vset: u32,
+        mask: Option<Vec<u8>>,
+    },
 }
 
 #[derive(Debug)]

@@ -136,7 +136,9 @@ impl stf::StfTarget for StfSwitch {
             port: Some(port),
             mgrp: None,
         };
-        self.switch.mirroring_add(session, cfg).map_err(|e| e.to_string())
+        self.switch
+            .mirroring_add(session, cfg)
+            .map_err(|e| e.to_string())
     }
 
     fn mirroring_add_mc(&mut self, session: u32, mgrp: u32) -> TargetResult<()> {
@@ -144,16 +146,26 @@ impl stf::StfTarget for StfSwitch {
             port: None,
             mgrp: Some(mgrp),
         };
-        self.switch.mirroring_add(session, cfg).map_err(|e| e.to_string())
+        self.switch
+            .mirroring_add(session, cfg)
+            .map_err(|e| e.to_string())
     }
 
     fn mirroring_delete(&mut self, session: u32) -> TargetResult<()> {
-        self.switch.mirroring_delete(session).map_err(|e| e.to_string())
+        self.switch
+            .mirroring_delete(session)
+            .map_err(|e| e.to_string())
     }
 
     fn mirroring_get(&mut self, session: u32) -> TargetResult<String> {
-        let s = self.switch.mirroring_get(session).map_err(|e| e.to_string())?;
-        Ok(format!("session {session}: port {:?}, mgrp {:?}", s.port, s.mgrp))
+        let s = self
+            .switch
+            .mirroring_get(session)
+            .map_err(|e| e.to_string())?;
+        Ok(format!(
+            "session {session}: port {:?}, mgrp {:?}",
+            s.port, s.mgrp
+        ))
     }
 
     fn mc_mgrp_create(&mut self, mgrp: u32) -> TargetResult<()> {
@@ -165,25 +177,39 @@ impl stf::StfTarget for StfSwitch {
     }
 
     fn mc_node_update(&mut self, handle: u32, ports: &[u32]) -> TargetResult<()> {
-        self.switch.mc_node_update(handle, ports).map_err(|e| e.to_string())
+        self.switch
+            .mc_node_update(handle, ports)
+            .map_err(|e| e.to_string())
     }
 
     fn mc_node_associate(&mut self, mgrp: u32, handle: u32) -> TargetResult<()> {
-        self.switch.mc_node_associate(mgrp, handle).map_err(|e| e.to_string())
+        self.switch
+            .mc_node_associate(mgrp, handle)
+            .map_err(|e| e.to_string())
     }
 
     fn register_read(&mut self, register: &str, index: u64) -> TargetResult<stf::Value> {
         let name = resolve(&self.switch.register_names(), register, "register")?;
-        let v = self.switch.register_read(&name, index).map_err(|e| e.to_string())?;
+        let v = self
+            .switch
+            .register_read(&name, index)
+            .map_err(|e| e.to_string())?;
         Ok(stf::Value::from_u128(v))
     }
 
-    fn register_write(&mut self, register: &str, index: u64, value: &stf::Value) -> TargetResult<()> {
+    fn register_write(
+        &mut self,
+        register: &str,
+        index: u64,
+        value: &stf::Value,
+    ) -> TargetResult<()> {
         let name = resolve(&self.switch.register_names(), register, "register")?;
         let v = value
             .to_u128()
             .ok_or_else(|| "register values are at most 128 bits".to_string())?;
-        self.switch.register_write(&name, index, v).map_err(|e| e.to_string())
+        self.switch
+            .register_write(&name, index, v)
+            .map_err(|e| e.to_string())
     }
 
     fn register_reset(&mut self, register: &str) -> TargetResult<()> {
@@ -191,7 +217,11 @@ impl stf::StfTarget for StfSwitch {
         self.switch.register_reset(&name).map_err(|e| e.to_string())
     }
 
-    fn counter_read(&mut self, counter: &str, cell: &stf::CounterCell) -> TargetResult<stf::CounterValue> {
+    fn counter_read(
+        &mut self,
+        counter: &str,
+        cell: &stf::CounterCell,
+    ) -> TargetResult<stf::CounterValue> {
         let name = resolve(&self.switch.counter_names(), counter, "counter")?;
         let v = match cell {
             stf::CounterCell::Index(i) => match self.switch.direct_counter_table(&name) {
@@ -214,16 +244,28 @@ impl stf::StfTarget for StfSwitch {
         })
     }
 
-    fn counter_write(&mut self, counter: &str, index: u64, value: stf::CounterValue) -> TargetResult<()> {
+    fn counter_write(
+        &mut self,
+        counter: &str,
+        index: u64,
+        value: stf::CounterValue,
+    ) -> TargetResult<()> {
         let name = resolve(&self.switch.counter_names(), counter, "counter")?;
         let v = CounterValue {
             packets: value.packets,
             bytes: value.bytes,
         };
-        self.switch.counter_write(&name, index, v).map_err(|e| e.to_string())
+        self.switch
+            .counter_write(&name, index, v)
+            .map_err(|e| e.to_string())
     }
 
-    fn meter_set_rates(&mut self, meter: &str, index: Option<u64>, rates: &[stf::MeterRate]) -> TargetResult<()> {
+    fn meter_set_rates(
+        &mut self,
+        meter: &str,
+        index: Option<u64>,
+        rates: &[stf::MeterRate],
+    ) -> TargetResult<()> {
         let name = resolve(&self.switch.meter_names(), meter, "meter")?;
         let rates: Vec<MeterRate> = rates
             .iter()

@@ -144,9 +144,13 @@ pub struct Switch {
     pub(crate) mirrors: HashMap<u32, MirrorSession>,
     pub(crate) config: SwitchConfig,
     pub(crate) stats: Stats,
+    // Jobs move between queues as one pointer; the pool keeps those boxes for reuse.
+    #[allow(clippy::vec_box)]
     pool: Vec<Box<Pkt>>,
     replicas: Vec<(u32, u32)>,
     fifo: VecDeque<EgressJob>,
+    jobs: Vec<EgressJob>,
+    buffers: Vec<Vec<u8>>,
     parser: usize,
     deparser: usize,
     ingress: usize,
@@ -233,6 +237,8 @@ impl Switch {
             pool: Vec::new(),
             replicas: Vec::new(),
             fifo: VecDeque::new(),
+            jobs: Vec::new(),
+            buffers: Vec::new(),
             parser,
             deparser: 0,
             ingress,
@@ -248,17 +254,16 @@ impl Switch {
             for (k, t) in p.tables.iter().enumerate() {
                 let path = format!("pipelines[{pi}].tables[{k}]");
                 if let Some(d) = &t.default_entry {
-                    let args: Vec<Vec<u8>> = d.action_data.iter().map(|h| h.bytes.clone()).collect();
+                    let args: Vec<Vec<u8>> =
+                        d.action_data.iter().map(|h| h.bytes.clone()).collect();
                     let action = self.action_index(d.action_id).ok_or_else(|| JsonError {
                         path: format!("{path}.default_entry.action_id"),
                         message: format!("no action with id {}", d.action_id),
                     })?;
-                    let data = self
-                        .action_data(action, &args)
-                        .map_err(|e| JsonError {
-                            path: format!("{path}.default_entry.action_data"),
-                            message: e.message,
-                        })?;
+                    let data = self.action_data(action, &args).map_err(|e| JsonError {
+                        path: format!("{path}.default_entry.action_data"),
+                        message: e.message,
+                    })?;
                     self.rt.tables[ti].default = Some(EntryVal::Act(data));
                 }
                 for (e, entry) in t.entries.iter().enumerate() {
@@ -303,7 +308,10 @@ impl Switch {
                 Some(EntryKeyValue::Bool(b)) => Some(vec![u8::from(*b)]),
                 None => None,
             };
-            let need_key = || keyv.clone().ok_or_else(|| format!("match_key[{k}]: missing `key`"));
+            let need_key = || {
+                keyv.clone()
+                    .ok_or_else(|| format!("match_key[{k}]: missing `key`"))
+            };
             matches.push(match mk.match_type {
                 M::Exact | M::Valid => FieldMatch::Exact(need_key()?),
                 M::Lpm => FieldMatch::Lpm {
@@ -346,9 +354,13 @@ impl Switch {
             .as_mut()
             .ok_or("a table without keys cannot have entries")?;
         // bmv2 JSON priorities: a smaller number wins; switch-tables: a larger one does.
-        let priority = table
-            .needs_priority()
-            .then(|| i32::MAX - entry.priority.unwrap_or(0).clamp(0, i64::from(i32::MAX - 1)) as i32);
+        let priority = table.needs_priority().then(|| {
+            i32::MAX
+                - entry
+                    .priority
+                    .unwrap_or(0)
+                    .clamp(0, i64::from(i32::MAX - 1)) as i32
+        });
         table
             .insert(matches, priority, EntryVal::Act(data))
             .map_err(|e| e.to_string())?;
@@ -363,7 +375,11 @@ impl Switch {
             .map(|i| i as u32)
     }
 
-    pub(crate) fn action_data(&self, action: u32, args: &[Vec<u8>]) -> Result<ActionData, crate::ApiError> {
+    pub(crate) fn action_data(
+        &self,
+        action: u32,
+        args: &[Vec<u8>],
+    ) -> Result<ActionData, crate::ApiError> {
         crate::api::action_data(&self.prog, action, args)
     }
 
@@ -498,7 +514,13 @@ impl Switch {
         self.run_ingress(pkt, 0, now_us, out);
     }
 
-    fn run_ingress(&mut self, mut pkt: Box<Pkt>, mut reinjections: u32, now_us: u64, out: &mut Vec<EgressJob>) {
+    fn run_ingress(
+        &mut self,
+        mut pkt: Box<Pkt>,
+        mut reinjections: u32,
+        now_us: u64,
+        out: &mut Vec<EgressJob>,
+    ) {
         self.rt.ext.now_us = now_us;
         loop {
             let ingress_len = pkt.regs.packet_length;
@@ -536,12 +558,20 @@ impl Switch {
                 copy.data.clone_from(&pkt.data);
                 self.carry_field_list(&mut copy, &pkt, list, instance_type::RESUBMIT);
                 copy.regs.packet_length = ingress_len;
-                copy.set(&self.prog, self.prog.intr.packet_length, u64::from(ingress_len));
+                copy.set(
+                    &self.prog,
+                    self.prog.intr.packet_length,
+                    u64::from(ingress_len),
+                );
                 self.recycle(std::mem::replace(&mut pkt, copy));
                 continue;
             }
             if mgrp != 0 {
-                pkt.set(&self.prog, self.prog.intr.instance_type, instance_type::REPLICATION);
+                pkt.set(
+                    &self.prog,
+                    self.prog.intr.instance_type,
+                    instance_type::REPLICATION,
+                );
                 self.multicast(&pkt, mgrp, out);
                 self.recycle(pkt);
                 return;
@@ -551,7 +581,11 @@ impl Switch {
                 self.recycle(pkt);
                 return;
             }
-            pkt.set(&self.prog, self.prog.intr.instance_type, instance_type::NORMAL);
+            pkt.set(
+                &self.prog,
+                self.prog.intr.instance_type,
+                instance_type::NORMAL,
+            );
             pkt.reinjections = reinjections;
             self.enqueue(egress_spec, pkt, out);
             return;
@@ -620,7 +654,7 @@ impl Switch {
             pkt.data.truncate(t as usize);
         }
         self.stats.transmitted += 1;
-        let data = std::mem::take(&mut pkt.data);
+        let data = std::mem::replace(&mut pkt.data, self.buffers.pop().unwrap_or_default());
         self.recycle(pkt);
         Some(Output { port, data })
     }
@@ -628,7 +662,7 @@ impl Switch {
     /// Ingress, an in-engine FIFO, and egress for every resulting packet: what a switch
     /// without a traffic manager does. Transmitted packets are appended to `out`.
     pub fn process(&mut self, port: u32, data: &[u8], now_us: u64, out: &mut Vec<Output>) {
-        let mut jobs = Vec::new();
+        let mut jobs = std::mem::take(&mut self.jobs);
         self.ingress(port, data, now_us, &mut jobs);
         self.fifo.extend(jobs.drain(..));
         while let Some(job) = self.fifo.pop_front() {
@@ -643,6 +677,16 @@ impl Switch {
                 out.push(o);
             }
             self.fifo.extend(jobs.drain(..));
+        }
+        self.jobs = jobs;
+    }
+
+    /// Gives a transmitted packet's buffer back for reuse, so a steady stream of packets
+    /// allocates nothing.
+    pub fn recycle_buffer(&mut self, mut data: Vec<u8>) {
+        if self.buffers.len() < 256 {
+            data.clear();
+            self.buffers.push(data);
         }
     }
 

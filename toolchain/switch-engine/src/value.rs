@@ -275,6 +275,12 @@ pub(crate) fn get_bits(data: &[u8], off: usize, width: u32) -> u64 {
     if width == 0 {
         return 0;
     }
+    if off % 8 == 0 && width % 8 == 0 {
+        let start = off / 8;
+        return data[start..start + width as usize / 8]
+            .iter()
+            .fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+    }
     let start = off / 8;
     let shift = off % 8;
     let nbytes = (shift + width as usize).div_ceil(8);
@@ -290,6 +296,11 @@ pub(crate) fn get_bits(data: &[u8], off: usize, width: u32) -> u64 {
 #[inline]
 pub(crate) fn put_bits(buf: &mut [u8], off: usize, width: u32, v: u64) {
     if width == 0 {
+        return;
+    }
+    if off % 8 == 0 && width % 8 == 0 {
+        let n = width as usize / 8;
+        buf[off / 8..off / 8 + n].copy_from_slice(&v.to_be_bytes()[8 - n..]);
         return;
     }
     let start = off / 8;

@@ -62,14 +62,19 @@ fn selector_spreads_flows_over_group_members_by_hash() {
         input.push(6);
         let expected = 1 + (crc16.compute(&input) % 4) as u32;
         assert_eq!(out[0].port, expected, "flow {i}");
-        assert_eq!(out[0].data[5], expected as u8, "dmac rewritten from the member's data");
+        assert_eq!(
+            out[0].data[5], expected as u8,
+            "dmac rewritten from the member's data"
+        );
         used[out[0].port as usize] += 1;
         // Same flow, same member.
         assert_eq!(run(&mut sw, 0, &ipv4(src, dst, 6))[0].port, expected);
     }
     assert!(used[1..].iter().all(|&n| n > 20), "uneven spread {used:?}");
     // Deleting a member still in a group is refused.
-    let e = sw.profile_delete_member("ingress.ecmp_ap", members[0]).unwrap_err();
+    let e = sw
+        .profile_delete_member("ingress.ecmp_ap", members[0])
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::MemberStillUsed);
 }
 
@@ -87,26 +92,62 @@ fn control_plane_errors_have_closed_codes() {
         ErrorCode::InvalidActionName
     );
     assert_eq!(
-        e(sw.table_add("ingress.t_exact", ex(1), None, "ingress.set_tern", &[vec![1]])),
+        e(sw.table_add(
+            "ingress.t_exact",
+            ex(1),
+            None,
+            "ingress.set_tern",
+            &[vec![1]]
+        )),
         ErrorCode::ActionNotInTable
     );
     assert_eq!(
-        e(sw.table_add("ingress.t_exact", ex(1), None, "ingress.set_exact", &[vec![1, 0]])),
+        e(sw.table_add(
+            "ingress.t_exact",
+            ex(1),
+            None,
+            "ingress.set_exact",
+            &[vec![1, 0]]
+        )),
         ErrorCode::BadActionData
     );
     assert_eq!(
-        e(sw.table_add("ingress.t_exact", vec![], None, "ingress.set_exact", &[vec![1]])),
+        e(sw.table_add(
+            "ingress.t_exact",
+            vec![],
+            None,
+            "ingress.set_exact",
+            &[vec![1]]
+        )),
         ErrorCode::BadMatchKey
     );
     let h = sw
-        .table_add("ingress.t_exact", ex(1), None, "ingress.set_exact", &[vec![1]])
+        .table_add(
+            "ingress.t_exact",
+            ex(1),
+            None,
+            "ingress.set_exact",
+            &[vec![1]],
+        )
         .unwrap();
     assert_eq!(
-        e(sw.table_add("ingress.t_exact", ex(1), None, "ingress.set_exact", &[vec![2]])),
+        e(sw.table_add(
+            "ingress.t_exact",
+            ex(1),
+            None,
+            "ingress.set_exact",
+            &[vec![2]]
+        )),
         ErrorCode::DuplicateEntry
     );
     assert_eq!(
-        e(sw.table_add("ingress.t_const", ex(9), None, "ingress.set_const", &[vec![1]])),
+        e(sw.table_add(
+            "ingress.t_const",
+            ex(9),
+            None,
+            "ingress.set_const",
+            &[vec![1]]
+        )),
         ErrorCode::ImmutableTableEntries
     );
     let err = sw
@@ -132,11 +173,23 @@ fn control_plane_errors_have_closed_codes() {
         ErrorCode::InvalidHandle
     );
     for i in 0..64u8 {
-        sw.table_add("ingress.t_exact", ex(i), None, "ingress.set_exact", &[vec![i]])
-            .unwrap();
+        sw.table_add(
+            "ingress.t_exact",
+            ex(i),
+            None,
+            "ingress.set_exact",
+            &[vec![i]],
+        )
+        .unwrap();
     }
     assert_eq!(
-        e(sw.table_add("ingress.t_exact", ex(200), None, "ingress.set_exact", &[vec![0]])),
+        e(sw.table_add(
+            "ingress.t_exact",
+            ex(200),
+            None,
+            "ingress.set_exact",
+            &[vec![0]]
+        )),
         ErrorCode::TableFull
     );
     assert_eq!(
@@ -183,7 +236,10 @@ fn parse_value_set_selects_a_state() {
     sw.parse_vset_add("pvs", &[0x30]).unwrap();
     // Now parse_set runs: la = lookahead 16 bits (0x3099), then `single` is extracted.
     let out = run(&mut sw, 0, &pkt(0x30));
-    assert_eq!(&out[0].data[14..], &[0, 0, 0, 0, 0x30, 0x99, 0, 0x30, 0x99, 0x55]);
+    assert_eq!(
+        &out[0].data[14..],
+        &[0, 0, 0, 0, 0x30, 0x99, 0, 0x30, 0x99, 0x55]
+    );
 }
 
 #[test]
@@ -213,7 +269,11 @@ fn ingress_and_egress_can_be_split_around_a_traffic_manager() {
     assert!(more.is_empty());
     assert_eq!(outs.len(), 2);
     assert_eq!(outs[1].port, 4);
-    assert_eq!(outs[1].data, vec![5, 5, 0, 0, 3, 0], "instance type 5, rid 3");
+    assert_eq!(
+        outs[1].data,
+        vec![5, 5, 0, 0, 3, 0],
+        "instance type 5, rid 3"
+    );
     let st = sw.stats();
     assert_eq!((st.received, st.transmitted, st.replicated), (1, 2, 2));
 }
@@ -226,7 +286,9 @@ fn registers_counters_and_meters_are_bounds_checked() {
         ErrorCode::IndexOutOfRange
     );
     assert_eq!(
-        sw.register_write("ingress.reg", 0, 1 << 32).unwrap_err().code,
+        sw.register_write("ingress.reg", 0, 1 << 32)
+            .unwrap_err()
+            .code,
         ErrorCode::BadValue
     );
     assert_eq!(

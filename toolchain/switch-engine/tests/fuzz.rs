@@ -21,7 +21,11 @@ impl Rng {
 
 fn load(rel: &str) -> Switch {
     let path = format!("{}/tests/{rel}", env!("CARGO_MANIFEST_DIR"));
-    Switch::from_json(&std::fs::read_to_string(path).unwrap(), SwitchConfig::default()).unwrap()
+    Switch::from_json(
+        &std::fs::read_to_string(path).unwrap(),
+        SwitchConfig::default(),
+    )
+    .unwrap()
 }
 
 fn hex(s: &str) -> Vec<u8> {
@@ -115,17 +119,24 @@ fn a_million_mutated_packets_never_panic() {
             for o in &out {
                 // Output starts with ethernet and `out` when the Ethernet header parsed.
                 if o.data.len() >= 21 && buf.len() >= 14 {
-                    errors_seen.insert(u32::from_be_bytes([o.data[14], o.data[15], o.data[16], o.data[17]]));
+                    errors_seen.insert(u32::from_be_bytes([
+                        o.data[14], o.data[15], o.data[16], o.data[17],
+                    ]));
                     lookahead_seen |= o.data[18] == 0x30 && o.data[19] == 0x99;
                 } else if o.data.len() >= 7 && buf.len() < 14 {
-                    errors_seen.insert(u32::from_be_bytes([o.data[0], o.data[1], o.data[2], o.data[3]]));
+                    errors_seen.insert(u32::from_be_bytes([
+                        o.data[0], o.data[1], o.data[2], o.data[3],
+                    ]));
                 }
             }
         }
     }
     // NoError, PacketTooShort, StackOutOfBounds, HeaderTooShort, BadLen (the program's values).
     for e in [0, 1, 3, 4, 7] {
-        assert!(errors_seen.contains(&e), "parser error {e} never seen: {errors_seen:?}");
+        assert!(
+            errors_seen.contains(&e),
+            "parser error {e} never seen: {errors_seen:?}"
+        );
     }
     assert!(lookahead_seen, "the value-set state was never reached");
     let (ps, ls) = (parser.stats(), l3.stats());

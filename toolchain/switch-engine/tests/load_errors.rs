@@ -19,7 +19,10 @@ fn error_of(edit: impl FnOnce(&mut Value)) -> String {
 
 fn check(edit: impl FnOnce(&mut Value), expected_prefix: &str) {
     let e = error_of(edit);
-    assert!(e.starts_with(expected_prefix), "got: {e}\nwanted: {expected_prefix}");
+    assert!(
+        e.starts_with(expected_prefix),
+        "got: {e}\nwanted: {expected_prefix}"
+    );
 }
 
 #[test]
@@ -30,11 +33,17 @@ fn the_unedited_program_loads() {
 #[test]
 fn semantic_errors_name_the_json_path() {
     check(
-        |v| v["actions"][2]["primitives"][1]["parameters"][0] = json!({"type": "field", "value": ["nohdr", "x"]}),
+        |v| {
+            v["actions"][2]["primitives"][1]["parameters"][0] =
+                json!({"type": "field", "value": ["nohdr", "x"]})
+        },
         r#"actions[2].primitives[1].parameters[0]: unknown header "nohdr""#,
     );
     check(
-        |v| v["actions"][2]["primitives"][1]["parameters"][0] = json!({"type": "field", "value": ["ethernet", "nofield"]}),
+        |v| {
+            v["actions"][2]["primitives"][1]["parameters"][0] =
+                json!({"type": "field", "value": ["ethernet", "nofield"]})
+        },
         r#"actions[2].primitives[1].parameters[0]: header "ethernet" has no field "nofield""#,
     );
     check(
@@ -42,11 +51,17 @@ fn semantic_errors_name_the_json_path() {
         r#"actions[1].primitives[0].op: unknown primitive "frobnicate""#,
     );
     check(
-        |v| v["actions"][1]["primitives"][0]["parameters"] = json!([{"type": "hexstr", "value": "0x1"}, {"type": "hexstr", "value": "0x1"}]),
+        |v| {
+            v["actions"][1]["primitives"][0]["parameters"] =
+                json!([{"type": "hexstr", "value": "0x1"}, {"type": "hexstr", "value": "0x1"}])
+        },
         r#"actions[1].primitives[0].parameters: "mark_to_drop" takes 0 to 1 parameters, found 2"#,
     );
     check(
-        |v| v["actions"][2]["primitives"][0]["parameters"][1] = json!({"type": "runtime_data", "value": 5}),
+        |v| {
+            v["actions"][2]["primitives"][0]["parameters"][1] =
+                json!({"type": "runtime_data", "value": 5})
+        },
         "actions[2].primitives[0].parameters[1]: action has 2 parameters, no parameter 5",
     );
     check(
@@ -87,7 +102,8 @@ fn semantic_errors_name_the_json_path() {
     );
     check(
         |v| {
-            v["actions"][1]["primitives"] = json!([{"op": "_jump", "parameters": [{"type": "hexstr", "value": "0x9"}]}])
+            v["actions"][1]["primitives"] =
+                json!([{"op": "_jump", "parameters": [{"type": "hexstr", "value": "0x9"}]}])
         },
         "actions[1].primitives[0].parameters[0]: jump target 9 is past the action's end",
     );

@@ -19,7 +19,11 @@ fn stf_files_pass() {
         .filter(|p| p.extension().is_some_and(|e| e == "stf"))
         .collect();
     stfs.sort();
-    assert!(stfs.len() >= 5, "expected the STF suite, found {}", stfs.len());
+    assert!(
+        stfs.len() >= 5,
+        "expected the STF suite, found {}",
+        stfs.len()
+    );
     let mut failures = Vec::new();
     for stf in &stfs {
         let json = program_for(stf);
