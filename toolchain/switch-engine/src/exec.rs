@@ -128,6 +128,7 @@ fn extract(prog: &Prog, pkt: &mut Pkt, h: u32, vl_bits: Option<u32>) -> Result<(
             }
         }
     }
+    invalidate_union_siblings(prog, pkt, h);
     pkt.phv.valid[h as usize] = true;
     pkt.cursor += bytes;
     Ok(())
@@ -468,8 +469,20 @@ fn field_of(prog: &Prog, pkt: &Pkt, args: &[Arg], f: &FieldLoc) -> Option<u32> {
 fn set_valid(prog: &Prog, pkt: &mut Pkt, h: u32, valid: bool) {
     if valid && !pkt.phv.valid[h as usize] {
         pkt.phv.zero_header(prog, h);
+        invalidate_union_siblings(prog, pkt, h);
     }
     pkt.phv.valid[h as usize] = valid;
+}
+
+/// A header union has at most one valid member: validating one invalidates the others.
+fn invalidate_union_siblings(prog: &Prog, pkt: &mut Pkt, h: u32) {
+    if let Some(u) = prog.headers[h as usize].union {
+        for &o in &prog.unions[u as usize].headers {
+            if o != h {
+                pkt.phv.valid[o as usize] = false;
+            }
+        }
+    }
 }
 
 fn push_stack(prog: &Prog, pkt: &mut Pkt, headers: &[u32], next: &mut u32, n: usize) {

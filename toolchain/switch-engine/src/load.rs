@@ -198,6 +198,7 @@ impl<'a> L<'a> {
                 nfields: t.fields.len() as u32,
                 fixed_bits,
                 varbit,
+                union: None,
             });
         }
         Ok(())
@@ -239,6 +240,9 @@ impl<'a> L<'a> {
             self.union_by_id.insert(u.id, i as u32);
             self.union_members
                 .push(t.headers.iter().map(|(n, _)| n.as_str()).collect());
+            for &h in &headers {
+                self.p.headers[h as usize].union = Some(i as u32);
+            }
             self.p.unions.push(UnionInfo { headers });
         }
         for (i, s) in self.j.header_union_stacks.iter().enumerate() {

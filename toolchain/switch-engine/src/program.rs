@@ -13,6 +13,8 @@ pub(crate) struct HeaderInfo {
     /// Bits of the fixed-width fields.
     pub fixed_bits: u32,
     pub varbit: Option<FieldId>,
+    /// The header union this header is a member of.
+    pub union: Option<u32>,
 }
 
 #[derive(Debug)]
