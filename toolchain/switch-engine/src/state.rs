@@ -139,3 +139,30 @@ pub(crate) struct Runtime {
     pub vsets: Vec<Vec<Vec<u8>>>,
     pub ext: Ext,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meter_follows_rfc2698_token_buckets() {
+        let mut m = MeterCell::default();
+        assert_eq!(m.execute(1, 0), 0, "an unconfigured meter is green");
+        let cir = MeterRate {
+            rate_per_us: 0.001,
+            burst: 1,
+        };
+        let pir = MeterRate {
+            rate_per_us: 0.002,
+            burst: 2,
+        };
+        m.set_rates(&[cir, pir], 0);
+        assert_eq!(m.execute(1, 0), 0);
+        assert_eq!(m.execute(1, 0), 1, "committed bucket empty: yellow");
+        assert_eq!(m.execute(1, 0), 2, "peak bucket empty: red");
+        assert_eq!(m.execute(1, 0), 2, "red consumes nothing, still red");
+        // 1 ms refills 1 committed and 2 peak tokens (both capped at their bursts).
+        assert_eq!(m.execute(1, 1000), 0);
+        assert_eq!(m.execute(1, 1000), 1);
+    }
+}
