@@ -112,6 +112,14 @@ impl<'a> L<'a> {
             .iter()
             .map(|t| (t.name.as_str(), t))
             .collect();
+        for (ti, t) in self.j.header_types.iter().enumerate() {
+            if t.length_exp.is_some() {
+                return err(
+                    &format!("header_types[{ti}].length_exp"),
+                    "length_exp (P4_14 variable-length headers) is not supported; P4_16 uses extract_VL",
+                );
+            }
+        }
         for (hi, h) in self.j.headers.iter().enumerate() {
             let path = format!("headers[{hi}]");
             let Some(t) = types.get(h.header_type.as_str()) else {
