@@ -545,6 +545,7 @@ impl<'a> L<'a> {
                 name: v.name.clone(),
                 bitwidth: v.compressed_bitwidth,
                 max_size: v.max_size.map_or(usize::MAX, |m| m as usize),
+                key_widths: vec![v.compressed_bitwidth],
             });
         }
         Ok(())
@@ -1369,6 +1370,7 @@ impl<'a> L<'a> {
 
     fn parsers(&mut self) -> R<()> {
         let mut parsers = Vec::new();
+        let mut vset_widths = Vec::new();
         for (pi, p) in self.j.parsers.iter().enumerate() {
             let ppath = format!("parsers[{pi}]");
             let by_name: HashMap<&str, u32> = p
@@ -1459,6 +1461,12 @@ impl<'a> L<'a> {
                         next: state_ref(&t.next_state, &format!("{tpath}.next_state"))?,
                     });
                 }
+                for t in &transitions {
+                    if let TransMatch::Vset { vset, .. } = t.matches {
+                        let widths: Vec<u32> = key.iter().map(|KeyPart::Value(_, w)| *w).collect();
+                        vset_widths.push((vset, widths));
+                    }
+                }
                 states.push(ParseState {
                     ops,
                     key,
@@ -1473,6 +1481,9 @@ impl<'a> L<'a> {
             });
         }
         self.p.parsers = parsers;
+        for (v, widths) in vset_widths {
+            self.p.vsets[v as usize].key_widths = widths;
+        }
         Ok(())
     }
 

@@ -104,6 +104,9 @@ pub(crate) struct ParseVsetInfo {
     pub name: String,
     pub bitwidth: u32,
     pub max_size: usize,
+    /// Widths of the transition key fields the set is matched against: values come in
+    /// compressed (unpadded) and are stored padded per field, like the key.
+    pub key_widths: Vec<u32>,
 }
 
 #[derive(Debug)]

@@ -318,3 +318,33 @@ fn registers_counters_and_meters_are_bounds_checked() {
     assert_eq!(out.len(), 1);
     assert_eq!(sw.stats().index_errors, 1);
 }
+
+#[test]
+fn parse_value_set_values_are_split_into_padded_key_fields() {
+    // parse_look keyed on two lookaheads of 4 and 12 bits: the set's compressed width is 16,
+    // the key is 1 + 2 bytes.
+    let path = format!("{}/tests/stf/parser.json", env!("CARGO_MANIFEST_DIR"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let state = &mut v["parsers"][0]["parse_states"][3];
+    state["transition_key"] = serde_json::json!([
+        {"type": "lookahead", "value": [0, 4]},
+        {"type": "lookahead", "value": [4, 12]}
+    ]);
+    state["transitions"][0]["value"] = serde_json::json!("0xffffff");
+    v["parse_vsets"][0]["compressed_bitwidth"] = serde_json::json!(16);
+    let mut sw = Switch::from_json(&v.to_string(), SwitchConfig::default()).unwrap();
+    sw.parse_vset_add("pvs", &[0x30, 0x99]).unwrap();
+    assert_eq!(
+        sw.parse_vset_add("pvs", &[1, 0x30, 0x99]).unwrap_err().code,
+        ErrorCode::BadValue
+    );
+    let mut p = vec![0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0x88, 0xb7];
+    p.extend_from_slice(&[0x30, 0x99, 0x55]);
+    let out = run(&mut sw, 0, &p);
+    // parse_set ran: `out.la` holds the 16-bit lookahead, `single` was extracted.
+    assert_eq!(
+        &out[0].data[14..],
+        &[0, 0, 0, 0, 0x30, 0x99, 0, 0x30, 0x99, 0x55]
+    );
+}
