@@ -320,6 +320,12 @@ impl Switch {
             .collect()
     }
 
+    /// The name of a parser error value (`standard_metadata.parser_error`), from the JSON's
+    /// `errors` or the core errors bmv2 adds.
+    pub fn error_name(&self, value: u32) -> Option<&str> {
+        self.prog.error_names.get(&value).map(String::as_str)
+    }
+
     /// Names of registers, counters and meters (for name resolution by front ends).
     pub fn register_names(&self) -> Vec<String> {
         self.prog.registers.iter().map(|r| r.name.clone()).collect()

@@ -334,7 +334,9 @@ impl<'a> L<'a> {
             }
         };
         let names = &mut self.p.error_names;
+        let no_error = by_name.get("NoError").copied().unwrap_or(0);
         self.p.errors = CoreErrors {
+            no_error,
             packet_too_short: core("PacketTooShort", names),
             stack_out_of_bounds: core("StackOutOfBounds", names),
             header_too_short: core("HeaderTooShort", names),

@@ -483,7 +483,7 @@ impl Switch {
     fn parse(&mut self, pkt: &mut Pkt) {
         let prog = &self.prog;
         let err = match exec::parse(prog, &mut self.rt, pkt, self.parser) {
-            Ok(()) => 0,
+            Ok(()) => prog.errors.no_error,
             Err(code) => {
                 self.stats.parser_errors += 1;
                 code

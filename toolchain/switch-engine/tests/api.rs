@@ -348,3 +348,28 @@ fn parse_value_set_values_are_split_into_padded_key_fields() {
         &[0, 0, 0, 0, 0x30, 0x99, 0, 0x30, 0x99, 0x55]
     );
 }
+
+#[test]
+fn parser_error_values_come_from_the_program() {
+    // bmv2 test programs number errors from 1 (NoError = 1); a clean parse reports NoError's
+    // value, not 0.
+    let path = format!("{}/tests/stf/parser.json", env!("CARGO_MANIFEST_DIR"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["errors"] = serde_json::json!([["NoError", 1], ["PacketTooShort", 2]]);
+    let mut sw = Switch::from_json(&v.to_string(), SwitchConfig::default()).unwrap();
+    let eth = [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0x88, 0xb5];
+    let mut ok = eth.to_vec();
+    ok.extend_from_slice(&[1, 0]);
+    assert_eq!(&run(&mut sw, 0, &ok)[0].data[14..18], &[0, 0, 0, 1]);
+    let mut short = eth.to_vec();
+    short.push(1);
+    assert_eq!(&run(&mut sw, 0, &short)[0].data[14..18], &[0, 0, 0, 2]);
+    assert_eq!(sw.error_name(2), Some("PacketTooShort"));
+    // Core errors the program does not declare get fresh values with their names.
+    let names: Vec<&str> = (3..8).filter_map(|i| sw.error_name(i)).collect();
+    assert!(
+        names.contains(&"StackOutOfBounds") && names.contains(&"ParserTimeout"),
+        "{names:?}"
+    );
+}
