@@ -373,3 +373,49 @@ fn parser_error_values_come_from_the_program() {
         "{names:?}"
     );
 }
+
+#[test]
+fn a_mirroring_session_can_replicate_through_a_multicast_group() {
+    let mut sw = load("stf/v1model.json");
+    sw.table_add(
+        "ingress.t_op",
+        vec![FieldMatch::Exact(vec![1])],
+        None,
+        "ingress.do_clone",
+        &[],
+    )
+    .unwrap();
+    sw.mc_mgrp_create(9).unwrap();
+    let n = sw.mc_node_create(4, &[6, 7]);
+    sw.mc_node_associate(9, n).unwrap();
+    sw.mirroring_add(
+        5,
+        MirrorSession {
+            port: None,
+            mgrp: Some(9),
+        },
+    )
+    .unwrap();
+    let mut out = run(&mut sw, 0, &[1, 0, 0, 0, 0, 0]);
+    out.sort_by_key(|o| o.port);
+    let got: Vec<(u32, Vec<u8>)> = out.into_iter().map(|o| (o.port, o.data)).collect();
+    // The original to port 1; clone copies (instance type 1, rid 4) to the group's ports.
+    assert_eq!(
+        got,
+        vec![
+            (1, vec![1, 0, 9, 0, 0, 0x11]),
+            (6, vec![1, 1, 9, 0, 4, 0]),
+            (7, vec![1, 1, 9, 0, 4, 0]),
+        ]
+    );
+    // Without a session, the clone request is ignored.
+    sw.mirroring_delete(5).unwrap();
+    assert_eq!(run(&mut sw, 0, &[1, 0, 0, 0, 0, 0]).len(), 1);
+}
+
+#[test]
+fn the_switch_can_move_to_a_worker_thread() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Switch>();
+    assert_send::<EgressJob>();
+}
