@@ -256,7 +256,7 @@ impl Switch {
         }
     }
 
-    fn reset_direct(&mut self, t: usize, h: EntryHandle) {
+    pub(crate) fn reset_direct(&mut self, t: usize, h: EntryHandle) {
         let i = h.0 as usize;
         if let Some(c) = self.prog.tables[t].direct_counter {
             let cells = &mut self.rt.ext.counters[c as usize];

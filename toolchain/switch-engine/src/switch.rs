@@ -361,9 +361,10 @@ impl Switch {
                     .unwrap_or(0)
                     .clamp(0, i64::from(i32::MAX - 1)) as i32
         });
-        table
+        let h = table
             .insert(matches, priority, EntryVal::Act(data))
             .map_err(|e| e.to_string())?;
+        self.reset_direct(ti, h);
         Ok(())
     }
 
