@@ -114,7 +114,8 @@ fn routes(
     (t, prefixes, rate)
 }
 
-/// Lookups per second over `keys` (cycled), with the share that hit.
+/// Lookups per second over `keys` (cycled), with the share that hit (1.0 where the table has
+/// a default route or a catch-all entry, as the route and ACL tables here do).
 fn measure(t: &Table<u32>, keys: &[Vec<u8>]) -> (f64, f64) {
     let mut hits = 0usize;
     let secs = timed(|| {

@@ -5,6 +5,8 @@ use crate::{EntryHandle, MatchKind};
 pub enum TableError {
     #[error("key field {field}: width 0 is not a valid match field width")]
     ZeroWidthKey { field: usize },
+    #[error("key field {field}: width {width} exceeds the maximum of {max} bits")]
+    FieldTooWide { field: usize, width: u32, max: u32 },
     #[error("key fields {first} and {second} are both LPM; a table takes at most one (bmv2)")]
     MultipleLpm { first: usize, second: usize },
     #[error("table is full ({max_size} entries)")]

@@ -1,12 +1,14 @@
-//! Hash maps over fixed-length byte keys. Keys of up to 16 bytes (addresses, MAC + VLAN, an
-//! IPv4 5-tuple) are packed into a `u128`, so hashing and comparing stay in registers instead
-//! of following a pointer to the key bytes.
+//! Hash maps over fixed-length byte keys. Keys of up to 8 bytes (IPv4 addresses, MAC + VLAN)
+//! are packed into a `u64`, keys of up to 16 (IPv6 addresses, an IPv4 5-tuple) into a `u128`,
+//! so hashing and comparing stay in registers instead of following a pointer to the key
+//! bytes, and the smaller entries keep big tables denser in cache.
 
 use std::collections::HashMap;
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-pub(crate) const PACKED_MAX: usize = 16;
+const PACKED64_MAX: usize = 8;
+const PACKED_MAX: usize = 16;
 
 pub(crate) fn pack(bytes: &[u8]) -> u128 {
     bytes.iter().fold(0, |acc, &b| (acc << 8) | u128::from(b))
@@ -17,6 +19,7 @@ pub(crate) fn pack(bytes: &[u8]) -> u128 {
 pub(crate) struct Mask {
     pub(crate) bytes: Box<[u8]>,
     packed: u128,
+    packed64: u64,
 }
 
 impl Mask {
@@ -26,18 +29,25 @@ impl Mask {
         } else {
             0
         };
-        Mask { bytes, packed }
+        Mask {
+            bytes,
+            packed,
+            packed64: packed as u64,
+        }
     }
 }
 
 pub(crate) enum KeyMap<V> {
+    Packed64(FastMap<u64, V>),
     Packed(FastMap<u128, V>),
     Bytes(FastMap<Box<[u8]>, V>),
 }
 
 impl<V> KeyMap<V> {
     pub(crate) fn new(key_len: usize) -> Self {
-        if key_len <= PACKED_MAX {
+        if key_len <= PACKED64_MAX {
+            KeyMap::Packed64(FastMap::default())
+        } else if key_len <= PACKED_MAX {
             KeyMap::Packed(FastMap::default())
         } else {
             KeyMap::Bytes(FastMap::default())
@@ -46,6 +56,7 @@ impl<V> KeyMap<V> {
 
     pub(crate) fn get(&self, key: &[u8]) -> Option<&V> {
         match self {
+            KeyMap::Packed64(m) => m.get(&(pack(key) as u64)),
             KeyMap::Packed(m) => m.get(&pack(key)),
             KeyMap::Bytes(m) => m.get(key),
         }
@@ -53,6 +64,7 @@ impl<V> KeyMap<V> {
 
     pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
         match self {
+            KeyMap::Packed64(m) => m.get_mut(&(pack(key) as u64)),
             KeyMap::Packed(m) => m.get_mut(&pack(key)),
             KeyMap::Bytes(m) => m.get_mut(key),
         }
@@ -60,6 +72,7 @@ impl<V> KeyMap<V> {
 
     pub(crate) fn get_or_insert_with(&mut self, key: &[u8], f: impl FnOnce() -> V) -> &mut V {
         match self {
+            KeyMap::Packed64(m) => m.entry(pack(key) as u64).or_insert_with(f),
             KeyMap::Packed(m) => m.entry(pack(key)).or_insert_with(f),
             KeyMap::Bytes(m) => m.entry(key.into()).or_insert_with(f),
         }
@@ -67,6 +80,9 @@ impl<V> KeyMap<V> {
 
     pub(crate) fn insert(&mut self, key: &[u8], v: V) {
         match self {
+            KeyMap::Packed64(m) => {
+                m.insert(pack(key) as u64, v);
+            }
             KeyMap::Packed(m) => {
                 m.insert(pack(key), v);
             }
@@ -78,6 +94,7 @@ impl<V> KeyMap<V> {
 
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<V> {
         match self {
+            KeyMap::Packed64(m) => m.remove(&(pack(key) as u64)),
             KeyMap::Packed(m) => m.remove(&pack(key)),
             KeyMap::Bytes(m) => m.remove(key),
         }
@@ -85,6 +102,7 @@ impl<V> KeyMap<V> {
 
     pub(crate) fn is_empty(&self) -> bool {
         match self {
+            KeyMap::Packed64(m) => m.is_empty(),
             KeyMap::Packed(m) => m.is_empty(),
             KeyMap::Bytes(m) => m.is_empty(),
         }
@@ -92,6 +110,7 @@ impl<V> KeyMap<V> {
 
     pub(crate) fn clear(&mut self) {
         match self {
+            KeyMap::Packed64(m) => m.clear(),
             KeyMap::Packed(m) => m.clear(),
             KeyMap::Bytes(m) => m.clear(),
         }
@@ -100,6 +119,7 @@ impl<V> KeyMap<V> {
     /// Looks up `key & mask`.
     pub(crate) fn probe(&self, key: &mut Probe<'_>, mask: &Mask) -> Option<&V> {
         match (self, key) {
+            (KeyMap::Packed64(m), Probe::Packed64(k)) => m.get(&(*k & mask.packed64)),
             (KeyMap::Packed(m), Probe::Packed(k)) => m.get(&(*k & mask.packed)),
             (KeyMap::Bytes(m), Probe::Bytes { key, buf }) => m.get(buf.masked(key, &mask.bytes)),
             _ => unreachable!("maps and probes of one table agree on the key form"),
@@ -109,13 +129,16 @@ impl<V> KeyMap<V> {
 
 /// A lookup key prepared once per lookup and masked per probe without allocating.
 pub(crate) enum Probe<'a> {
+    Packed64(u64),
     Packed(u128),
     Bytes { key: &'a [u8], buf: Scratch },
 }
 
 impl<'a> Probe<'a> {
     pub(crate) fn new(key: &'a [u8]) -> Self {
-        if key.len() <= PACKED_MAX {
+        if key.len() <= PACKED64_MAX {
+            Probe::Packed64(pack(key) as u64)
+        } else if key.len() <= PACKED_MAX {
             Probe::Packed(pack(key))
         } else {
             Probe::Bytes {

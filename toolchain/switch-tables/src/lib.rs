@@ -10,4 +10,5 @@ pub use error::{ProfileError, TableError};
 pub use profile::{ActionProfile, GroupMember};
 pub use table::{
     priority_from_bmv2, EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind, Table,
+    MAX_FIELD_WIDTH,
 };

@@ -19,8 +19,9 @@ struct Member<V> {
 
 struct Group {
     members: Vec<GroupMember>,
-    /// Member ids, one slot per unit of weight, in selection order.
-    slots: Vec<u32>,
+    /// (slots up to and including this member, member id) in selection order: a member of
+    /// weight w owns w consecutive slots without storing them, whatever the weights.
+    slots: Vec<(u64, u32)>,
 }
 
 /// An action profile (v1model `action_profile`) or selector (`action_selector`): members
@@ -188,10 +189,10 @@ impl<V> ActionProfile<V> {
     /// group; bmv2 treats an empty group as a miss.
     pub fn select(&self, group: u32, hash: u64) -> Option<u32> {
         let slots = &self.groups.get(&group)?.slots;
-        if slots.is_empty() {
-            return None;
-        }
-        slots.get((hash % slots.len() as u64) as usize).copied()
+        let &(total, _) = slots.last()?;
+        let slot = hash % total;
+        let at = slots.partition_point(|&(end, _)| end <= slot);
+        slots.get(at).map(|&(_, member)| member)
     }
 
     /// Empties the profile, as a pipeline reload does.
@@ -203,7 +204,11 @@ impl<V> ActionProfile<V> {
     }
 
     /// Validates a member list and builds its selection slots.
-    fn check_group(&self, id: u32, members: &[GroupMember]) -> Result<Vec<u32>, ProfileError> {
+    fn check_group(
+        &self,
+        id: u32,
+        members: &[GroupMember],
+    ) -> Result<Vec<(u64, u32)>, ProfileError> {
         let mut seen = BTreeSet::new();
         let mut total: u64 = 0;
         let mut ordered = Vec::with_capacity(members.len());
@@ -239,9 +244,13 @@ impl<V> ActionProfile<V> {
             });
         }
         ordered.sort_unstable();
+        let mut end = 0;
         Ok(ordered
             .into_iter()
-            .flat_map(|(_, member, weight)| std::iter::repeat(member).take(weight as usize))
+            .map(|(_, member, weight)| {
+                end += u64::from(weight);
+                (end, member)
+            })
             .collect())
     }
 

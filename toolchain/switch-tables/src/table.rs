@@ -54,9 +54,10 @@ impl FieldMatch {
     }
 }
 
-/// Identifies an entry for as long as it is installed. Handles are dense slot indices (the
-/// lowest free slot is reused first, as bmv2's handle manager does), so callers can keep
-/// per-entry state such as direct counters in arrays indexed by `h.0`.
+/// Identifies an entry for as long as it is installed. Handles are dense slot indices below
+/// the table's `max_size` (the lowest free slot is reused first, as bmv2's handle manager
+/// does), so callers can keep per-entry state such as direct counters in arrays of
+/// `max_size` indexed by `h.0`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct EntryHandle(pub u32);
 
@@ -109,23 +110,30 @@ enum Index {
 }
 
 /// Longest prefix match as one hash map per prefix length of the LPM field. Probing every
-/// length from the longest costs up to `width` probes, so each value of the field's leading
-/// `bucket_bits` bits keeps a bitmap of the prefix lengths (>= `bucket_bits`) present under
-/// it: a lookup probes only those, longest first, then the few lengths below `bucket_bits`.
+/// length from the longest costs up to `width` probes, so tiers of bitmaps say which lengths
+/// hold entries under a key's leading bits: the first tier, indexed by the field's leading 16
+/// bits, covers lengths 16 and up; the second, indexed by the leading 8 bits, lengths 8 to 15.
+/// A lookup probes only the lengths its buckets list, longest first, then the lengths under 8.
 struct LpmIndex {
     field: FieldLayout,
-    bucket_bits: u32,
     /// Indexed by prefix length.
     levels: Vec<Option<LpmLevel>>,
-    /// `words` u64 per bucket; bit `len - bucket_bits` marks prefix length `len`. Flat, so a
-    /// lookup reads one cache line. Allocated with the first long entry, so tables of short
-    /// prefixes stay small.
+    /// Longest lengths first.
+    tiers: Vec<Tier>,
+    /// Prefix lengths below the last tier that hold entries, longest first.
+    short: Vec<u32>,
+}
+
+/// Prefix lengths `bits..=max_len`, bucketed by the field's leading `bits` bits.
+struct Tier {
+    bits: u32,
+    max_len: u32,
+    /// `words` u64 per bucket; bit `len - bits` marks length `len`. Flat, so a lookup reads
+    /// one cache line. Allocated with the tier's first entry, so small tables stay small.
     lengths: Vec<u64>,
     words: usize,
     /// Entries per (bucket, prefix length), to clear a bit when its last entry goes.
     counts: FastMap<(u32, u32), u32>,
-    /// Prefix lengths below `bucket_bits` that hold entries, longest first.
-    short: Vec<u32>,
 }
 
 struct LpmLevel {
@@ -177,6 +185,11 @@ pub fn priority_from_bmv2(p: i32) -> Result<i32, TableError> {
     }
 }
 
+/// Widest key field accepted. Far above any real header field, low enough that a bogus width
+/// in a program cannot make a table allocate gigabytes (an LPM table keeps one slot per
+/// prefix length).
+pub const MAX_FIELD_WIDTH: u32 = 65_536;
+
 fn top_byte_mask(width: u32) -> u8 {
     match width % 8 {
         0 => 0xff,
@@ -185,8 +198,9 @@ fn top_byte_mask(width: u32) -> u8 {
 }
 
 impl<V> Table<V> {
-    /// A table with these key fields holding at most `max_size` entries. Fails on a 0-bit
-    /// field and on more than one LPM field (bmv2 refuses those tables too).
+    /// A table with these key fields holding at most `max_size` entries. Fails on a field of
+    /// 0 or more than `MAX_FIELD_WIDTH` bits and on more than one LPM field (bmv2 refuses
+    /// such tables too).
     pub fn new(keys: Vec<KeyField>, max_size: usize) -> Result<Self, TableError> {
         let mut fields = Vec::with_capacity(keys.len());
         let mut offset = 0;
@@ -197,6 +211,13 @@ impl<V> Table<V> {
         for (i, k) in keys.iter().enumerate() {
             if k.width == 0 {
                 return Err(TableError::ZeroWidthKey { field: i });
+            }
+            if k.width > MAX_FIELD_WIDTH {
+                return Err(TableError::FieldTooWide {
+                    field: i,
+                    width: k.width,
+                    max: MAX_FIELD_WIDTH,
+                });
             }
             match k.kind {
                 MatchKind::Lpm => {
@@ -652,14 +673,29 @@ impl<V> Table<V> {
 
 impl LpmIndex {
     fn new(field: FieldLayout) -> Self {
-        let bucket_bits = field.width.min(16);
+        let mut tiers = Vec::new();
+        let mut max_len = field.width;
+        for bits in [16, 8] {
+            let bits = bits.min(max_len);
+            if tiers.last().is_some_and(|t: &Tier| t.bits == bits) {
+                break;
+            }
+            tiers.push(Tier {
+                bits,
+                max_len,
+                lengths: Vec::new(),
+                words: (max_len - bits + 1).div_ceil(64) as usize,
+                counts: FastMap::default(),
+            });
+            if bits == 0 {
+                break;
+            }
+            max_len = bits - 1;
+        }
         LpmIndex {
             field,
-            bucket_bits,
             levels: (0..=field.width).map(|_| None).collect(),
-            lengths: Vec::new(),
-            words: (field.width - bucket_bits + 1).div_ceil(64) as usize,
-            counts: FastMap::default(),
+            tiers,
             short: Vec::new(),
         }
     }
@@ -668,14 +704,20 @@ impl LpmIndex {
         self.levels.get(prefix_len as usize)?.as_ref()
     }
 
-    /// The leading `bucket_bits` bits of the LPM field in a key (or an entry's value).
-    fn bucket(&self, key: &[u8]) -> usize {
+    /// The leading `bits` (at most 16) bits of the LPM field in a key or an entry's value.
+    fn bucket(&self, key: &[u8], bits: u32) -> usize {
         let f = &self.field;
         let bytes = &key[f.offset..f.offset + f.len.min(3)];
         let v = bytes.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b));
         let pad = f.len as u32 * 8 - f.width;
-        let shift = bytes.len() as u32 * 8 - pad - self.bucket_bits;
-        ((v >> shift) & ((1 << self.bucket_bits) - 1)) as usize
+        let shift = bytes.len() as u32 * 8 - pad - bits;
+        ((v >> shift) & ((1 << bits) - 1)) as usize
+    }
+
+    fn tier_of(&self, len: u32) -> Option<usize> {
+        self.tiers
+            .iter()
+            .position(|t| (t.bits..=t.max_len).contains(&len))
     }
 
     fn lookup(&self, key: &[u8], probe: &mut Probe) -> Option<u32> {
@@ -683,15 +725,17 @@ impl LpmIndex {
             let level = self.level(len).expect("listed lengths have levels");
             level.map.probe(probe, &level.mask).copied()
         };
-        if !self.lengths.is_empty() {
-            let at = self.bucket(key) * self.words;
-            for (w, &word) in self.lengths[at..at + self.words].iter().enumerate().rev() {
+        for t in &self.tiers {
+            if t.lengths.is_empty() {
+                continue;
+            }
+            let at = self.bucket(key, t.bits) * t.words;
+            for (w, &word) in t.lengths[at..at + t.words].iter().enumerate().rev() {
                 let mut bits = word;
                 while bits != 0 {
                     let bit = 63 - bits.leading_zeros();
                     bits &= !(1 << bit);
-                    let len = self.bucket_bits + w as u32 * 64 + bit;
-                    if let Some(slot) = hit(len, probe) {
+                    if let Some(slot) = hit(t.bits + w as u32 * 64 + bit, probe) {
                         return Some(slot);
                     }
                 }
@@ -702,24 +746,26 @@ impl LpmIndex {
 
     fn add(&mut self, c: Compiled, slot: u32) {
         let len = c.prefix_len;
+        let tier = self.tier_of(len);
         if self.levels[len as usize].is_none() {
             self.levels[len as usize] = Some(LpmLevel {
                 mask: Mask::new(c.mask),
                 map: KeyMap::new(c.value.len()),
             });
-            if len < self.bucket_bits {
+            if tier.is_none() {
                 let at = self.short.partition_point(|&l| l > len);
                 self.short.insert(at, len);
             }
         }
-        if len >= self.bucket_bits {
-            if self.lengths.is_empty() {
-                self.lengths = vec![0; self.words << self.bucket_bits];
+        if let Some(i) = tier {
+            let b = self.bucket(&c.value, self.tiers[i].bits);
+            let t = &mut self.tiers[i];
+            if t.lengths.is_empty() {
+                t.lengths = vec![0; t.words << t.bits];
             }
-            let b = self.bucket(&c.value);
-            *self.counts.entry((b as u32, len)).or_insert(0) += 1;
-            let bit = (len - self.bucket_bits) as usize;
-            self.lengths[b * self.words + bit / 64] |= 1 << (bit % 64);
+            *t.counts.entry((b as u32, len)).or_insert(0) += 1;
+            let bit = (len - t.bits) as usize;
+            t.lengths[b * t.words + bit / 64] |= 1 << (bit % 64);
         }
         let level = self.levels[len as usize].as_mut().expect("created above");
         level.map.insert(&c.value, slot);
@@ -735,14 +781,15 @@ impl LpmIndex {
             self.levels[len as usize] = None;
             self.short.retain(|&l| l != len);
         }
-        if len >= self.bucket_bits && !self.lengths.is_empty() {
-            let b = self.bucket(&c.value);
-            if let Some(n) = self.counts.get_mut(&(b as u32, len)) {
+        if let Some(i) = self.tier_of(len) {
+            let b = self.bucket(&c.value, self.tiers[i].bits);
+            let t = &mut self.tiers[i];
+            if let Some(n) = t.counts.get_mut(&(b as u32, len)) {
                 *n -= 1;
                 if *n == 0 {
-                    self.counts.remove(&(b as u32, len));
-                    let bit = (len - self.bucket_bits) as usize;
-                    self.lengths[b * self.words + bit / 64] &= !(1 << (bit % 64));
+                    t.counts.remove(&(b as u32, len));
+                    let bit = (len - t.bits) as usize;
+                    t.lengths[b * t.words + bit / 64] &= !(1 << (bit % 64));
                 }
             }
         }

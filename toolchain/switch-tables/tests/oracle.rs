@@ -268,6 +268,18 @@ fn narrow_lpm_after_exact_matches_oracle() {
 }
 
 #[test]
+fn lpm_fields_of_one_to_eight_bits_match_oracle() {
+    for (i, width) in [1, 5, 8].into_iter().enumerate() {
+        run(
+            vec![k(MatchKind::Exact, 3), k(MatchKind::Lpm, width)],
+            20 + i as u64,
+            200,
+            3000,
+        );
+    }
+}
+
+#[test]
 fn long_keys_match_oracle() {
     // Keys over 16 bytes take the byte-slice maps instead of packed u128 keys.
     run(
@@ -287,6 +299,27 @@ fn long_keys_match_oracle() {
             k(MatchKind::Optional, 20),
         ],
         8,
+        1500,
+        5000,
+    );
+}
+
+#[test]
+fn mid_length_keys_match_oracle() {
+    // Keys of 9 to 16 bytes are packed into u128 (up to 8 bytes: u64).
+    run(
+        vec![k(MatchKind::Exact, 60), k(MatchKind::Lpm, 20)],
+        9,
+        1500,
+        5000,
+    );
+    run(
+        vec![
+            k(MatchKind::Ternary, 60),
+            k(MatchKind::Range, 16),
+            k(MatchKind::Exact, 2),
+        ],
+        10,
         1500,
         5000,
     );

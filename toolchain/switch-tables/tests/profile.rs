@@ -138,6 +138,15 @@ fn every_profile_error() {
     // A failed modify leaves the group as it was.
     assert_eq!(p.modify_group(1, vec![gm(9, 1)]), Err(UnknownMember(9)));
     assert_eq!(p.group(1), Some(&[gm(1, 2), gm(2, 1)][..]));
+    // Large weights cost no memory: slots are not materialized.
+    let mut big = ActionProfile::new(4, 1, usize::MAX);
+    big.insert_member(0, ()).unwrap();
+    big.insert_member(1, ()).unwrap();
+    big.insert_group(0, vec![gm(0, u32::MAX), gm(1, 1)])
+        .unwrap();
+    assert_eq!(big.select(0, u64::from(u32::MAX) - 1), Some(0));
+    assert_eq!(big.select(0, u64::from(u32::MAX)), Some(1));
+    assert_eq!(big.select(0, u64::from(u32::MAX) + 1), Some(0));
     // max_group_size 0: the profile size bounds the total weight.
     let mut q = ActionProfile::new(2, 1, 0);
     q.insert_member(0, ()).unwrap();

@@ -267,6 +267,18 @@ fn every_validation_error() {
     );
     assert_eq!(
         Table::<()>::new(
+            vec![key(MatchKind::Exact, 8), key(MatchKind::Lpm, u32::MAX)],
+            1
+        )
+        .err(),
+        Some(FieldTooWide {
+            field: 1,
+            width: u32::MAX,
+            max: switch_tables::MAX_FIELD_WIDTH
+        })
+    );
+    assert_eq!(
+        Table::<()>::new(
             vec![
                 key(MatchKind::Lpm, 8),
                 key(MatchKind::Exact, 8),
