@@ -419,3 +419,44 @@ fn the_switch_can_move_to_a_worker_thread() {
     assert_send::<Switch>();
     assert_send::<EgressJob>();
 }
+
+#[test]
+fn priority_selects_a_queue_and_out_of_range_priorities_drop() {
+    let path = format!("{}/tests/stf/l3.json", env!("CARGO_MANIFEST_DIR"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let prims = v["actions"][2]["primitives"].as_array_mut().unwrap();
+    prims.push(serde_json::json!({"op": "assign", "parameters": [
+        {"type": "field", "value": ["standard_metadata", "priority"]},
+        {"type": "hexstr", "value": "0x3"}]}));
+    let text = v.to_string();
+    let route = |sw: &mut Switch| {
+        sw.table_add(
+            "ingress.ipv4_lpm",
+            vec![FieldMatch::Lpm {
+                value: vec![10, 0, 0, 0],
+                prefix_len: 8,
+            }],
+            None,
+            "ingress.set_nhop",
+            &[vec![0, 1], vec![0, 0, 0, 0, 0, 1]],
+        )
+        .unwrap();
+    };
+    let pkt = ipv4(0xc0a8_0001, 0x0a00_0001, 6);
+    // One queue per port (simple_switch's default): priority 3 is dropped at enqueue.
+    let mut sw = Switch::from_json(&text, SwitchConfig::default()).unwrap();
+    route(&mut sw);
+    assert!(run(&mut sw, 0, &pkt).is_empty());
+    assert_eq!(sw.stats().priority_drops, 1);
+    // With 8 queues the job carries priority 3 for the traffic manager.
+    let config = SwitchConfig {
+        priority_queues: 8,
+        ..SwitchConfig::default()
+    };
+    let mut sw = Switch::from_json(&text, config).unwrap();
+    route(&mut sw);
+    let mut jobs = Vec::new();
+    sw.ingress(0, &pkt, 1, &mut jobs);
+    assert_eq!((jobs.len(), jobs[0].priority, jobs[0].port), (1, 3, 1));
+}
