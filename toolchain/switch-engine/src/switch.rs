@@ -645,6 +645,9 @@ impl Switch {
         }
         exec::update_checksums(prog, &mut pkt);
         exec::deparse(prog, &mut pkt, self.deparser);
+        if let Some(t) = pkt.regs.truncate {
+            pkt.data.truncate(t as usize);
+        }
         if let Some(list) = pkt.regs.recirculate.take() {
             let reinjections = pkt.reinjections + 1;
             if reinjections > self.config.max_reinjections {
@@ -662,9 +665,6 @@ impl Switch {
             self.recycle(pkt);
             self.run_ingress(copy, reinjections, now_us, out);
             return None;
-        }
-        if let Some(t) = pkt.regs.truncate {
-            pkt.data.truncate(t as usize);
         }
         self.stats.transmitted += 1;
         let data = std::mem::replace(&mut pkt.data, self.buffers.pop().unwrap_or_default());
@@ -684,11 +684,8 @@ impl Switch {
                 enq_qdepth: self.fifo.len() as u32,
                 deq_timedelta_us: 0,
                 deq_qdepth: self.fifo.len() as u32,
-                // simple_switch numbers queues from the highest priority down.
-                qid: self
-                    .config
-                    .priority_queues
-                    .saturating_sub(1 + u32::from(job.priority)),
+                // simple_switch reports the priority queue the packet left.
+                qid: u32::from(job.priority),
             };
             if let Some(o) = self.egress(job, q, now_us, &mut jobs) {
                 out.push(o);
