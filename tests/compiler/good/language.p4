@@ -107,8 +107,8 @@ control Ing(inout S s, inout Pair<bit<4>> meta, inout standard_metadata_t sm) {
         actions = { ga; .NoAction; }
         const default_action = ga(1);
         entries = {
-            const 1 &&& 0xFF : ga(2);
-            @priority(3) 2 : NoAction();
+            const (1, 0x10 &&& 0xF0) : ga(2);
+            @priority(3) (2, _) : NoAction();
         }
         @my_annotation size = 32;
         idle_timeout = true;
@@ -147,7 +147,7 @@ control Ing(inout S s, inout Pair<bit<4>> meta, inout standard_metadata_t sm) {
         if (t.apply().miss) { return; }
         a = ext_fn(a, 3);
         sm.egress_spec = (bit<9>)(port_t)9w1;
-        bit<8> sz = s.stack.size;
+        bit<32> sz = s.stack.size;
         s.stack.push_front(2);
         s.stack.pop_front(1);
         if (s.u.h.isValid()) { s.u.h.setInvalid(); }
