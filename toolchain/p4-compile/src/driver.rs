@@ -62,7 +62,10 @@ pub fn run(opts: &Options) -> Result<(), ()> {
     let program = p4_syntax::parse(&map, &mut diags);
     // Semantic checks need a whole tree: after syntax errors they would only report cascades.
     if !opts.parse_only && !diags.has_errors() {
-        let _typed = p4_sema::check(&program, &mut diags);
+        let typed = p4_sema::check(&program, &mut diags);
+        if let (Some(ir), true) = (typed, opts.dump_ir) {
+            println!("{ir:#?}");
+        }
     }
     report(&diags, &map)
 }

@@ -403,18 +403,15 @@ impl<'d> Checker<'d> {
                 self.p.top.push(id);
             }
         }
-        match self.lookup_name("main") {
-            Some([Entity::Value(id)]) => {
-                let id = *id;
-                if let DeclKind::Instance {
-                    ty: Type::Package(..),
-                    ..
-                } = self.p.decl(id).kind
-                {
-                    self.p.main = Some(id);
-                }
+        if let Some([Entity::Value(id)]) = self.lookup_name("main") {
+            let id = *id;
+            if let DeclKind::Instance {
+                ty: Type::Package(..),
+                ..
+            } = self.p.decl(id).kind
+            {
+                self.p.main = Some(id);
             }
-            _ => {}
         }
     }
 

@@ -6,6 +6,10 @@ use num_bigint::BigInt;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use p4_syntax::ast::{BinOp, UnOp};
 
+/// Arbitrary-precision shifts stay below this so that a constant cannot exhaust memory; widths
+/// are limited to 2^16 bits anyway.
+const MAX_INT_SHIFT: u32 = 1 << 20;
+
 /// `value` reduced to the range of `ty`; unchanged for types without a width.
 pub fn wrap(value: BigInt, ty: &Type) -> BigInt {
     match ty {
@@ -127,8 +131,13 @@ pub fn binary(op: BinOp, a: &Value, b: &Value, ty: &Type) -> Result<Value, Strin
             }
             // Shifting a fixed-width value by its width or more leaves only sign or zero bits.
             let amount = match (y.to_u32(), ty) {
+                (Some(n), Type::InfInt) if n > MAX_INT_SHIFT => {
+                    return Err(format!("shift amount {y} too large for an int"))
+                }
                 (Some(n), _) => n,
-                (None, Type::InfInt) => return Err(format!("shift amount {y} too large")),
+                (None, Type::InfInt) => {
+                    return Err(format!("shift amount {y} too large for an int"))
+                }
                 (None, _) => u32::MAX,
             };
             let limit = match ty {

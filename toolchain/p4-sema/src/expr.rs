@@ -549,7 +549,7 @@ impl Checker<'_> {
                 let n = *n;
                 match (&i.ty, const_of(&i)) {
                     (_, Some(Value::Int(v))) => {
-                        if v.is_zero() && n == 0 || v.to_u32().is_none_or_ge(n) {
+                        if v.to_u32().map_or(true, |k| k >= n) {
                             self.d.error(
                                 idx.span,
                                 format!("index {v} is out of bounds for a stack of size {n}"),
@@ -778,6 +778,9 @@ impl Checker<'_> {
             And | Or => {
                 let x = self.expr_as(a, &Type::Bool, "the operand");
                 let y = self.expr_as(b, &Type::Bool, "the operand");
+                if x.ty == Type::Unknown || y.ty == Type::Unknown {
+                    return unknown(span);
+                }
                 if let (Some(u), Some(v)) = (const_of(&x), const_of(&y)) {
                     if let Ok(r) = eval::binary(op, u, v, &Type::Bool) {
                         return constant(r, Type::Bool, span);
@@ -1061,7 +1064,8 @@ impl Checker<'_> {
             return true;
         }
         match (from, to) {
-            (Type::Bit(a), Type::Bit(b)) | (Type::Int(a), Type::Int(b)) => a == b || true,
+            // Width changes keep the signedness; p4c allows them in one step.
+            (Type::Bit(_), Type::Bit(_)) | (Type::Int(_), Type::Int(_)) => true,
             (Type::Bit(a), Type::Int(b)) | (Type::Int(a), Type::Bit(b)) => a == b,
             (Type::Bit(1), Type::Bool) | (Type::Bool, Type::Bit(1)) => true,
             (Type::InfInt, Type::Bit(_) | Type::Int(_) | Type::Bool) => true,
@@ -1246,9 +1250,13 @@ impl Checker<'_> {
                         _ => k == "range",
                     };
                     if !ok {
+                        let needs = match op {
+                            BinOp::Mask => "a ternary, lpm or optional key",
+                            _ => "a range key",
+                        };
                         self.d.error(
                             e.span,
-                            format!("'{}' cannot be used with a '{k}' key", op.symbol()),
+                            format!("'{}' needs {needs}, and this key is {k}", op.symbol()),
                         );
                     }
                 }
@@ -1767,6 +1775,24 @@ impl Checker<'_> {
         }
     }
 
+    /// Values known when the program is instantiated: constants, instances, constructor
+    /// calls and the constructor parameters of the enclosing parser or control.
+    fn compile_time_known(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Const(_) | ExprKind::DontCare => true,
+            ExprKind::Call(c) => matches!(c.target, CallTarget::Construct(_)),
+            ExprKind::Ref(id) => match &self.p.decl(*id).kind {
+                DeclKind::Instance { .. } => true,
+                DeclKind::Param(p) => p.dir.is_none(),
+                _ => false,
+            },
+            ExprKind::Tuple(items) => items.iter().all(|i| self.compile_time_known(i)),
+            ExprKind::Cast(x) | ExprKind::Unary(_, x) => self.compile_time_known(x),
+            ExprKind::Binary(_, a, b) => self.compile_time_known(a) && self.compile_time_known(b),
+            _ => false,
+        }
+    }
+
     /// Total maximum width of varbit fields of a header (or struct of headers).
     fn varbit_bits(&self, ty: &Type) -> u64 {
         match ty {
@@ -1856,6 +1882,12 @@ impl Checker<'_> {
             }
         }
         let c = self.call_args(&params, &[], args, span, sub);
+        for a in c.args.iter().flatten() {
+            if a.ty != Type::Unknown && !self.compile_time_known(a) {
+                self.d
+                    .error(a.span, "constructor arguments must be compile-time known");
+            }
+        }
         let full: Vec<Type> = type_params
             .iter()
             .map(|v| subst(&Type::Var(*v), &c.sub))
@@ -1898,13 +1930,23 @@ impl Checker<'_> {
     ) -> CallArgs {
         let mut matched: Vec<Option<&ast::Argument>> = vec![None; params.len()];
         let named = args.iter().any(|a| a.name.is_some());
+        if let Some(a) = args.iter().find(|a| a.name.is_none()).filter(|_| named) {
+            self.d.error(
+                a.value.span,
+                "named and positional arguments cannot be mixed",
+            );
+            for a in args {
+                self.expr(&a.value);
+            }
+            return CallArgs {
+                args: vec![None; params.len()],
+                params: params.to_vec(),
+                sub,
+            };
+        }
         if named {
             for a in args {
                 let Some(n) = &a.name else {
-                    self.d.error(
-                        a.value.span,
-                        "named and positional arguments cannot be mixed",
-                    );
                     continue;
                 };
                 match params.iter().position(|p| p.name == n.name) {
@@ -2064,16 +2106,6 @@ impl Checker<'_> {
             params,
             sub,
         }
-    }
-}
-
-trait NoneOrGe {
-    fn is_none_or_ge(self, n: u32) -> bool;
-}
-
-impl NoneOrGe for Option<u32> {
-    fn is_none_or_ge(self, n: u32) -> bool {
-        self.map_or(true, |v| v >= n)
     }
 }
 

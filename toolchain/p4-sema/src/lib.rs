@@ -21,3 +21,150 @@ pub fn check(program: &ast::Program, diags: &mut Diagnostics) -> Option<ir::Prog
         Some(p)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ir::*;
+    use num_bigint::BigInt;
+    use p4_syntax::{Diagnostics, SourceMap};
+
+    fn run(src: &str) -> (Option<Program>, String) {
+        let map = SourceMap::new("t.p4", src.to_string());
+        let mut d = Diagnostics::default();
+        let ast = p4_syntax::parse(&map, &mut d);
+        assert!(!d.has_errors(), "{}", d.render(&map));
+        let p = super::check(&ast, &mut d);
+        (p, d.render(&map))
+    }
+
+    fn ok(src: &str) -> Program {
+        let (p, diags) = run(src);
+        p.unwrap_or_else(|| panic!("{diags}"))
+    }
+
+    fn constant(p: &Program, name: &str) -> (Type, Value) {
+        let d = p
+            .decls
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("no {name}"));
+        match &d.kind {
+            DeclKind::Const { ty, value } => (ty.clone(), value.clone()),
+            k => panic!("{name} is {k:?}"),
+        }
+    }
+
+    fn int(v: i64) -> Value {
+        Value::Int(BigInt::from(v))
+    }
+
+    #[test]
+    fn integer_literals_take_the_width_of_their_target() {
+        let (p, diags) = run("const bit<8> A = 300; const int<4> B = -9; const int C = 1 << 70;");
+        let p = p.unwrap();
+        assert_eq!(constant(&p, "A"), (Type::Bit(8), int(44)));
+        assert_eq!(constant(&p, "B"), (Type::Int(4), int(7)));
+        assert_eq!(constant(&p, "C").1, Value::Int(BigInt::from(1) << 70u32));
+        assert!(
+            diags.contains("warning: value 300 does not fit in bit<8>"),
+            "{diags}"
+        );
+        assert!(
+            diags.contains("warning: value -9 does not fit in int<4>"),
+            "{diags}"
+        );
+    }
+
+    #[test]
+    fn constants_fold_through_names_casts_slices_and_concatenation() {
+        let p = ok("const bit<8> A = 0xAB;
+             const bit<16> B = (bit<16>)A << 4 | 16w1;
+             const bit<4> C = B[11:8];
+             const bit<12> D = C ++ A;
+             const bool E = D == 12w0xAAB && !(A < 8w3);
+             const int<8> F = (int<8>)A;
+             const bit<8> G = 8w250 |+| 8w10;");
+        assert_eq!(constant(&p, "B"), (Type::Bit(16), int(0xAB1)));
+        assert_eq!(constant(&p, "C"), (Type::Bit(4), int(0xA)));
+        assert_eq!(constant(&p, "D"), (Type::Bit(12), int(0xAAB)));
+        assert_eq!(constant(&p, "E"), (Type::Bool, Value::Bool(true)));
+        assert_eq!(constant(&p, "F"), (Type::Int(8), int(-85)));
+        assert_eq!(constant(&p, "G"), (Type::Bit(8), int(255)));
+    }
+
+    #[test]
+    fn sizes_enums_and_typedefs_fold() {
+        let p = ok("header H { bit<4> a; bit<12> b; varbit<32> v; }
+             enum bit<16> E { X = 0x800, Y = 5 }
+             typedef bit<9> port_t;
+             const int MIN = H.minSizeInBits();
+             const int MAXB = H.maxSizeInBytes();
+             const bit<16> EX = (bit<16>)E.X;
+             const port_t P = 511;");
+        assert_eq!(constant(&p, "MIN"), (Type::InfInt, int(16)));
+        assert_eq!(constant(&p, "MAXB"), (Type::InfInt, int(6)));
+        assert_eq!(constant(&p, "EX"), (Type::Bit(16), int(0x800)));
+        assert_eq!(constant(&p, "P"), (Type::Bit(9), int(511)));
+    }
+
+    #[test]
+    fn names_resolve_to_declarations_and_expressions_carry_types() {
+        let p = ok("header H { bit<8> a; }
+             control C(inout H h) {
+                 bit<8> x = 1;
+                 apply { x = h.a + 2; }
+             }");
+        let DeclKind::Control { apply, .. } = &p.decls.iter().find(|d| d.name == "C").unwrap().kind
+        else {
+            panic!()
+        };
+        let StmtKind::Assign(lhs, rhs) = &apply.stmts[0].kind else {
+            panic!()
+        };
+        let ExprKind::Ref(x) = lhs.kind else { panic!() };
+        assert_eq!(p.decl(x).name, "x");
+        assert!(matches!(p.decl(x).kind, DeclKind::Var { .. }));
+        assert_eq!(rhs.ty, Type::Bit(8));
+        let ExprKind::Binary(_, a, b) = &rhs.kind else {
+            panic!()
+        };
+        assert!(matches!(a.kind, ExprKind::Field(_, 0)));
+        assert!(matches!(b.kind, ExprKind::Const(Value::Int(_))) && b.ty == Type::Bit(8));
+    }
+
+    #[test]
+    fn generic_calls_infer_type_arguments_and_cast_literals() {
+        let p = ok("extern void f<T>(in T a, in T b);
+             control C(inout bit<8> y) { apply { f(y, 1); } }");
+        let DeclKind::Control { apply, .. } = &p.decls.iter().find(|d| d.name == "C").unwrap().kind
+        else {
+            panic!()
+        };
+        let StmtKind::Call(e) = &apply.stmts[0].kind else {
+            panic!()
+        };
+        let ExprKind::Call(c) = &e.kind else { panic!() };
+        assert_eq!(c.type_args, vec![Type::Bit(8)]);
+        let lit = c.args[1].as_ref().unwrap();
+        assert_eq!(lit.ty, Type::Bit(8));
+        assert!(matches!(&lit.kind, ExprKind::Const(v) if *v == int(1)));
+    }
+
+    #[test]
+    fn type_errors_give_no_program() {
+        let (p, diags) = run("control C(inout bit<8> y) { apply { y = 16w1; } }");
+        assert!(p.is_none());
+        assert!(
+            diags.contains("t.p4(1:41): error: type mismatch: the assigned value must have type bit<8>, not bit<16>"),
+            "{diags}"
+        );
+    }
+
+    #[test]
+    fn constant_errors_are_reported_not_panicked() {
+        let (p, diags) =
+            run("const bit<8> A = 8w1 / 0; const int B = 1 << 100000000; const int C = -7 % 2;");
+        assert!(p.is_none());
+        assert_eq!(diags.matches("error:").count(), 3, "{diags}");
+    }
+}
