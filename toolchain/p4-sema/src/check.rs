@@ -984,7 +984,7 @@ impl<'d> Checker<'d> {
         });
         let saved = std::mem::take(&mut self.ctx);
         self.ctx.fn_ret = Some(ret.clone());
-        let body = self.block(&f.body, false);
+        let body = self.block(&f.body, true);
         self.ctx = saved;
         self.pop();
         if ret != Type::Void && ret != Type::Unknown && !always_returns(&body.stmts) {
@@ -1024,7 +1024,7 @@ impl<'d> Checker<'d> {
         let params = self.params(&a.params, true);
         let saved_action = self.ctx.in_action;
         self.ctx.in_action = true;
-        let body = self.block(&a.body, false);
+        let body = self.block(&a.body, true);
         self.ctx.in_action = saved_action;
         self.pop();
         let id = self.add_decl(Decl {
