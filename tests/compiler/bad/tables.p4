@@ -25,6 +25,11 @@ control C(inout h_t h) {
         size = 16;
         size = 32;
     }
+    table t4 {
+        key = { h.a: exact; }
+        actions = { fwd(h.a); }
+        default_action = fwd(h.b, 1);
+    }
     table t3 {
         key = { h.a: exact; }
         actions = { set; }

@@ -160,7 +160,7 @@ control MyIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             (_, 1024 .. 65535, _) : set_flow((flow_id_t)3);
             priority = 3 : (0, _, 17) : set_flow((flow_id_t)2);
         }
-        const default_action = set_flow((flow_id_t)0);
+        const default_action = tag(hdr.vlans[0].vid, 12w0);
     }
     table shared {
         key = { hdr.ipv4.dst: exact; }

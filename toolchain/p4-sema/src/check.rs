@@ -1517,7 +1517,7 @@ impl<'d> Checker<'d> {
         what: &str,
     ) -> Option<ActionRef> {
         let a = self.action_ref(r, false)?;
-        if !table.actions.iter().any(|x| x.action == a.action) {
+        let Some(listed) = table.actions.iter().find(|x| x.action == a.action) else {
             self.d.error(
                 r.span,
                 format!(
@@ -1526,6 +1526,22 @@ impl<'d> Checker<'d> {
                 ),
             );
             return None;
+        };
+        // Directional arguments are fixed by the actions list; repeating them must not
+        // change them.
+        let directional = match &self.p.decl(a.action).kind {
+            DeclKind::Action { params, .. } => params.iter().filter(|p| p.dir.is_some()).count(),
+            _ => 0,
+        };
+        for (given, fixed) in a.args.iter().take(directional).zip(&listed.args) {
+            if let (Some(g), Some(f)) = (given, fixed) {
+                if !same_expr(g, f) {
+                    self.d.error(
+                        g.span,
+                        "this argument must be the same as in the table's actions list",
+                    );
+                }
+            }
         }
         Some(a)
     }
@@ -1575,7 +1591,8 @@ impl<'d> Checker<'d> {
             Some(args) => {
                 let c = self.call_args(&bound, &[], args, r.span, Subst::new());
                 if !in_list {
-                    for a in c.args.iter().flatten() {
+                    let data = c.args.iter().zip(&bound).filter(|(_, p)| p.dir.is_none());
+                    for a in data.filter_map(|(a, _)| a.as_ref()) {
                         if !matches!(a.kind, ExprKind::Const(_)) && a.ty != Type::Unknown {
                             self.d
                                 .error(a.span, "action data here must be compile-time known");
@@ -1770,6 +1787,34 @@ impl<'d> Checker<'d> {
             });
         }
         StmtKind::Switch(x, out)
+    }
+}
+
+/// Structural equality of checked expressions, ignoring spans.
+fn same_expr(a: &Expr, b: &Expr) -> bool {
+    use ExprKind as K;
+    a.ty == b.ty
+        && match (&a.kind, &b.kind) {
+            (K::Const(x), K::Const(y)) => x == y,
+            (K::Ref(x), K::Ref(y)) => x == y,
+            (K::Field(x, i), K::Field(y, j)) => i == j && same_expr(x, y),
+            (K::Index(x, i), K::Index(y, j)) => same_expr(x, y) && same_expr(i, j),
+            (K::StackProp(x, p), K::StackProp(y, q)) => p == q && same_expr(x, y),
+            (K::Slice(x, h, l), K::Slice(y, g, m)) => h == g && l == m && same_expr(x, y),
+            (K::Cast(x), K::Cast(y)) | (K::Unary(_, x), K::Unary(_, y)) => {
+                same_kind(&a.kind, &b.kind) && same_expr(x, y)
+            }
+            (K::Binary(o, x1, x2), K::Binary(p, y1, y2)) => {
+                o == p && same_expr(x1, y1) && same_expr(x2, y2)
+            }
+            _ => false,
+        }
+}
+
+fn same_kind(a: &ExprKind, b: &ExprKind) -> bool {
+    match (a, b) {
+        (ExprKind::Unary(x, _), ExprKind::Unary(y, _)) => x == y,
+        _ => std::mem::discriminant(a) == std::mem::discriminant(b),
     }
 }
 
