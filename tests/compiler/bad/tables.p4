@@ -30,6 +30,16 @@ control C(inout h_t h) {
         actions = { fwd(h.a); }
         default_action = fwd(h.b, 1);
     }
+    table t5 {
+        actions = { @tableonly set; @defaultonly NoAction; }
+        default_action = set(1);
+        entries = { (1) : NoAction(); }
+    }
+    table t6 {
+        key = { h.a: exact; }
+        actions = { set; @defaultonly NoAction; }
+        entries = { (1) : NoAction(); }
+    }
     table t3 {
         key = { h.a: exact; }
         actions = { set; }

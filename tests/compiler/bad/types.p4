@@ -22,5 +22,8 @@ control C(inout h_t h) {
         h.a = h.f && h.a;            // && on bit<8>
         h.a = 8w255 / 0;             // division by zero
         h.a = true;                  // bool to bit<8>
+        h.c = h.c / 2;               // division of signed values
+        h.a = h.a << -1;             // negative shift amount
+        h.a = h.a << 8s2;            // fine: a constant amount
     }
 }

@@ -1470,8 +1470,24 @@ impl<'d> Checker<'d> {
         }
         if let Some(r) = default {
             table.default_action = self.listed_action(r, &table, t, "default action");
+            if let Some(a) = &table.default_action {
+                if self.list_annotation(&table, a.action, "tableonly") {
+                    self.d.error(
+                        r.span,
+                        format!(
+                            "'{}' is @tableonly and cannot be the default action",
+                            r.name.name.name
+                        ),
+                    );
+                }
+            }
         }
-        if let Some(es) = entries {
+        if let (Some(es), true) = (entries, table.key.is_empty()) {
+            if let Some(e) = es.first() {
+                self.d
+                    .error(e.span, "entries cannot be given for a table without a key");
+            }
+        } else if let Some(es) = entries {
             let key_types: Vec<Type> = table.key.iter().map(|k| k.expr.ty.clone()).collect();
             let kinds: Vec<String> = table.key.iter().map(|k| k.match_kind.clone()).collect();
             for e in es {
@@ -1485,6 +1501,17 @@ impl<'d> Checker<'d> {
                     .as_ref()
                     .and_then(|p| self.const_u64(p, "an entry priority"));
                 let action = self.listed_action(&e.action, &table, t, "entry action");
+                if let Some(a) = &action {
+                    if self.list_annotation(&table, a.action, "defaultonly") {
+                        self.d.error(
+                            e.action.span,
+                            format!(
+                                "'{}' is @defaultonly and cannot be used in entries",
+                                e.action.name.name.name
+                            ),
+                        );
+                    }
+                }
                 if let Some(action) = action {
                     table.entries.push(Entry {
                         annotations: e.annotations.clone(),
@@ -1505,6 +1532,15 @@ impl<'d> Checker<'d> {
         });
         self.declare(&t.name, Entity::Value(id));
         id
+    }
+
+    /// Whether the action's element in the actions list carries the annotation `@<name>`.
+    fn list_annotation(&self, table: &Table, action: DeclId, name: &str) -> bool {
+        table
+            .actions
+            .iter()
+            .filter(|a| a.action == action)
+            .any(|a| ast::find_annotation(&a.annotations, name).is_some())
     }
 
     /// An action reference in `default_action` or an entry: the action must be in the actions

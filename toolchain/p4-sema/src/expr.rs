@@ -323,6 +323,17 @@ impl Checker<'_> {
         }
     }
 
+    /// A serializable enum value cast to its underlying type; other values unchanged.
+    fn to_underlying(&mut self, x: Expr) -> Expr {
+        match &x.ty {
+            Type::SerEnum(_, u) => {
+                let u = (**u).clone();
+                self.cast_node(x, &u)
+            }
+            _ => x,
+        }
+    }
+
     /// The representation of serializable enums and new types.
     pub fn underlying(&self, t: &Type) -> Type {
         match t {
@@ -556,7 +567,7 @@ impl Checker<'_> {
                             );
                         }
                     }
-                    (Type::Bit(_) | Type::Unknown, _) => {}
+                    (Type::Bit(_) | Type::SerEnum(..) | Type::Unknown, _) => {}
                     (t, _) => {
                         let shown = self.p.show(t);
                         self.d.error(
@@ -717,6 +728,12 @@ impl Checker<'_> {
         b: Expr,
         span: Span,
     ) -> Option<(Expr, Expr, Type)> {
+        // Arithmetic works on a serializable enum's underlying type.
+        let (a, b) = if matches!(op, BinOp::Eq | BinOp::Ne) {
+            (a, b)
+        } else {
+            (self.to_underlying(a), self.to_underlying(b))
+        };
         let (a, b) = match (&a.ty, &b.ty) {
             (Type::SerEnum(_, u), t) if **u == *t || *t == Type::InfInt => {
                 let u = (**u).clone();
@@ -848,6 +865,7 @@ impl Checker<'_> {
             }
             Shl | Shr => {
                 let x = self.expr(a);
+                let x = self.to_underlying(x);
                 let y = self.expr(b);
                 if x.ty == Type::Unknown || y.ty == Type::Unknown {
                     return unknown(span);
@@ -863,8 +881,15 @@ impl Checker<'_> {
                         self.d.error(b.span, format!("negative shift amount {v}"));
                         return unknown(span);
                     }
-                    (Type::InfInt, Some(_)) | (Type::Bit(_), _) => {}
-                    (Type::InfInt, None) | (Type::Int(_), _) => {
+                    (Type::InfInt | Type::Int(_), Some(Value::Int(v)))
+                        if v.sign() == num_bigint::Sign::Minus =>
+                    {
+                        self.d.error(b.span, format!("negative shift amount {v}"));
+                        return unknown(span);
+                    }
+                    // A constant amount is a number whatever its type (p4c makes it unsigned).
+                    (Type::InfInt | Type::Int(_), Some(_)) | (Type::Bit(_), _) => {}
+                    (Type::InfInt, None) | (Type::Int(_), None) => {
                         self.d.error(
                             b.span,
                             "the shift amount must be an unsigned bit<W> value or a non-negative constant",
@@ -975,13 +1000,10 @@ impl Checker<'_> {
                     return unknown(span);
                 }
                 let consts = (const_of(&x).cloned(), const_of(&y).cloned());
-                if matches!(op, Div | Mod) && matches!(ty, Type::Int(_)) && consts.0.is_none() {
+                if matches!(op, Div | Mod) && matches!(ty, Type::Int(_)) {
                     self.d.error(
                         span,
-                        format!(
-                            "'{}' is not defined on signed values that are not constants",
-                            op.symbol()
-                        ),
+                        format!("'{}' is not defined on signed values", op.symbol()),
                     );
                     return unknown(span);
                 }
@@ -1158,7 +1180,7 @@ impl Checker<'_> {
             ExprKind::Field(b, _) | ExprKind::Index(b, _) | ExprKind::Slice(b, _, _) => {
                 self.lvalue(b)
             }
-            ExprKind::StackProp(b, p) if *p != StackProp::LastIndex => self.lvalue(b),
+            ExprKind::StackProp(b, StackProp::Next) => self.lvalue(b),
             ExprKind::Const(_) => Err("it is a constant".to_string()),
             _ => Err("it is a computed value".to_string()),
         }
