@@ -324,7 +324,7 @@ impl Checker<'_> {
     }
 
     /// A serializable enum value cast to its underlying type; other values unchanged.
-    fn to_underlying(&mut self, x: Expr) -> Expr {
+    fn as_underlying(&mut self, x: Expr) -> Expr {
         match &x.ty {
             Type::SerEnum(_, u) => {
                 let u = (**u).clone();
@@ -732,7 +732,7 @@ impl Checker<'_> {
         let (a, b) = if matches!(op, BinOp::Eq | BinOp::Ne) {
             (a, b)
         } else {
-            (self.to_underlying(a), self.to_underlying(b))
+            (self.as_underlying(a), self.as_underlying(b))
         };
         let (a, b) = match (&a.ty, &b.ty) {
             (Type::SerEnum(_, u), t) if **u == *t || *t == Type::InfInt => {
@@ -865,7 +865,7 @@ impl Checker<'_> {
             }
             Shl | Shr => {
                 let x = self.expr(a);
-                let x = self.to_underlying(x);
+                let x = self.as_underlying(x);
                 let y = self.expr(b);
                 if x.ty == Type::Unknown || y.ty == Type::Unknown {
                     return unknown(span);
