@@ -14,6 +14,13 @@ bit<8> f(in bit<8> x, out bit<8> y) {
     return x;
 }
 
+action top_action() { }
+
+bit<8> calls_action(in bit<8> x) {
+    top_action();
+    return x;
+}
+
 bit<8> no_return(in bit<8> x) {
     if (x == 1) {
         return 2;

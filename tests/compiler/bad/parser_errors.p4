@@ -24,6 +24,7 @@ parser P(packet_in pkt, out s_t s) {
     }
     state next {
         exit;
+        s.stack.push_front(1);
         transition select(s.h.a) {
             1 .. 2: accept;
             8w1 &&& 16w3: accept;

@@ -53,5 +53,6 @@ control C(inout h_t h) {
             default: { }
         }
         if (t3.apply().hits) { h.a = 3; }
+        if (t3.apply().action_run == t3.apply().action_run) { h.a = 4; }
     }
 }

@@ -36,6 +36,8 @@ pub(crate) struct Ctx {
     pub fn_ret: Option<Type>,
     /// Parser states by name, for transitions.
     pub states: HashMap<String, DeclId>,
+    /// Checking the expression of a `switch` (where `action_run` may appear).
+    pub switch_expr: bool,
 }
 
 pub(crate) struct Checker<'d> {
@@ -1732,7 +1734,9 @@ impl<'d> Checker<'d> {
     }
 
     fn switch(&mut self, e: &ast::Expr, cases: &[ast::SwitchCase]) -> StmtKind {
+        self.ctx.switch_expr = true;
         let x = self.expr(e);
+        self.ctx.switch_expr = false;
         let table = match x.ty {
             Type::ActionEnum(t) => Some(t),
             _ => None,

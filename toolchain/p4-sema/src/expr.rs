@@ -472,7 +472,15 @@ impl Checker<'_> {
                 let (field, ty) = match name {
                     "hit" => (TableField::Hit, Type::Bool),
                     "miss" => (TableField::Miss, Type::Bool),
-                    "action_run" => (TableField::ActionRun, Type::ActionEnum(t)),
+                    "action_run" => {
+                        if !self.ctx.switch_expr {
+                            self.d.error(
+                                m.span,
+                                "'action_run' can only be the expression of a switch statement",
+                            );
+                        }
+                        (TableField::ActionRun, Type::ActionEnum(t))
+                    }
                     _ => {
                         self.d.error(
                             m.span,
@@ -1045,16 +1053,24 @@ impl Checker<'_> {
         let c = self.expr_as(c, &Type::Bool, "the condition");
         let x = self.expr(a);
         let y = self.expr(b);
+        if x.ty == Type::InfInt && y.ty == Type::InfInt {
+            // p4c requires a width even when the condition is constant.
+            self.d.error(
+                span,
+                "the width of '?:' cannot be inferred: give at least one of the values a width",
+            );
+            return unknown(span);
+        }
         let (x, y, ty) = if x.ty == y.ty {
             let t = x.ty.clone();
             (x, y, t)
+        } else if x.ty == Type::Unknown || y.ty == Type::Unknown {
+            return unknown(span);
         } else if x.ty.is_integral() && y.ty.is_integral() {
             match self.unify_operands(BinOp::Eq, x, y, span) {
                 Some(r) => r,
                 None => return unknown(span),
             }
-        } else if x.ty == Type::Unknown || y.ty == Type::Unknown {
-            return unknown(span);
         } else {
             let (sa, sb) = (self.p.show(&x.ty), self.p.show(&y.ty));
             self.d.error(
@@ -1063,15 +1079,13 @@ impl Checker<'_> {
             );
             return unknown(span);
         };
-        if let Some(Value::Bool(v)) = const_of(&c) {
-            return if *v { x } else { y };
-        }
-        if ty == Type::InfInt {
-            self.d.error(
-                span,
-                "the width of '?:' with a non-constant condition cannot be inferred: give the values a width",
-            );
+        if c.ty == Type::Unknown {
             return unknown(span);
+        }
+        if let Some(Value::Bool(v)) = const_of(&c) {
+            if const_of(&x).is_some() && const_of(&y).is_some() {
+                return if *v { x } else { y };
+            }
         }
         Expr {
             kind: ExprKind::Ternary(Box::new(c), Box::new(x), Box::new(y)),
@@ -1493,6 +1507,8 @@ impl Checker<'_> {
             DeclKind::Action { .. } => {
                 if self.ctx.in_parser {
                     self.d.error(span, "actions cannot be called from a parser");
+                } else if self.ctx.fn_ret.is_some() {
+                    self.d.error(span, "functions cannot call actions");
                 }
                 (CallTarget::Action(id), Vec::new(), Type::Void)
             }
@@ -1649,6 +1665,10 @@ impl Checker<'_> {
                     Builtin::PopFront
                 };
                 self.require_lvalue(&recv, &format!("the stack whose {name}() is called"));
+                if self.ctx.in_parser {
+                    self.d
+                        .error(m.span, format!("'{name}' cannot be used in a parser"));
+                }
                 if args.len() != 1 {
                     self.d.error(span, format!("'{name}' takes one argument"));
                     return unknown(span);
