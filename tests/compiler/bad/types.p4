@@ -23,6 +23,8 @@ control C(inout h_t h) {
         h.a = 8w255 / 0;             // division by zero
         h.a = true;                  // bool to bit<8>
         h.c = h.c / 2;               // division of signed values
+        h.a = h.a % 3;               // '%' of a non-constant
+        h.a = 8w7 % 3;               // fine: folded
         h.a = h.a << -1;             // negative shift amount
         h.a = h.a << 8s2;            // fine: a constant amount
     }

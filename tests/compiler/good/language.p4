@@ -130,7 +130,7 @@ control Ing(inout S s, inout Pair<bit<4>> meta, inout standard_metadata_t sm) {
         sw = sw |-| 16s1;
         bool b = wide >= 16w3 && wide <= 16w10 || wide != 0;
         b = !(a == 1) ? b : !b;
-        a = ~a % 3 / 1 - 1;
+        a = ~a + 8w7 % 3 / 1 - 1;
         a = (bit<8>)EtherType.IPV4;
         EtherType et = (EtherType)16w0x86dd;
         Plain pl = Plain.B;

@@ -1187,7 +1187,17 @@ impl<'d> Checker<'d> {
             ast::Transition::Select { exprs, cases, span } => {
                 let exprs: Vec<Expr> = exprs.iter().map(|e| self.expr(e)).collect();
                 for e in &exprs {
-                    if !self.keyable(&e.ty) {
+                    // p4c's validateSelectTypes: bits, enums, serializable enums and booleans.
+                    let selectable = matches!(
+                        e.ty,
+                        Type::Bit(_)
+                            | Type::Int(_)
+                            | Type::Bool
+                            | Type::Enum(_)
+                            | Type::SerEnum(..)
+                            | Type::Unknown
+                    );
+                    if !selectable {
                         self.d.error(
                             e.span,
                             format!("cannot select on a value of type {}", self.p.show(&e.ty)),

@@ -575,13 +575,14 @@ impl Checker<'_> {
                             );
                         }
                     }
-                    (Type::Bit(_) | Type::SerEnum(..) | Type::Unknown, _) => {}
+                    (Type::Bit(_) | Type::Int(_) | Type::SerEnum(..) | Type::Unknown, _) => {}
                     (t, _) => {
                         let shown = self.p.show(t);
                         self.d.error(
                             idx.span,
-                            format!("a stack index must be an unsigned integer, not {shown}"),
+                            format!("a stack index must be an integer, not {shown}"),
                         );
+                        return unknown(span);
                     }
                 }
                 let i = if i.ty == Type::InfInt {
@@ -1032,12 +1033,15 @@ impl Checker<'_> {
                     }
                 }
                 if matches!(op, Div | Mod) {
-                    if let Some(Value::Int(v)) = const_of(&y) {
-                        if v.is_zero() {
-                            self.d.error(b.span, "division by zero");
-                            return unknown(span);
-                        }
-                    }
+                    // p4c evaluates '/' and '%' at compile time only; targets have no divider.
+                    self.d.error(
+                        span,
+                        format!(
+                            "'{}' could not be evaluated at compile time (its operands must be constants)",
+                            op.symbol()
+                        ),
+                    );
+                    return unknown(span);
                 }
                 let rty = if matches!(op, Lt | Le | Gt | Ge) {
                     Type::Bool
@@ -2120,6 +2124,14 @@ impl Checker<'_> {
                 out[i] = Some(x);
             } else {
                 out[i] = Some(self.coerce(x, &ty, &format!("argument '{}'", p.name)));
+            }
+        }
+        // Type variables used only by omitted optional parameters stay don't-care (p4c).
+        for (p, a) in params.iter().zip(&out) {
+            if a.is_none() && p.optional {
+                if let Type::Var(v) = p.ty {
+                    sub.entry(v).or_insert(Type::DontCare);
+                }
             }
         }
         for v in tps {
