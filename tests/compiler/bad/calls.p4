@@ -42,7 +42,7 @@ control C(inout h_t h) {
         e.put(1);                    // no such method
         set();                       // action called without its argument
         h.isValid(1);                // isValid takes no arguments
-        verify(true, error.NoError); // verify belongs in parsers, fine for the checker
+        verify(true, error.NoError); // verify belongs in parsers
         e.get(_);
         f(_, r);                     // '_' only for out parameters
     }
@@ -56,4 +56,12 @@ control D(inout h_t h, in bit<8> ro) {
         f(ro, n);                    // out argument of the wrong width
         f(ro, ro);                   // 'in' parameter as an out argument
     }
+}
+
+extern void defaults(out bit<32> x = 0, @optional bit<32> y = 0);
+
+extern Dir { Dir(in bit<8> size); }
+control WithCtor(inout h_t h)(inout bit<8> k) {
+    action sw() { switch (h.a) { 1: { h.b = 1; } } }
+    apply { }
 }

@@ -375,6 +375,26 @@ impl<'d> Checker<'d> {
                 .default
                 .as_ref()
                 .map(|e| self.expr_as(e, &ty, "a default value"));
+            if let Some(d) = &p.default {
+                if matches!(p.direction, Some(Direction::Out) | Some(Direction::InOut)) {
+                    self.d.error(
+                        d.span,
+                        format!(
+                            "{} parameter '{}' cannot have a default value",
+                            dir_name(p.direction),
+                            p.name.name
+                        ),
+                    );
+                } else if optional {
+                    self.d.error(
+                        d.span,
+                        format!(
+                            "optional parameter '{}' cannot have a default value",
+                            p.name.name
+                        ),
+                    );
+                }
+            }
             let param = Param {
                 decl: DeclId(0),
                 name: p.name.name.clone(),
@@ -519,6 +539,9 @@ impl<'d> Checker<'d> {
                 self.push();
                 let tps: Vec<TypeVar> =
                     t.type_params.iter().map(|v| self.new_type_var(v)).collect();
+                if kind == BlockKind::Package {
+                    self.directionless(&t.params, "package");
+                }
                 let ps = self.params(&t.params, false);
                 self.pop();
                 let (params, ctor_params) = if kind == BlockKind::Package {
@@ -864,6 +887,16 @@ impl<'d> Checker<'d> {
         }
     }
 
+    /// Constructor parameters (of externs, parsers, controls and packages) have no direction.
+    fn directionless(&mut self, ps: &[ast::Param], what: &str) {
+        for p in ps.iter().filter(|p| p.direction.is_some()) {
+            self.d.error(
+                p.name.span,
+                format!("{what} parameter '{}' cannot have a direction", p.name.name),
+            );
+        }
+    }
+
     fn check_duplicate_params(&mut self, ps: &[ast::Param]) {
         for (i, p) in ps.iter().enumerate() {
             if ps[..i].iter().any(|q| q.name.name == p.name.name) {
@@ -904,6 +937,7 @@ impl<'d> Checker<'d> {
             let method = self.method(m, mtps);
             self.pop();
             if m.ret.is_none() {
+                self.directionless(&m.params, "constructor");
                 if m.name.name != e.name.name {
                     self.d.error(
                         m.name.span,
@@ -1052,6 +1086,7 @@ impl<'d> Checker<'d> {
             );
         }
         self.check_duplicate_params(&t.params);
+        self.directionless(ctor, "constructor");
         let params = self.params(&t.params, true);
         let ctor_params = self.params(ctor, true);
         let id = self.add_type(TypeDecl {
@@ -1744,6 +1779,10 @@ impl<'d> Checker<'d> {
     }
 
     fn switch(&mut self, e: &ast::Expr, cases: &[ast::SwitchCase]) -> StmtKind {
+        if self.ctx.in_action {
+            self.d
+                .error(e.span, "switch statements are not allowed in actions");
+        }
         self.ctx.switch_expr = true;
         let x = self.expr(e);
         self.ctx.switch_expr = false;

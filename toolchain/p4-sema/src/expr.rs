@@ -1519,11 +1519,16 @@ impl Checker<'_> {
             DeclKind::Function {
                 type_params, ret, ..
             } => (CallTarget::Function(id), type_params.clone(), ret.clone()),
-            DeclKind::ExternFunction(m) => (
-                CallTarget::ExternFunction(id),
-                m.type_params.clone(),
-                m.ret.clone().unwrap_or(Type::Void),
-            ),
+            DeclKind::ExternFunction(m) => {
+                if m.name == "verify" && !self.ctx.in_parser {
+                    self.d.error(span, "verify may only be invoked in parsers");
+                }
+                (
+                    CallTarget::ExternFunction(id),
+                    m.type_params.clone(),
+                    m.ret.clone().unwrap_or(Type::Void),
+                )
+            }
             _ => return unknown(span),
         };
         self.finish_call(
