@@ -389,9 +389,15 @@ impl Checker<'_> {
     fn type_of_base(&mut self, base: &ast::Expr) -> Option<Type> {
         match &base.kind {
             ast::ExprKind::TypeExpr(t) => Some(self.resolve_type(t)),
-            ast::ExprKind::Path(p) => match self.lookup(p)?.first()? {
-                Entity::Type(t) => Some(t.clone()),
-                Entity::Generic(_) => Some(Type::Unknown),
+            ast::ExprKind::Path(p) => match self.lookup(p)?.first()?.clone() {
+                Entity::Type(t) => Some(t),
+                Entity::Generic(_) => {
+                    self.d.error(
+                        p.name.span,
+                        format!("'{}' needs type arguments here", p.name.name),
+                    );
+                    Some(Type::Unknown)
+                }
                 Entity::Value(_) => None,
             },
             _ => None,

@@ -587,3 +587,122 @@ impl fmt::Display for ShowType<'_> {
         }
     }
 }
+
+impl Program {
+    /// Calls `f` on every expression of the program, outer expressions before their operands.
+    /// Local variables are visited through their declarations, not their statements.
+    pub fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        for d in &self.decls {
+            match &d.kind {
+                DeclKind::Const { .. } | DeclKind::ValueSet { .. } => {}
+                DeclKind::Var { init, .. } => init.iter().for_each(|e| walk_expr(e, f)),
+                DeclKind::Param(p) => p.default.iter().for_each(|e| walk_expr(e, f)),
+                DeclKind::Action { body, .. }
+                | DeclKind::Function { body, .. }
+                | DeclKind::Control { apply: body, .. } => walk_block(body, f),
+                DeclKind::ExternFunction(_) | DeclKind::Parser { .. } => {}
+                DeclKind::State { stmts, transition } => {
+                    stmts.iter().for_each(|s| walk_stmt(s, f));
+                    if let Transition::Select { exprs, cases, .. } = transition {
+                        exprs.iter().for_each(|e| walk_expr(e, f));
+                        cases.iter().for_each(|c| walk_expr(&c.keyset, f));
+                    }
+                }
+                DeclKind::Instance { args, .. } => {
+                    args.iter().flatten().for_each(|e| walk_expr(e, f))
+                }
+                DeclKind::Table(t) => {
+                    t.key.iter().for_each(|k| walk_expr(&k.expr, f));
+                    let refs = t
+                        .actions
+                        .iter()
+                        .chain(&t.default_action)
+                        .chain(t.entries.iter().map(|e| &e.action));
+                    for r in refs {
+                        r.args.iter().flatten().for_each(|e| walk_expr(e, f));
+                    }
+                    for e in &t.entries {
+                        e.keys.iter().for_each(|k| walk_expr(k, f));
+                    }
+                    t.props.iter().for_each(|p| walk_expr(&p.value, f));
+                }
+            }
+        }
+    }
+}
+
+fn walk_block(b: &Block, f: &mut dyn FnMut(&Expr)) {
+    b.stmts.iter().for_each(|s| walk_stmt(s, f));
+}
+
+fn walk_stmt(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
+    match &s.kind {
+        StmtKind::Assign(l, r) => {
+            walk_expr(l, f);
+            walk_expr(r, f);
+        }
+        StmtKind::Call(e) | StmtKind::Return(Some(e)) => walk_expr(e, f),
+        StmtKind::If(c, t, e) => {
+            walk_expr(c, f);
+            walk_stmt(t, f);
+            if let Some(e) = e {
+                walk_stmt(e, f);
+            }
+        }
+        StmtKind::Block(b) => walk_block(b, f),
+        StmtKind::Switch(e, cases) => {
+            walk_expr(e, f);
+            for c in cases {
+                if let SwitchLabel::Value(v) = &c.label {
+                    walk_expr(v, f);
+                }
+                if let Some(b) = &c.body {
+                    walk_block(b, f);
+                }
+            }
+        }
+        StmtKind::Exit
+        | StmtKind::Return(None)
+        | StmtKind::Empty
+        | StmtKind::Var(_)
+        | StmtKind::Const(_) => {}
+    }
+}
+
+fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Const(_)
+        | ExprKind::Ref(_)
+        | ExprKind::TableApply(..)
+        | ExprKind::DontCare
+        | ExprKind::Default => {}
+        ExprKind::Field(b, _)
+        | ExprKind::StackProp(b, _)
+        | ExprKind::Slice(b, _, _)
+        | ExprKind::Unary(_, b)
+        | ExprKind::Cast(b) => walk_expr(b, f),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
+            walk_expr(a, f);
+            walk_expr(b, f);
+        }
+        ExprKind::Ternary(a, b, c) => {
+            walk_expr(a, f);
+            walk_expr(b, f);
+            walk_expr(c, f);
+        }
+        ExprKind::Tuple(items) => items.iter().for_each(|i| walk_expr(i, f)),
+        ExprKind::Call(c) => {
+            match &c.target {
+                CallTarget::Method { receiver, .. }
+                | CallTarget::Apply(receiver)
+                | CallTarget::Builtin(receiver, _) => walk_expr(receiver, f),
+                CallTarget::Action(_)
+                | CallTarget::Function(_)
+                | CallTarget::ExternFunction(_)
+                | CallTarget::Construct(_) => {}
+            }
+            c.args.iter().flatten().for_each(|a| walk_expr(a, f));
+        }
+    }
+}

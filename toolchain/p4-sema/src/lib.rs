@@ -15,6 +15,15 @@ pub fn check(program: &ast::Program, diags: &mut Diagnostics) -> Option<ir::Prog
     let mut c = check::Checker::new(diags);
     c.program(program);
     let p = c.p;
+    if diags.error_count() == before {
+        // Every path that gives up on an expression reports why; should one not, the program
+        // must still not be accepted half-typed.
+        p.for_each_expr(&mut |e| {
+            if e.ty == ir::Type::Unknown {
+                diags.unsupported(e.span, "this expression could not be typed");
+            }
+        });
+    }
     if diags.error_count() > before {
         None
     } else {
@@ -158,6 +167,27 @@ mod tests {
             diags.contains("t.p4(1:41): error: type mismatch: the assigned value must have type bit<8>, not bit<16>"),
             "{diags}"
         );
+    }
+
+    #[test]
+    fn typed_programs_have_no_unknown_types() {
+        let p = ok("match_kind { exact }
+             header H { bit<8> a; bit<16> b; }
+             extern void f<T>(in T x);
+             control C(inout H h) {
+                 action set(bit<8> v) { h.a = v; }
+                 table t { key = { h.a: exact; } actions = { set; } default_action = set(1); }
+                 apply {
+                     if (h.isValid() && t.apply().hit) { h.b = h.b + (h.a ++ 8w1); }
+                     f({ h.a, h.b[3:0] });
+                 }
+             }");
+        let mut n = 0;
+        p.for_each_expr(&mut |e| {
+            assert_ne!(e.ty, Type::Unknown, "{e:?}");
+            n += 1;
+        });
+        assert!(n > 20, "{n}");
     }
 
     #[test]
