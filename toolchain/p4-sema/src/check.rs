@@ -1058,6 +1058,7 @@ impl<'d> Checker<'d> {
             }
         }
         let params = self.params(&a.params, true);
+        self.p.action_params.extend(params.iter().map(|p| p.decl));
         let saved_action = self.ctx.in_action;
         self.ctx.in_action = true;
         let body = self.block(&a.body, true);

@@ -1832,24 +1832,6 @@ impl Checker<'_> {
         }
     }
 
-    /// Values known when the program is instantiated: constants, instances, constructor
-    /// calls and the constructor parameters of the enclosing parser or control.
-    fn compile_time_known(&self, e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Const(_) | ExprKind::DontCare => true,
-            ExprKind::Call(c) => matches!(c.target, CallTarget::Construct(_)),
-            ExprKind::Ref(id) => match &self.p.decl(*id).kind {
-                DeclKind::Instance { .. } => true,
-                DeclKind::Param(p) => p.dir.is_none(),
-                _ => false,
-            },
-            ExprKind::Tuple(items) => items.iter().all(|i| self.compile_time_known(i)),
-            ExprKind::Cast(x) | ExprKind::Unary(_, x) => self.compile_time_known(x),
-            ExprKind::Binary(_, a, b) => self.compile_time_known(a) && self.compile_time_known(b),
-            _ => false,
-        }
-    }
-
     /// Total maximum width of varbit fields of a header (or struct of headers).
     fn varbit_bits(&self, ty: &Type) -> u64 {
         match ty {
@@ -1940,7 +1922,7 @@ impl Checker<'_> {
         }
         let c = self.call_args(&params, &[], args, span, sub);
         for a in c.args.iter().flatten() {
-            if a.ty != Type::Unknown && !self.compile_time_known(a) {
+            if a.ty != Type::Unknown && !self.p.is_compile_time_known(a) {
                 self.d
                     .error(a.span, "constructor arguments must be compile-time known");
             }

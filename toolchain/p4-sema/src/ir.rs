@@ -455,6 +455,8 @@ pub struct Program {
     /// All `error` members in declaration order (`error.NoError` is 0 when core.p4 is included).
     pub errors: Vec<String>,
     pub match_kinds: Vec<String>,
+    /// Parameters of actions (directionless ones are action data, not compile-time known).
+    pub action_params: std::collections::HashSet<DeclId>,
     /// Names of type parameters, indexed by `TypeVar`.
     pub type_vars: Vec<String>,
     /// The `main` package instance.
@@ -518,6 +520,30 @@ impl Program {
             }
             _ => return None,
         })
+    }
+
+    /// Whether the value is known when the program is instantiated: folded constants,
+    /// instances, constructor calls, directionless parameters of parsers and controls (their
+    /// constructor parameters), and operations on those. Action data (directionless action
+    /// parameters) is not: it comes from the control plane.
+    pub fn is_compile_time_known(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Const(_) | ExprKind::DontCare | ExprKind::Default => true,
+            ExprKind::Call(c) => matches!(c.target, CallTarget::Construct(_)),
+            ExprKind::Ref(id) => match &self.decl(*id).kind {
+                DeclKind::Instance { .. } => true,
+                DeclKind::Param(p) => p.dir.is_none() && !self.action_params.contains(id),
+                _ => false,
+            },
+            ExprKind::Tuple(items) => items.iter().all(|i| self.is_compile_time_known(i)),
+            ExprKind::Cast(x) | ExprKind::Unary(_, x) | ExprKind::Field(x, _) => {
+                self.is_compile_time_known(x)
+            }
+            ExprKind::Binary(_, a, b) => {
+                self.is_compile_time_known(a) && self.is_compile_time_known(b)
+            }
+            _ => false,
+        }
     }
 
     /// The type as a P4 programmer writes it, for diagnostics.
