@@ -34,6 +34,7 @@ struct headers_t {
 }
 
 struct key_t { bit<32> src; bit<32> dst; }
+struct vlan_key_t { bit<16> ether_type; bit<32> depth; }
 
 struct meta_t {
     bit<16> l4_sport;
@@ -58,6 +59,7 @@ void count_up(inout bit<8> c, @optional in bit<8> step) {
 parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
                 inout standard_metadata_t sm) {
     value_set<bit<16>>(4) extra_types;
+    value_set<vlan_key_t>(8) vlan_pairs;
     state start {
         pkt.extract(hdr.eth);
         transition select(hdr.eth.ether_type) {
@@ -73,6 +75,7 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
             (0x8100 &&& 0xEFFF, 0): parse_vlan;
             (0x0800, _): parse_ipv4;
             (extra_types, _): accept;
+            vlan_pairs: accept;
             default: accept;
         }
     }

@@ -1261,8 +1261,27 @@ impl Checker<'_> {
                 // A value set over a struct of all the selected fields.
                 if let ast::ExprKind::Path(_) = e.kind {
                     let x = self.expr(e);
-                    if let Type::Set(_) = x.ty {
+                    if let Type::Set(elem) = &x.ty {
+                        // p4c matches a struct element type field by field.
+                        let fields: Vec<Type> = match &**elem {
+                            Type::Tuple(ts) => ts.clone(),
+                            t => self
+                                .p
+                                .fields(t)
+                                .map(|fs| fs.iter().map(|f| f.ty.clone()).collect())
+                                .unwrap_or_default(),
+                        };
+                        if fields != tys {
+                            let shown = self.p.show(elem);
+                            self.d.error(
+                                e.span,
+                                format!("value_set of {shown} does not match the selected values"),
+                            );
+                        }
                         return Expr { ty: set_ty, ..x };
+                    }
+                    if x.ty == Type::Unknown {
+                        return x;
                     }
                 }
                 self.d.error(
