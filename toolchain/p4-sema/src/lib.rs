@@ -35,7 +35,7 @@ pub fn check(program: &ast::Program, diags: &mut Diagnostics) -> Option<ir::Prog
 mod tests {
     use super::ir::*;
     use num_bigint::BigInt;
-    use p4_syntax::{Diagnostics, SourceMap};
+    use p4_syntax::{ast, Diagnostics, SourceMap};
 
     fn run(src: &str) -> (Option<Program>, String) {
         let map = SourceMap::new("t.p4", src.to_string());
@@ -157,6 +157,105 @@ mod tests {
         let lit = c.args[1].as_ref().unwrap();
         assert_eq!(lit.ty, Type::Bit(8));
         assert!(matches!(&lit.kind, ExprKind::Const(v) if *v == int(1)));
+    }
+
+    fn decl<'a>(p: &'a Program, name: &str) -> &'a DeclKind {
+        &p.decls
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .kind
+    }
+
+    #[test]
+    fn table_entries_are_cast_to_key_types_and_actions_resolved() {
+        let p = ok("match_kind { exact, ternary }
+             header H { bit<8> a; bit<16> b; }
+             control C(inout H h) {
+                 action set(bit<8> v) { h.a = v; }
+                 action nop() { }
+                 table t {
+                     key = { h.a: exact; h.b: ternary; }
+                     actions = { set; nop; }
+                     const default_action = nop();
+                     const entries = { (1, 0x10 &&& 0xF0) : set(7); (2, _) : nop(); }
+                     size = 64;
+                 }
+                 apply { t.apply(); }
+             }");
+        let DeclKind::Table(t) = decl(&p, "t") else {
+            panic!()
+        };
+        assert_eq!(t.size, Some(64));
+        assert!(t.default_action_const && t.entries_const);
+        assert_eq!(p.decl(t.actions[0].action).name, "set");
+        assert_eq!(t.entries.len(), 2);
+        let e0 = &t.entries[0];
+        assert_eq!(e0.keys[0].ty, Type::Set(Box::new(Type::Bit(8))));
+        let ExprKind::Binary(ast::BinOp::Mask, v, m) = &e0.keys[1].kind else {
+            panic!()
+        };
+        assert_eq!((v.ty.clone(), m.ty.clone()), (Type::Bit(16), Type::Bit(16)));
+        assert!(matches!(&m.kind, ExprKind::Const(x) if *x == int(0xF0)));
+        let arg = e0.action.args[0].as_ref().unwrap();
+        assert_eq!(arg.ty, Type::Bit(8));
+        assert!(matches!(t.entries[1].keys[1].kind, ExprKind::DontCare));
+    }
+
+    #[test]
+    fn named_arguments_are_reordered_and_defaults_filled_in() {
+        let p = ok(
+            "extern void f(in bit<8> a, in bit<16> b = 5, @optional in bool c);
+             control C(inout bit<8> y) { apply { f(b = 16w2, a = y); f(y); } }",
+        );
+        let DeclKind::Control { apply, .. } = decl(&p, "C") else {
+            panic!()
+        };
+        let calls: Vec<&Call> = apply
+            .stmts
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Call(Expr {
+                    kind: ExprKind::Call(c),
+                    ..
+                }) => &**c,
+                k => panic!("{k:?}"),
+            })
+            .collect();
+        assert!(matches!(
+            calls[0].args[0].as_ref().unwrap().kind,
+            ExprKind::Ref(_)
+        ));
+        assert!(
+            matches!(&calls[0].args[1].as_ref().unwrap().kind, ExprKind::Const(v) if *v == int(2))
+        );
+        assert!(calls[0].args[2].is_none());
+        assert!(
+            matches!(&calls[1].args[1].as_ref().unwrap().kind, ExprKind::Const(v) if *v == int(5))
+        );
+    }
+
+    #[test]
+    fn the_main_package_infers_its_type_arguments() {
+        let p = ok("struct S { bit<8> x; }
+             control Ctl<T>(inout T t);
+             package Pkg<T>(Ctl<T> c);
+             control MyCtl(inout S s) { apply { s.x = 1; } }
+             Pkg(MyCtl()) main;");
+        let main = p.main.expect("main");
+        let DeclKind::Instance {
+            ty: Type::Package(_, targs),
+            args,
+            ..
+        } = &p.decl(main).kind
+        else {
+            panic!()
+        };
+        assert!(matches!(targs.as_slice(), [Type::Struct(_)]));
+        assert_eq!(p.show(&targs[0]), "S");
+        assert!(
+            matches!(&args[0].as_ref().unwrap().kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Construct(Type::Control(..))))
+        );
     }
 
     #[test]
