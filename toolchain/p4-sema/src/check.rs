@@ -473,9 +473,20 @@ impl<'d> Checker<'d> {
                     if self.p.match_kinds.contains(&m.name) {
                         self.d
                             .error(m.span, format!("duplicate match_kind '{}'", m.name));
-                    } else {
-                        self.p.match_kinds.push(m.name.clone());
+                        continue;
                     }
+                    // Match kinds are also top-level names (values of type match_kind).
+                    let id = self.add_decl(Decl {
+                        name: m.name.clone(),
+                        span: m.span,
+                        annotations: Vec::new(),
+                        kind: DeclKind::Const {
+                            ty: Type::MatchKind,
+                            value: Value::MatchKind(self.p.match_kinds.len()),
+                        },
+                    });
+                    self.p.match_kinds.push(m.name.clone());
+                    self.declare(m, Entity::Value(id));
                 }
                 None
             }
