@@ -64,7 +64,7 @@ pub fn run(opts: &Options) -> Result<(), ()> {
     if !opts.parse_only && !diags.has_errors() {
         let typed = p4_sema::check(&program, &mut diags);
         if let (Some(ir), true) = (typed, opts.dump_ir) {
-            println!("{ir:#?}");
+            print!("{}", p4_sema::print::to_p4(&ir));
         }
     }
     report(&diags, &map)

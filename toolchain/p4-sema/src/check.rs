@@ -1688,7 +1688,7 @@ impl<'d> Checker<'d> {
                 if !in_list {
                     let data = c.args.iter().zip(&bound).filter(|(_, p)| p.dir.is_none());
                     for a in data.filter_map(|(a, _)| a.as_ref()) {
-                        if !matches!(a.kind, ExprKind::Const(_)) && a.ty != Type::Unknown {
+                        if !self.p.is_compile_time_known(a) && a.ty != Type::Unknown {
                             self.d
                                 .error(a.span, "action data here must be compile-time known");
                         }
@@ -1862,7 +1862,7 @@ impl<'d> Checker<'d> {
                 }
                 (_, None) => {
                     let v = self.expr_as(&c.label, &x.ty, "a switch label");
-                    if !matches!(v.kind, ExprKind::Const(_)) && v.ty != Type::Unknown {
+                    if !self.p.is_compile_time_known(&v) && v.ty != Type::Unknown {
                         self.d
                             .error(c.label.span, "switch labels must be compile-time known");
                     }

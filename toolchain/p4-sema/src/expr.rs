@@ -1358,7 +1358,7 @@ impl Checker<'_> {
 
     fn keyset_value(&mut self, e: &ast::Expr, ty: &Type) -> Expr {
         let x = self.expr_as(e, ty, "the keyset value");
-        if !matches!(x.kind, ExprKind::Const(_)) && x.ty != Type::Unknown {
+        if !self.p.is_compile_time_known(&x) && x.ty != Type::Unknown {
             self.d
                 .error(e.span, "keyset values must be compile-time known");
         }
