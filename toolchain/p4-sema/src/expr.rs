@@ -1235,9 +1235,11 @@ impl Checker<'_> {
                     self.d.error(
                         e.span,
                         format!(
-                            "the keyset has {} values, but {} are expected",
+                            "the keyset has {} value{}, but {} {} expected",
                             items.len(),
-                            tys.len()
+                            if items.len() == 1 { "" } else { "s" },
+                            tys.len(),
+                            if tys.len() == 1 { "is" } else { "are" }
                         ),
                     );
                     return unknown(e.span);
