@@ -1511,6 +1511,7 @@ impl<'d> Checker<'d> {
                         continue;
                     }
                     let value = self.expr(e);
+                    self.table_property(&p.name.name, &value);
                     table.props.push(TableProp {
                         name: p.name.name.clone(),
                         is_const: p.is_const,
@@ -1591,6 +1592,40 @@ impl<'d> Checker<'d> {
         });
         self.declare(&t.name, Entity::Value(id));
         id
+    }
+
+    /// The properties BMv2 targets know: `implementation` names an action profile or selector
+    /// instance, `counters`/`meters` a direct counter/meter instance, the timeouts a bool
+    /// constant. Others (architecture-specific) are kept as typed expressions.
+    fn table_property(&mut self, name: &str, value: &Expr) {
+        if value.ty == Type::Unknown {
+            return;
+        }
+        let instance_of = |me: &Self, wanted: &[&str]| match (&value.kind, &value.ty) {
+            (ExprKind::Ref(_), Type::Extern(id, _)) => wanted.contains(&me.p.ty(*id).name.as_str()),
+            _ => false,
+        };
+        let problem = match name {
+            "implementation" if !instance_of(self, &["action_profile", "action_selector"]) => {
+                Some("an action_profile or action_selector instance")
+            }
+            "counters" if !instance_of(self, &["direct_counter"]) => {
+                Some("a direct_counter instance")
+            }
+            "meters" if !instance_of(self, &["direct_meter"]) => Some("a direct_meter instance"),
+            "support_timeout" | "idle_timeout"
+                if !(value.ty == Type::Bool && matches!(value.kind, ExprKind::Const(_))) =>
+            {
+                Some("the constant true or false")
+            }
+            _ => None,
+        };
+        if let Some(wanted) = problem {
+            self.d.error(
+                value.span,
+                format!("table property '{name}' must be {wanted}"),
+            );
+        }
     }
 
     /// Whether the action's element in the actions list carries the annotation `@<name>`.
