@@ -309,7 +309,7 @@ class Runner:
             tm_drops = sum(drops(a, p["priority"]) for a in after.values()) - sum(
                 drops(b, p["priority"]) for b in before.values()
             )
-            retrans = sum(r["counters"].get("tx_retransmit", 0) for r in reports)
+            retrans = sum(r["counters"].get("tx_retransmitted_pkts", 0) for r in reports)
             bw = sum(r["bw"]["bw_average_gbps"] for r in reports) * 1000
             avg = sum(lat) / len(lat) if lat else None
             results.measurements.append(
