@@ -15,6 +15,8 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +32,19 @@ from .switch import LosslessSwitch, SwitchError, is_bmv2
 
 class LabError(RuntimeError):
     pass
+
+
+def put_port(addr: str, port: dict) -> None:
+    """Reconfigure one port of a running p4-switch (PUT /ports/N on its stats address)."""
+    url = f"http://{addr}/ports/{port['port']}"
+    req = urllib.request.Request(url, data=json.dumps(port).encode(), method="PUT")
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            r.read()
+    except urllib.error.HTTPError as e:
+        raise LabError(f"PUT {url}: {e.code} {e.read().decode(errors='replace').strip()}") from e
+    except OSError as e:
+        raise LabError(f"PUT {url}: {e}") from e
 
 
 @dataclass

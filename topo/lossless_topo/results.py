@@ -15,8 +15,8 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-# The switch's JSON statistics (switch-tm's TmStats) are served at this path of --stats-addr.
-STATS_PATH = "/stats.json"
+# p4-switch serves {"switch": ..., "engine": ..., "tm": TmStats} at this path of --stats-addr.
+STATS_PATH = "/stats"
 
 
 @dataclass
@@ -29,9 +29,13 @@ class StatsSample:
 
 
 def fetch_stats(addr: str, timeout_s: float = 2.0) -> dict:
-    """One switch's statistics now."""
+    """One switch's traffic manager statistics now (switch-tm's TmStats)."""
     with urllib.request.urlopen(f"http://{addr}{STATS_PATH}", timeout=timeout_s) as r:
-        return json.load(r)
+        doc = json.load(r)
+    tm = doc.get("tm") if isinstance(doc, dict) else None
+    if not isinstance(tm, dict):
+        raise ValueError(f"http://{addr}{STATS_PATH}: no traffic manager statistics ('tm')")
+    return tm
 
 
 class StatsPoller:

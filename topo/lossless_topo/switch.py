@@ -1,8 +1,9 @@
 """The Mininet switch class: one `$SWITCH` process per node, loaded through lossless-ctl.
 
 The command line is simple_switch_grpc's (`-i PORT@IFNAME`, `--device-id`,
-`--priority-queues 8`, the JSON, then target options after `--`: `--grpc-server-addr`,
-`--cpu-port`). p4-switch adds `--port-config FILE` and `--stats-addr ADDR`; bmv2's
+`--priority-queues 8`, the JSON, `--grpc-server-addr`, `--cpu-port`; bmv2 takes the last two
+as target options after `--`, p4-switch as its own options). p4-switch adds
+`--port-config FILE` and `--stats-addr ADDR` (HTTP: GET /stats, PUT /ports/N); bmv2's
 simple_switch_grpc has neither, so with it the traffic manager's port rates, PFC reception and
 the stats endpoint are missing, and the lab says so (`missing_features`).
 """
@@ -60,8 +61,10 @@ def command(
             cmd += ["--port-config", str(port_config)]
         if stats_port is not None:
             cmd += ["--stats-addr", f"127.0.0.1:{stats_port}"]
-    cmd += [str(json_path), "--", "--grpc-server-addr", f"127.0.0.1:{grpc_port}"]
-    cmd += ["--cpu-port", str(CPU_PORT)]
+    cmd.append(str(json_path))
+    if is_bmv2(switch_bin):
+        cmd.append("--")  # simple_switch_grpc's target options follow
+    cmd += ["--grpc-server-addr", f"127.0.0.1:{grpc_port}", "--cpu-port", str(CPU_PORT)]
     return cmd
 
 

@@ -10,13 +10,16 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
 
 from lossless_topo import cleanup, configdb, lab, model
-from lossless_topo.switch import SwitchError, missing_features
+from lossless_topo.results import fetch_stats
+from lossless_topo.switch import SwitchError, command, missing_features
 
 STANDIN = str(Path(__file__).parent / "helpers" / "standin_switch.py")
 
@@ -164,3 +167,86 @@ def test_state_file_cut_short_is_ignored(tmp_path):
     (tmp_path / "s.json").write_text('{"processes": [{"pid"')
     assert cleanup.RunState.load(tmp_path / "s.json").processes == []
     time.sleep(0)
+
+
+def test_command_lines_for_both_switches(tmp_path):
+    common = dict(
+        ports={2: "s1-eth2", 1: "s1-eth1"},
+        device_id=3,
+        grpc_port=9559,
+        json_path=tmp_path / "l.json",
+        port_config=tmp_path / "p.json",
+        stats_port=9090,
+    )
+    ours = command("build/bin/p4-switch", **common)
+    assert ours == [
+        "build/bin/p4-switch",
+        "--device-id",
+        "3",
+        "--priority-queues",
+        "8",
+        "-i",
+        "1@s1-eth1",
+        "-i",
+        "2@s1-eth2",
+        "--port-config",
+        str(tmp_path / "p.json"),
+        "--stats-addr",
+        "127.0.0.1:9090",
+        str(tmp_path / "l.json"),
+        "--grpc-server-addr",
+        "127.0.0.1:9559",
+        "--cpu-port",
+        "255",
+    ]
+    bmv2 = command("simple_switch_grpc", **common)
+    assert "--port-config" not in bmv2 and "--stats-addr" not in bmv2
+    assert bmv2[bmv2.index("--") + 1 :] == [
+        "--grpc-server-addr",
+        "127.0.0.1:9559",
+        "--cpu-port",
+        "255",
+    ]
+
+
+class _Switch(BaseHTTPRequestHandler):
+    puts: list = []
+
+    def do_GET(self):  # noqa: N802
+        body = json.dumps(
+            {"switch": {}, "engine": {"received": 1}, "tm": {"ports": [{"port": 1, "queues": []}]}}
+        ).encode()
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_PUT(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body.get("rate_bps", 0) <= 0:
+            self.send_response(400)
+            self.end_headers()
+            self.wfile.write(b"ports[0].rate_bps: must be positive")
+            return
+        _Switch.puts.append((self.path, body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *_):
+        pass
+
+
+def test_stats_and_port_reconfiguration_over_http():
+    server = HTTPServer(("127.0.0.1", 0), _Switch)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    addr = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        assert fetch_stats(addr) == {"ports": [{"port": 1, "queues": []}]}
+        lab.put_port(addr, {"port": 2, "rate_bps": 25_000_000, "pfc_enable": [3, 4]})
+        assert _Switch.puts == [
+            ("/ports/2", {"port": 2, "rate_bps": 25_000_000, "pfc_enable": [3, 4]})
+        ]
+        with pytest.raises(lab.LabError, match="PUT .*/ports/1: 400 ports\\[0\\].rate_bps"):
+            lab.put_port(addr, {"port": 1, "rate_bps": 0})
+    finally:
+        server.shutdown()
