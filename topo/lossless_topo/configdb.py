@@ -56,7 +56,8 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
     names = [port_name(local.port) for local, _, _ in ports]
     cfg: dict[str, dict] = {
         "DEVICE_METADATA": {
-            "localhost": {"hostname": switch, "mac": sw.mac, "platform": "lossless-lab"}
+            # The HWSKU names the chip (cell size, PFC limits) for validate and port-config.
+            "localhost": {"hostname": switch, "mac": sw.mac, "hwsku": topo.hwsku}
         },
         "PORT": {},
         "INTERFACE": {},

@@ -67,6 +67,7 @@ class Topology:
     seed: str
     description: str
     chip: str
+    hwsku: str
     buffer_bytes: int
     switches: dict[str, Switch]
     hosts: dict[str, Host]
@@ -247,6 +248,7 @@ def parse(data: dict) -> Topology:
         seed=data.get("seed", ""),
         description=data.get("description", ""),
         chip=data.get("chip", "trident3"),
+        hwsku=data.get("hwsku", ""),
         buffer_bytes=_get(data, "buffer_bytes", "", int),
         switches=switches,
         hosts=hosts,

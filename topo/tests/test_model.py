@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lossless_ctl.chips import CHIPS, chip_for_platform
 from lossless_topo import configdb, model
 
 CTL = [sys.executable, "-m", "lossless_ctl.cli"]
@@ -114,6 +115,32 @@ def test_config_db_validates(name, tmp_path):
             )
             assert r.returncode == 0, r.stdout + r.stderr
             assert "warning" not in (r.stdout + r.stderr).lower(), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("name", ["prio-2to1", "incast-16to1", "leafspine-7to1"])
+def test_hwsku_names_the_topologys_chip(name, tmp_path):
+    topo = model.load(name)
+    assert chip_for_platform(topo.hwsku).name == topo.chip
+    path = tmp_path / "c.json"
+    path.write_text(
+        json.dumps(
+            configdb.build(
+                topo,
+                next(iter(topo.switches)),
+                configdb.Variant(),
+                model.Scale.for_topology(topo, 25),
+            )
+        )
+    )
+    out = tmp_path / "ports.json"
+    subprocess.run([*CTL, "port-config", "--config", str(path), "-o", str(out)], check=True)
+    ports = json.loads(out.read_text())
+    # the switch's traffic manager counts buffer in the chip's cells
+    assert (
+        ports["buffer"].get("cell_bytes") == CHIPS[topo.chip].cell_bytes
+        or ports["buffer"].get("chip") == topo.chip
+    )
+    assert {p["rate_bps"] for p in ports["ports"]} == {25_000_000}
 
 
 def test_tuned_profile_is_buffer_calc_output(tmp_path):
