@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +106,17 @@ class Runner:
             proc = node.popen(cmd, stdout=f, stderr=err)
         self.lab.state.add_process(proc.pid, f"{name} on {host}")
         return HostProc(name, proc, out)
+
+    def wait_listening(self, host: str, port: int, timeout_s: float = 30.0) -> None:
+        """Wait until a TCP server in `host`'s namespace listens on `port` (no fixed sleep)."""
+        node = self.lab.net[host]
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while not node.cmd(f"ss -Hltn 'sport = :{port}'").strip():
+            if time.monotonic() > deadline:
+                raise LabError(f"nothing listens on {host}:{port} after {timeout_s:.0f} s")
+            time.sleep(delay)
+            delay = min(2 * delay, 0.2)
 
     def finish(self, hp: HostProc, timeout_s: float = TOOL_TIME_LIMIT_S + 30) -> dict:
         try:
@@ -412,6 +424,8 @@ class Runner:
             )
             for i in range(len(p["senders"]))
         ]
+        for i in range(len(p["senders"])):
+            self.wait_listening(p["receiver"], 5201 + i)
         iperf = []
         for i, s in enumerate(p["senders"]):
             iperf.append(

@@ -1,6 +1,7 @@
 """The experiments' host command lines: scaled as the README says, and accepted by the tools."""
 
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,6 +10,7 @@ import pytest
 
 from lossless_topo import model
 from lossless_topo.experiments import DCQCN_RAI_MBPS, DCQCN_TIMER_US, Runner
+from lossless_topo.lab import LabError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,3 +61,22 @@ def test_roce_host_accepts_the_scaled_options(mode):
     )
     assert r.returncode == 1, r.stderr
     assert "time limit of 1 s reached while connecting" in r.stderr, r.stderr
+
+
+class _RootNode:
+    """A Mininet node stand-in whose commands run in the root namespace."""
+
+    def cmd(self, command):
+        return subprocess.run(command, shell=True, capture_output=True, text=True).stdout
+
+
+def test_wait_listening_waits_for_a_listener_and_times_out():
+    r = runner()
+    r.lab.net = {"h8": _RootNode()}
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        r.wait_listening("h8", srv.getsockname()[1], timeout_s=5)
+        free = srv.getsockname()[1]
+    with pytest.raises(LabError, match=f"nothing listens on h8:{free}"):
+        r.wait_listening("h8", free, timeout_s=0.3)
