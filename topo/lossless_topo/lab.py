@@ -4,8 +4,8 @@ Hosts get their address, a default route to the switch's address on their subnet
 static ARP entry for it (the pipeline routes; nothing answers ARP unless `lossless-ctl run`
 does, and the lab does not need it). Checksum offloads are turned off on host interfaces, as
 for any software switch on veths: the switch sees packets before the kernel fills checksums.
-Host-side links are shaped to the scaled rate with htb (the one shaping qdisc this kernel
-has), so iperf3's TCP cannot enter the switch faster than a NIC could.
+Host-side links are shaped to the scaled rate with tbf, so iperf3's TCP cannot enter the
+switch faster than a NIC could.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from . import configdb
 from .cleanup import RunState
 from .model import Scale, Topology
 from .switch import LosslessSwitch, SwitchError, is_bmv2
+
+# The host NIC's transmit queue under the shaper, in (lab) milliseconds.
+HOST_QUEUE_MS = 100
 
 
 class LabError(RuntimeError):
@@ -143,7 +146,12 @@ class Lab:
             params = {}
             for end, key in ((link.a, "params1"), (link.b, "params2")):
                 if end.node in self.topo.hosts:
-                    params[key] = {"bw": self.scale.rate_mbps(link.rate_mbps)}
+                    params[key] = {
+                        "bw": self.scale.rate_mbps(link.rate_mbps),
+                        # tbf: htb at these rates warns about its quantum on every link
+                        "use_tbf": True,
+                        "latency_ms": HOST_QUEUE_MS,
+                    }
             net.addLink(
                 link.a.node,
                 link.b.node,
