@@ -25,8 +25,10 @@ SWITCH   ?= $(BIN)/p4-switch
 export P4C SWITCH
 
 # Debian packages the tree needs: the C preprocessor (P4 #include), Debian's Python with venv
-# (Mininet's module is installed for it), and iproute2 for namespaces and veths.
-APT_PACKAGES := cpp python3-venv iproute2
+# (Mininet's module is installed for it), and iproute2 for namespaces and veths; the lab's
+# Mininet with the helpers it calls (bridge-utils, iputils-ping), iperf3 for TCP flows,
+# tcpdump for per-port pcaps and ethtool to turn off checksum offloads on veths.
+APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: help build test lint fmt run bench clean distclean deps p4 check-p4c
@@ -124,9 +126,16 @@ fmt: $(STAMPS)/rust $(STAMPS)/venv
 
 # --- lab ----------------------------------------------------------------------------------
 
+# `make run [TOPO=prio-2to1|incast-16to1|leafspine-7to1] [EXP=...|none] [QUICK=1]`: topo/README.md.
+# The P4 program is compiled first; a missing switch or pipeline is reported by the runner.
+TOPO  ?= prio-2to1
+EXP   ?=
+QUICK ?=
+export TOPO EXP QUICK
 run: build deps
-	@echo "The lab topologies (topo/, issue 9) are not in this tree yet; 'make build' produced:"
-	@ls $(BIN)
+	-@$(MAKE) --no-print-directory p4
+	PATH=$(BIN):$$PATH $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
+	    --results $(RESULTS)
 
 bench: build deps
 	@mkdir -p $(RESULTS)/bench

@@ -1,0 +1,167 @@
+"""Each switch's config_db.json, generated from the topology and an experiment variant.
+
+The template is SONiC's lossless QoS model as seed 000 writes it: DSCP -> TC (DSCP / 8, so
+roce-host's priority = DSCP / 8 lands in the same TC), TC -> PG (3 -> 3, 4 -> 4, else 0),
+TC -> queue identity, PFC on the variant's lossless priorities, a lossless BUFFER_PROFILE from
+`lossless-ctl buffer-calc`'s seed 000 formula when the variant asks for "tuned" buffers, WRED
+ECN on the lossless queues when ECN is on, and SFC (seed 003) when asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lossless_ctl.buffer_calc import BufferProfile, seed000_profile
+from lossless_ctl.chips import CHIPS
+
+from .model import Scale, Topology
+
+# RoCEv2 frame overhead on top of the RoCE MTU payload: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12
+# + RETH 16 + ICRC 4 + FCS 4; seed 000's 4174 bytes for a 4096-byte MTU is the same sum.
+ROCE_OVERHEAD = 78
+LOSSLESS_PRIORITIES = (3, 4)
+PORT_MTU = 9100
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What one experiment case changes in every switch's config."""
+
+    pfc: bool = True
+    ecn: bool = False
+    buffers: str = "tuned"  # "tuned" (buffer-calc) or "default" (lossy, dynamic threshold)
+    sfc: bool = False
+    roce_mtu: int = 1024
+    kmin: int = 5000
+    kmax: int = 200000
+    pmax_percent: int = 1
+    sfc_threshold: int = 0
+    sfc_min_interval_us: float = 100.0
+
+
+def port_name(port: int) -> str:
+    """SONiC names front-panel ports Ethernet0, Ethernet4, ... (four lanes each)."""
+    return f"Ethernet{(port - 1) * 4}"
+
+
+def tuned_profile(topo: Topology, switch: str, roce_mtu: int):
+    """The seed 000 profile: MTU cells of the chip, sized for ports/2 senders."""
+    cell = CHIPS[topo.chip].cell_bytes
+    return seed000_profile(roce_mtu + ROCE_OVERHEAD, cell, topo.switches[switch].front_panel_ports)
+
+
+def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
+    sw = topo.switches[switch]
+    ports = topo.switch_links(switch)
+    names = [port_name(local.port) for local, _, _ in ports]
+    cfg: dict[str, dict] = {
+        "DEVICE_METADATA": {
+            # The HWSKU names the chip (cell size, PFC limits) for validate and port-config.
+            "localhost": {"hostname": switch, "mac": sw.mac, "hwsku": topo.hwsku}
+        },
+        "PORT": {},
+        "INTERFACE": {},
+        "NEIGH": {},
+        "STATIC_ROUTE": {},
+        "DSCP_TO_TC_MAP": {"AZURE": {str(d): str(d // 8) for d in range(64)}},
+        "TC_TO_PRIORITY_GROUP_MAP": {
+            "AZURE": {str(tc): str(tc if tc in LOSSLESS_PRIORITIES else 0) for tc in range(8)}
+        },
+        "TC_TO_QUEUE_MAP": {"AZURE": {str(tc): str(tc) for tc in range(8)}},
+        "PORT_QOS_MAP": {},
+        "BUFFER_POOL": {
+            "ingress_lossless_pool": {
+                "mode": "static" if variant.buffers == "tuned" else "dynamic",
+                "size": str(topo.buffer_bytes),
+                "type": "ingress",
+            },
+            "egress_lossy_pool": {
+                "mode": "dynamic",
+                "size": str(topo.buffer_bytes),
+                "type": "egress",
+            },
+        },
+        "BUFFER_PROFILE": {
+            "ingress_lossy_profile": {
+                "pool": "[BUFFER_POOL|ingress_lossless_pool]",
+                "size": "0",
+                **(
+                    {"static_th": str(topo.buffer_bytes)}
+                    if variant.buffers == "tuned"
+                    else {"dynamic_th": "0"}
+                ),
+            },
+        },
+        "BUFFER_PG": {},
+    }
+    for (local, remote, rate), name in zip(ports, names, strict=True):
+        cfg["PORT"][name] = {
+            "index": str(local.port),
+            "speed": str(scale.rate_mbps(rate)),
+            "mtu": str(PORT_MTU),
+            "admin_status": "up",
+            "alias": local.intf,
+        }
+        cfg["INTERFACE"][name] = {}
+        if local.ip is not None:
+            cfg["INTERFACE"][f"{name}|{local.ip}"] = {}
+        if remote.node in topo.hosts:
+            host = topo.hosts[remote.node]
+            cfg["NEIGH"][f"{name}|{host.ip.ip}"] = {"neigh": host.mac, "family": "IPv4"}
+        elif remote.ip is not None:
+            peer = topo.switches[remote.node]
+            cfg["NEIGH"][f"{name}|{remote.ip.ip}"] = {"neigh": peer.mac, "family": "IPv4"}
+        qos = {
+            "dscp_to_tc_map": "[DSCP_TO_TC_MAP|AZURE]",
+            "tc_to_pg_map": "[TC_TO_PRIORITY_GROUP_MAP|AZURE]",
+            "tc_to_queue_map": "[TC_TO_QUEUE_MAP|AZURE]",
+        }
+        if variant.pfc:
+            qos["pfc_enable"] = ",".join(str(p) for p in LOSSLESS_PRIORITIES)
+        cfg["PORT_QOS_MAP"][name] = qos
+        cfg["BUFFER_PG"][f"{name}|0"] = {"profile": "[BUFFER_PROFILE|ingress_lossy_profile]"}
+    for subnet, hops in topo.routes(switch).items():
+        cfg["STATIC_ROUTE"][subnet] = {"nexthop": ",".join(str(h.ip.ip) for h in hops if h.ip)}
+    if variant.pfc:
+        if variant.buffers == "tuned":
+            profile = tuned_profile(topo, switch, variant.roce_mtu)
+        else:
+            # SONiC's default lossless profile shape without tuning: one MTU of headroom.
+            mtu = variant.roce_mtu + ROCE_OVERHEAD
+            profile = BufferProfile(size=4 * mtu, xoff=mtu, xon=mtu)
+        cfg["BUFFER_PROFILE"]["pg_lossless_profile"] = {
+            **profile.as_config(),
+            **({"static_th": "0"} if variant.buffers == "tuned" else {"dynamic_th": "0"}),
+        }
+        cfg["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = str(sum(profile.xoff for _ in names))
+        pgs = "-".join(str(p) for p in (LOSSLESS_PRIORITIES[0], LOSSLESS_PRIORITIES[-1]))
+        for name in names:
+            cfg["BUFFER_PG"][f"{name}|{pgs}"] = {"profile": "[BUFFER_PROFILE|pg_lossless_profile]"}
+    if variant.ecn:
+        cfg["WRED_PROFILE"] = {
+            "AZURE_LOSSLESS": {
+                "ecn": "ecn_all",
+                "wred_green_enable": "true",
+                "green_min_threshold": str(variant.kmin),
+                "green_max_threshold": str(variant.kmax),
+                "green_drop_probability": str(variant.pmax_percent),
+            }
+        }
+        cfg["QUEUE"] = {
+            f"{name}|3-4": {"wred_profile": "[WRED_PROFILE|AZURE_LOSSLESS]"} for name in names
+        }
+    if variant.sfc:
+        cfg["SFC"] = {
+            "GLOBAL": {
+                "min_interval_us": str(round(scale.duration_us(variant.sfc_min_interval_us))),
+                "signal_dscp": "48",
+            }
+        }
+        for (_, remote, _), name in zip(ports, names, strict=True):
+            if remote.node in topo.hosts:
+                cfg["SFC"][name] = {"host_facing": "true"}
+        cfg["SFC"][f"{','.join(names)}|3-4"] = {
+            "threshold": str(variant.sfc_threshold or 2 * variant.kmax),
+            "target": str(variant.kmax),
+        }
+    return cfg

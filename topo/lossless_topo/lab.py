@@ -1,0 +1,220 @@
+"""A topology brought up in Mininet: host namespaces, veth links, one switch process per node.
+
+Hosts get their address, a default route to the switch's address on their subnet and a
+static ARP entry for it (the pipeline routes; nothing answers ARP unless `lossless-ctl run`
+does, and the lab does not need it). Checksum offloads are turned off on host interfaces, as
+for any software switch on veths: the switch sees packets before the kernel fills checksums.
+Host-side links are shaped to the scaled rate with tbf, so iperf3's TCP cannot enter the
+switch faster than a NIC could.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mininet.link import TCLink
+from mininet.net import Mininet
+from mininet.node import Host
+
+from . import configdb
+from .cleanup import RunState
+from .model import Scale, Topology
+from .switch import LosslessSwitch, SwitchError, is_bmv2
+
+# The host NIC's transmit queue under the shaper, in (lab) milliseconds.
+HOST_QUEUE_MS = 100
+
+
+class LabError(RuntimeError):
+    pass
+
+
+def put_port(addr: str, port: dict) -> None:
+    """Reconfigure one port of a running p4-switch (PUT /ports/N on its stats address)."""
+    url = f"http://{addr}/ports/{port['port']}"
+    req = urllib.request.Request(url, data=json.dumps(port).encode(), method="PUT")
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            r.read()
+    except urllib.error.HTTPError as e:
+        raise LabError(f"PUT {url}: {e.code} {e.read().decode(errors='replace').strip()}") from e
+    except OSError as e:
+        raise LabError(f"PUT {url}: {e}") from e
+
+
+@dataclass
+class Pipeline:
+    """The compiled P4 program the switches run (the compiler's output directory)."""
+
+    directory: Path
+    name: str = "lossless"
+
+    @property
+    def json(self) -> Path:
+        return self.directory / f"{self.name}.json"
+
+    @property
+    def p4info(self) -> Path:
+        return self.directory / f"{self.name}.p4info.txtpb"
+
+
+def preflight(switch_bin: str, pipeline: Pipeline) -> list[str]:
+    """Everything missing before a run can start, each with what provides it."""
+    missing = []
+    found = shutil.which(switch_bin) if os.sep not in switch_bin else switch_bin
+    if not found or not os.access(found, os.X_OK):
+        missing.append(
+            f"switch binary {switch_bin}: not found or not executable (the p4-switch crate "
+            "builds it into build/bin with `make build`; SWITCH=simple_switch_grpc selects bmv2)"
+        )
+    for path in (pipeline.json, pipeline.p4info):
+        if not path.exists():
+            missing.append(
+                f"{path}: missing (`make p4` compiles p4src/ with $P4C; the compiler must emit "
+                "BMv2 JSON and P4Info)"
+            )
+    for tool in ("roce-host", "iperf3", "tcpdump", "mnexec", "ethtool"):
+        if not shutil.which(tool):
+            missing.append(f"{tool}: not on PATH (`make run` installs and builds it)")
+    if os.geteuid() != 0:
+        missing.append("root: Mininet needs network namespaces and veths (run as root)")
+    return missing
+
+
+@dataclass
+class Lab:
+    topo: Topology
+    scale: Scale
+    switch_bin: str
+    pipeline: Pipeline
+    workdir: Path
+    state: RunState
+    ctl: list[str] = field(default_factory=lambda: [sys.executable, "-m", "lossless_ctl.cli"])
+    net: Mininet | None = None
+
+    def config_path(self, switch: str) -> Path:
+        return self.workdir / "config" / f"{switch}.config_db.json"
+
+    def write_configs(self, variant: configdb.Variant) -> dict[str, Path]:
+        out = {}
+        for sw in self.topo.switches:
+            path = self.config_path(sw)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(
+                json.dumps(configdb.build(self.topo, sw, variant, self.scale), indent=2) + "\n"
+            )
+            out[sw] = path
+        return out
+
+    def start(self, variant: configdb.Variant) -> None:
+        """Bring up hosts, links and switches, and load every switch's config."""
+        self.bring_up(variant)
+        self.load(variant)
+
+    def bring_up(self, variant: configdb.Variant) -> None:
+        """Hosts, links and switch processes (each waited for), without loading configs."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        configs = self.write_configs(variant)
+        for sw, path in configs.items():
+            # The switch reads its port rates, PFC reception and queues at start.
+            self._ctl(
+                "port-config", "--config", str(path), "-o", str(self.workdir / f"{sw}.ports.json")
+            )
+        net = Mininet(topo=None, controller=None, build=False, autoSetMacs=False)
+        self.net = net
+        for sw in self.topo.switches.values():
+            net.addSwitch(
+                sw.name,
+                cls=LosslessSwitch,
+                switch_bin=self.switch_bin,
+                json_path=self.pipeline.json,
+                device_id=sw.index,
+                workdir=self.workdir,
+                state=self.state,
+            )
+        for host in self.topo.hosts.values():
+            net.addHost(host.name, cls=Host, ip=str(host.ip), mac=host.mac)
+        for link in self.topo.links:
+            params = {}
+            for end, key in ((link.a, "params1"), (link.b, "params2")):
+                if end.node in self.topo.hosts:
+                    params[key] = {
+                        "bw": self.scale.rate_mbps(link.rate_mbps),
+                        # tbf: htb at these rates warns about its quantum on every link
+                        "use_tbf": True,
+                        "latency_ms": HOST_QUEUE_MS,
+                    }
+            net.addLink(
+                link.a.node,
+                link.b.node,
+                port1=link.a.port or None,
+                port2=link.b.port or None,
+                intfName1=link.a.intf,
+                intfName2=link.b.intf,
+                cls=TCLink,
+                **params,
+            )
+        net.build()
+        for host in net.hosts:
+            self.state.add_process(host.pid, f"host {host.name}")
+        for host in self.topo.hosts.values():
+            node = net[host.name]
+            intf = f"{host.name}-eth0"
+            node.cmd(f"ethtool -K {intf} tx off rx off tso off gso off gro off >/dev/null 2>&1")
+            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+            node.cmd(f"ip route replace default via {host.gateway} dev {intf}")
+            node.cmd(
+                f"ip neigh replace {host.gateway} lladdr {self.topo.switches[host.switch].mac}"
+                f" dev {intf} nud permanent"
+            )
+        for sw in net.switches:
+            sw.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1")
+        try:
+            net.start()
+        except SwitchError as e:
+            raise LabError(str(e)) from e
+
+    def load(self, variant: configdb.Variant) -> None:
+        """Write every switch's config for `variant` through the controller (reconciling)."""
+        configs = self.write_configs(variant)
+        for sw, path in configs.items():
+            node = self.net[sw]
+            self._ctl(
+                "load",
+                "--config",
+                str(path),
+                "--switch",
+                node.grpc_addr,
+                "--pipeline",
+                str(self.pipeline.directory),
+                "--device-id",
+                str(node.device_id),
+                "--port-config",
+                str(self.workdir / f"{sw}.ports.json"),
+                "--reconcile",
+                "--no-progress",
+            )
+
+    def _ctl(self, *args: str) -> str:
+        r = subprocess.run([*self.ctl, *args], capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            raise LabError(f"lossless-ctl {' '.join(args)} failed:\n{r.stdout}{r.stderr}")
+        return r.stdout
+
+    def stats_addrs(self) -> dict[str, str]:
+        if self.net is None or is_bmv2(self.switch_bin):
+            return {}
+        return {sw.name: sw.stats_addr for sw in self.net.switches}
+
+    def stop(self) -> None:
+        if self.net is not None:
+            self.net.stop()
+            self.net = None

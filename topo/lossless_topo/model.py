@@ -1,0 +1,298 @@
+"""Topologies as data: hosts, switches, links with rates, loaded from topologies/*.json.
+
+Everything the lab needs beyond the JSON (port numbers, interface names, MACs, link
+addresses, routes) is derived here by pure functions, so the same file always gives the same
+fabric. Errors name the JSON path (`links[3].b: unknown node 's9'`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+TOPOLOGY_DIR = Path(__file__).parent / "topologies"
+# A link between two switches gets a /31 from this block, in link order.
+FABRIC_BLOCK = ipaddress.ip_network("10.255.0.0/16")
+
+
+class TopologyError(ValueError):
+    """A topology file that cannot describe a fabric; the message names the JSON path."""
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    switch: str
+    ip: ipaddress.IPv4Interface
+    mac: str
+
+    @property
+    def gateway(self) -> ipaddress.IPv4Address:
+        """The switch's address on the host's subnet: the first address of the subnet."""
+        return next(self.ip.network.hosts())
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    index: int
+    front_panel_ports: int
+    mac: str
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One end of a link: the node, its port number (switches: 1.., hosts: 0) and interface."""
+
+    node: str
+    port: int
+    intf: str
+    ip: ipaddress.IPv4Interface | None
+
+
+@dataclass(frozen=True)
+class Link:
+    a: Endpoint
+    b: Endpoint
+    rate_mbps: int
+
+
+@dataclass
+class Topology:
+    name: str
+    seed: str
+    description: str
+    chip: str
+    hwsku: str
+    buffer_bytes: int
+    switches: dict[str, Switch]
+    hosts: dict[str, Host]
+    links: list[Link]
+    experiment: dict = field(default_factory=dict)
+
+    def switch_links(self, switch: str) -> list[tuple[Endpoint, Endpoint, int]]:
+        """(local end, remote end, rate) for every port of `switch`, in port order."""
+        out = []
+        for link in self.links:
+            if link.a.node == switch:
+                out.append((link.a, link.b, link.rate_mbps))
+            elif link.b.node == switch:
+                out.append((link.b, link.a, link.rate_mbps))
+        return sorted(out, key=lambda e: e[0].port)
+
+    def host_link(self, host: str) -> tuple[Endpoint, Endpoint, int]:
+        for link in self.links:
+            if link.a.node == host:
+                return link.a, link.b, link.rate_mbps
+            if link.b.node == host:
+                return link.b, link.a, link.rate_mbps
+        raise TopologyError(f"host {host} has no link")
+
+    def max_rate_mbps(self) -> int:
+        return max(link.rate_mbps for link in self.links)
+
+    def routes(self, switch: str) -> dict[str, list[Endpoint]]:
+        """Host subnet -> the remote ends of this switch's equal-cost next hops (ECMP).
+
+        Only subnets of hosts attached to other switches; a switch's own hosts are connected.
+        """
+        routes: dict[str, list[Endpoint]] = {}
+        for host in self.hosts.values():
+            if host.switch == switch:
+                continue
+            target = _distances(self, host.switch)
+            if switch not in target:
+                raise TopologyError(f"switches: {switch} has no path to host {host.name}")
+            best = target[switch] - 1
+            hops = [
+                remote
+                for _, remote, _ in self.switch_links(switch)
+                if remote.node in self.switches and target.get(remote.node) == best
+            ]
+            routes[str(host.ip.network)] = hops
+        return routes
+
+
+def _distances(topo: Topology, start: str) -> dict[str, int]:
+    """Hop counts from `start` over switch-to-switch links (breadth first)."""
+    dist = {start: 0}
+    todo = deque([start])
+    while todo:
+        node = todo.popleft()
+        for _, remote, _ in topo.switch_links(node):
+            if remote.node in topo.switches and remote.node not in dist:
+                dist[remote.node] = dist[node] + 1
+                todo.append(remote.node)
+    return dist
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in TOPOLOGY_DIR.glob("*.json"))
+
+
+def load(name_or_path: str) -> Topology:
+    """Load a topology by name (topologies/NAME.json) or path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = TOPOLOGY_DIR / f"{name_or_path}.json"
+    if not path.exists():
+        raise TopologyError(f"{name_or_path}: no such topology (have: {', '.join(available())})")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise TopologyError(f"{path}({e.lineno}:{e.colno}): {e.msg}") from e
+    return parse(data)
+
+
+def _get(data: dict, key: str, path: str, kind: type):
+    if not isinstance(data, dict) or key not in data:
+        raise TopologyError(f"{path}.{key}: missing" if path else f"{key}: missing")
+    value = data[key]
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        raise TopologyError(f"{path + '.' if path else ''}{key}: expected {kind.__name__}")
+    return value
+
+
+def parse(data: dict) -> Topology:
+    """Build and check a topology from its JSON document."""
+    name = _get(data, "name", "", str)
+    switches: dict[str, Switch] = {}
+    for i, s in enumerate(_get(data, "switches", "", list)):
+        sname = _get(s, "name", f"switches[{i}]", str)
+        if sname in switches:
+            raise TopologyError(f"switches[{i}].name: duplicate node '{sname}'")
+        ports = s.get("front_panel_ports", 32)
+        switches[sname] = Switch(
+            sname, i + 1, ports, f"02:aa:00:00:{(i + 1) >> 8:02x}:{(i + 1) & 255:02x}"
+        )
+    hosts: dict[str, Host] = {}
+    for i, h in enumerate(_get(data, "hosts", "", list)):
+        path = f"hosts[{i}]"
+        hname = _get(h, "name", path, str)
+        if hname in hosts or hname in switches:
+            raise TopologyError(f"{path}.name: duplicate node '{hname}'")
+        sw = _get(h, "switch", path, str)
+        if sw not in switches:
+            raise TopologyError(f"{path}.switch: unknown switch '{sw}'")
+        try:
+            ip = ipaddress.IPv4Interface(_get(h, "ip", path, str))
+        except ValueError as e:
+            raise TopologyError(f"{path}.ip: {e}") from e
+        if ip.network.prefixlen > 30 or ip.ip == next(ip.network.hosts()):
+            raise TopologyError(f"{path}.ip: {ip} leaves no gateway address (the subnet's first)")
+        hosts[hname] = Host(hname, sw, ip, f"02:00:00:00:{(i + 1) >> 8:02x}:{(i + 1) & 255:02x}")
+
+    next_port = {s: 1 for s in switches}
+    fabric = FABRIC_BLOCK.subnets(new_prefix=31)
+    links: list[Link] = []
+    seen_hosts: set[str] = set()
+    for i, raw in enumerate(_get(data, "links", "", list)):
+        path = f"links[{i}]"
+        a, b = _get(raw, "a", path, str), _get(raw, "b", path, str)
+        rate = _get(raw, "rate_mbps", path, int)
+        if rate <= 0:
+            raise TopologyError(f"{path}.rate_mbps: must be positive, got {rate}")
+        for end, node in (("a", a), ("b", b)):
+            if node not in switches and node not in hosts:
+                raise TopologyError(f"{path}.{end}: unknown node '{node}'")
+        if a == b:
+            raise TopologyError(f"{path}: a link from {a} to itself")
+        if a in hosts and b in hosts:
+            raise TopologyError(
+                f"{path}: hosts {a} and {b} linked directly (hosts hang off switches)"
+            )
+        ends = []
+        sub = next(fabric) if a in switches and b in switches else None
+        for k, node in enumerate((a, b)):
+            if node in hosts:
+                host = hosts[node]
+                other = b if node == a else a
+                if other != host.switch:
+                    raise TopologyError(
+                        f"{path}: host {node} is declared on {host.switch}, not {other}"
+                    )
+                if node in seen_hosts:
+                    raise TopologyError(f"{path}: host {node} has a second link")
+                seen_hosts.add(node)
+                ends.append(Endpoint(node, 0, f"{node}-eth0", host.ip))
+            else:
+                port = next_port[node]
+                next_port[node] += 1
+                if port > switches[node].front_panel_ports:
+                    raise TopologyError(
+                        f"{path}.{'ab'[k]}: {node} has only "
+                        f"{switches[node].front_panel_ports} ports"
+                    )
+                ip = None
+                if sub is not None:
+                    ip = ipaddress.IPv4Interface(f"{sub.network_address + k}/31")
+                elif a in hosts or b in hosts:
+                    host = hosts[a if a in hosts else b]
+                    ip = ipaddress.IPv4Interface(f"{host.gateway}/{host.ip.network.prefixlen}")
+                ends.append(Endpoint(node, port, f"{node}-eth{port}", ip))
+        links.append(Link(ends[0], ends[1], rate))
+    for hname in hosts:
+        if hname not in seen_hosts:
+            raise TopologyError(f"hosts: {hname} has no link")
+    nets = [h.ip.network for h in hosts.values()]
+    for i, n in enumerate(nets):
+        for m in nets[i + 1 :]:
+            if n.overlaps(m):
+                raise TopologyError(f"hosts: subnets {n} and {m} overlap")
+    topo = Topology(
+        name=name,
+        seed=data.get("seed", ""),
+        description=data.get("description", ""),
+        chip=data.get("chip", "trident3"),
+        hwsku=data.get("hwsku", ""),
+        buffer_bytes=_get(data, "buffer_bytes", "", int),
+        switches=switches,
+        hosts=hosts,
+        links=links,
+        experiment=data.get("experiment", {}),
+    )
+    for s in switches:
+        topo.routes(s)  # every host reachable from every switch
+    return topo
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Link rates scaled to what the machine sustains, by time dilation.
+
+    Rates are multiplied by `factor`; durations (DCQCN timers, CNP and SFC intervals) divided
+    by it; byte quantities (buffers, ECN thresholds, headroom) stay, since a queue of B bytes
+    at rate R x factor drains in the same number of dilated microseconds. Latencies measured
+    in the lab are multiplied by `factor` to report them at the nominal rate.
+    """
+
+    factor: Fraction
+    nominal_mbps: int
+
+    @classmethod
+    def for_topology(cls, topo: Topology, lab_link_mbps: int) -> Scale:
+        if lab_link_mbps <= 0:
+            raise TopologyError(f"lab link rate must be positive, got {lab_link_mbps} Mb/s")
+        nominal = topo.max_rate_mbps()
+        return cls(min(Fraction(1), Fraction(lab_link_mbps, nominal)), nominal)
+
+    def rate_mbps(self, nominal_mbps: float) -> int:
+        return max(1, round(nominal_mbps * self.factor))
+
+    def duration_us(self, nominal_us: float) -> float:
+        return float(nominal_us / self.factor)
+
+    def nominal_latency_us(self, measured_us: float) -> float:
+        return float(measured_us * self.factor)
+
+    def describe(self) -> str:
+        return (
+            f"link-rate scale factor {self.factor} ({float(self.factor):.6g}): "
+            f"{self.nominal_mbps} Mb/s links run at {self.rate_mbps(self.nominal_mbps)} Mb/s; "
+            f"rates x{float(self.factor):.6g}, timers x{float(1 / self.factor):.6g}, "
+            "byte thresholds unchanged, latencies reported x factor"
+        )

@@ -1,0 +1,200 @@
+"""results.json, the seed-style tables, and the measurements they are built from.
+
+Inputs are what the tools print: roce-host's `--json` report (perftest's figures, per-message
+latency samples from `--samples` CSV), iperf3's `--json` report (intervals per stream), and
+the switch's stats endpoint (switch-tm's `TmStats` JSON), sampled over time by `StatsPoller`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+# p4-switch serves {"switch": ..., "engine": ..., "tm": TmStats} at this path of --stats-addr.
+STATS_PATH = "/stats"
+
+
+@dataclass
+class StatsSample:
+    """One poll of one switch's statistics: wall time (s since the run began) and the body."""
+
+    t: float
+    switch: str
+    stats: dict
+
+
+def fetch_stats(addr: str, timeout_s: float = 2.0) -> dict:
+    """One switch's traffic manager statistics now (switch-tm's TmStats)."""
+    with urllib.request.urlopen(f"http://{addr}{STATS_PATH}", timeout=timeout_s) as r:
+        doc = json.load(r)
+    tm = doc.get("tm") if isinstance(doc, dict) else None
+    if not isinstance(tm, dict):
+        raise ValueError(f"http://{addr}{STATS_PATH}: no traffic manager statistics ('tm')")
+    return tm
+
+
+class StatsPoller:
+    """Polls every switch's stats endpoint on a thread until stopped."""
+
+    def __init__(self, addrs: dict[str, str], interval_s: float = 0.1):
+        self.addrs = addrs
+        self.interval_s = interval_s
+        self.samples: list[StatsSample] = []
+        self.errors: dict[str, str] = {}
+        self._stop = threading.Event()
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> StatsPoller:
+        if self.addrs:
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for sw, addr in self.addrs.items():
+                try:
+                    body = fetch_stats(addr, timeout_s=1.0)
+                    self.samples.append(StatsSample(time.monotonic() - self._t0, sw, body))
+                except (OSError, ValueError) as e:
+                    self.errors[sw] = str(e)
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> list[StatsSample]:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        return self.samples
+
+
+def latency_samples_from_csv(path: Path) -> list[float]:
+    """Per-message latency in us from roce-host's `--samples` CSV (posted_ns, completed_ns)."""
+    out = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            out.append((int(row["completed_ns"]) - int(row["posted_ns"])) / 1000.0)
+    return out
+
+
+def iperf3_throughput(report: dict) -> dict[str, list[tuple[float, float]]]:
+    """Per stream: (interval end s, bits/s) from iperf3's `--json` intervals."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for interval in report.get("intervals", []):
+        for stream in interval.get("streams", []):
+            key = f"tcp:{stream.get('socket')}"
+            series.setdefault(key, []).append((stream["end"], stream["bits_per_second"]))
+    return series
+
+
+def queue_series(samples: list[StatsSample]) -> dict[str, dict[str, list]]:
+    """Per `switch port P queue Q` with traffic: times, depth bytes, paused flags."""
+    out: dict[str, dict[str, list]] = {}
+    for s in samples:
+        for port in s.stats.get("ports", []):
+            for q in port.get("queues", []):
+                key = f"{s.switch} port {port['port']} q{q['queue']}"
+                entry = out.setdefault(
+                    key, {"t": [], "depth_bytes": [], "paused": [], "tx_bytes": []}
+                )
+                entry["t"].append(s.t)
+                entry["depth_bytes"].append(q.get("depth_bytes", 0))
+                entry["paused"].append(bool(q.get("paused", False)))
+                entry["tx_bytes"].append(q.get("tx_bytes", 0))
+    # Queues that never held a byte, sent one or were paused are noise in a plot.
+    return {
+        k: v
+        for k, v in out.items()
+        if any(v["depth_bytes"]) or any(v["paused"]) or (v["tx_bytes"] and v["tx_bytes"][-1])
+    }
+
+
+def queue_usage(stats: dict) -> list[dict]:
+    """Seed 003's 'Buffer Usage on each Queue': current/peak/average per queue, cells/KB."""
+    rows = []
+    for port in stats.get("ports", []):
+        for q in port.get("queues", []):
+            rows.append(
+                {
+                    "port": port["port"],
+                    "queue": q["queue"],
+                    "current_cells": q.get("depth_cells", 0),
+                    "current_kb": q.get("depth_bytes", 0) // 1024,
+                    "peak_cells": q.get("peak_cells", 0),
+                    "peak_kb": q.get("peak_bytes", 0) // 1024,
+                    "average_cells": round(q.get("avg_cells", 0.0)),
+                    "average_kb": round(q.get("avg_bytes", 0.0) / 1024),
+                }
+            )
+    return rows
+
+
+def drops(stats: dict, queue: int | None = None) -> int:
+    """Packets the traffic manager dropped (on one queue number across ports, or all)."""
+    total = 0
+    for port in stats.get("ports", []):
+        if queue is None:
+            total += sum(port.get("drops", {}).values())
+        for q in port.get("queues", []):
+            if queue is not None and q["queue"] == queue:
+                total += sum(q.get("drops", {}).values())
+    return total
+
+
+@dataclass
+class Measurement:
+    """One row of an experiment's table, with the raw material of its plots."""
+
+    case: str
+    params: dict
+    values: dict
+    latency_us: list[float] = field(default_factory=list)
+    throughput: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+
+
+@dataclass
+class Results:
+    topology: str
+    experiment: str
+    seed: str
+    scale: dict
+    switch: str
+    missing_features: list[str]
+    measurements: list[Measurement] = field(default_factory=list)
+    stats: list[StatsSample] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+
+    def write(self, directory: Path) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "results.json"
+        doc = asdict(self)
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> Results:
+        doc = json.loads(path.read_text())
+        doc["measurements"] = [Measurement(**m) for m in doc["measurements"]]
+        doc["stats"] = [StatsSample(**s) for s in doc["stats"]]
+        return cls(**doc)
+
+
+def table(title: str, header: list[str], rows: list[list]) -> str:
+    """A plain text table in the seed documents' style (tab-free, aligned)."""
+    cells = [header] + [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells[1:]
+    ]
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return "-" if v is None else str(v)

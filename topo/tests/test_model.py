@@ -1,0 +1,174 @@
+"""Topology data: every file loads, every link endpoint exists, rates, routes, configs."""
+
+import copy
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from lossless_ctl.chips import CHIPS, chip_for_platform
+from lossless_topo import configdb, model
+
+CTL = [sys.executable, "-m", "lossless_ctl.cli"]
+
+
+def raw(name):
+    return json.loads((model.TOPOLOGY_DIR / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["prio-2to1", "incast-16to1", "leafspine-7to1"])
+def test_topology_links_and_rates(name):
+    topo = model.load(name)
+    nodes = set(topo.switches) | set(topo.hosts)
+    for link in topo.links:
+        assert link.a.node in nodes and link.b.node in nodes
+        assert link.rate_mbps > 0
+    for sw in topo.switches:
+        ports = [local.port for local, _, _ in topo.switch_links(sw)]
+        assert ports == list(range(1, len(ports) + 1))
+    for host in topo.hosts.values():
+        local, remote, _ = topo.host_link(host.name)
+        assert remote.node == host.switch
+        assert remote.ip.ip == host.gateway
+
+
+def test_seed_shapes():
+    assert len(model.load("prio-2to1").hosts) == 3
+    incast = model.load("incast-16to1")
+    assert len(incast.experiment["senders"]) == 16
+    assert incast.switches["s1"].front_panel_ports == 32
+    ls = model.load("leafspine-7to1")
+    assert (len(ls.switches), len(ls.hosts)) == (10, 8)
+    # full bisection: every leaf has as much uplink as downlink capacity
+    for sw in ls.switches:
+        if sw.startswith("leaf"):
+            links = ls.switch_links(sw)
+            down = sum(r for _, rem, r in links if rem.node in ls.hosts)
+            up = sum(r for _, rem, r in links if rem.node in ls.switches)
+            assert up >= down
+
+
+def test_leafspine_routes_use_both_spines():
+    ls = model.load("leafspine-7to1")
+    hops = ls.routes("leaf1")["10.0.8.0/24"]
+    assert sorted(h.node for h in hops) == ["spine1", "spine2"]
+    assert [h.node for h in ls.routes("spine1")["10.0.8.0/24"]] == ["leaf8"]
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["links"][0].update(b="s9"), "links[0].b: unknown node 's9'"),
+        (lambda d: d["links"][1].update(rate_mbps=0), "links[1].rate_mbps: must be positive"),
+        (lambda d: d["links"][1].update(rate_mbps="fast"), "links[1].rate_mbps: expected int"),
+        (lambda d: d["links"].pop(), "hosts: h3 has no link"),
+        (lambda d: d["hosts"][1].update(ip="10.0.1.9/24"), "overlap"),
+        (lambda d: d["hosts"][0].update(ip="10.0.1.1/24"), "hosts[0].ip: 10.0.1.1/24 leaves no"),
+        (lambda d: d["hosts"].append(dict(d["hosts"][0])), "hosts[3].name: duplicate node 'h1'"),
+    ],
+)
+def test_bad_topologies_name_the_path(mutate, message):
+    data = copy.deepcopy(raw("prio-2to1"))
+    mutate(data)
+    with pytest.raises(model.TopologyError, match=None) as e:
+        model.parse(data)
+    assert message in str(e.value)
+
+
+def test_unknown_topology_lists_known_ones():
+    with pytest.raises(model.TopologyError, match="have: incast-16to1, leafspine-7to1"):
+        model.load("nope")
+
+
+def test_scale_dilates_time_and_keeps_bytes():
+    topo = model.load("leafspine-7to1")
+    scale = model.Scale.for_topology(topo, 25)
+    assert scale.factor == Fraction(1, 1000)
+    assert scale.rate_mbps(25000) == 25
+    assert scale.duration_us(55) == 55000
+    assert scale.nominal_latency_us(4691.91e3) == pytest.approx(4691.91)
+    # a lab rate above the nominal one is not "scaled up"
+    assert model.Scale.for_topology(topo, 10**6).factor == 1
+
+
+VARIANTS = [
+    configdb.Variant(),
+    configdb.Variant(pfc=False, buffers="default"),
+    configdb.Variant(ecn=True),
+    configdb.Variant(ecn=True, sfc=True, kmin=7000, kmax=750000, pmax_percent=10),
+]
+
+
+@pytest.mark.parametrize("name", ["prio-2to1", "incast-16to1", "leafspine-7to1"])
+def test_config_db_validates(name, tmp_path):
+    topo = model.load(name)
+    scale = model.Scale.for_topology(topo, 25)
+    for i, variant in enumerate(VARIANTS):
+        for sw in list(topo.switches)[:3]:
+            path = tmp_path / f"{sw}-{i}.json"
+            path.write_text(json.dumps(configdb.build(topo, sw, variant, scale)))
+            r = subprocess.run(
+                [*CTL, "validate", "--config", str(path)], capture_output=True, text=True
+            )
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert "warning" not in (r.stdout + r.stderr).lower(), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("name", ["prio-2to1", "incast-16to1", "leafspine-7to1"])
+def test_hwsku_names_the_topologys_chip(name, tmp_path):
+    topo = model.load(name)
+    assert chip_for_platform(topo.hwsku).name == topo.chip
+    path = tmp_path / "c.json"
+    path.write_text(
+        json.dumps(
+            configdb.build(
+                topo,
+                next(iter(topo.switches)),
+                configdb.Variant(),
+                model.Scale.for_topology(topo, 25),
+            )
+        )
+    )
+    out = tmp_path / "ports.json"
+    subprocess.run([*CTL, "port-config", "--config", str(path), "-o", str(out)], check=True)
+    ports = json.loads(out.read_text())
+    # the switch's traffic manager counts buffer in the chip's cells
+    assert ports["buffer"]["cell_bytes"] == CHIPS[topo.chip].cell_bytes
+    assert {p["rate_bps"] for p in ports["ports"]} == {25_000_000}
+
+
+def test_tuned_profile_is_buffer_calc_output(tmp_path):
+    """The 'tuned' profile is what `lossless-ctl buffer-calc` prints for the same inputs."""
+    topo = model.load("incast-16to1")
+    variant = configdb.Variant(roce_mtu=4096)
+    cfg = configdb.build(topo, "s1", variant, model.Scale.for_topology(topo, 100))
+    mtu = 4096 + configdb.ROCE_OVERHEAD
+    r = subprocess.run(
+        [*CTL, "buffer-calc", "--mtu", str(mtu), "--chip", "trident3", "--ports", "32"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    calc = json.loads(r.stdout)["BUFFER_PROFILE"]["pg_lossless_profile"]
+    ours = cfg["BUFFER_PROFILE"]["pg_lossless_profile"]
+    assert {k: ours[k] for k in ("size", "xoff", "xon")} == {
+        k: calc[k] for k in ("size", "xoff", "xon")
+    }
+    # seed 000's worked example: 4174-byte frames, 256-byte cells, 32 ports
+    assert (ours["size"], ours["xoff"], ours["xon"]) == ("69632", "13056", "512")
+
+
+def test_variants_change_what_they_say():
+    topo = model.load("prio-2to1")
+    scale = model.Scale.for_topology(topo, 100)
+    off = configdb.build(topo, "s1", configdb.Variant(pfc=False, buffers="default"), scale)
+    assert all("pfc_enable" not in q for q in off["PORT_QOS_MAP"].values())
+    assert "WRED_PROFILE" not in off
+    on = configdb.build(topo, "s1", configdb.Variant(ecn=True), scale)
+    assert on["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3,4"
+    assert on["WRED_PROFILE"]["AZURE_LOSSLESS"]["green_min_threshold"] == "5000"
+    assert on["PORT"]["Ethernet0"]["speed"] == "100"
+    assert Path(model.TOPOLOGY_DIR).is_dir()

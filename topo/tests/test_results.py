@@ -1,0 +1,131 @@
+"""results.json and plots from recorded tool output.
+
+fixtures/ holds real recordings: roce-host write_bw (2 QPs, 300 x 4 KB, --samples CSV) and
+write_lat --json over a veth pair; iperf3 -J with two streams over a veth pair; and switch-tm
+statistics (TmStats::to_json) sampled every 20 ms of a simulated 2-to-1 incast into a 25 Mb/s
+port that receives PFC XOFF for priority 3 at 0.2 s and XON at 0.25 s.
+"""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from lossless_topo import plots
+from lossless_topo.results import (
+    Measurement,
+    Results,
+    StatsSample,
+    drops,
+    iperf3_throughput,
+    latency_samples_from_csv,
+    queue_series,
+    queue_usage,
+    table,
+)
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def tm_samples():
+    return [StatsSample(**s) for s in json.loads((FIX / "tm_stats_samples.json").read_text())]
+
+
+def test_latency_samples_match_roce_hosts_own_average():
+    samples = latency_samples_from_csv(FIX / "roce_write_bw_samples.csv")
+    report = json.loads((FIX / "roce_write_bw_client.json").read_text())
+    # write_bw's "latency" is post-to-completion of every message, the same as the CSV's
+    assert len(samples) == report["iterations"] * report["qps_per_destination"]
+    assert sum(samples) / len(samples) == pytest.approx(report["latency"]["t_avg_usec"], rel=1e-6)
+    assert min(samples) == pytest.approx(report["latency"]["t_min_usec"], rel=1e-6)
+
+
+def test_iperf3_series_per_stream_sum_to_the_interval_total():
+    report = json.loads((FIX / "iperf3_client.json").read_text())
+    series = iperf3_throughput(report)
+    assert len(series) == len(report["start"]["connected"])
+    for i, interval in enumerate(report["intervals"]):
+        total = sum(points[i][1] for points in series.values())
+        # each stream's rate is over its own interval length, which differs by microseconds
+        assert total == pytest.approx(interval["sum"]["bits_per_second"], rel=1e-4)
+
+
+def test_queue_series_shows_the_pause_window():
+    series = queue_series(tm_samples())
+    q3 = series["s1 port 3 q3"]
+    paused_times = [t for t, p in zip(q3["t"], q3["paused"], strict=True) if p]
+    assert paused_times and min(paused_times) >= 0.2 and max(paused_times) < 0.25
+    # idle queues are left out of the plots
+    assert "s1 port 1 q0" not in series
+    # while paused nothing leaves queue 3, so its depth does not fall
+    during = [d for t, d in zip(q3["t"], q3["depth_bytes"], strict=True) if 0.2 <= t < 0.25]
+    assert during == sorted(during)
+
+
+def test_queue_usage_and_drops_agree_with_the_stats():
+    last = tm_samples()[-1].stats
+    rows = [u for u in queue_usage(last) if u["port"] == 3]
+    assert len(rows) == 8
+    for u in rows:
+        assert u["peak_cells"] >= u["current_cells"]
+        assert u["peak_cells"] >= u["average_cells"]
+    port3 = last["ports"][2]
+    assert drops(last) == sum(sum(p["drops"].values()) for p in last["ports"])
+    assert drops(last, 3) == sum(port3["queues"][3]["drops"].values())
+    assert drops(last, 3) > 0  # the recording overflows the 2 MB buffer
+
+
+def make_results():
+    lat = json.loads((FIX / "roce_write_lat_client.json").read_text())
+    return Results(
+        topology="prio-2to1",
+        experiment="prio-2to1",
+        seed="001",
+        scale={"factor": "1/4000"},
+        switch="build/bin/p4-switch",
+        missing_features=[],
+        measurements=[
+            Measurement(
+                "bw",
+                {},
+                {"bw_gbps": 0.04},
+                latency_us=latency_samples_from_csv(FIX / "roce_write_bw_samples.csv"),
+                throughput=iperf3_throughput(json.loads((FIX / "iperf3_client.json").read_text())),
+            ),
+            Measurement("lat", {}, {"t_avg": lat["latency"]["t_avg_usec"]}),
+        ],
+        stats=tm_samples(),
+        tables=[table("t", ["a", "b"], [[1, 2.5]])],
+    )
+
+
+def test_results_round_trip(tmp_path):
+    res = make_results()
+    path = res.write(tmp_path / "run")
+    back = Results.read(path)
+    assert back.measurements[0].latency_us == res.measurements[0].latency_us
+    assert back.stats[3].stats == res.stats[3].stats
+    assert back.tables == res.tables
+
+
+def test_plots_are_png_files(tmp_path):
+    written = plots.write_all(make_results(), tmp_path)
+    assert sorted(p.name for p in written) == [
+        "latency_cdf.png",
+        "queues_pfc.png",
+        "throughput.png",
+    ]
+    for p in written:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+
+
+def test_no_data_no_plots(tmp_path):
+    empty = Results("x", "x", "", {}, "", [])
+    assert plots.write_all(empty, tmp_path) == []
+
+
+def test_table_aligns_and_marks_missing_values():
+    text = table("T", ["roce:tcp", "Avg Latency"], [["9:1", 7.991], ["1:9", None]])
+    assert text.splitlines() == ["T", "roce:tcp  Avg Latency", "9:1       7.99", "1:9       -"]
+    assert list(csv.reader([text.splitlines()[1]]))  # plain text, no tabs
