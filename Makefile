@@ -137,8 +137,21 @@ run: build deps
 	PATH=$(BIN):$$PATH $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
 	    --results $(RESULTS)
 
+# Each benchmark writes JSON under results/bench/ with its baseline measured in the same run
+# (a no-op program, the heap scheduler, a linear scan, ...); crates' READMEs explain the figures.
+BENCH_OUT := $(RESULTS)/bench
+CARGO_EXAMPLE := $(CARGO) run -q --$(PROFILE) -p
 bench: build deps
-	@mkdir -p $(RESULTS)/bench
+	@mkdir -p $(BENCH_OUT)
+	$(CARGO_EXAMPLE) switch-engine --example switch-engine-bench -- $(BENCH_OUT)/switch-engine.json
+	$(CARGO_EXAMPLE) switch-tables --example switch-tables-bench -- $(BENCH_OUT)/switch-tables.json
+	$(CARGO_EXAMPLE) switch-hash --example switch-hash-bench -- $(BENCH_OUT)/switch-hash.json
+	$(CARGO_EXAMPLE) roce-host --example roce-host-bench -- $(BENCH_OUT)/roce-host.json
+	$(CARGO_EXAMPLE) p4-sema --example check_bench -- $(P4_MAIN) > $(BENCH_OUT)/p4-sema.json
+	$(CARGO_EXAMPLE) p4-p4info --example bench_p4info > $(BENCH_OUT)/p4-p4info.json
+	$(BIN)/flowgen bench --out $(BENCH_OUT)/flowgen.json
+	$(PY) -m lossless_ctl.bench -o $(BENCH_OUT)/control.json
+	@ls -l $(BENCH_OUT)
 
 clean:
 	rm -rf $(BUILD) target

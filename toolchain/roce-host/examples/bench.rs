@@ -7,7 +7,7 @@
 //! Rates are per second of this thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so a machine shared
 //! with other jobs does not understate them; wall-clock seconds are reported beside.
 //!
-//! `cargo run --release -p roce-host --example bench -- OUT.json`
+//! `cargo run --release -p roce-host --example roce-host-bench -- OUT.json`
 
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! Packets per second of the engine in process, no I/O: an L3 program (LPM + ECMP action
 //! selector + MAC/TTL rewrite + IPv4 checksum) beside a no-op forwarder as the ceiling.
 //!
-//! `cargo run --release -p switch-engine --example bench -- OUT.json [SECONDS]`
+//! `cargo run --release -p switch-engine --example switch-engine-bench -- OUT.json [SECONDS]`
 
 use std::time::{Duration, Instant};
 use switch_engine::{FieldMatch, Output, QueueMeta, Switch, SwitchConfig};

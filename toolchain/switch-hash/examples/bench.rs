@@ -1,4 +1,4 @@
-//! Hash benchmark: `cargo run --release -p switch-hash --example bench -- OUT.json`.
+//! Hash benchmark: `cargo run --release -p switch-hash --example switch-hash-bench -- OUT.json`.
 //! Calls per second of each v1model algorithm on a 13-byte 5-tuple (ECMP), a 20-byte IPv4
 //! header (checksum) and a 1500-byte payload, per second of thread CPU time where Linux
 //! reports it (wall time elsewhere).

@@ -1,4 +1,4 @@
-//! Table benchmark: `cargo run --release -p switch-tables --example bench -- OUT.json`.
+//! Table benchmark: `cargo run --release -p switch-tables --example switch-tables-bench -- OUT.json`.
 //! Single-thread lookups per second for route, exact and ACL tables of realistic sizes, and the
 //! insert rate of a full IPv4 route table. Keys are generated with a fixed seed. Rates are per
 //! second of this thread's CPU time (Linux schedstat), so other load on the machine skews them
