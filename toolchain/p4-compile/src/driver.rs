@@ -59,7 +59,14 @@ pub fn run(opts: &Options) -> Result<(), ()> {
     let text = preprocess(opts)?;
     let map = SourceMap::new(&opts.input.to_string_lossy(), text);
     let mut diags = Diagnostics::default();
-    let _program = p4_syntax::parse(&map, &mut diags);
+    let program = p4_syntax::parse(&map, &mut diags);
+    // Semantic checks need a whole tree: after syntax errors they would only report cascades.
+    if !opts.parse_only && !diags.has_errors() {
+        let typed = p4_sema::check(&program, &mut diags);
+        if let (Some(ir), true) = (typed, opts.dump_ir) {
+            println!("{ir:#?}");
+        }
+    }
     report(&diags, &map)
 }
 
