@@ -383,7 +383,7 @@ impl Ctx<'_> {
                 (None, Some(a)) => {
                     let v = self.rv(b, a)?;
                     if matches!(a.kind, ExprKind::Const(_)) {
-                        Bind::Value(v, prm.ty.clone())
+                        Bind::Value(v)
                     } else {
                         let tmp = self.scalar(&prm.name, &prm.ty, a.span)?;
                         self.assign_tv(b, &tmp, v, a.span)?;
@@ -579,7 +579,7 @@ impl Ctx<'_> {
     fn receiver_name(&mut self, recv: &Expr) -> R<String> {
         if let ExprKind::Ref(d) = &recv.kind {
             match self.frame.env.get(d) {
-                Some(Bind::Named(n, _)) => return Ok(n.clone()),
+                Some(Bind::Named(n)) => return Ok(n.clone()),
                 Some(_) => {}
                 None => {
                     if let DeclKind::Instance { .. } = self.p.decl(*d).kind {

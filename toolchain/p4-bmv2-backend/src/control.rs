@@ -60,8 +60,8 @@ impl Ctx<'_> {
             ..j::Pipeline::default()
         };
         self.declare_locals(d)?;
-        let init = self.lower_block(&apply.stmts, None, None)?;
-        self.pipe.init_table = init;
+        let entry = self.lower_block(&apply.stmts, None, None)?;
+        self.pipe.init_table = self.local_inits(d, entry)?;
         let pipe = std::mem::take(&mut self.pipe);
         self.json.pipelines.push(pipe);
         Ok(())
@@ -71,13 +71,30 @@ impl Ctx<'_> {
     fn declare_locals(&mut self, d: DeclId) -> R<()> {
         if let DeclKind::Control { locals, .. } = &self.p.decl(d).kind {
             for &l in locals {
-                if let Some(Bind::Named(n, _)) = self.frame.env.get(&l).cloned() {
+                if let Some(Bind::Named(n)) = self.frame.env.get(&l).cloned() {
                     self.declare_instance(&n, l)?;
                 }
             }
             crate::p4info::control(self, d);
         }
         Ok(())
+    }
+
+    /// Initialisers of a control's local variables run before its apply block.
+    fn local_inits(&mut self, d: DeclId, entry: Next) -> R<Next> {
+        let DeclKind::Control { locals, .. } = &self.p.decl(d).kind else {
+            return Ok(entry);
+        };
+        let mut b = Body::new(false);
+        b.open();
+        for &l in locals {
+            if let (DeclKind::Var { init: Some(init), .. }, Some(Bind::Place(pl))) =
+                (&self.p.decl(l).kind, self.frame.env.get(&l).cloned())
+            {
+                self.assign_expr(&mut b, &pl, init)?;
+            }
+        }
+        self.action_node(b, entry)
     }
 
     fn lower_block(&mut self, stmts: &[Stmt], k: Next, ret: Next) -> R<Next> {
@@ -277,7 +294,7 @@ impl Ctx<'_> {
             return unsupported(span, "apply() of a control that is not an instance");
         };
         let (prefix, ctl) = match (self.frame.env.get(inst).cloned(), &self.p.decl(*inst).kind) {
-            (Some(Bind::Named(n, _)), DeclKind::Instance { ty: Type::Control(t, _), args, .. }) => {
+            (Some(Bind::Named(n)), DeclKind::Instance { ty: Type::Control(t, _), args, .. }) => {
                 if args.iter().any(|a| a.is_some()) {
                     return unsupported(span, "a sub-control with constructor arguments");
                 }
@@ -316,7 +333,8 @@ impl Ctx<'_> {
                 self.copy(&mut post, dst, tmp, *sp)?;
             }
             let after = self.action_node(post, k)?;
-            self.lower_block(&apply.stmts, after.clone(), after)
+            let entry = self.lower_block(&apply.stmts, after.clone(), after)?;
+            self.local_inits(ctl, entry)
         })();
         self.frame = outer;
         let entry = r?;
@@ -368,7 +386,7 @@ impl Ctx<'_> {
     fn table_action(&mut self, ar: &ActionRef) -> R<(String, i64)> {
         let d = ar.action;
         let name = match self.frame.env.get(&d) {
-            Some(Bind::Named(n, _)) => n.clone(),
+            Some(Bind::Named(n)) => n.clone(),
             _ => self.cp_name("", d),
         };
         let key = format!(
@@ -403,7 +421,7 @@ impl Ctx<'_> {
                     Tv::RuntimeData(i)
                 };
                 saved.push((prm.decl, self.frame.env.get(&prm.decl).cloned()));
-                self.frame.env.insert(prm.decl, Bind::Value(tv, prm.ty.clone()));
+                self.frame.env.insert(prm.decl, Bind::Value(tv));
                 args.push(None);
             } else {
                 args.push(dir_args.next().cloned().flatten());
@@ -453,7 +471,7 @@ impl Ctx<'_> {
             return unsupported(span, "not a table");
         };
         let name = match self.frame.env.get(&t) {
-            Some(Bind::Named(n, _)) => n.clone(),
+            Some(Bind::Named(n)) => n.clone(),
             _ => return unsupported(span, "a table outside its control"),
         };
         let mut pre = Body::new(false);
@@ -663,7 +681,7 @@ impl Ctx<'_> {
     ) -> R<()> {
         let inst = match &prop.value.kind {
             ExprKind::Ref(d) => match self.frame.env.get(d) {
-                Some(Bind::Named(n, _)) => Some((n.clone(), *d)),
+                Some(Bind::Named(n)) => Some((n.clone(), *d)),
                 _ => Some((self.cp_name("", *d), *d)),
             },
             _ => None,

@@ -168,6 +168,12 @@ impl Ctx<'_> {
             }
             ExprKind::Index(s, i) => {
                 let sp = self.place(b, s)?;
+                if let (Place::Struct { fields }, Some(k)) = (&sp, crate::body::const_int(i)) {
+                    return match usize::try_from(k).ok().and_then(|k| fields.get(k)) {
+                        Some(f) => Ok(f.clone()),
+                        None => unsupported(e.span, "a tuple index out of range"),
+                    };
+                }
                 let Place::Stack { name, elem, size } = sp else {
                     return unsupported(e.span, "indexing this value");
                 };
@@ -191,7 +197,7 @@ impl Ctx<'_> {
                     return unsupported(e.span, "next/last of this value");
                 };
                 match prop {
-                    StackProp::Next => Ok(Place::StackNext { name, elem }),
+                    StackProp::Next => Ok(Place::StackNext { name }),
                     StackProp::Last => Ok(Place::StackLast { name, elem }),
                     StackProp::LastIndex => unsupported(e.span, "lastIndex as an l-value"),
                 }
@@ -260,7 +266,7 @@ impl Ctx<'_> {
                     return value_tv(value, e.span);
                 }
                 match self.frame.env.get(d) {
-                    Some(Bind::Value(tv, _)) => Ok(tv.clone()),
+                    Some(Bind::Value(tv)) => Ok(tv.clone()),
                     Some(Bind::Place(p)) => {
                         let p = p.clone();
                         self.read(&p, e.span)

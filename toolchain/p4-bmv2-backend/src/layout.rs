@@ -20,12 +20,12 @@ pub(crate) enum Place {
     Header { name: String, ty: TypeId },
     Stack { name: String, elem: TypeId, size: u32 },
     /// `stack.next` (parser extract target).
-    StackNext { name: String, elem: TypeId },
+    StackNext { name: String },
     /// `stack.last`: readable fields only.
     StackLast { name: String, elem: TypeId },
     Union { name: String, ty: TypeId },
-    /// A struct: one place per field, in declaration order.
-    Struct { ty: TypeId, fields: Vec<Place> },
+    /// A struct or tuple: one place per field, in declaration order.
+    Struct { fields: Vec<Place> },
     /// `base[hi:lo]` of a scalar.
     Slice(Box<Place>, u32, u32),
     /// A field of `stack.last` (read-only, parsers).
@@ -137,16 +137,20 @@ impl Ctx<'_> {
                 self.add_header_instance(&name, *id, true, span)?;
                 Ok(Place::Header { name, ty: *id })
             }
-            Type::Struct(id) => {
+            Type::Struct(_) => {
                 let fields = self.p.fields(ty).unwrap_or_default().to_vec();
                 let mut out = Vec::new();
                 for f in &fields {
                     out.push(self.fresh_place(&format!("{base}.{}", f.name), &f.ty, f.span)?);
                 }
-                Ok(Place::Struct {
-                    ty: *id,
-                    fields: out,
-                })
+                Ok(Place::Struct { fields: out })
+            }
+            Type::Tuple(ts) => {
+                let mut out = Vec::new();
+                for (i, t) in ts.iter().enumerate() {
+                    out.push(self.fresh_place(&format!("{base}.f{i}"), t, span)?);
+                }
+                Ok(Place::Struct { fields: out })
             }
             Type::Stack(e, n) => {
                 let Type::Header(elem) = **e else {
@@ -253,6 +257,10 @@ impl Ctx<'_> {
                     Place::Union { name, ty: *u }
                 }
                 Type::Struct(s) => self.root_struct(*s, &name, meta, f.span)?,
+                Type::Tuple(_) => {
+                    let t = f.ty.clone();
+                    self.fresh_place(&name, &t, f.span)?
+                }
                 other => {
                     let other = other.clone();
                     self.scalar(&name, &other, f.span)?
@@ -260,7 +268,7 @@ impl Ctx<'_> {
             });
         }
         let _ = span;
-        Ok(Place::Struct { ty: id, fields: out })
+        Ok(Place::Struct { fields: out })
     }
 
     /// Builds the places of V1Switch's headers, user metadata and standard metadata from the
@@ -339,10 +347,7 @@ impl Ctx<'_> {
         });
         self.lay.roots.insert(
             sm,
-            Place::Struct {
-                ty: sm,
-                fields: places,
-            },
+            Place::Struct { fields: places },
         );
         self.std_meta = Some(sm);
         // The user metadata, then the headers (p4c's order of instances).

@@ -86,11 +86,11 @@ pub fn compile(p: &ir::Program, diags: &mut Diagnostics) -> Option<Output> {
 pub(crate) enum Bind {
     Place(layout::Place),
     /// A value: action data (`runtime_data`), a constructor argument, a constant.
-    Value(j::Tv, Type),
+    Value(j::Tv),
     /// `packet_in` / `packet_out` parameters.
     Packet,
     /// An extern, table, control or parser instance, by its full control-plane name.
-    Named(String, DeclId),
+    Named(String),
 }
 
 /// One control or parser instance being lowered: its name prefix and bindings.
@@ -290,11 +290,15 @@ impl<'p> Ctx<'p> {
         for &l in locals {
             let name = self.cp_name(&prefix, l);
             match &self.p.decl(l).kind {
+                DeclKind::Var { .. } => {
+                    let pl = self.local_place(l)?;
+                    self.frame.env.insert(l, Bind::Place(pl));
+                }
                 DeclKind::Instance { .. }
                 | DeclKind::Table(_)
                 | DeclKind::Action { .. }
                 | DeclKind::ValueSet { .. } => {
-                    self.frame.env.insert(l, Bind::Named(name, l));
+                    self.frame.env.insert(l, Bind::Named(name));
                 }
                 _ => {}
             }

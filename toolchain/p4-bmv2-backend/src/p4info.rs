@@ -243,8 +243,8 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
     }
     for &l in locals {
         match (&p.decl(l).kind, cx.frame.env.get(&l).cloned()) {
-            (DeclKind::Action { .. }, Some(Bind::Named(n, _))) => action(cx, &n, l),
-            (DeclKind::Table(_), Some(Bind::Named(n, _))) => cx.cp.table_order.push(n),
+            (DeclKind::Action { .. }, Some(Bind::Named(n))) => action(cx, &n, l),
+            (DeclKind::Table(_), Some(Bind::Named(n))) => cx.cp.table_order.push(n),
             _ => {}
         }
     }
@@ -333,7 +333,7 @@ pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
         });
     }
     let aname = |cx: &Ctx, d: DeclId| match cx.frame.env.get(&d) {
-        Some(Bind::Named(n, _)) => n.clone(),
+        Some(Bind::Named(n)) => n.clone(),
         _ => cx.cp_name("", d),
     };
     let mut actions: Vec<m::ActionRef> = tbl
@@ -409,7 +409,7 @@ fn direct_name(tbl: &ir::Table, cx: &Ctx, prop: &str) -> Option<String> {
     let pr = tbl.props.iter().find(|x| x.name == prop)?;
     match &pr.value.kind {
         ExprKind::Ref(d) => match cx.frame.env.get(d) {
-            Some(Bind::Named(n, _)) => Some(n.clone()),
+            Some(Bind::Named(n)) => Some(n.clone()),
             _ => Some(cx.cp_name("", *d)),
         },
         _ => None,

@@ -35,7 +35,7 @@ impl Ctx<'_> {
                         compressed_bitwidth: w,
                         max_size: Some(*size as u32),
                     });
-                    self.frame.env.insert(l, Bind::Named(name.clone(), l));
+                    self.frame.env.insert(l, Bind::Named(name.clone()));
                     crate::p4info::value_set(self, &name, l);
                 }
                 DeclKind::Var { .. } => {
@@ -137,7 +137,7 @@ impl Ctx<'_> {
                     let next_state = self.state_name(&c.state);
                     // Value sets.
                     if let ExprKind::Ref(d) = &c.keyset.kind {
-                        if let Some(Bind::Named(n, _)) = self.frame.env.get(d) {
+                        if let Some(Bind::Named(n)) = self.frame.env.get(d) {
                             out.push(j::Transition {
                                 kind: j::TransitionKind::ParseVset {
                                     name: n.clone(),

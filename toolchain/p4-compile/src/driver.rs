@@ -66,7 +66,7 @@ pub fn run(opts: &Options) -> Result<(), ()> {
         if let (Some(ir), true) = (&typed, opts.dump_ir) {
             println!("{ir:#?}");
         }
-        if let Some(ir) = typed {
+        if let (Some(ir), false) = (typed, opts.check_only) {
             if let Some(out) = p4_bmv2_backend::compile(&ir, &mut diags) {
                 report(&diags, &map)?;
                 return write_outputs(opts, &out);
