@@ -153,7 +153,10 @@ impl Ctx<'_> {
             StmtKind::Var(d) => {
                 let pl = self.local_place(*d)?;
                 self.frame.env.insert(*d, Bind::Place(pl.clone()));
-                if let DeclKind::Var { init: Some(init), .. } = &self.p.decl(*d).kind {
+                if let DeclKind::Var {
+                    init: Some(init), ..
+                } = &self.p.decl(*d).kind
+                {
                     self.assign_expr(b, &pl, init)?;
                 }
                 Ok(())
@@ -206,14 +209,16 @@ impl Ctx<'_> {
                 .cloned()
                 .ok_or(())
                 .or_else(|_| unsupported(span, "a struct field")),
-            Place::Header { name, ty } => match self.p.fields(&Type::Header(*ty)).and_then(|f| f.get(i)) {
-                Some(f) => Ok(Place::Scalar {
-                    h: name.clone(),
-                    f: f.name.clone(),
-                    ty: f.ty.clone(),
-                }),
-                None => unsupported(span, "a header field"),
-            },
+            Place::Header { name, ty } => {
+                match self.p.fields(&Type::Header(*ty)).and_then(|f| f.get(i)) {
+                    Some(f) => Ok(Place::Scalar {
+                        h: name.clone(),
+                        f: f.name.clone(),
+                        ty: f.ty.clone(),
+                    }),
+                    None => unsupported(span, "a header field"),
+                }
+            }
             _ => unsupported(span, "a list assigned to this value"),
         }
     }
@@ -250,11 +255,11 @@ impl Ctx<'_> {
             }
             (
                 Place::Scalar {
-                    h, f, ty: Type::Varbit(_),
+                    h,
+                    f,
+                    ty: Type::Varbit(_),
                 },
-                Place::Scalar {
-                    h: sh, f: sf, ..
-                },
+                Place::Scalar { h: sh, f: sf, .. },
             ) => {
                 b.push(
                     "assign_VL",
@@ -280,7 +285,10 @@ impl Ctx<'_> {
                     return unsupported(span, "assigning a computed value to a varbit field");
                 }
                 let v = if *ty == Type::Bool { b2d(v) } else { v };
-                b.push("assign", vec![Tv::Field(j::FieldRef(h.clone(), f.clone())), v]);
+                b.push(
+                    "assign",
+                    vec![Tv::Field(j::FieldRef(h.clone(), f.clone())), v],
+                );
                 Ok(())
             }
             Place::Slice(base, hi, lo) => {
@@ -321,7 +329,10 @@ impl Ctx<'_> {
                 let TypeDeclKind::Extern { methods, .. } = &tdecl.kind else {
                     return unsupported(e.span, "a method of this type");
                 };
-                let mname = methods.get(*index).map(|m| m.name.clone()).unwrap_or_default();
+                let mname = methods
+                    .get(*index)
+                    .map(|m| m.name.clone())
+                    .unwrap_or_default();
                 let tname = tdecl.name.clone();
                 self.method(b, receiver, &tname, &mname, c, e)
             }
@@ -339,7 +350,11 @@ impl Ctx<'_> {
                             Some(Some(a)) => self.rv(b, a)?,
                             _ => hex_u(1),
                         };
-                        let o = if *bi == Builtin::PushFront { "push" } else { "pop" };
+                        let o = if *bi == Builtin::PushFront {
+                            "push"
+                        } else {
+                            "pop"
+                        };
                         b.push(o, vec![Tv::HeaderStack(name.clone()), n]);
                     }
                     (Builtin::IsValid, _) => {
@@ -646,10 +661,7 @@ impl Ctx<'_> {
             ("register", "read") => {
                 let idx = self.rv(b, self.arg(c, 1, e)?)?;
                 let (dst, back) = self.out_field(b, self.arg(c, 0, e)?)?;
-                b.push(
-                    "register_read",
-                    vec![dst, Tv::RegisterArray(name), idx],
-                );
+                b.push("register_read", vec![dst, Tv::RegisterArray(name), idx]);
                 self.finish_out(b, back, e.span)?;
             }
             ("register", "write") => {
@@ -835,7 +847,10 @@ impl Ctx<'_> {
                 _ => {
                     let pl = match b.as_deref_mut() {
                         Some(b) => {
-                            if matches!(it.kind, ExprKind::Ref(_) | ExprKind::Field(..) | ExprKind::Index(..)) {
+                            if matches!(
+                                it.kind,
+                                ExprKind::Ref(_) | ExprKind::Field(..) | ExprKind::Index(..)
+                            ) {
                                 self.place(b, it)?
                             } else {
                                 let tmp = self.fresh_place("tmp", &it.ty, it.span)?;

@@ -13,7 +13,10 @@ use p4_sema::ir::{CallTarget, DeclId, DeclKind, ExprKind, Stmt, StmtKind, TypeDe
 impl Ctx<'_> {
     pub fn lower_checksums(&mut self, d: DeclId, verify: bool) -> R<()> {
         let DeclKind::Control { apply, .. } = &self.p.decl(d).kind else {
-            return unsupported(self.p.decl(d).span, "a checksum block that is not a control");
+            return unsupported(
+                self.p.decl(d).span,
+                "a checksum block that is not a control",
+            );
         };
         for s in &apply.stmts {
             self.checksum_stmt(s, verify)?;
@@ -94,7 +97,10 @@ impl Ctx<'_> {
             let ExprKind::Call(c) = &e.kind else {
                 return unsupported(s.span, "this statement in the deparser");
             };
-            let CallTarget::Method { extern_ty, index, .. } = &c.target else {
+            let CallTarget::Method {
+                extern_ty, index, ..
+            } = &c.target
+            else {
                 return unsupported(s.span, "calls other than emit in the deparser");
             };
             let is_emit = matches!(&self.p.ty(*extern_ty).kind,

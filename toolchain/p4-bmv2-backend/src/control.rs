@@ -34,7 +34,9 @@ enum Succ {
 fn is_straight(s: &Stmt) -> bool {
     match &s.kind {
         StmtKind::Assign(..) | StmtKind::Var(_) | StmtKind::Const(_) | StmtKind::Empty => true,
-        StmtKind::Call(e) => !matches!(&e.kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Apply(_))),
+        StmtKind::Call(e) => {
+            !matches!(&e.kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Apply(_)))
+        }
         _ => false,
     }
 }
@@ -52,7 +54,10 @@ fn table_hit(e: &Expr) -> Option<(DeclId, bool)> {
 impl Ctx<'_> {
     pub fn lower_pipeline(&mut self, d: DeclId, name: &str) -> R<()> {
         let DeclKind::Control { apply, .. } = &self.p.decl(d).kind else {
-            return unsupported(self.p.decl(d).span, "V1Switch's ingress/egress must be controls");
+            return unsupported(
+                self.p.decl(d).span,
+                "V1Switch's ingress/egress must be controls",
+            );
         };
         self.pipe = j::Pipeline {
             name: name.into(),
@@ -88,8 +93,12 @@ impl Ctx<'_> {
         let mut b = Body::new(false);
         b.open();
         for &l in locals {
-            if let (DeclKind::Var { init: Some(init), .. }, Some(Bind::Place(pl))) =
-                (&self.p.decl(l).kind, self.frame.env.get(&l).cloned())
+            if let (
+                DeclKind::Var {
+                    init: Some(init), ..
+                },
+                Some(Bind::Place(pl)),
+            ) = (&self.p.decl(l).kind, self.frame.env.get(&l).cloned())
             {
                 self.assign_expr(&mut b, &pl, init)?;
             }
@@ -204,7 +213,11 @@ impl Ctx<'_> {
     }
 
     fn table_id(&self) -> i64 {
-        self.json.pipelines.iter().map(|p| p.tables.len()).sum::<usize>() as i64
+        self.json
+            .pipelines
+            .iter()
+            .map(|p| p.tables.len())
+            .sum::<usize>() as i64
             + self.pipe.tables.len() as i64
     }
 
@@ -233,7 +246,12 @@ impl Ctx<'_> {
                     self.rv(&mut pre, c)?
                 };
                 let name = self.fresh("node");
-                let id = self.json.pipelines.iter().map(|p| p.conditionals.len()).sum::<usize>()
+                let id = self
+                    .json
+                    .pipelines
+                    .iter()
+                    .map(|p| p.conditionals.len())
+                    .sum::<usize>()
                     + self.pipe.conditionals.len();
                 self.pipe.conditionals.push(j::Conditional {
                     name: name.clone(),
@@ -294,7 +312,14 @@ impl Ctx<'_> {
             return unsupported(span, "apply() of a control that is not an instance");
         };
         let (prefix, ctl) = match (self.frame.env.get(inst).cloned(), &self.p.decl(*inst).kind) {
-            (Some(Bind::Named(n)), DeclKind::Instance { ty: Type::Control(t, _), args, .. }) => {
+            (
+                Some(Bind::Named(n)),
+                DeclKind::Instance {
+                    ty: Type::Control(t, _),
+                    args,
+                    ..
+                },
+            ) => {
                 if args.iter().any(|a| a.is_some()) {
                     return unsupported(span, "a sub-control with constructor arguments");
                 }
@@ -392,7 +417,10 @@ impl Ctx<'_> {
         let key = format!(
             "{name}#{}#{:?}",
             d.0,
-            ar.args.iter().map(|a| a.as_ref().map(|e| (e.span.lo, e.span.hi))).collect::<Vec<_>>()
+            ar.args
+                .iter()
+                .map(|a| a.as_ref().map(|e| (e.span.lo, e.span.hi)))
+                .collect::<Vec<_>>()
         );
         if let Some(v) = self.action_keys.get(&key) {
             return Ok(v.clone());
@@ -491,7 +519,10 @@ impl Ctx<'_> {
                 Ok(m) => m,
                 Err(_) => return unsupported(k.span, format!("match kind `{}`", k.match_kind)),
             };
-            widths.push(p.width_of(&crate::expr::repr(self, &k.expr.ty)).unwrap_or(1) as u32);
+            widths.push(
+                p.width_of(&crate::expr::repr(self, &k.expr.ty))
+                    .unwrap_or(1) as u32,
+            );
             keys.push(j::TableKey {
                 match_type: mt,
                 name: Some(crate::p4info::key_name(self, k)),
@@ -536,7 +567,12 @@ impl Ctx<'_> {
         };
         let mut entries = Vec::new();
         let explicit = tbl.entries.iter().any(|e| e.priority.is_some());
-        let max_prio = tbl.entries.iter().filter_map(|e| e.priority).max().unwrap_or(0);
+        let max_prio = tbl
+            .entries
+            .iter()
+            .filter_map(|e| e.priority)
+            .max()
+            .unwrap_or(0);
         let mut last = 0u64;
         for (i, en) in tbl.entries.iter().enumerate() {
             let mut match_key = Vec::new();
@@ -614,7 +650,10 @@ impl Ctx<'_> {
         let p = self.p;
         p.top
             .iter()
-            .find(|d| p.decl(**d).name == "NoAction" && matches!(p.decl(**d).kind, DeclKind::Action { .. }))
+            .find(|d| {
+                p.decl(**d).name == "NoAction"
+                    && matches!(p.decl(**d).kind, DeclKind::Action { .. })
+            })
             .map(|d| ActionRef {
                 annotations: vec![],
                 action: *d,
@@ -639,7 +678,10 @@ impl Ctx<'_> {
             let Some(v) = const_int(a) else {
                 return unsupported(a.span, "action data that is not a constant");
             };
-            let w = self.p.width_of(&crate::expr::repr(self, &prm.ty)).unwrap_or(1) as u32;
+            let w = self
+                .p
+                .width_of(&crate::expr::repr(self, &prm.ty))
+                .unwrap_or(1) as u32;
             let Tv::Hexstr(h) = hex(&unsigned(&v, w)) else {
                 unreachable!("hex makes a hexstr")
             };
@@ -654,11 +696,17 @@ impl Ctx<'_> {
         if let ExprKind::Call(c) = &e.kind {
             if let CallTarget::Builtin(recv, p4_sema::ir::Builtin::IsValid) = &c.target {
                 if let Ok(Place::Header { name, .. }) = self.place(pre, recv) {
-                    return Ok((j::KeyTarget::Field(j::FieldRef(name, "$valid$".into())), None));
+                    return Ok((
+                        j::KeyTarget::Field(j::FieldRef(name, "$valid$".into())),
+                        None,
+                    ));
                 }
             }
         }
-        if matches!(e.kind, ExprKind::Ref(_) | ExprKind::Field(..) | ExprKind::Index(..)) {
+        if matches!(
+            e.kind,
+            ExprKind::Ref(_) | ExprKind::Field(..) | ExprKind::Index(..)
+        ) {
             if let Ok(Place::Scalar { h, f, ty }) = self.place(pre, e) {
                 if ty != Type::Bool {
                     return Ok((j::KeyTarget::Field(j::FieldRef(h, f)), None));
@@ -691,7 +739,11 @@ impl Ctx<'_> {
                 let Some((n, d)) = inst else {
                     return unsupported(prop.span, "an action profile constructed in the table");
                 };
-                let DeclKind::Instance { ty: Type::Extern(tid, _), args, .. } = &self.p.decl(d).kind
+                let DeclKind::Instance {
+                    ty: Type::Extern(tid, _),
+                    args,
+                    ..
+                } = &self.p.decl(d).kind
                 else {
                     return unsupported(prop.span, "this implementation");
                 };
@@ -723,7 +775,12 @@ impl Ctx<'_> {
                 table.action_profile = Some(n.clone());
                 // Indirect tables have no default entry data of their own in bmv2.
                 if !self.pipe.action_profiles.iter().any(|a| a.name == n) {
-                    let id = self.json.pipelines.iter().map(|p| p.action_profiles.len()).sum::<usize>()
+                    let id = self
+                        .json
+                        .pipelines
+                        .iter()
+                        .map(|p| p.action_profiles.len())
+                        .sum::<usize>()
                         + self.pipe.action_profiles.len();
                     self.pipe.action_profiles.push(j::ActionProfile {
                         name: n.clone(),

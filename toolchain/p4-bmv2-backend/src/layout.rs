@@ -16,20 +16,45 @@ use std::collections::HashMap;
 #[derive(Clone, Debug)]
 pub(crate) enum Place {
     /// A field of a header instance (`scalars` for metadata); `ty` is its P4 type.
-    Scalar { h: String, f: String, ty: Type },
-    Header { name: String, ty: TypeId },
-    Stack { name: String, elem: TypeId, size: u32 },
+    Scalar {
+        h: String,
+        f: String,
+        ty: Type,
+    },
+    Header {
+        name: String,
+        ty: TypeId,
+    },
+    Stack {
+        name: String,
+        elem: TypeId,
+        size: u32,
+    },
     /// `stack.next` (parser extract target).
-    StackNext { name: String },
+    StackNext {
+        name: String,
+    },
     /// `stack.last`: readable fields only.
-    StackLast { name: String, elem: TypeId },
-    Union { name: String, ty: TypeId },
+    StackLast {
+        name: String,
+        elem: TypeId,
+    },
+    Union {
+        name: String,
+        ty: TypeId,
+    },
     /// A struct or tuple: one place per field, in declaration order.
-    Struct { fields: Vec<Place> },
+    Struct {
+        fields: Vec<Place>,
+    },
     /// `base[hi:lo]` of a scalar.
     Slice(Box<Place>, u32, u32),
     /// A field of `stack.last` (read-only, parsers).
-    LastField { stack: String, f: String, ty: Type },
+    LastField {
+        stack: String,
+        f: String,
+        ty: Type,
+    },
 }
 
 #[derive(Default)]
@@ -98,7 +123,13 @@ impl Ctx<'_> {
         Ok(name)
     }
 
-    pub fn add_header_instance(&mut self, name: &str, ty: TypeId, meta: bool, span: Span) -> R<i64> {
+    pub fn add_header_instance(
+        &mut self,
+        name: &str,
+        ty: TypeId,
+        meta: bool,
+        span: Span,
+    ) -> R<i64> {
         let header_type = self.header_type(ty, span)?;
         let id = self.json.headers.len() as i64;
         self.json.headers.push(j::Header {
@@ -314,8 +345,8 @@ impl Ctx<'_> {
                 width,
                 signed,
             });
-            if let Some(alias) =
-                p4_syntax::ast::find_annotation(&f.annotations, "alias").and_then(|a| a.string_arg())
+            if let Some(alias) = p4_syntax::ast::find_annotation(&f.annotations, "alias")
+                .and_then(|a| a.string_arg())
             {
                 self.json.field_aliases.push((
                     alias.to_string(),
@@ -345,10 +376,7 @@ impl Ctx<'_> {
             metadata: true,
             pi_omit: None,
         });
-        self.lay.roots.insert(
-            sm,
-            Place::Struct { fields: places },
-        );
+        self.lay.roots.insert(sm, Place::Struct { fields: places });
         self.std_meta = Some(sm);
         // The user metadata, then the headers (p4c's order of instances).
         let Type::Struct(m) = params[2].ty else {

@@ -157,7 +157,10 @@ impl<'p> Ctx<'p> {
     fn run(&mut self) -> R<()> {
         let p = self.p;
         let Some(main) = p.main else {
-            return unsupported(Span::default(), "a program without a `main` package instance");
+            return unsupported(
+                Span::default(),
+                "a program without a `main` package instance",
+            );
         };
         let main_decl = p.decl(main);
         let DeclKind::Instance { args, .. } = &main_decl.kind else {
@@ -238,7 +241,10 @@ impl<'p> Ctx<'p> {
                 return Ok(*d);
             }
         }
-        unsupported(e.span, "a V1Switch argument that is not a parser or control instance")
+        unsupported(
+            e.span,
+            "a V1Switch argument that is not a parser or control instance",
+        )
     }
 
     /// The control-plane name of a declaration inside the current frame: `@name("x")` →

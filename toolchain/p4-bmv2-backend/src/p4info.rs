@@ -48,7 +48,9 @@ fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
             )),
             // Annotations that only steer the compiler.
             ("field_list" | "alias" | "metadata" | "match", _) => {}
-            (_, ast::AnnotationBody::Empty) => out.push(m::Annotation::rendered(format!("@{name}"))),
+            (_, ast::AnnotationBody::Empty) => {
+                out.push(m::Annotation::rendered(format!("@{name}")))
+            }
             (_, ast::AnnotationBody::Exprs(es)) => {
                 let mut args = Vec::new();
                 for e in es {
@@ -58,7 +60,10 @@ fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
                         _ => args.push("...".into()),
                     }
                 }
-                out.push(m::Annotation::rendered(format!("@{name}({})", args.join(", "))));
+                out.push(m::Annotation::rendered(format!(
+                    "@{name}({})",
+                    args.join(", ")
+                )));
             }
             _ => {}
         }
@@ -136,11 +141,17 @@ impl Collector {
         Some(match &p.ty(id).kind {
             TypeDeclKind::Struct(fs) => m::TypeDecl::Struct {
                 name,
-                fields: fs.iter().map(|f| (f.name.clone(), self.ty(p, &f.ty))).collect(),
+                fields: fs
+                    .iter()
+                    .map(|f| (f.name.clone(), self.ty(p, &f.ty)))
+                    .collect(),
             },
             TypeDeclKind::Header(fs) => m::TypeDecl::Header {
                 name,
-                fields: fs.iter().map(|f| (f.name.clone(), self.ty(p, &f.ty))).collect(),
+                fields: fs
+                    .iter()
+                    .map(|f| (f.name.clone(), self.ty(p, &f.ty)))
+                    .collect(),
             },
             TypeDeclKind::HeaderUnion(fs) => m::TypeDecl::HeaderUnion {
                 name,
@@ -156,7 +167,10 @@ impl Collector {
                 name,
                 members: ms.clone(),
             },
-            TypeDeclKind::SerEnum { underlying, members } => m::TypeDecl::SerializableEnum {
+            TypeDeclKind::SerEnum {
+                underlying,
+                members,
+            } => m::TypeDecl::SerializableEnum {
                 name,
                 width: p.width_of(underlying).unwrap_or(0) as u32,
                 members: members
@@ -228,11 +242,18 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
     // Top-level actions used by the control's tables come first (p4c localizes them).
     for &l in locals {
         if let DeclKind::Table(t) = &p.decl(l).kind {
-            let refs = t.actions.iter().map(|a| a.action).chain(if t.default_action.is_none() {
-                p.top.iter().copied().find(|x| p.decl(*x).name == "NoAction")
-            } else {
-                None
-            });
+            let refs = t
+                .actions
+                .iter()
+                .map(|a| a.action)
+                .chain(if t.default_action.is_none() {
+                    p.top
+                        .iter()
+                        .copied()
+                        .find(|x| p.decl(*x).name == "NoAction")
+                } else {
+                    None
+                });
             for a in refs.collect::<Vec<_>>() {
                 if !locals.contains(&a) {
                     let n = cx.cp_name("", a);
@@ -298,7 +319,9 @@ fn print(p: &ir::Program, e: &Expr) -> String {
         ExprKind::Const(Value::Int(v)) => v.to_string(),
         ExprKind::Cast(x) => print(p, x),
         ExprKind::Call(c) => match &c.target {
-            ir::CallTarget::Builtin(r, ir::Builtin::IsValid) => format!("{}.isValid()", print(p, r)),
+            ir::CallTarget::Builtin(r, ir::Builtin::IsValid) => {
+                format!("{}.isValid()", print(p, r))
+            }
             _ => "expr".into(),
         },
         _ => "expr".into(),
@@ -456,8 +479,7 @@ pub(crate) fn value_set(cx: &mut Ctx, name: &str, d: DeclId) {
     if let DeclKind::ValueSet { elem, size } = &decl.kind {
         let element = match elem {
             Type::Struct(_) => m::ValueSetElement::Struct(
-                cx.p
-                    .fields(elem)
+                cx.p.fields(elem)
                     .unwrap_or_default()
                     .iter()
                     .map(|f| m::ValueSetField {

@@ -50,7 +50,10 @@ fn check_golden(path: &Path, got: &str, failures: &mut Vec<String>) {
     }
     let want = std::fs::read_to_string(path).unwrap_or_default();
     if want != got {
-        failures.push(format!("{}: differs from the compiler's output (P4_BLESS=1 to regenerate)", path.display()));
+        failures.push(format!(
+            "{}: differs from the compiler's output (P4_BLESS=1 to regenerate)",
+            path.display()
+        ));
     }
 }
 
@@ -68,9 +71,17 @@ fn golden_json_and_p4info() {
             }
             check_golden(&p4.with_extension("json"), &text, &mut failures);
             let info_text = std::fs::read_to_string(&info).unwrap();
-            check_golden(&p4.with_extension("p4info.txtpb"), &info_text, &mut failures);
+            check_golden(
+                &p4.with_extension("p4info.txtpb"),
+                &info_text,
+                &mut failures,
+            );
         } else {
-            assert!(stderr.contains("unsupported"), "{}:\n{stderr}", p4.display());
+            assert!(
+                stderr.contains("unsupported"),
+                "{}:\n{stderr}",
+                p4.display()
+            );
             check_golden(&p4.with_extension("unsupported"), &stderr, &mut failures);
         }
     }
@@ -86,7 +97,9 @@ fn stf_tests_of_compiled_programs_pass_in_switch_engine() {
     for stf in stfs {
         let mut p4 = stf.with_extension("p4");
         if !p4.exists() {
-            p4 = root().join("tests/compiler/good").join(p4.file_name().unwrap());
+            p4 = root()
+                .join("tests/compiler/good")
+                .join(p4.file_name().unwrap());
         }
         let (ok, stderr, json, _) = compile(&p4);
         assert!(ok, "{}:\n{stderr}", p4.display());
