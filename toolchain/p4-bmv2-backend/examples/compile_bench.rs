@@ -72,7 +72,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
         let t5 = Instant::now();
-        for (v, d) in phases.iter_mut().zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4]) {
+        for (v, d) in phases
+            .iter_mut()
+            .zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4])
+        {
             v.push(d.as_micros());
         }
     }

@@ -54,12 +54,12 @@ impl Body {
         });
     }
 
-    fn new_label(&mut self) -> usize {
+    pub fn new_label(&mut self) -> usize {
         self.labels.push(None);
         self.labels.len() - 1
     }
 
-    fn place_label(&mut self, l: usize) {
+    pub fn place_label(&mut self, l: usize) {
         self.labels[l] = Some(self.prims.len());
     }
 
@@ -68,7 +68,7 @@ impl Body {
         self.push("_jump", vec![Tv::Int(0)]);
     }
 
-    fn jump_if_zero(&mut self, cond: Tv, l: usize) {
+    pub fn jump_if_zero(&mut self, cond: Tv, l: usize) {
         self.fixups.push((self.prims.len(), 1, l));
         self.push("_jump_if_zero", vec![cond, Tv::Int(0)]);
     }
@@ -167,7 +167,10 @@ impl Ctx<'_> {
     /// `dst = rhs` for any type.
     pub fn assign_expr(&mut self, b: &mut Body, dst: &Place, rhs: &Expr) -> R<()> {
         match dst {
-            Place::Scalar { .. } | Place::Slice(..) | Place::LastField { .. } => {
+            Place::Scalar { .. }
+            | Place::Slice(..)
+            | Place::LastField { .. }
+            | Place::DynField { .. } => {
                 let v = self.rv(b, rhs)?;
                 self.assign_tv(b, dst, v, rhs.span)
             }
@@ -289,6 +292,11 @@ impl Ctx<'_> {
                     "assign",
                     vec![Tv::Field(j::FieldRef(h.clone(), f.clone())), v],
                 );
+                Ok(())
+            }
+            Place::DynField { tv, ty } => {
+                let v = if *ty == Type::Bool { b2d(v) } else { v };
+                b.push("assign", vec![tv.clone(), v]);
                 Ok(())
             }
             Place::Slice(base, hi, lo) => {

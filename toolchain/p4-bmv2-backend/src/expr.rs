@@ -147,6 +147,11 @@ impl Ctx<'_> {
                 let t = Tv::StackField(stack.clone(), f.clone());
                 Ok(if *ty == Type::Bool { un("d2b", t) } else { t })
             }
+            Place::DynField { tv, ty } => Ok(if *ty == Type::Bool {
+                un("d2b", tv.clone())
+            } else {
+                tv.clone()
+            }),
             Place::Slice(base, hi, lo) => {
                 let v = self.read(base, span)?;
                 Ok(slice(v, *hi, *lo))
@@ -188,7 +193,14 @@ impl Ctx<'_> {
                             ty: elem,
                         })
                     }
-                    _ => unsupported(e.span, "a header stack index that is not a constant"),
+                    _ => {
+                        let index = self.rv(b, i)?;
+                        Ok(Place::DynHeader {
+                            stack: name,
+                            elem,
+                            index,
+                        })
+                    }
                 }
             }
             ExprKind::StackProp(s, prop) => {
@@ -244,6 +256,21 @@ impl Ctx<'_> {
                     _ => unsupported(e.span, "a union member"),
                 },
                 None => unsupported(e.span, "a union member"),
+            },
+            Place::DynHeader { stack, elem, index } => match field(elem) {
+                Some(f) => {
+                    let h = Tv::Expression(Box::new(j::Expr::Op(j::ExprOp {
+                        op: "dereference_header_stack".into(),
+                        left: Some(Tv::HeaderStack(stack)),
+                        right: Some(index),
+                        cond: None,
+                    })));
+                    Ok(Place::DynField {
+                        tv: op("access_field", h, Tv::Int(i as i64)),
+                        ty: f.ty,
+                    })
+                }
+                None => unsupported(e.span, "a header field"),
             },
             Place::StackLast { name, elem } => match field(elem) {
                 Some(f) => Ok(Place::LastField {
@@ -351,7 +378,20 @@ impl Ctx<'_> {
 
     fn binary(&mut self, b: &mut Body, o: BinOp, l: &Expr, r: &Expr, e: &Expr) -> R<Tv> {
         if matches!(o, BinOp::And | BinOp::Or) && has_call(r) {
-            return unsupported(r.span, "a call on the right of && or ||");
+            // Short-circuit: the right operand (and its side effects) only when needed.
+            if b.parser {
+                return unsupported(r.span, "a call on the right of && or || in a parser");
+            }
+            let tmp = self.scalar("tmp", &Type::Bool, l.span)?;
+            let lv = self.rv(b, l)?;
+            self.assign_tv(b, &tmp, lv, l.span)?;
+            let cur = self.read(&tmp, l.span)?;
+            let skip = b.new_label();
+            let test = if o == BinOp::And { cur } else { un("not", cur) };
+            b.jump_if_zero(b2d(test), skip);
+            self.assign_expr(b, &tmp, r)?;
+            b.place_label(skip);
+            return self.read(&tmp, e.span);
         }
         let mut lv = self.rv(b, l)?;
         // Strict left-to-right: the left operand is saved before a call on the right runs.

@@ -8,6 +8,7 @@
 
 use crate::{unsupported, Bind, Ctx, R};
 use p4_bmv2_json as j;
+use p4_bmv2_json::Tv;
 use p4_sema::ir::{DeclId, DeclKind, Type, TypeDeclKind, TypeId};
 use p4_syntax::Span;
 use std::collections::HashMap;
@@ -49,6 +50,17 @@ pub(crate) enum Place {
     },
     /// `base[hi:lo]` of a scalar.
     Slice(Box<Place>, u32, u32),
+    /// `stack[i]` with an index known only at run time (`dereference_header_stack`).
+    DynHeader {
+        stack: String,
+        elem: TypeId,
+        index: Tv,
+    },
+    /// A field of a `DynHeader`: the `access_field` expression.
+    DynField {
+        tv: Tv,
+        ty: Type,
+    },
     /// A field of `stack.last` (read-only, parsers).
     LastField {
         stack: String,
