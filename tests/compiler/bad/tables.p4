@@ -40,6 +40,14 @@ control C(inout h_t h) {
         actions = { set; @defaultonly NoAction; }
         entries = { (1) : NoAction(); }
     }
+    direct_counter(CounterType.packets) hits;
+    table t7 {
+        key = { h.a: exact; }
+        actions = { set; }
+        implementation = hits;
+        counters = hits;
+        support_timeout = 1;
+    }
     table t3 {
         key = { h.a: exact; }
         actions = { set; }

@@ -64,9 +64,9 @@ pub fn run(opts: &Options) -> Result<(), ()> {
     if !opts.parse_only && !diags.has_errors() {
         let typed = p4_sema::check(&program, &mut diags);
         if let (Some(ir), true) = (&typed, opts.dump_ir) {
-            println!("{ir:#?}");
+            print!("{}", p4_sema::print::to_p4(ir));
         }
-        if let (Some(ir), false) = (typed, opts.check_only) {
+        if let (Some(ir), false) = (typed, opts.check_only || opts.dump_ir) {
             if let Some(out) = p4_bmv2_backend::compile(&ir, &mut diags) {
                 report(&diags, &map)?;
                 return write_outputs(opts, &out);

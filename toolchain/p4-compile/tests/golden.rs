@@ -35,11 +35,9 @@ fn compile(dir: &Path, file: &Path, extra: &[&str]) -> (bool, String) {
 
 #[test]
 fn good_programs_check_without_diagnostics() {
-    let dir = tests_dir().join("good");
-    let mut files = p4_files(&dir);
-    assert!(!files.is_empty());
     // The pipeline we ship must pass the same checks.
-    files.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../p4src/lossless.p4"));
+    let files = good_programs();
+    assert!(files.len() > 1);
     let mut failures = Vec::new();
     for f in &files {
         let (ok, stderr) = compile(f.parent().unwrap(), f, &["--check-only"]);
@@ -47,6 +45,49 @@ fn good_programs_check_without_diagnostics() {
             failures.push(format!("{}:\n{stderr}", f.display()));
         }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn good_programs() -> Vec<PathBuf> {
+    let mut files = p4_files(&tests_dir().join("good"));
+    files.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../p4src/lossless.p4"));
+    files
+}
+
+/// `--dump-ir` prints the checked program as P4; checking that text again must print the same
+/// text (names, folded constants, inferred types and implicit casts all survive).
+#[test]
+fn dumped_ir_is_p4_that_checks_to_itself() {
+    let tmp = std::env::temp_dir().join(format!("p4-sema-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut failures = Vec::new();
+    for f in good_programs() {
+        let dump = |dir: &Path, file: &Path| {
+            Command::new(env!("CARGO_BIN_EXE_p4-compile"))
+                .current_dir(dir)
+                .args(["--target", "bmv2", "--arch", "v1model", "--dump-ir"])
+                .arg(file)
+                .output()
+                .expect("run p4-compile")
+        };
+        let first = dump(f.parent().unwrap(), &f);
+        assert!(
+            first.status.success(),
+            "{}",
+            String::from_utf8_lossy(&first.stderr)
+        );
+        let copy = tmp.join("dump.p4");
+        std::fs::write(&copy, &first.stdout).unwrap();
+        let second = dump(&tmp, &copy);
+        if !second.status.success() || second.stdout != first.stdout {
+            failures.push(format!(
+                "{}:\n{}",
+                f.display(),
+                String::from_utf8_lossy(&second.stderr)
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -1511,6 +1511,7 @@ impl<'d> Checker<'d> {
                         continue;
                     }
                     let value = self.expr(e);
+                    self.table_property(&p.name.name, &value);
                     table.props.push(TableProp {
                         name: p.name.name.clone(),
                         is_const: p.is_const,
@@ -1591,6 +1592,40 @@ impl<'d> Checker<'d> {
         });
         self.declare(&t.name, Entity::Value(id));
         id
+    }
+
+    /// The properties BMv2 targets know: `implementation` names an action profile or selector
+    /// instance, `counters`/`meters` a direct counter/meter instance, the timeouts a bool
+    /// constant. Others (architecture-specific) are kept as typed expressions.
+    fn table_property(&mut self, name: &str, value: &Expr) {
+        if value.ty == Type::Unknown {
+            return;
+        }
+        let instance_of = |me: &Self, wanted: &[&str]| match (&value.kind, &value.ty) {
+            (ExprKind::Ref(_), Type::Extern(id, _)) => wanted.contains(&me.p.ty(*id).name.as_str()),
+            _ => false,
+        };
+        let problem = match name {
+            "implementation" if !instance_of(self, &["action_profile", "action_selector"]) => {
+                Some("an action_profile or action_selector instance")
+            }
+            "counters" if !instance_of(self, &["direct_counter"]) => {
+                Some("a direct_counter instance")
+            }
+            "meters" if !instance_of(self, &["direct_meter"]) => Some("a direct_meter instance"),
+            "support_timeout" | "idle_timeout"
+                if !(value.ty == Type::Bool && matches!(value.kind, ExprKind::Const(_))) =>
+            {
+                Some("the constant true or false")
+            }
+            _ => None,
+        };
+        if let Some(wanted) = problem {
+            self.d.error(
+                value.span,
+                format!("table property '{name}' must be {wanted}"),
+            );
+        }
     }
 
     /// Whether the action's element in the actions list carries the annotation `@<name>`.
@@ -1688,7 +1723,7 @@ impl<'d> Checker<'d> {
                 if !in_list {
                     let data = c.args.iter().zip(&bound).filter(|(_, p)| p.dir.is_none());
                     for a in data.filter_map(|(a, _)| a.as_ref()) {
-                        if !matches!(a.kind, ExprKind::Const(_)) && a.ty != Type::Unknown {
+                        if !self.p.is_compile_time_known(a) && a.ty != Type::Unknown {
                             self.d
                                 .error(a.span, "action data here must be compile-time known");
                         }
@@ -1862,7 +1897,7 @@ impl<'d> Checker<'d> {
                 }
                 (_, None) => {
                     let v = self.expr_as(&c.label, &x.ty, "a switch label");
-                    if !matches!(v.kind, ExprKind::Const(_)) && v.ty != Type::Unknown {
+                    if !self.p.is_compile_time_known(&v) && v.ty != Type::Unknown {
                         self.d
                             .error(c.label.span, "switch labels must be compile-time known");
                     }

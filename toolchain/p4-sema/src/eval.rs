@@ -206,15 +206,9 @@ pub fn cast(v: &Value, from: &Type, to: &Type) -> Result<Value, String> {
             Value::Int(if *b { BigInt::one() } else { BigInt::zero() })
         }
         (Value::Int(i), Type::Bool) => Value::Bool(!unsigned(i, from).is_zero()),
-        (Value::Int(i), _) => {
-            // Changing signedness keeps the bits; changing width keeps the low bits of the
-            // two's complement representation (spec 8.11.1).
-            let bits = match (from, to) {
-                (Type::Int(_), Type::Bit(_)) => i.clone(),
-                _ => i.clone(),
-            };
-            Value::Int(wrap(bits, to))
-        }
+        // Changing signedness keeps the bits; changing width keeps the low bits of the two's
+        // complement representation (spec 8.11.1): both are a wrap into the target type.
+        (Value::Int(i), _) => Value::Int(wrap(i.clone(), to)),
         _ => v.clone(),
     })
 }

@@ -1235,9 +1235,11 @@ impl Checker<'_> {
                     self.d.error(
                         e.span,
                         format!(
-                            "the keyset has {} values, but {} are expected",
+                            "the keyset has {} value{}, but {} {} expected",
                             items.len(),
-                            tys.len()
+                            if items.len() == 1 { "" } else { "s" },
+                            tys.len(),
+                            if tys.len() == 1 { "is" } else { "are" }
                         ),
                     );
                     return unknown(e.span);
@@ -1358,7 +1360,7 @@ impl Checker<'_> {
 
     fn keyset_value(&mut self, e: &ast::Expr, ty: &Type) -> Expr {
         let x = self.expr_as(e, ty, "the keyset value");
-        if !matches!(x.kind, ExprKind::Const(_)) && x.ty != Type::Unknown {
+        if !self.p.is_compile_time_known(&x) && x.ty != Type::Unknown {
             self.d
                 .error(e.span, "keyset values must be compile-time known");
         }
@@ -2181,15 +2183,17 @@ pub(crate) fn unify(want: &Type, got: &Type, sub: &mut Subst, p: &Program) -> bo
     match (want, got) {
         (_, Type::Unknown) | (Type::Unknown, _) | (Type::DontCare, _) => true,
         (Type::Var(v), _) => match sub.get(v).cloned() {
-            Some(Type::Var(w)) if w == *v => {
+            Some(Type::Var(w)) if w == *v && !mentions(got, *v, sub) => {
                 sub.insert(*v, got.clone());
                 true
             }
+            Some(Type::Var(w)) if w == *v => *got == Type::Var(*v),
             Some(b) => unify(&b, got, sub, p),
+            None if *got == Type::Var(*v) => true,
+            // A variable bound to a type containing itself would make substitution endless.
+            None if mentions(got, *v, sub) => false,
             None => {
-                if *got != Type::Var(*v) {
-                    sub.insert(*v, got.clone());
-                }
+                sub.insert(*v, got.clone());
                 true
             }
         },
@@ -2218,6 +2222,25 @@ pub(crate) fn unify(want: &Type, got: &Type, sub: &mut Subst, p: &Program) -> bo
             a == b && xs.iter().zip(ys).all(|(x, y)| unify(x, y, sub, p))
         }
         _ => want == got,
+    }
+}
+
+/// Whether `t` (with `sub` applied) contains the type variable `v`.
+fn mentions(t: &Type, v: TypeVar, sub: &Subst) -> bool {
+    match t {
+        Type::Var(w) if *w == v => true,
+        Type::Var(w) => match sub.get(w) {
+            Some(Type::Var(x)) if x == w => false,
+            Some(b) => mentions(b, v, sub),
+            None => false,
+        },
+        Type::Stack(e, _) | Type::Set(e) => mentions(e, v, sub),
+        Type::Tuple(ts)
+        | Type::Extern(_, ts)
+        | Type::Parser(_, ts)
+        | Type::Control(_, ts)
+        | Type::Package(_, ts) => ts.iter().any(|t| mentions(t, v, sub)),
+        _ => false,
     }
 }
 

@@ -67,7 +67,7 @@ pub enum Type {
 }
 
 impl Type {
-    /// The width of `bit<W>`, `int<W>`, serializable enums and new types over them.
+    /// Numbers: `bit<W>`, `int<W>` and `int`.
     pub fn is_integral(&self) -> bool {
         matches!(self, Type::Bit(_) | Type::Int(_) | Type::InfInt)
     }

@@ -5,6 +5,7 @@ mod check;
 pub mod eval;
 mod expr;
 pub mod ir;
+pub mod print;
 
 use p4_syntax::{ast, Diagnostics};
 
@@ -255,6 +256,57 @@ mod tests {
         assert_eq!(p.show(&targs[0]), "S");
         assert!(
             matches!(&args[0].as_ref().unwrap().kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Construct(Type::Control(..))))
+        );
+    }
+
+    #[test]
+    fn the_printed_ir_is_p4_that_checks_to_the_same_constants() {
+        let src = "match_kind { exact, ternary }
+             error { Oops }
+             extern packet_in { void extract<T>(out T hdr); }
+             extern void log<T>(in T data);
+             enum bit<8> Proto { TCP = 6, UDP = 17 }
+             enum Color { Red, Green }
+             type bit<9> port_t;
+             header H { bit<8> a; bit<16> b; Proto p; }
+             struct S { H h; H[2] stack; }
+             const bit<16> K = (bit<16>)8w3 << 4 | 16w1;
+             bit<8> f(in bit<8> x, in bit<8> y = 2) { return x |+| y; }
+             parser P(packet_in pkt, out S s) {
+                 state start {
+                     pkt.extract(s.h);
+                     transition select(s.h.a, s.h.p) {
+                         (1 .. 3, Proto.TCP): next;
+                         (0x10 &&& 0xF0, _): accept;
+                         default: reject;
+                     }
+                 }
+                 state next { pkt.extract(s.stack.next); transition accept; }
+             }
+             control C(inout S s, in port_t port)(bit<8> init) {
+                 Color c = Color.Green;
+                 action set(bit<8> v) { s.h.a = v; s.h.b[7:0] = (v ++ 4w0)[11:4]; }
+                 table t {
+                     key = { s.h.a: exact; s.h.b: ternary @name(\"bee\"); }
+                     actions = { set; }
+                     default_action = set(init);
+                     const entries = { (1, 0x0F &&& 0xFF) : set(2); }
+                 }
+                 apply {
+                     if (s.h.isValid() && !t.apply().hit) { s.h.a = f(s.h.a); }
+                     else if (c == Color.Red) { s.stack[1].setInvalid(); }
+                     switch (s.h.a) { 1: 2: { log({ s.h.b, K }); } default: { } }
+                     s.h.b = (bit<16>)(bit<9>)port + K;
+                 }
+             }";
+        let first = ok(src);
+        let printed = super::print::to_p4(&first);
+        let second = ok(&printed);
+        assert_eq!(constant(&second, "K"), constant(&first, "K"));
+        assert_eq!(
+            super::print::to_p4(&second),
+            printed,
+            "printing is not a fixed point"
         );
     }
 
