@@ -256,7 +256,7 @@ impl Switch {
         }
     }
 
-    fn reset_direct(&mut self, t: usize, h: EntryHandle) {
+    pub(crate) fn reset_direct(&mut self, t: usize, h: EntryHandle) {
         let i = h.0 as usize;
         if let Some(c) = self.prog.tables[t].direct_counter {
             let cells = &mut self.rt.ext.counters[c as usize];
@@ -318,6 +318,12 @@ impl Switch {
                 max_size: t.max_size,
             })
             .collect()
+    }
+
+    /// The name of a parser error value (`standard_metadata.parser_error`), from the JSON's
+    /// `errors` or the core errors bmv2 adds.
+    pub fn error_name(&self, value: u32) -> Option<&str> {
+        self.prog.error_names.get(&value).map(String::as_str)
     }
 
     /// Names of registers, counters and meters (for name resolution by front ends).
@@ -762,7 +768,8 @@ impl Switch {
 
     // ---- parse value sets ---------------------------------------------------------------
 
-    /// Adds a value (big-endian, the set's padded key width) to a parse value set.
+    /// Adds a value to a parse value set: big-endian, `compressed_bitwidth` bits (the key
+    /// fields concatenated without padding, as P4Runtime and bmv2's CLI give it).
     pub fn parse_vset_add(&mut self, name: &str, value: &[u8]) -> Result<(), ApiError> {
         let Some(v) = self.prog.vsets.iter().position(|v| v.name == name) else {
             return fail(
@@ -771,16 +778,24 @@ impl Switch {
             );
         };
         let info = &self.prog.vsets[v];
-        let n = info.bitwidth.div_ceil(8) as usize;
-        if value.len() > n && value[..value.len() - n].iter().any(|&b| b != 0) {
+        let value = BigInt::from_bytes_be(num_bigint::Sign::Plus, value);
+        if value.bits() > u64::from(info.bitwidth) {
             return fail(
                 ErrorCode::BadValue,
                 format!("value wider than {} bits", info.bitwidth),
             );
         }
-        let mut padded = vec![0u8; n];
-        let k = value.len().min(n);
-        padded[n - k..].copy_from_slice(&value[value.len() - k..]);
+        // Split into the key fields (last field in the low bits) and pad each to bytes.
+        let mut padded = Vec::new();
+        let mut rest = value;
+        for &w in info.key_widths.iter().rev() {
+            let mask = (BigInt::from(1) << w) - 1;
+            let field = &rest & &mask;
+            rest >>= w;
+            let mut bytes = vec![0u8; w.div_ceil(8) as usize];
+            crate::value::big_to_bytes(&field, &mut bytes);
+            padded.splice(0..0, bytes);
+        }
         let set = &mut self.rt.vsets[v];
         if set.len() >= info.max_size {
             return fail(
@@ -791,6 +806,18 @@ impl Switch {
         if !set.contains(&padded) {
             set.push(padded);
         }
+        Ok(())
+    }
+
+    /// Empties a parse value set.
+    pub fn parse_vset_clear(&mut self, name: &str) -> Result<(), ApiError> {
+        let Some(v) = self.prog.vsets.iter().position(|v| v.name == name) else {
+            return fail(
+                ErrorCode::InvalidValueSetName,
+                format!("no parse value set \"{name}\""),
+            );
+        };
+        self.rt.vsets[v].clear();
         Ok(())
     }
 
