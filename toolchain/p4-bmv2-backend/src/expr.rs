@@ -301,6 +301,24 @@ impl Ctx<'_> {
                     _ => unsupported(e.span, format!("`{}` as a value", self.p.decl(*d).name)),
                 }
             }
+            ExprKind::Field(base, i) if is_lookahead(self, base) => {
+                // A field of `pkt.lookahead<H>()`: peek at just that field's bits.
+                let fields = self.p.fields(&base.ty).unwrap_or_default();
+                let mut offset = 0i64;
+                for f in fields.iter().take(*i) {
+                    offset += self.p.width_of(&f.ty).unwrap_or(0) as i64;
+                }
+                match fields
+                    .get(*i)
+                    .and_then(|f| self.p.width_of(&repr(self, &f.ty)))
+                {
+                    Some(w) => Ok(Tv::Lookahead {
+                        offset,
+                        bitwidth: w as u32,
+                    }),
+                    None => unsupported(e.span, "a lookahead field of this type"),
+                }
+            }
             ExprKind::Field(..) | ExprKind::Index(..) => {
                 let p = self.place(b, e)?;
                 self.read(&p, e.span)
@@ -489,5 +507,25 @@ pub(crate) fn unsigned(v: &BigInt, w: u32) -> BigInt {
         BigInt::zero()
     } else {
         v & mask(w)
+    }
+}
+
+/// `pkt.lookahead<T>()`.
+fn is_lookahead(ctx: &Ctx, e: &Expr) -> bool {
+    let ExprKind::Call(c) = &e.kind else {
+        return false;
+    };
+    let CallTarget::Method {
+        extern_ty, index, ..
+    } = &c.target
+    else {
+        return false;
+    };
+    match &ctx.p.ty(*extern_ty).kind {
+        TypeDeclKind::Extern { methods, .. } => {
+            ctx.p.ty(*extern_ty).name == "packet_in"
+                && methods.get(*index).is_some_and(|m| m.name == "lookahead")
+        }
+        _ => false,
     }
 }
