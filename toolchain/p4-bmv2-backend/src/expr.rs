@@ -395,6 +395,16 @@ impl Ctx<'_> {
     }
 
     fn binary(&mut self, b: &mut Body, o: BinOp, l: &Expr, r: &Expr, e: &Expr) -> R<Tv> {
+        if matches!(o, BinOp::Eq | BinOp::Ne)
+            && matches!(
+                l.ty,
+                Type::Header(_) | Type::Struct(_) | Type::HeaderUnion(_) | Type::Stack(..)
+            )
+        {
+            let (pa, pb) = (self.place(b, l)?, self.place(b, r)?);
+            let eq = self.eq_places(&pa, &pb, e.span)?;
+            return Ok(if o == BinOp::Eq { eq } else { un("not", eq) });
+        }
         if matches!(o, BinOp::And | BinOp::Or) && has_call(r) {
             // Short-circuit: the right operand (and its side effects) only when needed.
             if b.parser {
@@ -442,10 +452,6 @@ impl Ctx<'_> {
             BinOp::Gt => op(">", lv, rv),
             BinOp::Eq | BinOp::Ne => {
                 let name = if o == BinOp::Eq { "==" } else { "!=" };
-                // Aggregates compare field by field.
-                if matches!(l.ty, Type::Header(_) | Type::Struct(_)) {
-                    return unsupported(e.span, "comparing headers or structs");
-                }
                 op(name, lv, rv)
             }
             BinOp::BitAnd => op("&", lv, rv),
@@ -470,6 +476,69 @@ impl Ctx<'_> {
             }
             BinOp::Mask | BinOp::Range => {
                 return unsupported(e.span, "a keyset expression here");
+            }
+        })
+    }
+
+    /// Aggregate equality: headers are equal when both are invalid, or both valid with equal
+    /// fields; structs and stacks member by member.
+    fn eq_places(&mut self, a: &Place, b: &Place, span: p4_syntax::Span) -> R<Tv> {
+        let all = |parts: Vec<Tv>| {
+            parts
+                .into_iter()
+                .reduce(|x, y| op("and", x, y))
+                .unwrap_or(Tv::Bool(true))
+        };
+        Ok(match (a, b) {
+            (Place::Header { name: na, ty }, Place::Header { name: nb, .. }) => {
+                let va = un("valid", Tv::Header(na.clone()));
+                let vb = un("valid", Tv::Header(nb.clone()));
+                let mut fields = Vec::new();
+                for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
+                    fields.push(op(
+                        "==",
+                        Tv::Field(j::FieldRef(na.clone(), f.name.clone())),
+                        Tv::Field(j::FieldRef(nb.clone(), f.name.clone())),
+                    ));
+                }
+                op(
+                    "and",
+                    op("==", va.clone(), vb),
+                    op("or", un("not", va), all(fields)),
+                )
+            }
+            (Place::Struct { fields: fa }, Place::Struct { fields: fb }) => {
+                let mut parts = Vec::new();
+                for (x, y) in fa.iter().zip(fb) {
+                    parts.push(self.eq_places(x, y, span)?);
+                }
+                all(parts)
+            }
+            (
+                Place::Stack {
+                    name: na,
+                    elem,
+                    size,
+                },
+                Place::Stack { name: nb, .. },
+            ) => {
+                let mut parts = Vec::new();
+                for i in 0..*size {
+                    let x = Place::Header {
+                        name: format!("{na}[{i}]"),
+                        ty: *elem,
+                    };
+                    let y = Place::Header {
+                        name: format!("{nb}[{i}]"),
+                        ty: *elem,
+                    };
+                    parts.push(self.eq_places(&x, &y, span)?);
+                }
+                all(parts)
+            }
+            _ => {
+                let (x, y) = (self.read(a, span)?, self.read(b, span)?);
+                op("==", x, y)
             }
         })
     }
