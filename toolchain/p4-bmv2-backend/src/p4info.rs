@@ -389,10 +389,13 @@ pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
             })
         }
         None => {
-            actions.push(m::ActionRef {
-                action: "NoAction".into(),
-                annotations: vec![m::Annotation::rendered("@defaultonly")],
-            });
+            // p4c adds `@defaultonly NoAction` only when the list does not have it already.
+            if !actions.iter().any(|a| a.action == "NoAction") {
+                actions.push(m::ActionRef {
+                    action: "NoAction".into(),
+                    annotations: vec![m::Annotation::rendered("@defaultonly")],
+                });
+            }
             Some(m::DefaultAction {
                 action: "NoAction".into(),
                 arguments: vec![],
