@@ -196,6 +196,32 @@ impl Ctx<'_> {
                     }
                     Ok(())
                 }
+                _ if crate::expr::is_lookahead(self, rhs) => {
+                    // `h = pkt.lookahead<H>()`: each field from its bits ahead; h valid.
+                    let Place::Header { name, ty } = dst else {
+                        return unsupported(rhs.span, "lookahead into this value");
+                    };
+                    b.push("add_header", vec![Tv::Header(name.clone())]);
+                    let mut offset = 0i64;
+                    for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
+                        let Some(w) = self.p.width_of(&repr(self, &f.ty)) else {
+                            return unsupported(
+                                rhs.span,
+                                "lookahead of a header with varbit fields",
+                            );
+                        };
+                        let la = Tv::Lookahead {
+                            offset,
+                            bitwidth: w as u32,
+                        };
+                        b.push(
+                            "assign",
+                            vec![Tv::Field(j::FieldRef(name.clone(), f.name.clone())), la],
+                        );
+                        offset += w as i64;
+                    }
+                    Ok(())
+                }
                 _ => {
                     let src = self.place(b, rhs)?;
                     self.copy(b, dst, &src, rhs.span)

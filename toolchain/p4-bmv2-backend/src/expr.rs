@@ -580,7 +580,7 @@ pub(crate) fn unsigned(v: &BigInt, w: u32) -> BigInt {
 }
 
 /// `pkt.lookahead<T>()`.
-fn is_lookahead(ctx: &Ctx, e: &Expr) -> bool {
+pub(crate) fn is_lookahead(ctx: &Ctx, e: &Expr) -> bool {
     let ExprKind::Call(c) = &e.kind else {
         return false;
     };

@@ -11,14 +11,103 @@ use num_bigint::BigInt;
 use num_traits::{One, Zero};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
-use p4_sema::ir::{DeclId, DeclKind, Expr, ExprKind, StateRef, Transition, Value};
+use p4_sema::ir::{
+    CallTarget, DeclId, DeclKind, Expr, ExprKind, StateRef, Stmt, StmtKind, Transition, Value,
+};
 use p4_syntax::ast::BinOp;
+
+/// How the states of the parser being lowered are named: the inlined sub-parser's prefix and
+/// where its `accept` continues (`None`: the top-level parser accepts).
+#[derive(Default)]
+struct Names {
+    prefix: String,
+    accept: Option<String>,
+}
+
+/// What ends a state: the parser's transition, or a jump to a state made while lowering.
+enum Tail<'a> {
+    Ir(&'a Transition),
+    Goto(String),
+}
+
+fn flatten(stmts: &[Stmt], out: &mut Vec<Stmt>) {
+    for s in stmts {
+        match &s.kind {
+            StmtKind::Block(b) => flatten(&b.stmts, out),
+            _ => out.push(s.clone()),
+        }
+    }
+}
+
+/// `sub.apply(args)` of a parser instance, as a statement.
+fn sub_parser_call(s: &Stmt) -> Option<(DeclId, &p4_sema::ir::Call)> {
+    let StmtKind::Call(e) = &s.kind else {
+        return None;
+    };
+    let ExprKind::Call(c) = &e.kind else {
+        return None;
+    };
+    match &c.target {
+        CallTarget::Apply(recv) => match (&recv.kind, &recv.ty) {
+            (ExprKind::Ref(d), p4_sema::ir::Type::Parser(..)) => Some((*d, c)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Primitives of a parser state as parser ops (`extract`, `set`, `verify`, ... or `primitive`).
+fn parser_ops(b: Body) -> Vec<j::ParserOp> {
+    let mut ops = Vec::new();
+    for prim in b.finish() {
+        let kind = match prim.op.as_str() {
+            "extract" => j::ParserOpKind::Extract,
+            "extract_VL" => j::ParserOpKind::ExtractVl,
+            "verify" => j::ParserOpKind::Verify,
+            "advance" => j::ParserOpKind::Advance,
+            "assign" => j::ParserOpKind::Set,
+            _ => {
+                ops.push(j::ParserOp {
+                    op: j::ParserOpKind::Primitive,
+                    parameters: vec![j::ParserParam::Primitive(prim)],
+                });
+                continue;
+            }
+        };
+        ops.push(j::ParserOp {
+            op: kind,
+            parameters: prim
+                .parameters
+                .into_iter()
+                .map(j::ParserParam::Tv)
+                .collect(),
+        });
+    }
+    ops
+}
 
 /// One key part of a keyset row: value and mask at the part's width.
 type Part = (BigInt, BigInt);
 
 impl Ctx<'_> {
     pub fn lower_parser(&mut self, d: DeclId) -> R<()> {
+        let mut out = Vec::new();
+        self.parser_states(d, &Names::default(), &mut out)?;
+        for (i, st) in out.iter_mut().enumerate() {
+            st.id = i as i64;
+        }
+        self.json.parsers.push(j::Parser {
+            name: "parser".into(),
+            id: 0,
+            init_state: Some("start".into()),
+            parse_states: out,
+        });
+        Ok(())
+    }
+
+    /// The states of a parser (the top-level one, or a sub-parser inlined under a prefix whose
+    /// `accept` continues in the caller).
+    fn parser_states(&mut self, d: DeclId, names: &Names, out: &mut Vec<j::ParseState>) -> R<()> {
         let p = self.p;
         let DeclKind::Parser { states, locals, .. } = &p.decl(d).kind else {
             return unsupported(p.decl(d).span, "not a parser");
@@ -42,73 +131,186 @@ impl Ctx<'_> {
                     let pl = self.local_place(l)?;
                     self.frame.env.insert(l, Bind::Place(pl));
                 }
+                DeclKind::Instance {
+                    ty: p4_sema::ir::Type::Parser(..),
+                    args,
+                    ..
+                } if args.iter().all(|a| a.is_none()) => {}
                 DeclKind::Instance { .. } => {
-                    return unsupported(p.decl(l).span, "an instance inside a parser");
+                    return unsupported(p.decl(l).span, "this instance inside a parser");
                 }
                 _ => {}
             }
         }
-        let mut out = Vec::new();
         for &s in states {
             let decl = p.decl(s);
             let DeclKind::State { stmts, transition } = &decl.kind else {
                 continue;
             };
-            let mut b = Body::new(true);
-            self.stmts(&mut b, stmts)?;
-            let mut parser_ops = Vec::new();
-            for prim in b.finish() {
-                let (kind, params) = match prim.op.as_str() {
-                    "extract" => (j::ParserOpKind::Extract, prim.parameters),
-                    "extract_VL" => (j::ParserOpKind::ExtractVl, prim.parameters),
-                    "verify" => (j::ParserOpKind::Verify, prim.parameters),
-                    "advance" => (j::ParserOpKind::Advance, prim.parameters),
-                    "assign" => (j::ParserOpKind::Set, prim.parameters),
-                    _ => {
-                        parser_ops.push(j::ParserOp {
-                            op: j::ParserOpKind::Primitive,
-                            parameters: vec![j::ParserParam::Primitive(prim)],
-                        });
-                        continue;
-                    }
-                };
-                parser_ops.push(j::ParserOp {
-                    op: kind,
-                    parameters: params.into_iter().map(j::ParserParam::Tv).collect(),
-                });
-            }
-            let (transition_key, transitions) = self.transitions(transition)?;
+            let name = format!("{}{}", names.prefix, decl.name);
+            self.state(name, stmts, Tail::Ir(transition), names, out)?;
+        }
+        Ok(())
+    }
+
+    /// One state; a sub-parser call splits it: the statements before the call, the
+    /// sub-parser's states, then a continuation state with the rest.
+    fn state(
+        &mut self,
+        name: String,
+        stmts: &[Stmt],
+        tail: Tail,
+        names: &Names,
+        out: &mut Vec<j::ParseState>,
+    ) -> R<()> {
+        // Flatten blocks first: they only scope names.
+        let mut flat = Vec::new();
+        flatten(stmts, &mut flat);
+        let stmts = &flat[..];
+        let call = stmts
+            .iter()
+            .position(|s| sub_parser_call(s).is_some() || matches!(s.kind, StmtKind::If(..)));
+        let before = &stmts[..call.unwrap_or(stmts.len())];
+        let mut b = Body::new(true);
+        self.stmts(&mut b, before)?;
+        let Some(k) = call else {
+            let parser_ops = parser_ops(b);
+            let (transition_key, transitions) = match tail {
+                Tail::Ir(t) => self.transitions(t, names)?,
+                Tail::Goto(n) => (
+                    vec![],
+                    vec![j::Transition {
+                        kind: j::TransitionKind::Default,
+                        next_state: Some(n),
+                    }],
+                ),
+            };
             out.push(j::ParseState {
-                name: decl.name.clone(),
-                id: out.len() as i64,
+                name,
+                id: 0,
                 parser_ops,
                 transition_key,
                 transitions,
             });
+            return Ok(());
+        };
+        if let StmtKind::If(cond, then, els) = &stmts[k].kind {
+            // `if` in a state: a select on the condition into one state per branch, both
+            // continuing with the rest of the state.
+            let mut scratch = Body::new(true);
+            let cv = self.rv(&mut scratch, cond)?;
+            if !scratch.prims.is_empty() {
+                return unsupported(cond.span, "a condition with side effects in a parser");
+            }
+            let cont = self.fresh(&format!("{name}_cont"));
+            let tn = self.fresh(&format!("{name}_true"));
+            let en = self.fresh(&format!("{name}_false"));
+            out.push(j::ParseState {
+                name,
+                id: 0,
+                parser_ops: parser_ops(b),
+                transition_key: vec![crate::expr::b2d(cv)],
+                transitions: vec![
+                    j::Transition {
+                        kind: j::TransitionKind::Hexstr {
+                            value: j::HexStr {
+                                negative: false,
+                                bytes: vec![1],
+                            },
+                            mask: None,
+                        },
+                        next_state: Some(tn.clone()),
+                    },
+                    j::Transition {
+                        kind: j::TransitionKind::Default,
+                        next_state: Some(en.clone()),
+                    },
+                ],
+            });
+            self.state(
+                tn,
+                std::slice::from_ref(then),
+                Tail::Goto(cont.clone()),
+                names,
+                out,
+            )?;
+            let els: Vec<Stmt> = els.iter().map(|e| (**e).clone()).collect();
+            self.state(en, &els, Tail::Goto(cont.clone()), names, out)?;
+            return self.state(cont, &stmts[k + 1..], tail, names, out);
         }
-        self.json.parsers.push(j::Parser {
-            name: "parser".into(),
+        let Some((inst, c)) = sub_parser_call(&stmts[k]) else {
+            unreachable!("position found a call or an if")
+        };
+        let p = self.p;
+        let sub = match &p.decl(inst).kind {
+            DeclKind::Instance {
+                ty: p4_sema::ir::Type::Parser(t, _),
+                ..
+            } => match &p.ty(*t).kind {
+                p4_sema::ir::TypeDeclKind::Block {
+                    implementation: Some(d),
+                    ..
+                } => *d,
+                _ => return unsupported(stmts[k].span, "this parser type"),
+            },
+            _ => return unsupported(stmts[k].span, "apply() of this parser"),
+        };
+        let DeclKind::Parser { params, .. } = &p.decl(sub).kind else {
+            return unsupported(stmts[k].span, "not a parser");
+        };
+        // Arguments: `in` ones copied, the others passed by reference (p4c's inliner removes
+        // the copies of those it can prove unaliased).
+        for (prm, a) in params.iter().zip(&c.args) {
+            let Some(a) = a else {
+                return unsupported(stmts[k].span, "an omitted argument");
+            };
+            let bind = if let p4_sema::ir::Type::Extern(..) = prm.ty {
+                Bind::Packet
+            } else if prm.dir == Some(p4_syntax::ast::Direction::In) || prm.dir.is_none() {
+                let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
+                self.assign_expr(&mut b, &tmp, a)?;
+                Bind::Place(tmp)
+            } else {
+                Bind::Place(self.place(&mut b, a)?)
+            };
+            self.frame.env.insert(prm.decl, bind);
+        }
+        let inst_name = p.decl(inst).name.clone();
+        let sub_prefix = self.fresh(&format!("{}{inst_name}", names.prefix));
+        let cont = self.fresh(&format!("{name}_cont"));
+        out.push(j::ParseState {
+            name,
             id: 0,
-            init_state: Some("start".into()),
-            parse_states: out,
+            parser_ops: parser_ops(b),
+            transition_key: vec![],
+            transitions: vec![j::Transition {
+                kind: j::TransitionKind::Default,
+                next_state: Some(format!("{sub_prefix}.start")),
+            }],
         });
-        Ok(())
+        let sub_names = Names {
+            prefix: format!("{sub_prefix}."),
+            accept: Some(cont.clone()),
+        };
+        self.parser_states(sub, &sub_names, out)?;
+        self.state(cont, &stmts[k + 1..], tail, names, out)
     }
 
-    fn state_name(&self, s: &StateRef) -> Option<String> {
+    fn state_name(&self, s: &StateRef, names: &Names) -> Option<String> {
         match s {
-            StateRef::Accept | StateRef::Reject => None,
-            StateRef::State(d) => Some(self.p.decl(*d).name.clone()),
+            StateRef::Accept => names.accept.clone(),
+            StateRef::Reject => None,
+            StateRef::State(d) => Some(format!("{}{}", names.prefix, self.p.decl(*d).name)),
         }
     }
 
-    fn transitions(&mut self, t: &Transition) -> R<(Vec<Tv>, Vec<j::Transition>)> {
+    fn transitions(&mut self, t: &Transition, names: &Names) -> R<(Vec<Tv>, Vec<j::Transition>)> {
         match t {
             Transition::Direct(s) => Ok((
                 vec![],
                 vec![j::Transition {
                     kind: j::TransitionKind::Default,
-                    next_state: self.state_name(s),
+                    next_state: self.state_name(s, names),
                 }],
             )),
             Transition::Select { exprs, cases, .. } => {
@@ -134,7 +336,7 @@ impl Ctx<'_> {
                 }
                 let mut out = Vec::new();
                 for c in cases {
-                    let next_state = self.state_name(&c.state);
+                    let next_state = self.state_name(&c.state, names);
                     // Value sets.
                     if let ExprKind::Ref(d) = &c.keyset.kind {
                         if let Some(Bind::Named(n)) = self.frame.env.get(d) {
