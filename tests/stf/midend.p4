@@ -74,6 +74,13 @@ control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
                     sub.apply(hdr.h);
                 } else if (hdr.h.a == 5) {
                     hdr.h.b = pick(hdr.h.c);
+                } else if (hdr.h.a == 6) {
+                    switch (hdr.h.c) {
+                        1: { hdr.h.d = 0x10; }
+                        2:
+                        3: { hdr.h.d = 0x23; }
+                        default: { hdr.h.d = 0xDD; }
+                    }
                 }
             }
         }

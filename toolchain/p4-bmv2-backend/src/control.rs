@@ -265,7 +265,7 @@ impl Ctx<'_> {
             }
             StmtKind::Switch(e, cases) => {
                 let ExprKind::TableApply(tbl, TableField::ActionRun) = &e.kind else {
-                    return unsupported(s.span, "`switch` on a value (only on action_run)");
+                    return self.value_switch(e, cases, k, ret);
                 };
                 let mut targets: HashMap<DeclId, Next> = HashMap::new();
                 let mut default = k.clone();
@@ -303,6 +303,61 @@ impl Ctx<'_> {
             }
             _ => unsupported(s.span, "this statement in an apply block"),
         }
+    }
+
+    /// `switch` on a value: a chain of conditionals, first label first; labels without a body
+    /// share the next body.
+    fn value_switch(
+        &mut self,
+        e: &Expr,
+        cases: &[p4_sema::ir::SwitchCase],
+        k: Next,
+        ret: Next,
+    ) -> R<Next> {
+        let mut pre = Body::new(false);
+        pre.open();
+        let tmp = self.scalar("switch", &crate::expr::repr(self, &e.ty), e.span)?;
+        self.assign_expr(&mut pre, &tmp, e)?;
+        let key = self.read(&tmp, e.span)?;
+        let mut targets = Vec::new();
+        let mut following = k.clone();
+        for c in cases.iter().rev() {
+            let target = match &c.body {
+                Some(b) => self.lower_block(&b.stmts, k.clone(), ret.clone())?,
+                None => following.clone(),
+            };
+            targets.push((&c.label, target.clone()));
+            following = target;
+        }
+        let mut next = targets
+            .iter()
+            .find(|(l, _)| matches!(l, SwitchLabel::Default))
+            .map_or(k, |(_, t)| t.clone());
+        for (label, target) in targets {
+            let SwitchLabel::Value(v) = label else {
+                continue;
+            };
+            let mut scratch = Body::new(false);
+            let vv = self.rv(&mut scratch, v)?;
+            let name = self.fresh("node");
+            let id = self
+                .json
+                .pipelines
+                .iter()
+                .map(|p| p.conditionals.len())
+                .sum::<usize>()
+                + self.pipe.conditionals.len();
+            self.pipe.conditionals.push(j::Conditional {
+                name: name.clone(),
+                id: id as i64,
+                expression: crate::expr::op("==", key.clone(), vv),
+                true_next: target,
+                false_next: next,
+                source_info: None,
+            });
+            next = Some(name);
+        }
+        self.action_node(pre, next)
     }
 
     /// Lowers `sub.apply(args)` in place: the sub-control's parameters are bound to the
