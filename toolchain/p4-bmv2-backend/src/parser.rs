@@ -1,0 +1,475 @@
+//! The parser: states to BMv2 parse states, select keysets to value/mask transitions.
+//!
+//! Ranges in keysets are expanded into value/mask pairs (p4c's `ReplaceSelectRange`), `_` and
+//! `default` mask their part out, value sets become `parse_vset` transitions. Each key part
+//! occupies whole bytes of the transition value, as bmv2 concatenates them.
+
+use crate::body::{const_int, Body};
+use crate::expr::{hex, mask, unsigned};
+use crate::{unsupported, Bind, Ctx, R};
+use num_bigint::BigInt;
+use num_traits::{One, Zero};
+use p4_bmv2_json as j;
+use p4_bmv2_json::Tv;
+use p4_sema::ir::{
+    CallTarget, DeclId, DeclKind, Expr, ExprKind, StateRef, Stmt, StmtKind, Transition, Value,
+};
+use p4_syntax::ast::BinOp;
+
+/// How the states of the parser being lowered are named: the inlined sub-parser's prefix and
+/// where its `accept` continues (`None`: the top-level parser accepts).
+#[derive(Default)]
+struct Names {
+    prefix: String,
+    accept: Option<String>,
+}
+
+/// What ends a state: the parser's transition, or a jump to a state made while lowering.
+enum Tail<'a> {
+    Ir(&'a Transition),
+    Goto(String),
+}
+
+fn flatten(stmts: &[Stmt], out: &mut Vec<Stmt>) {
+    for s in stmts {
+        match &s.kind {
+            StmtKind::Block(b) => flatten(&b.stmts, out),
+            _ => out.push(s.clone()),
+        }
+    }
+}
+
+/// `sub.apply(args)` of a parser instance, as a statement.
+fn sub_parser_call(s: &Stmt) -> Option<(DeclId, &p4_sema::ir::Call)> {
+    let StmtKind::Call(e) = &s.kind else {
+        return None;
+    };
+    let ExprKind::Call(c) = &e.kind else {
+        return None;
+    };
+    match &c.target {
+        CallTarget::Apply(recv) => match (&recv.kind, &recv.ty) {
+            (ExprKind::Ref(d), p4_sema::ir::Type::Parser(..)) => Some((*d, c)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Primitives of a parser state as parser ops (`extract`, `set`, `verify`, ... or `primitive`).
+fn parser_ops(b: Body) -> Vec<j::ParserOp> {
+    let mut ops = Vec::new();
+    for prim in b.finish() {
+        let kind = match prim.op.as_str() {
+            "extract" => j::ParserOpKind::Extract,
+            "extract_VL" => j::ParserOpKind::ExtractVl,
+            "verify" => j::ParserOpKind::Verify,
+            "advance" => j::ParserOpKind::Advance,
+            "assign" => j::ParserOpKind::Set,
+            _ => {
+                ops.push(j::ParserOp {
+                    op: j::ParserOpKind::Primitive,
+                    parameters: vec![j::ParserParam::Primitive(prim)],
+                });
+                continue;
+            }
+        };
+        ops.push(j::ParserOp {
+            op: kind,
+            parameters: prim
+                .parameters
+                .into_iter()
+                .map(j::ParserParam::Tv)
+                .collect(),
+        });
+    }
+    ops
+}
+
+/// One key part of a keyset row: value and mask at the part's width.
+type Part = (BigInt, BigInt);
+
+impl Ctx<'_> {
+    pub fn lower_parser(&mut self, d: DeclId) -> R<()> {
+        let mut out = Vec::new();
+        self.parser_states(d, &Names::default(), &mut out)?;
+        for (i, st) in out.iter_mut().enumerate() {
+            st.id = i as i64;
+        }
+        self.json.parsers.push(j::Parser {
+            name: "parser".into(),
+            id: 0,
+            init_state: Some("start".into()),
+            parse_states: out,
+        });
+        Ok(())
+    }
+
+    /// The states of a parser (the top-level one, or a sub-parser inlined under a prefix whose
+    /// `accept` continues in the caller).
+    fn parser_states(&mut self, d: DeclId, names: &Names, out: &mut Vec<j::ParseState>) -> R<()> {
+        let p = self.p;
+        let DeclKind::Parser { states, locals, .. } = &p.decl(d).kind else {
+            return unsupported(p.decl(d).span, "not a parser");
+        };
+        for &l in locals {
+            match &p.decl(l).kind {
+                DeclKind::ValueSet { elem, size } => {
+                    let name = self.cp_name(&self.frame.prefix.clone(), l);
+                    let w = p.width_of(elem).unwrap_or(0) as u32;
+                    let id = self.json.parse_vsets.len() as i64;
+                    self.json.parse_vsets.push(j::ParseVset {
+                        name: name.clone(),
+                        id,
+                        compressed_bitwidth: w,
+                        max_size: Some(*size as u32),
+                    });
+                    self.frame.env.insert(l, Bind::Named(name.clone()));
+                    crate::p4info::value_set(self, &name, l);
+                }
+                DeclKind::Var { .. } => {
+                    let pl = self.local_place(l)?;
+                    self.frame.env.insert(l, Bind::Place(pl));
+                }
+                DeclKind::Instance {
+                    ty: p4_sema::ir::Type::Parser(..),
+                    args,
+                    ..
+                } if args.iter().all(|a| a.is_none()) => {}
+                DeclKind::Instance { .. } => {
+                    return unsupported(p.decl(l).span, "this instance inside a parser");
+                }
+                _ => {}
+            }
+        }
+        for &s in states {
+            let decl = p.decl(s);
+            let DeclKind::State { stmts, transition } = &decl.kind else {
+                continue;
+            };
+            let name = format!("{}{}", names.prefix, decl.name);
+            self.state(name, stmts, Tail::Ir(transition), names, out)?;
+        }
+        Ok(())
+    }
+
+    /// One state; a sub-parser call splits it: the statements before the call, the
+    /// sub-parser's states, then a continuation state with the rest.
+    fn state(
+        &mut self,
+        name: String,
+        stmts: &[Stmt],
+        tail: Tail,
+        names: &Names,
+        out: &mut Vec<j::ParseState>,
+    ) -> R<()> {
+        // Flatten blocks first: they only scope names.
+        let mut flat = Vec::new();
+        flatten(stmts, &mut flat);
+        let stmts = &flat[..];
+        let call = stmts
+            .iter()
+            .position(|s| sub_parser_call(s).is_some() || matches!(s.kind, StmtKind::If(..)));
+        let before = &stmts[..call.unwrap_or(stmts.len())];
+        let mut b = Body::new(true);
+        self.stmts(&mut b, before)?;
+        let Some(k) = call else {
+            let parser_ops = parser_ops(b);
+            let (transition_key, transitions) = match tail {
+                Tail::Ir(t) => self.transitions(t, names)?,
+                Tail::Goto(n) => (
+                    vec![],
+                    vec![j::Transition {
+                        kind: j::TransitionKind::Default,
+                        next_state: Some(n),
+                    }],
+                ),
+            };
+            out.push(j::ParseState {
+                name,
+                id: 0,
+                parser_ops,
+                transition_key,
+                transitions,
+            });
+            return Ok(());
+        };
+        if let StmtKind::If(cond, then, els) = &stmts[k].kind {
+            // `if` in a state: a select on the condition into one state per branch, both
+            // continuing with the rest of the state.
+            let mut scratch = Body::new(true);
+            let cv = self.rv(&mut scratch, cond)?;
+            if !scratch.prims.is_empty() {
+                return unsupported(cond.span, "a condition with side effects in a parser");
+            }
+            let cont = self.fresh(&format!("{name}_cont"));
+            let tn = self.fresh(&format!("{name}_true"));
+            let en = self.fresh(&format!("{name}_false"));
+            out.push(j::ParseState {
+                name,
+                id: 0,
+                parser_ops: parser_ops(b),
+                transition_key: vec![crate::expr::b2d(cv)],
+                transitions: vec![
+                    j::Transition {
+                        kind: j::TransitionKind::Hexstr {
+                            value: j::HexStr {
+                                negative: false,
+                                bytes: vec![1],
+                            },
+                            mask: None,
+                        },
+                        next_state: Some(tn.clone()),
+                    },
+                    j::Transition {
+                        kind: j::TransitionKind::Default,
+                        next_state: Some(en.clone()),
+                    },
+                ],
+            });
+            self.state(
+                tn,
+                std::slice::from_ref(then),
+                Tail::Goto(cont.clone()),
+                names,
+                out,
+            )?;
+            let els: Vec<Stmt> = els.iter().map(|e| (**e).clone()).collect();
+            self.state(en, &els, Tail::Goto(cont.clone()), names, out)?;
+            return self.state(cont, &stmts[k + 1..], tail, names, out);
+        }
+        let Some((inst, c)) = sub_parser_call(&stmts[k]) else {
+            unreachable!("position found a call or an if")
+        };
+        let p = self.p;
+        let sub = match &p.decl(inst).kind {
+            DeclKind::Instance {
+                ty: p4_sema::ir::Type::Parser(t, _),
+                ..
+            } => match &p.ty(*t).kind {
+                p4_sema::ir::TypeDeclKind::Block {
+                    implementation: Some(d),
+                    ..
+                } => *d,
+                _ => return unsupported(stmts[k].span, "this parser type"),
+            },
+            _ => return unsupported(stmts[k].span, "apply() of this parser"),
+        };
+        let DeclKind::Parser { params, .. } = &p.decl(sub).kind else {
+            return unsupported(stmts[k].span, "not a parser");
+        };
+        // Arguments: `in` ones copied, the others passed by reference (p4c's inliner removes
+        // the copies of those it can prove unaliased).
+        for (prm, a) in params.iter().zip(&c.args) {
+            let Some(a) = a else {
+                return unsupported(stmts[k].span, "an omitted argument");
+            };
+            let bind = if let p4_sema::ir::Type::Extern(..) = prm.ty {
+                Bind::Packet
+            } else if prm.dir == Some(p4_syntax::ast::Direction::In) || prm.dir.is_none() {
+                let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
+                self.assign_expr(&mut b, &tmp, a)?;
+                Bind::Place(tmp)
+            } else {
+                Bind::Place(self.place(&mut b, a)?)
+            };
+            self.frame.env.insert(prm.decl, bind);
+        }
+        let inst_name = p.decl(inst).name.clone();
+        let sub_prefix = self.fresh(&format!("{}{inst_name}", names.prefix));
+        let cont = self.fresh(&format!("{name}_cont"));
+        out.push(j::ParseState {
+            name,
+            id: 0,
+            parser_ops: parser_ops(b),
+            transition_key: vec![],
+            transitions: vec![j::Transition {
+                kind: j::TransitionKind::Default,
+                next_state: Some(format!("{sub_prefix}.start")),
+            }],
+        });
+        let sub_names = Names {
+            prefix: format!("{sub_prefix}."),
+            accept: Some(cont.clone()),
+        };
+        self.parser_states(sub, &sub_names, out)?;
+        self.state(cont, &stmts[k + 1..], tail, names, out)
+    }
+
+    fn state_name(&self, s: &StateRef, names: &Names) -> Option<String> {
+        match s {
+            StateRef::Accept => names.accept.clone(),
+            StateRef::Reject => None,
+            StateRef::State(d) => Some(format!("{}{}", names.prefix, self.p.decl(*d).name)),
+        }
+    }
+
+    fn transitions(&mut self, t: &Transition, names: &Names) -> R<(Vec<Tv>, Vec<j::Transition>)> {
+        match t {
+            Transition::Direct(s) => Ok((
+                vec![],
+                vec![j::Transition {
+                    kind: j::TransitionKind::Default,
+                    next_state: self.state_name(s, names),
+                }],
+            )),
+            Transition::Select { exprs, cases, .. } => {
+                let mut key = Vec::new();
+                let mut widths = Vec::new();
+                let mut scratch = Body::new(true);
+                for e in exprs {
+                    let tv = self.rv(&mut scratch, e)?;
+                    if !scratch.prims.is_empty() {
+                        return unsupported(e.span, "a select key with side effects");
+                    }
+                    let tv = if e.ty == p4_sema::ir::Type::Bool {
+                        crate::expr::b2d(tv)
+                    } else {
+                        tv
+                    };
+                    key.push(tv);
+                    widths.push(
+                        self.p
+                            .width_of(&crate::expr::repr(self, &e.ty))
+                            .unwrap_or(0) as u32,
+                    );
+                }
+                let mut out = Vec::new();
+                for c in cases {
+                    let next_state = self.state_name(&c.state, names);
+                    // Value sets.
+                    if let ExprKind::Ref(d) = &c.keyset.kind {
+                        if let Some(Bind::Named(n)) = self.frame.env.get(d) {
+                            out.push(j::Transition {
+                                kind: j::TransitionKind::ParseVset {
+                                    name: n.clone(),
+                                    mask: None,
+                                },
+                                next_state,
+                            });
+                            continue;
+                        }
+                    }
+                    let items: Vec<Expr> = match &c.keyset.kind {
+                        ExprKind::Tuple(items) if widths.len() > 1 => items.clone(),
+                        ExprKind::Const(Value::Tuple(vs)) if widths.len() > 1 => vs
+                            .iter()
+                            .map(|v| Expr {
+                                kind: ExprKind::Const(v.clone()),
+                                ty: p4_sema::ir::Type::InfInt,
+                                span: c.keyset.span,
+                            })
+                            .collect(),
+                        ExprKind::Default | ExprKind::DontCare => {
+                            vec![c.keyset.clone(); widths.len()]
+                        }
+                        _ => vec![c.keyset.clone()],
+                    };
+                    if items.len() != widths.len() {
+                        return unsupported(c.keyset.span, "a keyset of this shape");
+                    }
+                    let mut rows: Vec<Vec<Part>> = vec![vec![]];
+                    for (it, w) in items.iter().zip(&widths) {
+                        let alts = keyset_parts(it, *w)?;
+                        let mut next_rows = Vec::new();
+                        for r in &rows {
+                            for a in &alts {
+                                let mut r2 = r.clone();
+                                r2.push(a.clone());
+                                next_rows.push(r2);
+                            }
+                        }
+                        rows = next_rows;
+                    }
+                    for row in rows {
+                        out.push(j::Transition {
+                            kind: row_kind(&row, &widths),
+                            next_state: next_state.clone(),
+                        });
+                    }
+                }
+                Ok((key, out))
+            }
+        }
+    }
+}
+
+/// The value/mask alternatives of one keyset part.
+fn keyset_parts(e: &Expr, w: u32) -> R<Vec<Part>> {
+    let full = mask(w);
+    Ok(match &e.kind {
+        ExprKind::DontCare | ExprKind::Default => vec![(BigInt::zero(), BigInt::zero())],
+        ExprKind::Binary(BinOp::Mask, v, m) => match (const_int(v), const_int(m)) {
+            (Some(v), Some(m)) => {
+                let m = unsigned(&m, w);
+                vec![(unsigned(&v, w) & &m, m)]
+            }
+            _ => return unsupported(e.span, "a mask that is not constant"),
+        },
+        ExprKind::Binary(BinOp::Range, lo, hi) => match (const_int(lo), const_int(hi)) {
+            (Some(lo), Some(hi)) => range_to_masks(&unsigned(&lo, w), &unsigned(&hi, w), w),
+            _ => return unsupported(e.span, "a range that is not constant"),
+        },
+        _ => match const_int(e) {
+            Some(v) => vec![(unsigned(&v, w), full)],
+            None => return unsupported(e.span, "a keyset that is not constant"),
+        },
+    })
+}
+
+/// Covers [lo, hi] with aligned power-of-two blocks, each a value/mask pair.
+fn range_to_masks(lo: &BigInt, hi: &BigInt, w: u32) -> Vec<Part> {
+    let mut out = Vec::new();
+    let mut cur = lo.clone();
+    let full = mask(w);
+    while &cur <= hi {
+        // The largest block starting at `cur` that stays within [cur, hi].
+        let mut size = 0u32;
+        while size < w {
+            let block = BigInt::one() << (size + 1);
+            if (&cur % &block) != BigInt::zero() || &cur + &block - 1 > *hi {
+                break;
+            }
+            size += 1;
+        }
+        let m = &full ^ (mask(size));
+        out.push((cur.clone(), m));
+        cur += BigInt::one() << size;
+    }
+    out
+}
+
+fn row_kind(row: &[Part], widths: &[u32]) -> j::TransitionKind {
+    if row.iter().all(|(_, m)| m.is_zero()) {
+        return j::TransitionKind::Default;
+    }
+    let all_exact = row.iter().zip(widths).all(|((_, m), w)| *m == mask(*w));
+    let mut value = Vec::new();
+    let mut maskb = Vec::new();
+    for ((v, m), w) in row.iter().zip(widths) {
+        let n = w.div_ceil(8) as usize;
+        value.extend(bytes(v, n));
+        maskb.extend(bytes(m, n));
+    }
+    j::TransitionKind::Hexstr {
+        value: j::HexStr {
+            negative: false,
+            bytes: value,
+        },
+        mask: if all_exact {
+            None
+        } else {
+            Some(j::HexStr {
+                negative: false,
+                bytes: maskb,
+            })
+        },
+    }
+}
+
+fn bytes(v: &BigInt, n: usize) -> Vec<u8> {
+    match hex(v) {
+        Tv::Hexstr(h) => h.to_width_bytes(n),
+        _ => vec![0; n],
+    }
+}
