@@ -81,6 +81,11 @@ build: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 	$(CARGO) build --$(PROFILE) --workspace
 	@mkdir -p $(BIN)
 	@find $(TARGET) -maxdepth 1 -type f -executable -exec install -m 755 {} $(BIN)/ \;
+	@# p4c's bmv2 backend name (the compiler takes that tool's command line from argv[0]) and
+	@# our core.p4/v1model.p4 where the installed compiler looks for them.
+	@ln -sf p4-compile $(BIN)/p4c-bm2-ss
+	@mkdir -p $(BUILD)/share/p4c/p4include
+	@install -m 644 toolchain/p4-compile/p4include/*.p4 $(BUILD)/share/p4c/p4include/
 
 # --- the P4 program ----------------------------------------------------------------------
 
@@ -147,7 +152,7 @@ bench: build deps
 	$(CARGO_EXAMPLE) switch-tables --example switch-tables-bench -- $(BENCH_OUT)/switch-tables.json
 	$(CARGO_EXAMPLE) switch-hash --example switch-hash-bench -- $(BENCH_OUT)/switch-hash.json
 	$(CARGO_EXAMPLE) roce-host --example roce-host-bench -- $(BENCH_OUT)/roce-host.json
-	$(CARGO_EXAMPLE) p4-sema --example check_bench -- $(P4_MAIN) > $(BENCH_OUT)/p4-sema.json
+	$(CARGO_EXAMPLE) p4-bmv2-backend --example compile_bench -- $(P4_MAIN) $(BENCH_OUT)/compile.json
 	$(CARGO_EXAMPLE) p4-p4info --example bench_p4info > $(BENCH_OUT)/p4-p4info.json
 	$(BIN)/flowgen bench --out $(BENCH_OUT)/flowgen.json
 	$(PY) -m lossless_ctl.bench -o $(BENCH_OUT)/control.json
