@@ -82,7 +82,7 @@ def sfc_message(data: Packet, signal_dscp: int, duration_us: int) -> bytes:
     eth = Ether(dst=data[Ether].src, src=data[Ether].dst)
     if Dot1Q in data:
         tag = data[Dot1Q]
-        eth = eth / Dot1Q(prio=tag.prio, id=tag.id, vlan=tag.vlan)
+        eth = eth / Dot1Q(prio=tag.prio, dei=tag.dei, vlan=tag.vlan)
     msg = (
         eth
         / IP(src=ip.dst, dst=ip.src, tos=signal_dscp << 2, ttl=64, id=0, flags=0, proto=17)

@@ -3,7 +3,8 @@
 Every bound is two-sided at a stated false-failure probability, so a correct switch fails a
 run about that rarely and a broken one (all flows on one member, no marks, marks everywhere)
 fails by a wide margin. No SciPy: the chi-square quantile uses the Wilson-Hilferty cube
-approximation (accurate to about 1% for 3 or more degrees of freedom), the normal quantile the
+approximation (within 2% for 3 or more degrees of freedom, erring high in the tail,
+so the stated false-failure probability is an upper bound), the normal quantile the
 standard library.
 """
 
