@@ -57,6 +57,19 @@ def check_inputs(switch: str, pipeline: Path) -> None:
         )
 
 
+def tee(cmd: list[str], env: dict[str, str], path: Path) -> int:
+    """Run `cmd`, showing its output as it comes and keeping a copy in `path`."""
+    with open(path, "w") as copy:
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            copy.write(line)
+        return proc.wait()
+
+
 def run(args: argparse.Namespace) -> int:
     results = Path(args.results).resolve()
     results.mkdir(parents=True, exist_ok=True)
@@ -114,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         for p in topo.port_numbers():
             cmd += ["--interface", f"{p}@{topo.ptf_iface(p)}"]
         cmd += args.tests
-        return subprocess.run(cmd, env=env).returncode
+        return tee(cmd, env, results / "ptf.txt")
     finally:
         code = switch.stop()
         if code not in (None, 0, -signal.SIGTERM):
