@@ -44,3 +44,30 @@ def test_expectations_from_the_profile():
     assert cfg.lossless() == {"xoff": 8000, "limit": 12000, "xon": 2000}
     assert cfg.host(3) == ("10.3.0.1", "02:00:00:00:03:01")
     assert cfg.port_bps[3] == 10_000_000
+
+
+def actions_written(*overlays: str) -> dict[str, int]:
+    """How many table entries of each action the controller writes for the merged config."""
+    from collections import Counter
+
+    from lossless_ctl.p4info import P4InfoIndex
+
+    info = read_p4info(P4INFO)
+    files = [CONFIG / "config_db.json", *(CONFIG / o for o in overlays)]
+    _model, program = plan(config_db.parse_checked(config_db.load_files(files)), info)
+    index = P4InfoIndex(info)
+    out: Counter = Counter()
+    for phase in program.phases:
+        for update in phase.updates:
+            entry = update.entity.table_entry
+            if update.entity.WhichOneof("entity") == "table_entry":
+                out[index.name_of(entry.action.action.action_id).rsplit(".", 1)[-1]] += 1
+    return out
+
+
+def test_overlays_remove_the_mechanism_from_the_pipeline_entries():
+    base = actions_written()
+    # 4 ports x PGs 3-4 lossless; 4 ports x queues 3-4 with WRED ECN; 2 SFC queues.
+    assert (base["set_lossless"], base["set_wred_ecn"], base["set_sfc"]) == (8, 8, 2)
+    assert actions_written("no_pfc.json")["set_lossless"] == 0
+    assert actions_written("no_ecn.json")["set_wred_ecn"] == 0
