@@ -107,8 +107,8 @@ control Ing(inout S s, inout Pair<bit<4>> meta, inout standard_metadata_t sm) {
         actions = { ga; .NoAction; }
         const default_action = ga(1);
         entries = {
-            const 1 &&& 0xFF : ga(2);
-            @priority(3) 2 : NoAction();
+            const (1, 0x10 &&& 0xF0) : ga(2);
+            @priority(3) (2, _) : NoAction();
         }
         @my_annotation size = 32;
         idle_timeout = true;
@@ -130,7 +130,7 @@ control Ing(inout S s, inout Pair<bit<4>> meta, inout standard_metadata_t sm) {
         sw = sw |-| 16s1;
         bool b = wide >= 16w3 && wide <= 16w10 || wide != 0;
         b = !(a == 1) ? b : !b;
-        a = ~a % 3 / 1 - 1;
+        a = ~a + 8w7 % 3 / 1 - 1;
         a = (bit<8>)EtherType.IPV4;
         EtherType et = (EtherType)16w0x86dd;
         Plain pl = Plain.B;
@@ -147,7 +147,7 @@ control Ing(inout S s, inout Pair<bit<4>> meta, inout standard_metadata_t sm) {
         if (t.apply().miss) { return; }
         a = ext_fn(a, 3);
         sm.egress_spec = (bit<9>)(port_t)9w1;
-        bit<8> sz = s.stack.size;
+        bit<32> sz = s.stack.size;
         s.stack.push_front(2);
         s.stack.pop_front(1);
         if (s.u.h.isValid()) { s.u.h.setInvalid(); }

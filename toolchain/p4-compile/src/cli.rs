@@ -14,6 +14,10 @@ pub struct Options {
     pub p4runtime_files: Vec<PathBuf>,
     pub p4runtime_format: Option<String>,
     pub parse_only: bool,
+    /// Stop after semantic checks (no JSON, no P4Info).
+    pub check_only: bool,
+    /// Print the typed IR after semantic checks (for compiler developers).
+    pub dump_ir: bool,
     pub input: PathBuf,
 }
 
@@ -109,6 +113,8 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
             }
             "--p4runtime-format" => o.p4runtime_format = Some(value("--p4runtime-format")?),
             "--parse-only" => o.parse_only = true,
+            "--check-only" => o.check_only = true,
+            "--dump-ir" => o.dump_ir = true,
             k if IGNORED_WITH_VALUE.contains(&k) && inline.is_some() => {}
             k if IGNORED_FLAGS.contains(&k) => {}
             k if IGNORED_WITH_VALUE.contains(&k) => {

@@ -59,8 +59,71 @@ pub fn run(opts: &Options) -> Result<(), ()> {
     let text = preprocess(opts)?;
     let map = SourceMap::new(&opts.input.to_string_lossy(), text);
     let mut diags = Diagnostics::default();
-    let _program = p4_syntax::parse(&map, &mut diags);
+    let program = p4_syntax::parse(&map, &mut diags);
+    // Semantic checks need a whole tree: after syntax errors they would only report cascades.
+    if !opts.parse_only && !diags.has_errors() {
+        let typed = p4_sema::check(&program, &mut diags);
+        if let (Some(ir), true) = (&typed, opts.dump_ir) {
+            println!("{ir:#?}");
+        }
+        if let (Some(ir), false) = (typed, opts.check_only) {
+            if let Some(out) = p4_bmv2_backend::compile(&ir, &mut diags) {
+                report(&diags, &map)?;
+                return write_outputs(opts, &out);
+            }
+        }
+    }
     report(&diags, &map)
+}
+
+/// Writes the BMv2 JSON (`OUTDIR/PROG.json`, or `-o OUT.json` for p4c-bm2-ss) and the P4Info
+/// files, each in the format its extension names (`.txtpb`/`.txt`, `.json`, `.bin`).
+fn write_outputs(opts: &Options, out: &p4_bmv2_backend::Output) -> Result<(), ()> {
+    let stem = opts
+        .input
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let json_path = match (&opts.output, opts.bm2_ss) {
+        (Some(o), true) => o.clone(),
+        (Some(dir), false) => dir.join(format!("{stem}.json")),
+        (None, true) => PathBuf::from(format!("{stem}.json")),
+        (None, false) => PathBuf::from(format!("{stem}.json")),
+    };
+    if let Some(dir) = json_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: {}: {e}", dir.display());
+            return Err(());
+        }
+    }
+    write(&json_path, out.json.to_json_pretty().into_bytes())?;
+    if opts.p4runtime_files.is_empty() {
+        return Ok(());
+    }
+    let info = match p4_p4info::generate(&out.control_plane) {
+        Ok(i) => i,
+        Err(errs) => {
+            for e in errs {
+                eprintln!("error: P4Info: {e}");
+            }
+            return Err(());
+        }
+    };
+    for f in &opts.p4runtime_files {
+        let ext = f.extension().map(|e| e.to_string_lossy().into_owned());
+        let fmt = opts.p4runtime_format.clone().or(ext).unwrap_or_default();
+        let bytes = match fmt.as_str() {
+            "json" => p4runtime_proto::to_json(&info).into_bytes(),
+            "bin" => prost::Message::encode_to_vec(&info),
+            _ => p4_p4info::to_txtpb(&info).into_bytes(),
+        };
+        write(f, bytes)?;
+    }
+    Ok(())
+}
+
+fn write(path: &Path, bytes: Vec<u8>) -> Result<(), ()> {
+    std::fs::write(path, bytes).map_err(|e| eprintln!("error: {}: {e}", path.display()))
 }
 
 fn report(diags: &Diagnostics, map: &SourceMap) -> Result<(), ()> {

@@ -1,0 +1,967 @@
+//! Straight-line code to BMv2 primitives: statements of actions, of code between tables in
+//! apply blocks, and of parser states.
+//!
+//! Calls of actions and functions are inlined with P4's copy-in/copy-out: every `in`/`inout`
+//! argument is copied into a fresh temporary before the body runs (left to right), and every
+//! `inout`/`out` temporary is copied back afterwards in parameter order, so `a(x, x)` behaves
+//! as the specification says even when the arguments alias. `return` jumps to the end of the
+//! inlined body (`_jump`), `if` branches with `_jump_if_zero`, `exit` is bmv2's `exit`.
+
+use crate::expr::{b2d, hex, hex_u, mask, op, repr, value_tv};
+use crate::layout::Place;
+use crate::{unsupported, Bind, Ctx, R};
+use num_bigint::BigInt;
+use p4_bmv2_json as j;
+use p4_bmv2_json::Tv;
+use p4_sema::ir::{
+    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Stmt, StmtKind, Type,
+    TypeDeclKind, Value,
+};
+use p4_syntax::ast::Direction;
+use p4_syntax::Span;
+
+/// The value of an inlined call.
+pub(crate) enum CallValue {
+    Tv(Tv),
+    Place(Place),
+}
+
+/// Primitives being collected, with labels for jumps.
+#[derive(Default)]
+pub(crate) struct Body {
+    pub prims: Vec<j::Primitive>,
+    labels: Vec<Option<usize>>,
+    /// (primitive, parameter, label) to patch once labels are placed.
+    fixups: Vec<(usize, usize, usize)>,
+    /// Innermost inlined callee: its end label and where its result goes.
+    returns: Vec<(usize, Option<Place>)>,
+    pub parser: bool,
+}
+
+impl Body {
+    pub fn new(parser: bool) -> Body {
+        Body {
+            parser,
+            ..Body::default()
+        }
+    }
+
+    pub fn push(&mut self, op: &str, parameters: Vec<Tv>) {
+        self.prims.push(j::Primitive {
+            op: op.into(),
+            parameters,
+            source_info: None,
+        });
+    }
+
+    fn new_label(&mut self) -> usize {
+        self.labels.push(None);
+        self.labels.len() - 1
+    }
+
+    fn place_label(&mut self, l: usize) {
+        self.labels[l] = Some(self.prims.len());
+    }
+
+    fn jump(&mut self, l: usize) {
+        self.fixups.push((self.prims.len(), 0, l));
+        self.push("_jump", vec![Tv::Int(0)]);
+    }
+
+    fn jump_if_zero(&mut self, cond: Tv, l: usize) {
+        self.fixups.push((self.prims.len(), 1, l));
+        self.push("_jump_if_zero", vec![cond, Tv::Int(0)]);
+    }
+
+    /// Opens the outermost body so that a `return` in it ends it.
+    pub fn open(&mut self) {
+        let l = self.new_label();
+        self.returns.push((l, None));
+    }
+
+    /// The primitives with jump targets resolved.
+    pub fn finish(mut self) -> Vec<j::Primitive> {
+        while let Some((l, _)) = self.returns.pop() {
+            self.place_label(l);
+        }
+        for (pi, arg, l) in std::mem::take(&mut self.fixups) {
+            let target = self.labels[l].unwrap_or(self.prims.len());
+            self.prims[pi].parameters[arg] = hex_u(target as u64);
+        }
+        self.prims
+    }
+}
+
+impl Ctx<'_> {
+    pub fn stmts(&mut self, b: &mut Body, stmts: &[Stmt]) -> R<()> {
+        for s in stmts {
+            self.stmt(b, s)?;
+        }
+        Ok(())
+    }
+
+    pub fn stmt(&mut self, b: &mut Body, s: &Stmt) -> R<()> {
+        match &s.kind {
+            StmtKind::Assign(l, r) => {
+                let pl = self.place(b, l)?;
+                self.assign_expr(b, &pl, r)
+            }
+            StmtKind::Call(e) => match &e.kind {
+                ExprKind::Call(c) => self.call(b, c, e).map(|_| ()),
+                _ => unsupported(e.span, "this statement"),
+            },
+            StmtKind::If(c, t, el) => {
+                if b.parser {
+                    return unsupported(s.span, "`if` in a parser state");
+                }
+                let cv = self.rv(b, c)?;
+                let else_l = b.new_label();
+                b.jump_if_zero(b2d(cv), else_l);
+                self.stmt(b, t)?;
+                match el {
+                    Some(el) => {
+                        let end = b.new_label();
+                        b.jump(end);
+                        b.place_label(else_l);
+                        self.stmt(b, el)?;
+                        b.place_label(end);
+                    }
+                    None => b.place_label(else_l),
+                }
+                Ok(())
+            }
+            StmtKind::Block(bl) => self.stmts(b, &bl.stmts),
+            StmtKind::Exit => {
+                if b.parser {
+                    return unsupported(s.span, "`exit` in a parser");
+                }
+                b.push("exit", vec![]);
+                Ok(())
+            }
+            StmtKind::Return(v) => {
+                let Some((l, res)) = b.returns.last().cloned() else {
+                    return unsupported(s.span, "`return` here");
+                };
+                if let (Some(v), Some(res)) = (v, res) {
+                    self.assign_expr(b, &res, v)?;
+                }
+                b.jump(l);
+                Ok(())
+            }
+            StmtKind::Switch(..) => unsupported(s.span, "`switch` inside an action or function"),
+            StmtKind::Empty | StmtKind::Const(_) => Ok(()),
+            StmtKind::Var(d) => {
+                let pl = self.local_place(*d)?;
+                self.frame.env.insert(*d, Bind::Place(pl.clone()));
+                if let DeclKind::Var { init: Some(init), .. } = &self.p.decl(*d).kind {
+                    self.assign_expr(b, &pl, init)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `dst = rhs` for any type.
+    pub fn assign_expr(&mut self, b: &mut Body, dst: &Place, rhs: &Expr) -> R<()> {
+        match dst {
+            Place::Scalar { .. } | Place::Slice(..) | Place::LastField { .. } => {
+                let v = self.rv(b, rhs)?;
+                self.assign_tv(b, dst, v, rhs.span)
+            }
+            _ => match &rhs.kind {
+                ExprKind::Tuple(items) => {
+                    if let Place::Header { name, .. } = dst {
+                        b.push("add_header", vec![Tv::Header(name.clone())]);
+                    }
+                    for (i, item) in items.iter().enumerate() {
+                        let fp = self.member(dst, i, rhs.span)?;
+                        self.assign_expr(b, &fp, item)?;
+                    }
+                    Ok(())
+                }
+                ExprKind::Const(Value::Tuple(vals)) => {
+                    if let Place::Header { name, .. } = dst {
+                        b.push("add_header", vec![Tv::Header(name.clone())]);
+                    }
+                    for (i, v) in vals.iter().enumerate() {
+                        let fp = self.member(dst, i, rhs.span)?;
+                        let tv = value_tv(v, rhs.span)?;
+                        self.assign_tv(b, &fp, tv, rhs.span)?;
+                    }
+                    Ok(())
+                }
+                _ => {
+                    let src = self.place(b, rhs)?;
+                    self.copy(b, dst, &src, rhs.span)
+                }
+            },
+        }
+    }
+
+    /// Field `i` of a struct or header place.
+    fn member(&self, pl: &Place, i: usize, span: Span) -> R<Place> {
+        match pl {
+            Place::Struct { fields, .. } => fields
+                .get(i)
+                .cloned()
+                .ok_or(())
+                .or_else(|_| unsupported(span, "a struct field")),
+            Place::Header { name, ty } => match self.p.fields(&Type::Header(*ty)).and_then(|f| f.get(i)) {
+                Some(f) => Ok(Place::Scalar {
+                    h: name.clone(),
+                    f: f.name.clone(),
+                    ty: f.ty.clone(),
+                }),
+                None => unsupported(span, "a header field"),
+            },
+            _ => unsupported(span, "a list assigned to this value"),
+        }
+    }
+
+    /// `dst = src` between places of the same type.
+    pub fn copy(&mut self, b: &mut Body, dst: &Place, src: &Place, span: Span) -> R<()> {
+        match (dst, src) {
+            (Place::Header { name: d, .. }, Place::Header { name: s, .. }) => {
+                b.push(
+                    "assign_header",
+                    vec![Tv::Header(d.clone()), Tv::Header(s.clone())],
+                );
+                Ok(())
+            }
+            (Place::Stack { name: d, .. }, Place::Stack { name: s, .. }) => {
+                b.push(
+                    "assign_header_stack",
+                    vec![Tv::HeaderStack(d.clone()), Tv::HeaderStack(s.clone())],
+                );
+                Ok(())
+            }
+            (Place::Union { name: d, .. }, Place::Union { name: s, .. }) => {
+                b.push(
+                    "assign_union",
+                    vec![Tv::HeaderUnion(d.clone()), Tv::HeaderUnion(s.clone())],
+                );
+                Ok(())
+            }
+            (Place::Struct { fields: d, .. }, Place::Struct { fields: s, .. }) => {
+                for (d, s) in d.iter().zip(s) {
+                    self.copy(b, d, s, span)?;
+                }
+                Ok(())
+            }
+            (
+                Place::Scalar {
+                    h, f, ty: Type::Varbit(_),
+                },
+                Place::Scalar {
+                    h: sh, f: sf, ..
+                },
+            ) => {
+                b.push(
+                    "assign_VL",
+                    vec![
+                        Tv::Field(j::FieldRef(h.clone(), f.clone())),
+                        Tv::Field(j::FieldRef(sh.clone(), sf.clone())),
+                    ],
+                );
+                Ok(())
+            }
+            _ => {
+                let v = self.read(src, span)?;
+                self.assign_tv(b, dst, v, span)
+            }
+        }
+    }
+
+    /// Stores a number (or a boolean into a `bool` field).
+    pub fn assign_tv(&mut self, b: &mut Body, dst: &Place, v: Tv, span: Span) -> R<()> {
+        match dst {
+            Place::Scalar { h, f, ty } => {
+                if matches!(ty, Type::Varbit(_)) {
+                    return unsupported(span, "assigning a computed value to a varbit field");
+                }
+                let v = if *ty == Type::Bool { b2d(v) } else { v };
+                b.push("assign", vec![Tv::Field(j::FieldRef(h.clone(), f.clone())), v]);
+                Ok(())
+            }
+            Place::Slice(base, hi, lo) => {
+                let Place::Scalar { ty, .. } = &**base else {
+                    return unsupported(span, "a slice of this value");
+                };
+                let Some(w) = self.p.width_of(ty) else {
+                    return unsupported(span, "a slice of this type");
+                };
+                let field_mask = mask(hi - lo + 1) << *lo;
+                let keep = mask(w as u32) ^ &field_mask;
+                let cur = self.read(base, span)?;
+                let new = op(
+                    "|",
+                    op("&", cur, hex(&keep)),
+                    op("&", op("<<", v, hex_u(u64::from(*lo))), hex(&field_mask)),
+                );
+                self.assign_tv(b, base, new, span)
+            }
+            _ => unsupported(span, "assigning to this value"),
+        }
+    }
+
+    /// Lowers a call; returns its value for calls that have one.
+    pub fn call(&mut self, b: &mut Body, c: &Call, e: &Expr) -> R<Option<CallValue>> {
+        match &c.target {
+            CallTarget::Action(d) | CallTarget::Function(d) => self.inline(b, *d, c, e),
+            CallTarget::ExternFunction(d) => {
+                let name = self.p.decl(*d).name.clone();
+                self.extern_fn(b, &name, c, e).map(|_| None)
+            }
+            CallTarget::Method {
+                receiver,
+                extern_ty,
+                index,
+            } => {
+                let tdecl = self.p.ty(*extern_ty);
+                let TypeDeclKind::Extern { methods, .. } = &tdecl.kind else {
+                    return unsupported(e.span, "a method of this type");
+                };
+                let mname = methods.get(*index).map(|m| m.name.clone()).unwrap_or_default();
+                let tname = tdecl.name.clone();
+                self.method(b, receiver, &tname, &mname, c, e)
+            }
+            CallTarget::Builtin(recv, bi) => {
+                let pl = self.place(b, recv)?;
+                match (bi, &pl) {
+                    (Builtin::SetValid, Place::Header { name, .. }) => {
+                        b.push("add_header", vec![Tv::Header(name.clone())])
+                    }
+                    (Builtin::SetInvalid, Place::Header { name, .. }) => {
+                        b.push("remove_header", vec![Tv::Header(name.clone())])
+                    }
+                    (Builtin::PushFront | Builtin::PopFront, Place::Stack { name, .. }) => {
+                        let n = match c.args.first() {
+                            Some(Some(a)) => self.rv(b, a)?,
+                            _ => hex_u(1),
+                        };
+                        let o = if *bi == Builtin::PushFront { "push" } else { "pop" };
+                        b.push(o, vec![Tv::HeaderStack(name.clone()), n]);
+                    }
+                    (Builtin::IsValid, _) => {
+                        let v = self.rv(b, e)?;
+                        return Ok(Some(CallValue::Tv(v)));
+                    }
+                    _ => return unsupported(e.span, "this operation on this value"),
+                }
+                Ok(None)
+            }
+            CallTarget::Apply(_) => {
+                unsupported(e.span, "apply() inside an action, function or expression")
+            }
+            CallTarget::Construct(_) => unsupported(e.span, "a constructor call here"),
+        }
+    }
+
+    /// Inlines a table's action: its directionless parameters are already bound.
+    pub fn inline_action(&mut self, b: &mut Body, c: &Call, e: &Expr) -> R<()> {
+        match c.target {
+            CallTarget::Action(d) => self.inline(b, d, c, e).map(|_| ()),
+            _ => unsupported(e.span, "not an action"),
+        }
+    }
+
+    /// Inlines an action or function called directly, with copy-in/copy-out.
+    fn inline(&mut self, b: &mut Body, d: DeclId, c: &Call, e: &Expr) -> R<Option<CallValue>> {
+        let p = self.p;
+        let (body, ret) = match &p.decl(d).kind {
+            DeclKind::Action { body, .. } => (body, None),
+            DeclKind::Function { body, ret, .. } => (body, Some(ret)),
+            _ => return unsupported(e.span, "calling this"),
+        };
+        let mut copy_out = Vec::new();
+        let mut saved = Vec::new();
+        for (prm, arg) in c.params.iter().zip(&c.args) {
+            saved.push((prm.decl, self.frame.env.get(&prm.decl).cloned()));
+            let bind = match (prm.dir, arg) {
+                (None, None) if self.frame.env.contains_key(&prm.decl) => continue,
+                (_, None) => Bind::Place(self.fresh_place(&prm.name, &prm.ty, e.span)?),
+                (None, Some(a)) => {
+                    let v = self.rv(b, a)?;
+                    if matches!(a.kind, ExprKind::Const(_)) {
+                        Bind::Value(v)
+                    } else {
+                        let tmp = self.scalar(&prm.name, &prm.ty, a.span)?;
+                        self.assign_tv(b, &tmp, v, a.span)?;
+                        Bind::Place(tmp)
+                    }
+                }
+                (Some(Direction::In), Some(a)) => {
+                    let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
+                    self.assign_expr(b, &tmp, a)?;
+                    Bind::Place(tmp)
+                }
+                (Some(dir), Some(a)) => {
+                    let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
+                    if !matches!(a.kind, ExprKind::DontCare) {
+                        let dst = self.place(b, a)?;
+                        if dir == Direction::InOut {
+                            self.copy(b, &tmp, &dst, a.span)?;
+                        } else if let Place::Header { name, .. } = &tmp {
+                            // An `out` header starts invalid.
+                            b.push("remove_header", vec![Tv::Header(name.clone())]);
+                        }
+                        copy_out.push((dst, tmp.clone(), a.span));
+                    }
+                    Bind::Place(tmp)
+                }
+            };
+            self.frame.env.insert(prm.decl, bind);
+        }
+        let res = match ret {
+            Some(t) if *t != Type::Void => Some(self.fresh_place("retval", t, e.span)?),
+            _ => None,
+        };
+        let end = b.new_label();
+        b.returns.push((end, res.clone()));
+        let r = self.stmts(b, &body.stmts);
+        b.returns.pop();
+        r?;
+        b.place_label(end);
+        for (dst, tmp, span) in copy_out {
+            self.copy(b, &dst, &tmp, span)?;
+        }
+        for (d, old) in saved {
+            match old {
+                Some(o) => self.frame.env.insert(d, o),
+                None => self.frame.env.remove(&d),
+            };
+        }
+        Ok(res.map(CallValue::Place))
+    }
+
+    /// A field reference for an `out` argument of a primitive (a temporary when the argument
+    /// is not a plain field; copied back by the caller through `finish_out`).
+    fn out_field(&mut self, b: &mut Body, a: &Expr) -> R<(Tv, Option<(Place, Place)>)> {
+        let pl = self.place(b, a)?;
+        match &pl {
+            Place::Scalar { h, f, ty } if *ty != Type::Bool => {
+                Ok((Tv::Field(j::FieldRef(h.clone(), f.clone())), None))
+            }
+            _ => {
+                let tmp = self.scalar("tmp", &repr(self, &a.ty), a.span)?;
+                let Place::Scalar { h, f, .. } = &tmp else {
+                    return unsupported(a.span, "this out argument");
+                };
+                let tv = Tv::Field(j::FieldRef(h.clone(), f.clone()));
+                Ok((tv, Some((pl, tmp))))
+            }
+        }
+    }
+
+    fn finish_out(&mut self, b: &mut Body, back: Option<(Place, Place)>, span: Span) -> R<()> {
+        if let Some((dst, tmp)) = back {
+            let v = self.read(&tmp, span)?;
+            let v = match &dst {
+                Place::Scalar { ty: Type::Bool, .. } => crate::expr::un("d2b", v),
+                _ => v,
+            };
+            self.assign_tv(b, &dst, v, span)?;
+        }
+        Ok(())
+    }
+
+    fn arg<'a>(&self, c: &'a Call, i: usize, e: &Expr) -> R<&'a Expr> {
+        match c.args.get(i) {
+            Some(Some(a)) => Ok(a),
+            _ => unsupported(e.span, "a call with an omitted argument"),
+        }
+    }
+
+    /// The name of a enum member constant (`HashAlgorithm.crc16` → `crc16`).
+    pub fn enum_member(&self, e: &Expr) -> R<String> {
+        if let ExprKind::Const(Value::EnumMember(t, i)) = &e.kind {
+            if let TypeDeclKind::Enum(members) = &self.p.ty(*t).kind {
+                if let Some(m) = members.get(*i) {
+                    return Ok(m.clone());
+                }
+            }
+        }
+        unsupported(e.span, "an enum argument that is not a constant")
+    }
+
+    fn extern_fn(&mut self, b: &mut Body, name: &str, c: &Call, e: &Expr) -> R<()> {
+        match name {
+            "mark_to_drop" => b.push("mark_to_drop", vec![Tv::Header("standard_metadata".into())]),
+            "hash" => {
+                let algo = self.enum_member(self.arg(c, 1, e)?)?;
+                let calc = self.calculation(Some(b), &algo, self.arg(c, 3, e)?, false)?;
+                let base = self.rv(b, self.arg(c, 2, e)?)?;
+                let max = self.rv(b, self.arg(c, 4, e)?)?;
+                let (dst, back) = self.out_field(b, self.arg(c, 0, e)?)?;
+                b.push(
+                    "modify_field_with_hash_based_offset",
+                    vec![dst, base, Tv::Calculation(calc), max],
+                );
+                self.finish_out(b, back, e.span)?;
+            }
+            "random" => {
+                let lo = self.rv(b, self.arg(c, 1, e)?)?;
+                let hi = self.rv(b, self.arg(c, 2, e)?)?;
+                let (dst, back) = self.out_field(b, self.arg(c, 0, e)?)?;
+                b.push("modify_field_rng_uniform", vec![dst, lo, hi]);
+                self.finish_out(b, back, e.span)?;
+            }
+            "clone" | "clone3" | "clone_preserving_field_list" => {
+                let kind = self.enum_member(self.arg(c, 0, e)?)?;
+                let session = self.rv(b, self.arg(c, 1, e)?)?;
+                let fl = if name == "clone_preserving_field_list" {
+                    self.field_list(self.arg(c, 2, e)?)?
+                } else if name == "clone3" {
+                    return unsupported(e.span, "clone3 (use clone_preserving_field_list)");
+                } else {
+                    0
+                };
+                let o = if kind == "I2E" {
+                    "clone_ingress_pkt_to_egress"
+                } else {
+                    "clone_egress_pkt_to_egress"
+                };
+                b.push(o, vec![session, hex_u(fl as u64)]);
+            }
+            "resubmit_preserving_field_list" | "recirculate_preserving_field_list" => {
+                let fl = self.field_list(self.arg(c, 0, e)?)?;
+                let o = if name.starts_with("resubmit") {
+                    "resubmit"
+                } else {
+                    "recirculate"
+                };
+                b.push(o, vec![hex_u(fl as u64)]);
+            }
+            "digest" => {
+                let receiver = self.rv(b, self.arg(c, 0, e)?)?;
+                let data = self.arg(c, 1, e)?;
+                let id = self.learn_list(b, c, data)?;
+                b.push("generate_digest", vec![receiver, hex_u(id as u64)]);
+            }
+            "truncate" => {
+                let n = self.rv(b, self.arg(c, 0, e)?)?;
+                b.push("truncate", vec![n]);
+            }
+            "log_msg" => {
+                let ExprKind::Const(Value::Str(fmt)) = &self.arg(c, 0, e)?.kind else {
+                    return unsupported(e.span, "log_msg with a format that is not a string");
+                };
+                let mut params = vec![Tv::String(fmt.clone())];
+                if let Some(Some(data)) = c.args.get(1) {
+                    let items: Vec<Expr> = match &data.kind {
+                        ExprKind::Tuple(items) => items.clone(),
+                        _ => vec![data.clone()],
+                    };
+                    let mut vs = Vec::new();
+                    for it in &items {
+                        let v = self.rv(b, it)?;
+                        vs.push(if it.ty == Type::Bool { b2d(v) } else { v });
+                    }
+                    params.push(Tv::ParametersVector(vs));
+                }
+                b.push("log_msg", params);
+            }
+            "assert" | "assume" => {
+                let v = self.rv(b, self.arg(c, 0, e)?)?;
+                b.push(name, vec![v]);
+            }
+            "verify" if b.parser => {
+                let v = self.rv(b, self.arg(c, 0, e)?)?;
+                let err = self.rv(b, self.arg(c, 1, e)?)?;
+                b.push("verify", vec![v, err]);
+            }
+            _ => return unsupported(e.span, format!("the extern `{name}` here")),
+        }
+        Ok(())
+    }
+
+    /// The instance name a method receiver refers to.
+    fn receiver_name(&mut self, recv: &Expr) -> R<String> {
+        if let ExprKind::Ref(d) = &recv.kind {
+            match self.frame.env.get(d) {
+                Some(Bind::Named(n)) => return Ok(n.clone()),
+                Some(_) => {}
+                None => {
+                    if let DeclKind::Instance { .. } = self.p.decl(*d).kind {
+                        let n = self.cp_name("", *d);
+                        self.declare_instance(&n, *d)?;
+                        return Ok(n);
+                    }
+                }
+            }
+        }
+        unsupported(recv.span, "a method call on this receiver")
+    }
+
+    fn method(
+        &mut self,
+        b: &mut Body,
+        recv: &Expr,
+        tname: &str,
+        mname: &str,
+        c: &Call,
+        e: &Expr,
+    ) -> R<Option<CallValue>> {
+        if tname == "packet_in" {
+            if !b.parser {
+                return unsupported(e.span, "packet_in methods outside a parser");
+            }
+            match mname {
+                "extract" => {
+                    let target = self.place(b, self.arg(c, 0, e)?)?;
+                    let t = match target {
+                        Place::Header { name, .. } => Tv::Regular(name),
+                        Place::StackNext { name, .. } => Tv::Stack(name),
+                        _ => return unsupported(e.span, "extracting into this value"),
+                    };
+                    match c.args.get(1) {
+                        Some(Some(len)) => {
+                            let l = self.rv(b, len)?;
+                            b.push("extract_VL", vec![t, l]);
+                        }
+                        _ => b.push("extract", vec![t]),
+                    }
+                    return Ok(None);
+                }
+                "lookahead" => {
+                    let ty = c.type_args.first().cloned().unwrap_or(Type::Void);
+                    return match repr(self, &ty) {
+                        Type::Bit(w) => Ok(Some(CallValue::Tv(Tv::Lookahead {
+                            offset: 0,
+                            bitwidth: w,
+                        }))),
+                        _ => unsupported(e.span, "lookahead of a type other than bit<W>"),
+                    };
+                }
+                "advance" => {
+                    let n = self.rv(b, self.arg(c, 0, e)?)?;
+                    b.push("advance", vec![n]);
+                    return Ok(None);
+                }
+                _ => return unsupported(e.span, format!("packet_in.{mname}")),
+            }
+        }
+        let name = self.receiver_name(recv)?;
+        match (tname, mname) {
+            ("register", "read") => {
+                let idx = self.rv(b, self.arg(c, 1, e)?)?;
+                let (dst, back) = self.out_field(b, self.arg(c, 0, e)?)?;
+                b.push(
+                    "register_read",
+                    vec![dst, Tv::RegisterArray(name), idx],
+                );
+                self.finish_out(b, back, e.span)?;
+            }
+            ("register", "write") => {
+                let idx = self.rv(b, self.arg(c, 0, e)?)?;
+                let a = self.arg(c, 1, e)?;
+                let v = self.rv(b, a)?;
+                let v = if a.ty == Type::Bool { b2d(v) } else { v };
+                b.push("register_write", vec![Tv::RegisterArray(name), idx, v]);
+            }
+            ("counter", "count") => {
+                let idx = self.rv(b, self.arg(c, 0, e)?)?;
+                b.push("count", vec![Tv::CounterArray(name), idx]);
+            }
+            ("direct_counter", "count") => {}
+            ("meter", "execute_meter") => {
+                let idx = self.rv(b, self.arg(c, 0, e)?)?;
+                let (dst, back) = self.out_field(b, self.arg(c, 1, e)?)?;
+                b.push("execute_meter", vec![Tv::MeterArray(name), idx, dst]);
+                self.finish_out(b, back, e.span)?;
+            }
+            ("direct_meter", "read") => {
+                let pl = self.place(b, self.arg(c, 0, e)?)?;
+                let Place::Scalar { h, f, .. } = pl else {
+                    return unsupported(e.span, "direct_meter.read into this value");
+                };
+                self.meter_targets.insert(name, j::FieldRef(h, f));
+            }
+            _ => return unsupported(e.span, format!("{tname}.{mname}")),
+        }
+        Ok(None)
+    }
+
+    /// The id of the field list of `@field_list(N)` user-metadata fields (0 when none).
+    fn field_list(&mut self, idx: &Expr) -> R<i64> {
+        let ExprKind::Const(Value::Int(n)) = &idx.kind else {
+            return unsupported(idx.span, "a field list index that is not a constant");
+        };
+        let n = u64::try_from(n.clone()).unwrap_or(u64::MAX);
+        if let Some(id) = self.field_lists.get(&n) {
+            return Ok(*id);
+        }
+        let mut elements = Vec::new();
+        if let Some(m) = self.lay.meta_ty {
+            if let Some(root) = self.lay.roots.get(&m).cloned() {
+                self.collect_field_list(m, &root, n, &mut elements);
+            }
+        }
+        let id = self.json.field_lists.len() as i64 + 1;
+        self.json.field_lists.push(j::FieldList {
+            name: format!("field_list{n}"),
+            id,
+            elements,
+        });
+        self.field_lists.insert(n, id);
+        Ok(id)
+    }
+
+    fn collect_field_list(&self, ty: p4_sema::ir::TypeId, pl: &Place, n: u64, out: &mut Vec<Tv>) {
+        let Place::Struct { fields: places, .. } = pl else {
+            return;
+        };
+        let fields = self.p.fields(&Type::Struct(ty)).unwrap_or_default();
+        for (f, fp) in fields.iter().zip(places) {
+            let listed = f.annotations.iter().any(|a| {
+                a.name.name == "field_list"
+                    && matches!(&a.body, p4_syntax::ast::AnnotationBody::Exprs(es)
+                        if es.iter().any(|x| matches!(&x.kind,
+                            p4_syntax::ast::ExprKind::Int { value, .. } if *value == num_bigint::BigUint::from(n))))
+            });
+            match (fp, &f.ty) {
+                (Place::Struct { .. }, Type::Struct(t)) => self.collect_field_list(*t, fp, n, out),
+                (Place::Scalar { h, f, .. }, _) if listed => {
+                    out.push(Tv::Field(j::FieldRef(h.clone(), f.clone())))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The learn list of a `digest<T>(receiver, data)` call: one per `T`; fields that are not
+    /// plain fields are copied into temporaries first.
+    fn learn_list(&mut self, b: &mut Body, c: &Call, data: &Expr) -> R<i64> {
+        let tname = match c.type_args.first() {
+            Some(Type::Struct(t)) | Some(Type::Header(t)) => self.p.ty(*t).name.clone(),
+            _ => return unsupported(data.span, "digest data that is not a struct"),
+        };
+        let mut elements = Vec::new();
+        match &data.kind {
+            ExprKind::Tuple(items) => {
+                for it in items {
+                    elements.push(self.field_of(b, it)?);
+                }
+            }
+            _ => {
+                let pl = self.place(b, data)?;
+                self.scalar_fields(&pl, &mut elements, data.span)?;
+            }
+        }
+        self.cp.digest(self.p, c.type_args.first());
+        if let Some(id) = self.learn_lists.get(&tname) {
+            let idx = (*id - 1) as usize;
+            // The same digest type from another call: its fields must be the same.
+            if self.json.learn_lists[idx].elements != elements {
+                self.json.learn_lists[idx].elements = elements;
+            }
+            return Ok(*id);
+        }
+        let id = self.json.learn_lists.len() as i64 + 1;
+        self.json.learn_lists.push(j::LearnList {
+            name: tname.clone(),
+            id,
+            elements,
+        });
+        self.learn_lists.insert(tname, id);
+        Ok(id)
+    }
+
+    /// A field holding the value of `e` (a temporary for computed values).
+    fn field_of(&mut self, b: &mut Body, e: &Expr) -> R<Tv> {
+        if matches!(e.kind, ExprKind::Ref(_) | ExprKind::Field(..)) {
+            if let Ok(Place::Scalar { h, f, .. }) = self.place(b, e) {
+                return Ok(Tv::Field(j::FieldRef(h, f)));
+            }
+        }
+        let tmp = self.scalar("tmp", &e.ty, e.span)?;
+        self.assign_expr(b, &tmp, e)?;
+        let Place::Scalar { h, f, .. } = tmp else {
+            return unsupported(e.span, "this value");
+        };
+        Ok(Tv::Field(j::FieldRef(h, f)))
+    }
+
+    /// Every scalar field under a place, in order (invalid headers are skipped by bmv2).
+    pub fn scalar_fields(&self, pl: &Place, out: &mut Vec<Tv>, span: Span) -> R<()> {
+        match pl {
+            Place::Scalar { h, f, .. } => out.push(Tv::Field(j::FieldRef(h.clone(), f.clone()))),
+            Place::Header { name, ty } => {
+                for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
+                    out.push(Tv::Field(j::FieldRef(name.clone(), f.name.clone())));
+                }
+            }
+            Place::Struct { fields, .. } => {
+                for f in fields {
+                    self.scalar_fields(f, out, span)?;
+                }
+            }
+            Place::Stack { name, elem, size } => {
+                for i in 0..*size {
+                    let h = Place::Header {
+                        name: format!("{name}[{i}]"),
+                        ty: *elem,
+                    };
+                    self.scalar_fields(&h, out, span)?;
+                }
+            }
+            _ => return unsupported(span, "this value in a field list"),
+        }
+        Ok(())
+    }
+
+    /// A calculation over `data` with `algo` (hashes and checksums); returns its name.
+    pub fn calculation(
+        &mut self,
+        mut b: Option<&mut Body>,
+        algo: &str,
+        data: &Expr,
+        payload: bool,
+    ) -> R<String> {
+        let items: Vec<Expr> = match &data.kind {
+            ExprKind::Tuple(items) => items.clone(),
+            _ => vec![data.clone()],
+        };
+        let mut input = Vec::new();
+        for it in &items {
+            match &it.kind {
+                ExprKind::Const(Value::Int(v)) => {
+                    let w = self.p.width_of(&it.ty).unwrap_or(0) as u32;
+                    let Tv::Hexstr(value) = hex(&crate::expr::unsigned(v, w)) else {
+                        unreachable!("hex makes a hexstr")
+                    };
+                    input.push(Tv::SizedHexstr { value, bitwidth: w });
+                }
+                _ => {
+                    let pl = match b.as_deref_mut() {
+                        Some(b) => {
+                            if matches!(it.kind, ExprKind::Ref(_) | ExprKind::Field(..) | ExprKind::Index(..)) {
+                                self.place(b, it)?
+                            } else {
+                                let tmp = self.fresh_place("tmp", &it.ty, it.span)?;
+                                self.assign_expr(b, &tmp, it)?;
+                                tmp
+                            }
+                        }
+                        None => {
+                            let mut scratch = Body::new(false);
+                            let pl = self.place(&mut scratch, it)?;
+                            if !scratch.prims.is_empty() {
+                                return unsupported(it.span, "a computed value in a checksum");
+                            }
+                            pl
+                        }
+                    };
+                    self.scalar_fields(&pl, &mut input, it.span)?;
+                }
+            }
+        }
+        if payload {
+            input.push(Tv::Payload);
+        }
+        let name = self.fresh("calc");
+        let id = self.json.calculations.len() as i64;
+        self.json.calculations.push(j::Calculation {
+            name: name.clone(),
+            id,
+            algo: algo.to_string(),
+            input,
+        });
+        Ok(name)
+    }
+
+    /// Declares the BMv2 object of an extern instance (register, counter, meter, ...).
+    pub fn declare_instance(&mut self, name: &str, d: DeclId) -> R<()> {
+        let decl = self.p.decl(d);
+        let DeclKind::Instance { ty, args, .. } = &decl.kind else {
+            return Ok(());
+        };
+        let Type::Extern(tid, targs) = ty else {
+            return Ok(());
+        };
+        if !self.cp.declared.insert(name.to_string()) {
+            return Ok(());
+        }
+        let tname = self.p.ty(*tid).name.clone();
+        let int_arg = |i: usize| -> u64 {
+            match args.get(i) {
+                Some(Some(Expr {
+                    kind: ExprKind::Const(Value::Int(v)),
+                    ..
+                })) => u64::try_from(v.clone()).unwrap_or(0),
+                _ => 0,
+            }
+        };
+        let enums: Vec<String> = (0..3)
+            .map(|i| match args.get(i) {
+                Some(Some(a)) => self.enum_member(a).unwrap_or_default(),
+                _ => String::new(),
+            })
+            .collect();
+        let enum_arg = |i: usize| -> String { enums.get(i).cloned().unwrap_or_default() };
+        match tname.as_str() {
+            "register" => {
+                let elem = targs.first().cloned().unwrap_or(Type::Bit(32));
+                let Some(w) = self.p.width_of(&repr(self, &elem)) else {
+                    return unsupported(decl.span, "a register of this element type");
+                };
+                let id = self.json.register_arrays.len() as i64;
+                self.json.register_arrays.push(j::RegisterArray {
+                    name: name.to_string(),
+                    id,
+                    size: int_arg(0) as u32,
+                    bitwidth: w as u32,
+                });
+                self.cp.register(self.p, name, d, &elem, int_arg(0));
+            }
+            "counter" => {
+                let id = self.json.counter_arrays.len() as i64;
+                self.json.counter_arrays.push(j::CounterArray {
+                    name: name.to_string(),
+                    id,
+                    size: int_arg(0) as u32,
+                    is_direct: false,
+                    binding: None,
+                });
+                self.cp.counter(self.p, name, d, &enum_arg(1), int_arg(0));
+            }
+            "meter" => {
+                let id = self.json.meter_arrays.len() as i64;
+                let unit = enum_arg(1);
+                self.json.meter_arrays.push(j::MeterArray {
+                    name: name.to_string(),
+                    id,
+                    kind: if unit == "bytes" {
+                        j::MeterType::Bytes
+                    } else {
+                        j::MeterType::Packets
+                    },
+                    rate_count: 2,
+                    size: int_arg(0) as u32,
+                    is_direct: false,
+                    binding: None,
+                    result_target: None,
+                });
+                self.cp.meter(self.p, name, d, &unit, int_arg(0));
+            }
+            // Direct resources and profiles are declared with the table that uses them.
+            _ => {
+                self.cp.declared.remove(name);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The integer value of a constant expression.
+pub(crate) fn const_int(e: &Expr) -> Option<BigInt> {
+    match &e.kind {
+        ExprKind::Const(Value::Int(v)) => Some(v.clone()),
+        ExprKind::Const(Value::Bool(b)) => Some(BigInt::from(*b as u8)),
+        ExprKind::Const(Value::Error(i)) | ExprKind::Const(Value::EnumMember(_, i)) => {
+            Some(BigInt::from(*i))
+        }
+        ExprKind::Cast(x) => const_int(x),
+        _ => None,
+    }
+}

@@ -1,0 +1,902 @@
+//! Control apply blocks to BMv2 pipelines: a graph of tables and conditionals.
+//!
+//! Statements are lowered back to front, so each node knows its successor: a run of
+//! straight-line statements becomes a hidden table with one hidden action (p4c's `tbl_act`),
+//! `if` a conditional, `t.apply()` the table, `if (t.apply().hit)` the table with `__HIT__`/
+//! `__MISS__` successors, `switch (t.apply().action_run)` the table with per-action
+//! successors. A sub-control's apply is lowered in place with its own name prefix and its
+//! `return` continuing after the call; `exit` ends the pipeline.
+
+use crate::body::{const_int, Body};
+use crate::expr::{has_call, hex, mask, unsigned};
+use crate::layout::Place;
+use crate::{unsupported, Bind, Ctx, Frame, R};
+use num_bigint::BigInt;
+use p4_bmv2_json as j;
+use p4_bmv2_json::Tv;
+use p4_sema::ir::{
+    ActionRef, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Param, Stmt, StmtKind,
+    SwitchLabel, TableField, Type,
+};
+use p4_syntax::ast::{BinOp, UnOp};
+use p4_syntax::Span;
+use std::collections::{BTreeMap, HashMap};
+
+type Next = Option<String>;
+
+/// Where a table continues.
+enum Succ {
+    Plain(Next),
+    HitMiss(Next, Next),
+    PerAction(HashMap<DeclId, Next>, Next),
+}
+
+fn is_straight(s: &Stmt) -> bool {
+    match &s.kind {
+        StmtKind::Assign(..) | StmtKind::Var(_) | StmtKind::Const(_) | StmtKind::Empty => true,
+        StmtKind::Call(e) => !matches!(&e.kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Apply(_))),
+        _ => false,
+    }
+}
+
+/// `t.apply().hit` (true) / `.miss` (false), possibly negated.
+fn table_hit(e: &Expr) -> Option<(DeclId, bool)> {
+    match &e.kind {
+        ExprKind::TableApply(t, TableField::Hit) => Some((*t, true)),
+        ExprKind::TableApply(t, TableField::Miss) => Some((*t, false)),
+        ExprKind::Unary(UnOp::Not, x) => table_hit(x).map(|(t, h)| (t, !h)),
+        _ => None,
+    }
+}
+
+impl Ctx<'_> {
+    pub fn lower_pipeline(&mut self, d: DeclId, name: &str) -> R<()> {
+        let DeclKind::Control { apply, .. } = &self.p.decl(d).kind else {
+            return unsupported(self.p.decl(d).span, "V1Switch's ingress/egress must be controls");
+        };
+        self.pipe = j::Pipeline {
+            name: name.into(),
+            id: self.json.pipelines.len() as i64,
+            ..j::Pipeline::default()
+        };
+        self.declare_locals(d)?;
+        let entry = self.lower_block(&apply.stmts, None, None)?;
+        self.pipe.init_table = self.local_inits(d, entry)?;
+        let pipe = std::mem::take(&mut self.pipe);
+        self.json.pipelines.push(pipe);
+        Ok(())
+    }
+
+    /// Emits the control's extern instances (p4c emits them whether used or not).
+    fn declare_locals(&mut self, d: DeclId) -> R<()> {
+        if let DeclKind::Control { locals, .. } = &self.p.decl(d).kind {
+            for &l in locals {
+                if let Some(Bind::Named(n)) = self.frame.env.get(&l).cloned() {
+                    self.declare_instance(&n, l)?;
+                }
+            }
+            crate::p4info::control(self, d);
+        }
+        Ok(())
+    }
+
+    /// Initialisers of a control's local variables run before its apply block.
+    fn local_inits(&mut self, d: DeclId, entry: Next) -> R<Next> {
+        let DeclKind::Control { locals, .. } = &self.p.decl(d).kind else {
+            return Ok(entry);
+        };
+        let mut b = Body::new(false);
+        b.open();
+        for &l in locals {
+            if let (DeclKind::Var { init: Some(init), .. }, Some(Bind::Place(pl))) =
+                (&self.p.decl(l).kind, self.frame.env.get(&l).cloned())
+            {
+                self.assign_expr(&mut b, &pl, init)?;
+            }
+        }
+        self.action_node(b, entry)
+    }
+
+    fn lower_block(&mut self, stmts: &[Stmt], k: Next, ret: Next) -> R<Next> {
+        let mut next = k;
+        let mut pending: Vec<&Stmt> = Vec::new();
+        // Locals are visible in later statements, which are lowered first.
+        for s in stmts {
+            self.bind_locals(s)?;
+        }
+        for s in stmts.iter().rev() {
+            if is_straight(s) {
+                pending.push(s);
+                continue;
+            }
+            next = self.flush(&mut pending, next)?;
+            next = self.lower_ctl(s, next, ret.clone())?;
+        }
+        self.flush(&mut pending, next)
+    }
+
+    fn bind_locals(&mut self, s: &Stmt) -> R<()> {
+        match &s.kind {
+            StmtKind::Var(d) if !self.frame.env.contains_key(d) => {
+                let pl = self.local_place(*d)?;
+                self.frame.env.insert(*d, Bind::Place(pl));
+            }
+            StmtKind::Block(b) => {
+                for s in &b.stmts {
+                    self.bind_locals(s)?;
+                }
+            }
+            StmtKind::If(_, t, e) => {
+                self.bind_locals(t)?;
+                if let Some(e) = e {
+                    self.bind_locals(e)?;
+                }
+            }
+            StmtKind::Switch(_, cases) => {
+                for c in cases {
+                    if let Some(b) = &c.body {
+                        for s in &b.stmts {
+                            self.bind_locals(s)?;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Straight-line statements (collected back to front) as a hidden action and table.
+    fn flush(&mut self, pending: &mut Vec<&Stmt>, next: Next) -> R<Next> {
+        if pending.is_empty() {
+            return Ok(next);
+        }
+        let mut b = Body::new(false);
+        b.open();
+        while let Some(s) = pending.pop() {
+            self.stmt(&mut b, s)?;
+        }
+        self.action_node(b, next)
+    }
+
+    /// A hidden table running `b`'s primitives, then `next`.
+    fn action_node(&mut self, b: Body, next: Next) -> R<Next> {
+        let prims = b.finish();
+        if prims.is_empty() {
+            return Ok(next);
+        }
+        let act = self.fresh("act");
+        let id = self.json.actions.len() as i64;
+        self.json.actions.push(j::Action {
+            name: act.clone(),
+            id,
+            runtime_data: vec![],
+            primitives: prims,
+        });
+        let tname = self.fresh(&format!("tbl_{act}"));
+        let mut next_tables = BTreeMap::new();
+        next_tables.insert(act.clone(), next.clone());
+        self.pipe.tables.push(j::Table {
+            name: tname.clone(),
+            id: self.table_id(),
+            key: vec![],
+            match_type: j::MatchType::Exact,
+            kind: j::TableType::Simple,
+            action_profile: None,
+            max_size: 1024,
+            with_counters: false,
+            support_timeout: false,
+            direct_meters: None,
+            action_ids: vec![id],
+            actions: vec![act],
+            base_default_next: next,
+            next_tables,
+            default_entry: Some(j::DefaultEntry {
+                action_id: id,
+                action_const: true,
+                action_data: vec![],
+                action_entry_const: true,
+            }),
+            entries: vec![],
+            source_info: None,
+        });
+        Ok(Some(tname))
+    }
+
+    fn table_id(&self) -> i64 {
+        self.json.pipelines.iter().map(|p| p.tables.len()).sum::<usize>() as i64
+            + self.pipe.tables.len() as i64
+    }
+
+    fn lower_ctl(&mut self, s: &Stmt, k: Next, ret: Next) -> R<Next> {
+        match &s.kind {
+            StmtKind::Block(b) => self.lower_block(&b.stmts, k, ret),
+            StmtKind::Exit => Ok(None),
+            StmtKind::Return(_) => Ok(ret),
+            StmtKind::If(c, t, e) => {
+                let tn = self.lower_block(std::slice::from_ref(t), k.clone(), ret.clone())?;
+                let en = match e {
+                    Some(e) => self.lower_block(std::slice::from_ref(e), k.clone(), ret.clone())?,
+                    None => k.clone(),
+                };
+                if let Some((tbl, hit)) = table_hit(c) {
+                    let (h, m) = if hit { (tn, en) } else { (en, tn) };
+                    return self.table_node(tbl, s.span, Succ::HitMiss(h, m));
+                }
+                let mut pre = Body::new(false);
+                pre.open();
+                let cond = if has_call(c) {
+                    let tmp = self.scalar("cond", &Type::Bool, c.span)?;
+                    self.assign_expr(&mut pre, &tmp, c)?;
+                    self.read(&tmp, c.span)?
+                } else {
+                    self.rv(&mut pre, c)?
+                };
+                let name = self.fresh("node");
+                let id = self.json.pipelines.iter().map(|p| p.conditionals.len()).sum::<usize>()
+                    + self.pipe.conditionals.len();
+                self.pipe.conditionals.push(j::Conditional {
+                    name: name.clone(),
+                    id: id as i64,
+                    expression: cond,
+                    true_next: tn,
+                    false_next: en,
+                    source_info: None,
+                });
+                self.action_node(pre, Some(name))
+            }
+            StmtKind::Switch(e, cases) => {
+                let ExprKind::TableApply(tbl, TableField::ActionRun) = &e.kind else {
+                    return unsupported(s.span, "`switch` on a value (only on action_run)");
+                };
+                let mut targets: HashMap<DeclId, Next> = HashMap::new();
+                let mut default = k.clone();
+                let mut following: Next = k.clone();
+                for c in cases.iter().rev() {
+                    let target = match &c.body {
+                        Some(b) => self.lower_block(&b.stmts, k.clone(), ret.clone())?,
+                        None => following.clone(),
+                    };
+                    match &c.label {
+                        SwitchLabel::Action(a) => {
+                            targets.insert(*a, target.clone());
+                        }
+                        SwitchLabel::Default => default = target.clone(),
+                        SwitchLabel::Value(v) => {
+                            return unsupported(v.span, "a value label in a switch on action_run")
+                        }
+                    }
+                    following = target;
+                }
+                self.table_node(*tbl, s.span, Succ::PerAction(targets, default))
+            }
+            StmtKind::Call(e) => {
+                let ExprKind::Call(c) = &e.kind else {
+                    return unsupported(e.span, "this statement");
+                };
+                let CallTarget::Apply(recv) = &c.target else {
+                    return unsupported(e.span, "this call");
+                };
+                match &recv.ty {
+                    Type::Table(t) => self.table_node(*t, e.span, Succ::Plain(k)),
+                    Type::Control(..) => self.inline_control(recv, c, e.span, k),
+                    _ => unsupported(e.span, "apply() of this value"),
+                }
+            }
+            _ => unsupported(s.span, "this statement in an apply block"),
+        }
+    }
+
+    /// Lowers `sub.apply(args)` in place: the sub-control's parameters are bound to the
+    /// argument places (in/out arguments copied through temporaries).
+    fn inline_control(&mut self, recv: &Expr, c: &Call, span: Span, k: Next) -> R<Next> {
+        let ExprKind::Ref(inst) = &recv.kind else {
+            return unsupported(span, "apply() of a control that is not an instance");
+        };
+        let (prefix, ctl) = match (self.frame.env.get(inst).cloned(), &self.p.decl(*inst).kind) {
+            (Some(Bind::Named(n)), DeclKind::Instance { ty: Type::Control(t, _), args, .. }) => {
+                if args.iter().any(|a| a.is_some()) {
+                    return unsupported(span, "a sub-control with constructor arguments");
+                }
+                match &self.p.ty(*t).kind {
+                    p4_sema::ir::TypeDeclKind::Block {
+                        implementation: Some(d),
+                        ..
+                    } => (n, *d),
+                    _ => return unsupported(span, "this control type"),
+                }
+            }
+            _ => return unsupported(span, "apply() of this control"),
+        };
+        let DeclKind::Control { apply, params, .. } = &self.p.decl(ctl).kind else {
+            return unsupported(span, "not a control");
+        };
+        // Arguments are bound in the caller's frame.
+        let mut pre = Body::new(false);
+        pre.open();
+        let mut bound = Vec::new();
+        let mut copy_out = Vec::new();
+        for (prm, a) in params.iter().zip(&c.args) {
+            let Some(a) = a else {
+                return unsupported(span, "an omitted argument");
+            };
+            let b = self.control_arg(&mut pre, prm, a, &mut copy_out)?;
+            bound.push((prm.decl, b));
+        }
+        let outer = std::mem::take(&mut self.frame);
+        let r = (|| {
+            self.enter_block(ctl, &prefix, &bound)?;
+            self.declare_locals(ctl)?;
+            let mut post = Body::new(false);
+            post.open();
+            for (dst, tmp, sp) in &copy_out {
+                self.copy(&mut post, dst, tmp, *sp)?;
+            }
+            let after = self.action_node(post, k)?;
+            let entry = self.lower_block(&apply.stmts, after.clone(), after)?;
+            self.local_inits(ctl, entry)
+        })();
+        self.frame = outer;
+        let entry = r?;
+        self.action_node(pre, entry)
+    }
+
+    fn control_arg(
+        &mut self,
+        pre: &mut Body,
+        prm: &Param,
+        a: &Expr,
+        copy_out: &mut Vec<(Place, Place, Span)>,
+    ) -> R<Bind> {
+        use p4_syntax::ast::Direction;
+        // Headers and structs are passed by reference when the argument is a storage
+        // location: p4c's inliner does the same once copies are proven unnecessary.
+        let aggregate = matches!(
+            a.ty,
+            Type::Struct(_) | Type::Header(_) | Type::Stack(..) | Type::HeaderUnion(_)
+        );
+        if let Type::Extern(..) = a.ty {
+            if let ExprKind::Ref(d) = &a.kind {
+                if let Some(b) = self.frame.env.get(d) {
+                    return Ok(b.clone());
+                }
+            }
+            return unsupported(a.span, "this extern argument");
+        }
+        match prm.dir {
+            Some(Direction::InOut) if aggregate => Ok(Bind::Place(self.place(pre, a)?)),
+            Some(Direction::In) | None => {
+                let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
+                self.assign_expr(pre, &tmp, a)?;
+                Ok(Bind::Place(tmp))
+            }
+            Some(dir) => {
+                let dst = self.place(pre, a)?;
+                let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
+                if dir == Direction::InOut {
+                    self.copy(pre, &tmp, &dst, a.span)?;
+                }
+                copy_out.push((dst, tmp.clone(), a.span));
+                Ok(Bind::Place(tmp))
+            }
+        }
+    }
+
+    /// The JSON action for an entry of a table's `actions` list (emitted once per binding).
+    fn table_action(&mut self, ar: &ActionRef) -> R<(String, i64)> {
+        let d = ar.action;
+        let name = match self.frame.env.get(&d) {
+            Some(Bind::Named(n)) => n.clone(),
+            _ => self.cp_name("", d),
+        };
+        let key = format!(
+            "{name}#{}#{:?}",
+            d.0,
+            ar.args.iter().map(|a| a.as_ref().map(|e| (e.span.lo, e.span.hi))).collect::<Vec<_>>()
+        );
+        if let Some(v) = self.action_keys.get(&key) {
+            return Ok(v.clone());
+        }
+        let DeclKind::Action { params, .. } = &self.p.decl(d).kind else {
+            return unsupported(ar.span, "not an action");
+        };
+        let mut runtime_data = Vec::new();
+        let mut args = Vec::new();
+        let mut dir_args = ar.args.iter();
+        let mut saved = Vec::new();
+        for prm in params {
+            if prm.dir.is_none() {
+                let Some((j::FieldWidth::Bits(w), _)) = crate::layout::scalar_width(self, &prm.ty)
+                else {
+                    return unsupported(ar.span, "an action parameter of this type");
+                };
+                let i = runtime_data.len() as u32;
+                runtime_data.push(j::RuntimeData {
+                    name: prm.name.clone(),
+                    bitwidth: w,
+                });
+                let tv = if prm.ty == Type::Bool {
+                    crate::expr::un("d2b", Tv::RuntimeData(i))
+                } else {
+                    Tv::RuntimeData(i)
+                };
+                saved.push((prm.decl, self.frame.env.get(&prm.decl).cloned()));
+                self.frame.env.insert(prm.decl, Bind::Value(tv));
+                args.push(None);
+            } else {
+                args.push(dir_args.next().cloned().flatten());
+            }
+        }
+        let call = Call {
+            target: CallTarget::Action(d),
+            type_args: vec![],
+            args,
+            params: params.clone(),
+        };
+        let e = Expr {
+            kind: ExprKind::Const(p4_sema::ir::Value::Bool(false)),
+            ty: Type::Void,
+            span: ar.span,
+        };
+        let mut b = Body::new(false);
+        b.open();
+        let r = self.inline_action(&mut b, &call, &e);
+        for (dcl, old) in saved {
+            match old {
+                Some(o) => self.frame.env.insert(dcl, o),
+                None => self.frame.env.remove(&dcl),
+            };
+        }
+        r?;
+        let id = self.json.actions.len() as i64;
+        let json_name = if self.json.actions.iter().any(|a| a.name == name) {
+            self.fresh(&name)
+        } else {
+            name.clone()
+        };
+        self.json.actions.push(j::Action {
+            name: json_name.clone(),
+            id,
+            runtime_data,
+            primitives: b.finish(),
+        });
+        crate::p4info::action(self, &name, d);
+        self.action_keys.insert(key, (json_name.clone(), id));
+        Ok((json_name, id))
+    }
+
+    fn table_node(&mut self, t: DeclId, span: Span, succ: Succ) -> R<Next> {
+        let p = self.p;
+        let DeclKind::Table(tbl) = &p.decl(t).kind else {
+            return unsupported(span, "not a table");
+        };
+        let name = match self.frame.env.get(&t) {
+            Some(Bind::Named(n)) => n.clone(),
+            _ => return unsupported(span, "a table outside its control"),
+        };
+        let mut pre = Body::new(false);
+        pre.open();
+        let mut keys = Vec::new();
+        let mut selector_input = Vec::new();
+        let mut widths = Vec::new();
+        for k in &tbl.key {
+            let (target, kmask) = self.key_target(&mut pre, &k.expr)?;
+            if k.match_kind == "selector" {
+                if let j::KeyTarget::Field(f) = target {
+                    selector_input.push(Tv::Field(f));
+                }
+                continue;
+            }
+            let mt: j::MatchType = match k.match_kind.parse() {
+                Ok(m) => m,
+                Err(_) => return unsupported(k.span, format!("match kind `{}`", k.match_kind)),
+            };
+            widths.push(p.width_of(&crate::expr::repr(self, &k.expr.ty)).unwrap_or(1) as u32);
+            keys.push(j::TableKey {
+                match_type: mt,
+                name: Some(crate::p4info::key_name(self, k)),
+                target,
+                mask: kmask,
+            });
+        }
+        let match_type = table_match_type(&keys);
+        // Actions.
+        let mut action_ids = Vec::new();
+        let mut actions = Vec::new();
+        let mut by_decl: HashMap<DeclId, String> = HashMap::new();
+        for ar in &tbl.actions {
+            let (n, id) = self.table_action(ar)?;
+            by_decl.insert(ar.action, n.clone());
+            action_ids.push(id);
+            actions.push(n);
+        }
+        let default_ref = match &tbl.default_action {
+            Some(a) => Some(a.clone()),
+            None => self.no_action(span),
+        };
+        let default_entry = match &default_ref {
+            Some(ar) => {
+                let (n, id) = self.table_action(&ActionRef {
+                    args: directional_args(p, ar),
+                    ..ar.clone()
+                })?;
+                if !actions.contains(&n) {
+                    by_decl.insert(ar.action, n.clone());
+                    action_ids.push(id);
+                    actions.push(n);
+                }
+                Some(j::DefaultEntry {
+                    action_id: id,
+                    action_const: tbl.default_action_const,
+                    action_data: self.action_data(ar)?,
+                    action_entry_const: tbl.default_action_const,
+                })
+            }
+            None => None,
+        };
+        let mut entries = Vec::new();
+        let explicit = tbl.entries.iter().any(|e| e.priority.is_some());
+        let max_prio = tbl.entries.iter().filter_map(|e| e.priority).max().unwrap_or(0);
+        let mut last = 0u64;
+        for (i, en) in tbl.entries.iter().enumerate() {
+            let mut match_key = Vec::new();
+            for ((kexpr, key), w) in en.keys.iter().zip(&keys).zip(&widths) {
+                match_key.push(entry_key(key.match_type, kexpr, *w)?);
+            }
+            let (_, aid) = self.table_action(&ActionRef {
+                args: directional_args(p, &en.action),
+                ..en.action.clone()
+            })?;
+            let priority = if explicit {
+                let pr = en.priority.unwrap_or(last + 1);
+                last = pr;
+                Some((max_prio.max(pr) + 1 - pr) as i64)
+            } else {
+                Some(i as i64 + 1)
+            };
+            entries.push(j::ConstEntry {
+                match_key,
+                action_entry: j::ActionEntry {
+                    action_id: aid,
+                    action_data: self.action_data(&en.action)?,
+                },
+                priority,
+            });
+        }
+        let mut next_tables = BTreeMap::new();
+        let base_default_next = match &succ {
+            Succ::Plain(k) => {
+                for a in &actions {
+                    next_tables.insert(a.clone(), k.clone());
+                }
+                k.clone()
+            }
+            Succ::HitMiss(h, m) => {
+                next_tables.insert("__HIT__".into(), h.clone());
+                next_tables.insert("__MISS__".into(), m.clone());
+                m.clone()
+            }
+            Succ::PerAction(map, default) => {
+                for (d, n) in &by_decl {
+                    next_tables.insert(n.clone(), map.get(d).cloned().unwrap_or(default.clone()));
+                }
+                default.clone()
+            }
+        };
+        let mut table = j::Table {
+            name: name.clone(),
+            id: self.table_id(),
+            key: keys,
+            match_type,
+            kind: j::TableType::Simple,
+            action_profile: None,
+            max_size: tbl.size.unwrap_or(1024) as u32,
+            with_counters: false,
+            support_timeout: false,
+            direct_meters: None,
+            action_ids,
+            actions,
+            base_default_next,
+            next_tables,
+            default_entry,
+            entries,
+            source_info: None,
+        };
+        for prop in &tbl.props {
+            self.table_prop(&mut table, prop, &selector_input)?;
+        }
+        crate::p4info::table(self, t, &name, &table);
+        self.pipe.tables.push(table);
+        self.action_node(pre, Some(name))
+    }
+
+    fn no_action(&self, span: Span) -> Option<ActionRef> {
+        let p = self.p;
+        p.top
+            .iter()
+            .find(|d| p.decl(**d).name == "NoAction" && matches!(p.decl(**d).kind, DeclKind::Action { .. }))
+            .map(|d| ActionRef {
+                annotations: vec![],
+                action: *d,
+                args: vec![],
+                span,
+            })
+    }
+
+    /// Action data of a default action or entry: its directionless arguments.
+    fn action_data(&self, ar: &ActionRef) -> R<Vec<j::HexStr>> {
+        let DeclKind::Action { params, .. } = &self.p.decl(ar.action).kind else {
+            return Ok(vec![]);
+        };
+        let mut out = Vec::new();
+        for (prm, a) in params.iter().zip(&ar.args) {
+            if prm.dir.is_some() {
+                continue;
+            }
+            let Some(a) = a else {
+                return unsupported(ar.span, "an omitted action argument");
+            };
+            let Some(v) = const_int(a) else {
+                return unsupported(a.span, "action data that is not a constant");
+            };
+            let w = self.p.width_of(&crate::expr::repr(self, &prm.ty)).unwrap_or(1) as u32;
+            let Tv::Hexstr(h) = hex(&unsigned(&v, w)) else {
+                unreachable!("hex makes a hexstr")
+            };
+            out.push(h);
+        }
+        Ok(out)
+    }
+
+    /// A table key's target: a field, a field with a mask (slices), `$valid$` (isValid), or a
+    /// temporary computed before the table.
+    fn key_target(&mut self, pre: &mut Body, e: &Expr) -> R<(j::KeyTarget, Option<j::HexStr>)> {
+        if let ExprKind::Call(c) = &e.kind {
+            if let CallTarget::Builtin(recv, p4_sema::ir::Builtin::IsValid) = &c.target {
+                if let Ok(Place::Header { name, .. }) = self.place(pre, recv) {
+                    return Ok((j::KeyTarget::Field(j::FieldRef(name, "$valid$".into())), None));
+                }
+            }
+        }
+        if matches!(e.kind, ExprKind::Ref(_) | ExprKind::Field(..) | ExprKind::Index(..)) {
+            if let Ok(Place::Scalar { h, f, ty }) = self.place(pre, e) {
+                if ty != Type::Bool {
+                    return Ok((j::KeyTarget::Field(j::FieldRef(h, f)), None));
+                }
+            }
+        }
+        let tmp = self.scalar("key", &crate::expr::repr(self, &e.ty), e.span)?;
+        self.assign_expr(pre, &tmp, e)?;
+        let Place::Scalar { h, f, .. } = tmp else {
+            return unsupported(e.span, "this key");
+        };
+        Ok((j::KeyTarget::Field(j::FieldRef(h, f)), None))
+    }
+
+    fn table_prop(
+        &mut self,
+        table: &mut j::Table,
+        prop: &p4_sema::ir::TableProp,
+        selector_input: &[Tv],
+    ) -> R<()> {
+        let inst = match &prop.value.kind {
+            ExprKind::Ref(d) => match self.frame.env.get(d) {
+                Some(Bind::Named(n)) => Some((n.clone(), *d)),
+                _ => Some((self.cp_name("", *d), *d)),
+            },
+            _ => None,
+        };
+        match prop.name.as_str() {
+            "implementation" => {
+                let Some((n, d)) = inst else {
+                    return unsupported(prop.span, "an action profile constructed in the table");
+                };
+                let DeclKind::Instance { ty: Type::Extern(tid, _), args, .. } = &self.p.decl(d).kind
+                else {
+                    return unsupported(prop.span, "this implementation");
+                };
+                let tname = self.p.ty(*tid).name.clone();
+                let size_arg = if tname == "action_selector" { 1 } else { 0 };
+                let size = args
+                    .get(size_arg)
+                    .and_then(|a| a.as_ref())
+                    .and_then(const_int)
+                    .and_then(|v| u32::try_from(v).ok())
+                    .unwrap_or(0);
+                let selector = if tname == "action_selector" {
+                    let algo = match args.first() {
+                        Some(Some(a)) => self.enum_member(a)?,
+                        _ => return unsupported(prop.span, "an action selector without algorithm"),
+                    };
+                    Some(j::Selector {
+                        algo,
+                        input: selector_input.to_vec(),
+                    })
+                } else {
+                    None
+                };
+                table.kind = if selector.is_some() {
+                    j::TableType::IndirectWs
+                } else {
+                    j::TableType::Indirect
+                };
+                table.action_profile = Some(n.clone());
+                // Indirect tables have no default entry data of their own in bmv2.
+                if !self.pipe.action_profiles.iter().any(|a| a.name == n) {
+                    let id = self.json.pipelines.iter().map(|p| p.action_profiles.len()).sum::<usize>()
+                        + self.pipe.action_profiles.len();
+                    self.pipe.action_profiles.push(j::ActionProfile {
+                        name: n.clone(),
+                        id: id as i64,
+                        max_size: size,
+                        selector: selector.clone(),
+                    });
+                    crate::p4info::profile(self, &n, d, selector.is_some(), size);
+                }
+            }
+            "counters" => {
+                let Some((n, d)) = inst else {
+                    return unsupported(prop.span, "a counter constructed in the table");
+                };
+                table.with_counters = true;
+                let id = self.json.counter_arrays.len() as i64;
+                self.json.counter_arrays.push(j::CounterArray {
+                    name: n.clone(),
+                    id,
+                    size: table.max_size,
+                    is_direct: true,
+                    binding: Some(table.name.clone()),
+                });
+                crate::p4info::direct(self, &n, d, &table.name, false);
+            }
+            "meters" => {
+                let Some((n, d)) = inst else {
+                    return unsupported(prop.span, "a meter constructed in the table");
+                };
+                table.direct_meters = Some(n.clone());
+                let unit = match &self.p.decl(d).kind {
+                    DeclKind::Instance { args, .. } => match args.first() {
+                        Some(Some(a)) => self.enum_member(a)?,
+                        _ => String::new(),
+                    },
+                    _ => String::new(),
+                };
+                let id = self.json.meter_arrays.len() as i64;
+                self.json.meter_arrays.push(j::MeterArray {
+                    name: n.clone(),
+                    id,
+                    kind: if unit == "bytes" {
+                        j::MeterType::Bytes
+                    } else {
+                        j::MeterType::Packets
+                    },
+                    rate_count: 2,
+                    size: table.max_size,
+                    is_direct: true,
+                    binding: Some(table.name.clone()),
+                    result_target: None,
+                });
+                crate::p4info::direct(self, &n, d, &table.name, true);
+            }
+            "support_timeout" => {
+                table.support_timeout = matches!(
+                    prop.value.kind,
+                    ExprKind::Const(p4_sema::ir::Value::Bool(true))
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Direct meters learn where their color goes from the `read` calls in actions.
+    pub fn finish_meters(&mut self) {
+        for m in &mut self.json.meter_arrays {
+            if m.is_direct {
+                m.result_target = self.meter_targets.get(&m.name).cloned();
+            }
+        }
+    }
+
+    #[allow(dead_code)]
+    fn frame(&self) -> &Frame {
+        &self.frame
+    }
+}
+
+/// The arguments of an action reference that bind directional parameters (tables list only
+/// those; defaults and entries give all).
+fn directional_args(p: &p4_sema::ir::Program, ar: &ActionRef) -> Vec<Option<Expr>> {
+    let DeclKind::Action { params, .. } = &p.decl(ar.action).kind else {
+        return vec![];
+    };
+    if ar.args.len() != params.len() {
+        return ar.args.clone();
+    }
+    params
+        .iter()
+        .zip(&ar.args)
+        .filter(|(prm, _)| prm.dir.is_some())
+        .map(|(_, a)| a.clone())
+        .collect()
+}
+
+/// bmv2's table-level match type: range, else ternary, else lpm, else exact.
+fn table_match_type(keys: &[j::TableKey]) -> j::MatchType {
+    use j::MatchType as M;
+    let has = |m: M| keys.iter().any(|k| k.match_type == m);
+    if has(M::Range) {
+        M::Range
+    } else if has(M::Ternary) || has(M::Optional) {
+        M::Ternary
+    } else if has(M::Lpm) {
+        M::Lpm
+    } else {
+        M::Exact
+    }
+}
+
+fn hexstr(v: &BigInt, w: u32) -> j::HexStr {
+    match hex(&unsigned(v, w)) {
+        Tv::Hexstr(h) => h,
+        _ => j::HexStr::default(),
+    }
+}
+
+/// One key of a const entry.
+fn entry_key(mt: j::MatchType, e: &Expr, w: u32) -> R<j::EntryKey> {
+    use j::MatchType as M;
+    let mut k = j::EntryKey {
+        match_type: mt,
+        key: None,
+        mask: None,
+        prefix_length: None,
+        start: None,
+        end: None,
+    };
+    let full = mask(w);
+    let (value, m): (BigInt, BigInt) = match &e.kind {
+        ExprKind::DontCare | ExprKind::Default => (BigInt::from(0), BigInt::from(0)),
+        ExprKind::Binary(BinOp::Mask, v, m) => match (const_int(v), const_int(m)) {
+            (Some(v), Some(m)) => (v, m),
+            _ => return unsupported(e.span, "a mask that is not constant"),
+        },
+        ExprKind::Binary(BinOp::Range, lo, hi) => match (const_int(lo), const_int(hi)) {
+            (Some(lo), Some(hi)) => {
+                if mt != M::Range {
+                    return unsupported(e.span, "a range on a key that is not `range`");
+                }
+                k.start = Some(hexstr(&lo, w));
+                k.end = Some(hexstr(&hi, w));
+                return Ok(k);
+            }
+            _ => return unsupported(e.span, "a range that is not constant"),
+        },
+        _ => match const_int(e) {
+            Some(v) => (v, full.clone()),
+            None => return unsupported(e.span, "an entry key that is not constant"),
+        },
+    };
+    match mt {
+        M::Exact | M::Valid => k.key = Some(j::EntryKeyValue::Hex(hexstr(&value, w))),
+        M::Lpm => {
+            k.key = Some(j::EntryKeyValue::Hex(hexstr(&(&value & &m), w)));
+            k.prefix_length = Some(m.to_biguint().map_or(0, |u| u.count_ones()) as u32);
+        }
+        M::Ternary | M::Optional => {
+            k.match_type = M::Ternary;
+            k.key = Some(j::EntryKeyValue::Hex(hexstr(&(&value & &m), w)));
+            k.mask = Some(hexstr(&m, w));
+        }
+        M::Range => {
+            if m == BigInt::from(0) {
+                k.start = Some(hexstr(&BigInt::from(0), w));
+                k.end = Some(hexstr(&full, w));
+            } else {
+                k.start = Some(hexstr(&value, w));
+                k.end = Some(hexstr(&value, w));
+            }
+        }
+    }
+    Ok(k)
+}

@@ -1,0 +1,453 @@
+//! Expressions to BMv2 expression trees, and l-values to places.
+//!
+//! BMv2 evaluates integers at infinite precision, so p4c makes P4's wrapping explicit: `bit<W>`
+//! arithmetic is followed by `& (2^W-1)`, `int<W>` arithmetic by `two_comp_mod(_, W)`,
+//! saturating operators by `usat_cast`/`sat_cast`. Booleans are their own kind of value:
+//! stored as `bit<1>`, converted with `b2d` and `d2b`.
+
+use crate::body::Body;
+use crate::layout::Place;
+use crate::{unsupported, Bind, Ctx, R};
+use num_bigint::BigInt;
+use num_traits::{One, Signed, Zero};
+use p4_bmv2_json as j;
+use p4_bmv2_json::Tv;
+use p4_sema::ir::{
+    Builtin, CallTarget, DeclKind, Expr, ExprKind, StackProp, Type, TypeDeclKind, Value,
+};
+use p4_syntax::ast::{BinOp, UnOp};
+
+pub(crate) fn hex(v: &BigInt) -> Tv {
+    let (sign, bytes) = v.to_bytes_be();
+    Tv::Hexstr(j::HexStr {
+        negative: sign == num_bigint::Sign::Minus,
+        bytes,
+    })
+}
+
+pub(crate) fn hex_u(v: u64) -> Tv {
+    hex(&BigInt::from(v))
+}
+
+pub(crate) fn mask(w: u32) -> BigInt {
+    (BigInt::one() << w) - 1
+}
+
+pub(crate) fn op(o: &str, l: Tv, r: Tv) -> Tv {
+    Tv::Expression(Box::new(j::Expr::Op(j::ExprOp {
+        op: o.into(),
+        left: Some(l),
+        right: Some(r),
+        cond: None,
+    })))
+}
+
+pub(crate) fn un(o: &str, r: Tv) -> Tv {
+    Tv::Expression(Box::new(j::Expr::Op(j::ExprOp {
+        op: o.into(),
+        left: None,
+        right: Some(r),
+        cond: None,
+    })))
+}
+
+/// `e` as a number (`b2d` of a boolean).
+pub(crate) fn b2d(e: Tv) -> Tv {
+    un("b2d", e)
+}
+
+/// The integer type a value is represented by (serializable enums, new types, enums).
+pub(crate) fn repr(ctx: &Ctx, ty: &Type) -> Type {
+    match ty {
+        Type::SerEnum(_, u) => repr(ctx, u),
+        Type::NewType(id) => match &ctx.p.ty(*id).kind {
+            TypeDeclKind::NewType(t) => repr(ctx, t),
+            _ => ty.clone(),
+        },
+        Type::Enum(_) | Type::Error => Type::Bit(32),
+        _ => ty.clone(),
+    }
+}
+
+/// Reduces an arithmetic result to the range of its type, as P4 requires.
+pub(crate) fn wrap(ctx: &Ctx, e: Tv, ty: &Type) -> Tv {
+    match repr(ctx, ty) {
+        Type::Bit(w) => op("&", e, hex(&mask(w))),
+        Type::Int(w) => op("two_comp_mod", e, hex_u(u64::from(w))),
+        _ => e,
+    }
+}
+
+/// A compile-time value as a type-value object.
+pub(crate) fn value_tv(v: &Value, span: p4_syntax::Span) -> R<Tv> {
+    Ok(match v {
+        Value::Bool(b) => Tv::Bool(*b),
+        Value::Int(i) => hex(i),
+        Value::Error(i) => hex_u(*i as u64),
+        Value::EnumMember(_, i) => hex_u(*i as u64),
+        Value::MatchKind(i) => hex_u(*i as u64),
+        Value::Str(s) => Tv::String(s.clone()),
+        Value::Tuple(_) => return unsupported(span, "a list value in an expression"),
+    })
+}
+
+/// Whether evaluating `e` may have side effects (calls other than `isValid`).
+pub(crate) fn has_call(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| {
+        if let ExprKind::Call(c) = &x.kind {
+            if !matches!(c.target, CallTarget::Builtin(_, Builtin::IsValid)) {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Field(b, _)
+        | ExprKind::StackProp(b, _)
+        | ExprKind::Slice(b, _, _)
+        | ExprKind::Unary(_, b)
+        | ExprKind::Cast(b) => walk(b, f),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
+            walk(a, f);
+            walk(b, f);
+        }
+        ExprKind::Ternary(a, b, c) => {
+            walk(a, f);
+            walk(b, f);
+            walk(c, f);
+        }
+        ExprKind::Tuple(items) => items.iter().for_each(|i| walk(i, f)),
+        ExprKind::Call(c) => {
+            if let CallTarget::Method { receiver, .. }
+            | CallTarget::Apply(receiver)
+            | CallTarget::Builtin(receiver, _) = &c.target
+            {
+                walk(receiver, f);
+            }
+            c.args.iter().flatten().for_each(|a| walk(a, f));
+        }
+        _ => {}
+    }
+}
+
+impl Ctx<'_> {
+    /// Reads a scalar place.
+    pub fn read(&self, pl: &Place, span: p4_syntax::Span) -> R<Tv> {
+        match pl {
+            Place::Scalar { h, f, ty } => {
+                let t = Tv::Field(j::FieldRef(h.clone(), f.clone()));
+                Ok(if *ty == Type::Bool { un("d2b", t) } else { t })
+            }
+            Place::LastField { stack, f, ty } => {
+                let t = Tv::StackField(stack.clone(), f.clone());
+                Ok(if *ty == Type::Bool { un("d2b", t) } else { t })
+            }
+            Place::Slice(base, hi, lo) => {
+                let v = self.read(base, span)?;
+                Ok(slice(v, *hi, *lo))
+            }
+            _ => unsupported(span, "a header or struct where a number is expected"),
+        }
+    }
+
+    /// The place an l-value (or an aggregate r-value) denotes.
+    pub fn place(&mut self, b: &mut Body, e: &Expr) -> R<Place> {
+        match &e.kind {
+            ExprKind::Ref(d) => match self.frame.env.get(d) {
+                Some(Bind::Place(p)) => Ok(p.clone()),
+                _ => unsupported(e.span, format!("`{}` here", self.p.decl(*d).name)),
+            },
+            ExprKind::Field(base, i) => {
+                let bp = self.place(b, base)?;
+                self.field_place(bp, *i, e)
+            }
+            ExprKind::Index(s, i) => {
+                let sp = self.place(b, s)?;
+                if let (Place::Struct { fields }, Some(k)) = (&sp, crate::body::const_int(i)) {
+                    return match usize::try_from(k).ok().and_then(|k| fields.get(k)) {
+                        Some(f) => Ok(f.clone()),
+                        None => unsupported(e.span, "a tuple index out of range"),
+                    };
+                }
+                let Place::Stack { name, elem, size } = sp else {
+                    return unsupported(e.span, "indexing this value");
+                };
+                match &i.kind {
+                    ExprKind::Const(Value::Int(v)) => {
+                        let k: u32 = match u32::try_from(v.clone()) {
+                            Ok(k) if k < size => k,
+                            _ => return unsupported(e.span, "a stack index out of bounds"),
+                        };
+                        Ok(Place::Header {
+                            name: format!("{name}[{k}]"),
+                            ty: elem,
+                        })
+                    }
+                    _ => unsupported(e.span, "a header stack index that is not a constant"),
+                }
+            }
+            ExprKind::StackProp(s, prop) => {
+                let sp = self.place(b, s)?;
+                let Place::Stack { name, elem, .. } = sp else {
+                    return unsupported(e.span, "next/last of this value");
+                };
+                match prop {
+                    StackProp::Next => Ok(Place::StackNext { name }),
+                    StackProp::Last => Ok(Place::StackLast { name, elem }),
+                    StackProp::LastIndex => unsupported(e.span, "lastIndex as an l-value"),
+                }
+            }
+            ExprKind::Slice(base, hi, lo) => {
+                let bp = self.place(b, base)?;
+                Ok(Place::Slice(Box::new(bp), *hi, *lo))
+            }
+            ExprKind::Call(c) => match self.call(b, c, e)? {
+                Some(crate::body::CallValue::Place(p)) => Ok(p),
+                _ => unsupported(e.span, "this call as a storage location"),
+            },
+            _ => unsupported(e.span, "this expression as a storage location"),
+        }
+    }
+
+    fn field_place(&self, bp: Place, i: usize, e: &Expr) -> R<Place> {
+        let field = |ty: p4_sema::ir::TypeId| {
+            self.p
+                .fields(&Type::Header(ty))
+                .or_else(|| self.p.fields(&Type::HeaderUnion(ty)))
+                .and_then(|fs| fs.get(i))
+                .cloned()
+        };
+        match bp {
+            Place::Struct { fields, .. } => match fields.get(i) {
+                Some(p) => Ok(p.clone()),
+                None => unsupported(e.span, "a struct field"),
+            },
+            Place::Header { name, ty } => match field(ty) {
+                Some(f) => Ok(Place::Scalar {
+                    h: name,
+                    f: f.name,
+                    ty: f.ty,
+                }),
+                None => unsupported(e.span, "a header field"),
+            },
+            Place::Union { name, ty } => match field(ty) {
+                Some(f) => match f.ty {
+                    Type::Header(h) => Ok(Place::Header {
+                        name: format!("{name}.{}", f.name),
+                        ty: h,
+                    }),
+                    _ => unsupported(e.span, "a union member"),
+                },
+                None => unsupported(e.span, "a union member"),
+            },
+            Place::StackLast { name, elem } => match field(elem) {
+                Some(f) => Ok(Place::LastField {
+                    stack: name,
+                    f: f.name,
+                    ty: f.ty,
+                }),
+                None => unsupported(e.span, "a field of stack.last"),
+            },
+            _ => unsupported(e.span, "a field of this value"),
+        }
+    }
+
+    /// An r-value; boolean expressions stay boolean (`d2b` of stored bits).
+    pub fn rv(&mut self, b: &mut Body, e: &Expr) -> R<Tv> {
+        match &e.kind {
+            ExprKind::Const(v) => value_tv(v, e.span),
+            ExprKind::Ref(d) => {
+                if let DeclKind::Const { value, .. } = &self.p.decl(*d).kind {
+                    return value_tv(value, e.span);
+                }
+                match self.frame.env.get(d) {
+                    Some(Bind::Value(tv)) => Ok(tv.clone()),
+                    Some(Bind::Place(p)) => {
+                        let p = p.clone();
+                        self.read(&p, e.span)
+                    }
+                    _ => unsupported(e.span, format!("`{}` as a value", self.p.decl(*d).name)),
+                }
+            }
+            ExprKind::Field(..) | ExprKind::Index(..) => {
+                let p = self.place(b, e)?;
+                self.read(&p, e.span)
+            }
+            ExprKind::StackProp(_, StackProp::Next | StackProp::Last) => {
+                unsupported(e.span, "stack.next/last as a number")
+            }
+            ExprKind::StackProp(s, StackProp::LastIndex) => {
+                let sp = self.place(b, s)?;
+                let Place::Stack { name, .. } = sp else {
+                    return unsupported(e.span, "lastIndex of this value");
+                };
+                Ok(un("last_stack_index", Tv::HeaderStack(name)))
+            }
+            ExprKind::Slice(base, hi, lo) => {
+                let v = self.rv(b, base)?;
+                Ok(slice(v, *hi, *lo))
+            }
+            ExprKind::Unary(o, a) => {
+                let v = self.rv(b, a)?;
+                Ok(match o {
+                    UnOp::Not => un("not", v),
+                    UnOp::BitNot => wrap(self, un("~", v), &e.ty),
+                    UnOp::Neg => wrap(self, un("-", v), &e.ty),
+                    UnOp::Plus => v,
+                })
+            }
+            ExprKind::Binary(o, l, r) => self.binary(b, *o, l, r, e),
+            ExprKind::Ternary(c, t, f) => {
+                if has_call(t) || has_call(f) {
+                    return unsupported(e.span, "a call inside a branch of `?:`");
+                }
+                let c = self.rv(b, c)?;
+                let t = self.rv(b, t)?;
+                let f = self.rv(b, f)?;
+                Ok(Tv::Expression(Box::new(j::Expr::Op(j::ExprOp {
+                    op: "?".into(),
+                    left: Some(t),
+                    right: Some(f),
+                    cond: Some(c),
+                }))))
+            }
+            ExprKind::Cast(x) => {
+                let v = self.rv(b, x)?;
+                Ok(self.cast(v, &x.ty, &e.ty))
+            }
+            ExprKind::Call(c) => match &c.target {
+                CallTarget::Builtin(recv, Builtin::IsValid) => {
+                    let p = self.place(b, recv)?;
+                    match p {
+                        Place::Header { name, .. } => Ok(un("valid", Tv::Header(name))),
+                        Place::Union { name, .. } => Ok(un("valid_union", Tv::HeaderUnion(name))),
+                        _ => unsupported(e.span, "isValid of this value"),
+                    }
+                }
+                _ => {
+                    // Calls with results: inlined functions, extern methods.
+                    let Some(result) = self.call(b, c, e)? else {
+                        return unsupported(e.span, "a call without a value used as a value");
+                    };
+                    match result {
+                        crate::body::CallValue::Tv(tv) => Ok(tv),
+                        crate::body::CallValue::Place(p) => self.read(&p, e.span),
+                    }
+                }
+            },
+            ExprKind::TableApply(..) => unsupported(
+                e.span,
+                "table hit/miss inside an expression (only `if (t.apply().hit)`)",
+            ),
+            ExprKind::Tuple(_) => unsupported(e.span, "a list where a number is expected"),
+            ExprKind::DontCare | ExprKind::Default => unsupported(e.span, "`_` or `default` here"),
+        }
+    }
+
+    fn binary(&mut self, b: &mut Body, o: BinOp, l: &Expr, r: &Expr, e: &Expr) -> R<Tv> {
+        if matches!(o, BinOp::And | BinOp::Or) && has_call(r) {
+            return unsupported(r.span, "a call on the right of && or ||");
+        }
+        let mut lv = self.rv(b, l)?;
+        // Strict left-to-right: the left operand is saved before a call on the right runs.
+        if has_call(r) && !matches!(l.kind, ExprKind::Const(_)) {
+            let tmp = self.scalar("tmp", &l.ty, l.span)?;
+            self.assign_tv(b, &tmp, lv, l.span)?;
+            lv = self.read(&tmp, l.span)?;
+        }
+        let rv = self.rv(b, r)?;
+        let ty = repr(self, &e.ty);
+        Ok(match o {
+            BinOp::Add => wrap(self, op("+", lv, rv), &ty),
+            BinOp::Sub => wrap(self, op("-", lv, rv), &ty),
+            BinOp::Mul => wrap(self, op("*", lv, rv), &ty),
+            BinOp::Div => op("/", lv, rv),
+            BinOp::Mod => op("%", lv, rv),
+            BinOp::Shl => wrap(self, op("<<", lv, rv), &ty),
+            BinOp::Shr => op(">>", lv, rv),
+            BinOp::AddSat | BinOp::SubSat => {
+                let inner = op(if o == BinOp::AddSat { "+" } else { "-" }, lv, rv);
+                match ty {
+                    Type::Bit(w) => op("usat_cast", inner, hex_u(u64::from(w))),
+                    Type::Int(w) => op("sat_cast", inner, hex_u(u64::from(w))),
+                    _ => return unsupported(e.span, "saturating arithmetic on this type"),
+                }
+            }
+            BinOp::Le => op("<=", lv, rv),
+            BinOp::Ge => op(">=", lv, rv),
+            BinOp::Lt => op("<", lv, rv),
+            BinOp::Gt => op(">", lv, rv),
+            BinOp::Eq | BinOp::Ne => {
+                let name = if o == BinOp::Eq { "==" } else { "!=" };
+                // Aggregates compare field by field.
+                if matches!(l.ty, Type::Header(_) | Type::Struct(_)) {
+                    return unsupported(e.span, "comparing headers or structs");
+                }
+                op(name, lv, rv)
+            }
+            BinOp::BitAnd => op("&", lv, rv),
+            BinOp::BitOr => op("|", lv, rv),
+            BinOp::BitXor => op("^", lv, rv),
+            BinOp::And => op("and", lv, rv),
+            BinOp::Or => op("or", lv, rv),
+            BinOp::Concat => {
+                let Some(wr) = self.p.width_of(&r.ty) else {
+                    return unsupported(e.span, "++ of this type");
+                };
+                let wr = wr as u32;
+                let rmasked = match repr(self, &r.ty) {
+                    Type::Int(_) => op("&", rv, hex(&mask(wr))),
+                    _ => rv,
+                };
+                wrap(
+                    self,
+                    op("|", op("<<", lv, hex_u(u64::from(wr))), rmasked),
+                    &ty,
+                )
+            }
+            BinOp::Mask | BinOp::Range => {
+                return unsupported(e.span, "a keyset expression here");
+            }
+        })
+    }
+
+    /// Converts a value between P4 types.
+    pub fn cast(&self, v: Tv, from: &Type, to: &Type) -> Tv {
+        let (f, t) = (repr(self, from), repr(self, to));
+        match (&f, &t) {
+            (Type::Bool, Type::Bool) => v,
+            (Type::Bool, _) => wrap(self, b2d(v), &t),
+            (_, Type::Bool) => un("d2b", v),
+            (Type::Bit(a), Type::Bit(b2)) if a <= b2 => v,
+            (Type::InfInt, _) => wrap(self, v, &t),
+            (_, Type::Bit(_)) | (_, Type::Int(_)) if f != t => wrap(self, v, &t),
+            _ => v,
+        }
+    }
+}
+
+pub(crate) fn slice(v: Tv, hi: u32, lo: u32) -> Tv {
+    let shifted = if lo == 0 {
+        v
+    } else {
+        op(">>", v, hex_u(u64::from(lo)))
+    };
+    op("&", shifted, hex(&mask(hi - lo + 1)))
+}
+
+/// `v` as an unsigned value of `w` bits (two's complement for negative numbers).
+pub(crate) fn unsigned(v: &BigInt, w: u32) -> BigInt {
+    if v.is_negative() {
+        let m = BigInt::one() << w;
+        ((v % &m) + &m) % m
+    } else if w == 0 {
+        BigInt::zero()
+    } else {
+        v & mask(w)
+    }
+}

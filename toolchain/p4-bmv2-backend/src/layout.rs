@@ -1,0 +1,403 @@
+//! Storage layout: which BMv2 header instance or `scalars` field holds each P4 l-value.
+//!
+//! As in p4c: the headers struct's members become header instances named after the member
+//! (`hdr.ipv4` → `ipv4`, `hdr.vlan[1]` → `vlan[1]`, union members `u.udp`), the user metadata
+//! struct's scalar members become fields of the `scalars` metadata header
+//! (`userMetadata.port`), `standard_metadata` keeps its own header, and locals and temporaries
+//! get fresh `scalars` fields (headers: fresh metadata header instances).
+
+use crate::{unsupported, Bind, Ctx, R};
+use p4_bmv2_json as j;
+use p4_sema::ir::{DeclId, DeclKind, Type, TypeDeclKind, TypeId};
+use p4_syntax::Span;
+use std::collections::HashMap;
+
+/// Where a P4 value lives.
+#[derive(Clone, Debug)]
+pub(crate) enum Place {
+    /// A field of a header instance (`scalars` for metadata); `ty` is its P4 type.
+    Scalar { h: String, f: String, ty: Type },
+    Header { name: String, ty: TypeId },
+    Stack { name: String, elem: TypeId, size: u32 },
+    /// `stack.next` (parser extract target).
+    StackNext { name: String },
+    /// `stack.last`: readable fields only.
+    StackLast { name: String, elem: TypeId },
+    Union { name: String, ty: TypeId },
+    /// A struct or tuple: one place per field, in declaration order.
+    Struct { fields: Vec<Place> },
+    /// `base[hi:lo]` of a scalar.
+    Slice(Box<Place>, u32, u32),
+    /// A field of `stack.last` (read-only, parsers).
+    LastField { stack: String, f: String, ty: Type },
+}
+
+#[derive(Default)]
+pub(crate) struct Layout {
+    /// Header types already emitted, by name.
+    types: HashMap<String, usize>,
+    pub scalars: Vec<j::FieldDecl>,
+    /// Places of the package's headers, user metadata and standard metadata, by type.
+    pub roots: HashMap<TypeId, Place>,
+    /// The user metadata struct (its `@field_list` fields feed clone/resubmit/recirculate).
+    pub meta_ty: Option<TypeId>,
+}
+
+/// Width and signedness of a scalar P4 type as BMv2 stores it.
+pub(crate) fn scalar_width(ctx: &Ctx, ty: &Type) -> Option<(j::FieldWidth, bool)> {
+    Some(match ty {
+        Type::Bool => (j::FieldWidth::Bits(1), false),
+        Type::Bit(w) => (j::FieldWidth::Bits(*w), false),
+        Type::Int(w) => (j::FieldWidth::Bits(*w), true),
+        Type::Varbit(_) => (j::FieldWidth::Variable, false),
+        Type::Error | Type::Enum(_) => (j::FieldWidth::Bits(32), false),
+        Type::SerEnum(_, u) => return scalar_width(ctx, u),
+        Type::NewType(id) => match &ctx.p.ty(*id).kind {
+            TypeDeclKind::NewType(t) => return scalar_width(ctx, t),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+impl Ctx<'_> {
+    /// The BMv2 header type for a P4 header type (emitted once).
+    fn header_type(&mut self, id: TypeId, span: Span) -> R<String> {
+        let decl = self.p.ty(id);
+        let name = decl.name.clone();
+        if self.lay.types.contains_key(&name) {
+            return Ok(name);
+        }
+        let TypeDeclKind::Header(fields) = &decl.kind else {
+            return unsupported(span, format!("`{name}` as a header"));
+        };
+        let mut out = Vec::new();
+        let mut max_length = None;
+        for f in fields {
+            let Some((width, signed)) = scalar_width(self, &f.ty) else {
+                return unsupported(f.span, "a header field of this type");
+            };
+            if let Type::Varbit(w) = f.ty {
+                max_length = Some(w.div_ceil(8));
+            }
+            out.push(j::FieldDecl {
+                name: f.name.clone(),
+                width,
+                signed,
+            });
+        }
+        let idx = self.json.header_types.len();
+        self.json.header_types.push(j::HeaderType {
+            name: name.clone(),
+            id: idx as i64,
+            fields: out,
+            length_exp: None,
+            max_length,
+        });
+        self.lay.types.insert(name.clone(), idx);
+        Ok(name)
+    }
+
+    pub fn add_header_instance(&mut self, name: &str, ty: TypeId, meta: bool, span: Span) -> R<i64> {
+        let header_type = self.header_type(ty, span)?;
+        let id = self.json.headers.len() as i64;
+        self.json.headers.push(j::Header {
+            name: name.to_string(),
+            id,
+            header_type,
+            metadata: meta,
+            pi_omit: None,
+        });
+        Ok(id)
+    }
+
+    /// A fresh `scalars` field for a value of `ty` named after `base`.
+    pub fn scalar(&mut self, base: &str, ty: &Type, span: Span) -> R<Place> {
+        let Some((width, signed)) = scalar_width(self, ty) else {
+            return unsupported(span, format!("a value of type {}", self.p.show(ty)));
+        };
+        let f = self.fresh(base);
+        self.lay.scalars.push(j::FieldDecl {
+            name: f.clone(),
+            width,
+            signed,
+        });
+        Ok(Place::Scalar {
+            h: "scalars".into(),
+            f,
+            ty: ty.clone(),
+        })
+    }
+
+    /// Fresh storage for a value of any type: locals, copy-in/copy-out temporaries.
+    pub fn fresh_place(&mut self, base: &str, ty: &Type, span: Span) -> R<Place> {
+        match ty {
+            Type::Header(id) => {
+                let name = self.fresh(base);
+                self.add_header_instance(&name, *id, true, span)?;
+                Ok(Place::Header { name, ty: *id })
+            }
+            Type::Struct(_) => {
+                let fields = self.p.fields(ty).unwrap_or_default().to_vec();
+                let mut out = Vec::new();
+                for f in &fields {
+                    out.push(self.fresh_place(&format!("{base}.{}", f.name), &f.ty, f.span)?);
+                }
+                Ok(Place::Struct { fields: out })
+            }
+            Type::Tuple(ts) => {
+                let mut out = Vec::new();
+                for (i, t) in ts.iter().enumerate() {
+                    out.push(self.fresh_place(&format!("{base}.f{i}"), t, span)?);
+                }
+                Ok(Place::Struct { fields: out })
+            }
+            Type::Stack(e, n) => {
+                let Type::Header(elem) = **e else {
+                    return unsupported(span, "a stack of header unions as a local");
+                };
+                let name = self.fresh(base);
+                self.add_stack(&name, elem, *n, true, span)?;
+                Ok(Place::Stack {
+                    name,
+                    elem,
+                    size: *n,
+                })
+            }
+            Type::HeaderUnion(id) => {
+                let name = self.fresh(base);
+                self.add_union(&name, *id, true, span)?;
+                Ok(Place::Union { name, ty: *id })
+            }
+            _ => self.scalar(base, ty, span),
+        }
+    }
+
+    fn add_stack(&mut self, name: &str, elem: TypeId, n: u32, meta: bool, span: Span) -> R<()> {
+        let mut ids = Vec::new();
+        for i in 0..n {
+            ids.push(self.add_header_instance(&format!("{name}[{i}]"), elem, meta, span)?);
+        }
+        let header_type = self.header_type(elem, span)?;
+        let id = self.json.header_stacks.len() as i64;
+        self.json.header_stacks.push(j::HeaderStack {
+            name: name.to_string(),
+            id,
+            header_type,
+            size: Some(n),
+            header_ids: ids,
+        });
+        Ok(())
+    }
+
+    fn add_union(&mut self, name: &str, ty: TypeId, meta: bool, span: Span) -> R<()> {
+        let decl = self.p.ty(ty);
+        let tname = decl.name.clone();
+        let TypeDeclKind::HeaderUnion(fields) = &decl.kind else {
+            return unsupported(span, "a header union");
+        };
+        let fields = fields.clone();
+        let mut members = Vec::new();
+        let mut ids = Vec::new();
+        for f in &fields {
+            let Type::Header(h) = f.ty else {
+                return unsupported(f.span, "a union member that is not a header");
+            };
+            ids.push(self.add_header_instance(&format!("{name}.{}", f.name), h, meta, span)?);
+            members.push((f.name.clone(), self.p.ty(h).name.clone()));
+        }
+        if !self.json.header_union_types.iter().any(|u| u.name == tname) {
+            let id = self.json.header_union_types.len() as i64;
+            self.json.header_union_types.push(j::HeaderUnionType {
+                name: tname.clone(),
+                id,
+                headers: members,
+            });
+        }
+        let id = self.json.header_unions.len() as i64;
+        self.json.header_unions.push(j::HeaderUnion {
+            name: name.to_string(),
+            id,
+            union_type: tname,
+            header_ids: ids,
+        });
+        Ok(())
+    }
+
+    /// The place of a struct of the package's headers or metadata: headers keep their member
+    /// names (under `prefix` when it is not empty), scalars go to `scalars`.
+    fn root_struct(&mut self, id: TypeId, prefix: &str, meta: bool, span: Span) -> R<Place> {
+        let ty = Type::Struct(id);
+        let fields = self.p.fields(&ty).unwrap_or_default().to_vec();
+        let mut out = Vec::new();
+        for f in &fields {
+            let name = if prefix.is_empty() {
+                f.name.clone()
+            } else {
+                format!("{prefix}.{}", f.name)
+            };
+            out.push(match &f.ty {
+                Type::Header(h) => {
+                    self.add_header_instance(&name, *h, meta, f.span)?;
+                    Place::Header { name, ty: *h }
+                }
+                Type::Stack(e, n) => match **e {
+                    Type::Header(elem) => {
+                        self.add_stack(&name, elem, *n, meta, f.span)?;
+                        Place::Stack {
+                            name,
+                            elem,
+                            size: *n,
+                        }
+                    }
+                    _ => return unsupported(f.span, "a stack of header unions"),
+                },
+                Type::HeaderUnion(u) => {
+                    self.add_union(&name, *u, meta, f.span)?;
+                    Place::Union { name, ty: *u }
+                }
+                Type::Struct(s) => self.root_struct(*s, &name, meta, f.span)?,
+                Type::Tuple(_) => {
+                    let t = f.ty.clone();
+                    self.fresh_place(&name, &t, f.span)?
+                }
+                other => {
+                    let other = other.clone();
+                    self.scalar(&name, &other, f.span)?
+                }
+            });
+        }
+        let _ = span;
+        Ok(Place::Struct { fields: out })
+    }
+
+    /// Builds the places of V1Switch's headers, user metadata and standard metadata from the
+    /// parser's parameters (`packet_in`, `out H`, `inout M`, `inout standard_metadata_t`).
+    pub fn layout_roots(&mut self, blocks: &[DeclId]) -> R<()> {
+        let p = self.p;
+        let parser = p.decl(blocks[0]);
+        let DeclKind::Parser { params, .. } = &parser.kind else {
+            return unsupported(parser.span, "V1Switch's first argument must be a parser");
+        };
+        if params.len() != 4 {
+            return unsupported(parser.span, "a v1model parser without four parameters");
+        }
+        // The scalars header first, as p4c does; its fields are filled in at the end.
+        self.json.header_types.push(j::HeaderType {
+            name: "scalars_0".into(),
+            id: 0,
+            fields: Vec::new(),
+            length_exp: None,
+            max_length: None,
+        });
+        self.lay.types.insert("scalars_0".into(), 0);
+        self.json.headers.push(j::Header {
+            name: "scalars".into(),
+            id: 0,
+            header_type: "scalars_0".into(),
+            metadata: true,
+            pi_omit: None,
+        });
+        // standard_metadata: its own header type and instance, aliases for queueing fields.
+        let Type::Struct(sm) = params[3].ty else {
+            return unsupported(parser.span, "standard_metadata must be a struct");
+        };
+        let fields = p.fields(&params[3].ty).unwrap_or_default().to_vec();
+        let mut decls = Vec::new();
+        let mut places = Vec::new();
+        for f in &fields {
+            let Some((width, signed)) = scalar_width(self, &f.ty) else {
+                return unsupported(f.span, "a standard_metadata field of this type");
+            };
+            decls.push(j::FieldDecl {
+                name: f.name.clone(),
+                width,
+                signed,
+            });
+            if let Some(alias) =
+                p4_syntax::ast::find_annotation(&f.annotations, "alias").and_then(|a| a.string_arg())
+            {
+                self.json.field_aliases.push((
+                    alias.to_string(),
+                    j::FieldRef("standard_metadata".into(), f.name.clone()),
+                ));
+            }
+            places.push(Place::Scalar {
+                h: "standard_metadata".into(),
+                f: f.name.clone(),
+                ty: f.ty.clone(),
+            });
+        }
+        let id = self.json.header_types.len();
+        self.json.header_types.push(j::HeaderType {
+            name: "standard_metadata".into(),
+            id: id as i64,
+            fields: decls,
+            length_exp: None,
+            max_length: None,
+        });
+        self.lay.types.insert("standard_metadata".into(), id);
+        let hid = self.json.headers.len() as i64;
+        self.json.headers.push(j::Header {
+            name: "standard_metadata".into(),
+            id: hid,
+            header_type: "standard_metadata".into(),
+            metadata: true,
+            pi_omit: None,
+        });
+        self.lay.roots.insert(
+            sm,
+            Place::Struct { fields: places },
+        );
+        self.std_meta = Some(sm);
+        // The user metadata, then the headers (p4c's order of instances).
+        let Type::Struct(m) = params[2].ty else {
+            return unsupported(parser.span, "the user metadata must be a struct");
+        };
+        let place = self.root_struct(m, "userMetadata", true, parser.span)?;
+        self.lay.roots.insert(m, place);
+        self.lay.meta_ty = Some(m);
+        let Type::Struct(h) = params[1].ty else {
+            return unsupported(parser.span, "the headers must be a struct");
+        };
+        let place = self.root_struct(h, "", false, parser.span)?;
+        self.lay.roots.insert(h, place);
+        Ok(())
+    }
+
+    /// The binding of a top-level parser/control parameter.
+    pub fn root_binding(&mut self, ty: &Type, d: DeclId) -> R<Bind> {
+        match ty {
+            Type::Extern(id, _)
+                if matches!(self.p.ty(*id).name.as_str(), "packet_in" | "packet_out") =>
+            {
+                Ok(Bind::Packet)
+            }
+            Type::Struct(id) => match self.lay.roots.get(id) {
+                Some(pl) => Ok(Bind::Place(pl.clone())),
+                None => unsupported(
+                    self.p.decl(d).span,
+                    "a block parameter whose type differs from the parser's",
+                ),
+            },
+            _ => unsupported(self.p.decl(d).span, "a block parameter of this type"),
+        }
+    }
+
+    /// Fills the `scalars` header type with the fields allocated while lowering.
+    pub fn finish_layout(&mut self) {
+        if let Some(t) = self.json.header_types.first_mut() {
+            t.fields = std::mem::take(&mut self.lay.scalars);
+        }
+    }
+
+    /// A local variable's place (fresh storage named after it).
+    pub fn local_place(&mut self, d: DeclId) -> R<Place> {
+        let decl = self.p.decl(d);
+        let DeclKind::Var { ty, .. } = &decl.kind else {
+            return unsupported(decl.span, "not a variable");
+        };
+        let name = decl.name.clone();
+        self.fresh_place(&name, ty, decl.span)
+    }
+}

@@ -1,0 +1,308 @@
+//! Lowering of a checked v1model program (`p4_sema::ir`) to BMv2 JSON (`p4_bmv2_json`), as
+//! p4c's `p4c-bm2-ss` does, and to the control-plane model that `p4-p4info` turns into P4Info.
+//!
+//! The passes, in the order [`compile`] runs them (each in its own module):
+//! 1. `layout`: the V1Switch package's parameters become header instances (`hdr.ipv4` →
+//!    `ipv4`), the `scalars` metadata header (`meta.x` → `scalars.userMetadata.x`, locals) and
+//!    `standard_metadata`; every P4 l-value maps to a [`layout::Place`].
+//! 2. `parser`: parser states to parse states; `extract`, `lookahead`, `advance`, `verify`,
+//!    assignments; select keysets to value/mask transitions (ranges expanded into masks as
+//!    p4c's `ReplaceSelectRange` does), value sets.
+//! 3. `control`: each control's apply block to a graph of tables and conditionals; straight-
+//!    line code between them becomes hidden one-action tables (p4c's `tbl_act`), `hit`/`miss`
+//!    and `switch (t.apply().action_run)` become `next_tables`, sub-controls are inlined with
+//!    their own name prefix, `return` jumps to the control's continuation, `exit` ends it.
+//! 4. `body`: action, function and extern calls inlined into primitives, with copy-in/copy-out
+//!    through temporaries (correct when arguments alias), left-to-right evaluation (operands
+//!    before a call are saved), `if` inside actions as `_jump_if_zero`, `return` as `_jump`,
+//!    v1model externs as bmv2 primitives.
+//! 5. `expr`: expressions to bmv2 expression trees with p4c's wrapping (`& mask` after `bit<W>`
+//!    arithmetic, `two_comp_mod` for `int<W>`), `b2d`/`d2b` between bool and bits.
+//! 6. `checksum` and `deparser`: verify/compute controls to `checksums` and `calculations`,
+//!    the deparser's `emit` calls to its header order.
+//! 7. `p4info`: the control-plane model with p4c's names (`MyIngress.ipv4_lpm`, `@name`).
+//!
+//! Anything outside this subset is an `unsupported` error at its source location.
+
+mod body;
+mod checksum;
+mod control;
+mod expr;
+mod layout;
+mod p4info;
+mod parser;
+
+use p4_bmv2_json as j;
+use p4_sema::ir::{self, DeclId, DeclKind, ExprKind, Type, TypeDeclKind};
+use p4_syntax::{Diagnostics, Span};
+use std::collections::HashMap;
+
+/// What a successful compilation produces.
+pub struct Output {
+    pub json: j::Program,
+    pub control_plane: p4_p4info::ControlPlane,
+}
+
+/// A construct the backend cannot lower; reported as `unsupported: WHAT` at the span.
+#[derive(Debug, Clone)]
+pub(crate) struct Unsupported {
+    pub span: Span,
+    pub what: String,
+}
+
+pub(crate) type R<T> = Result<T, Unsupported>;
+
+pub(crate) fn unsupported<T>(span: Span, what: impl Into<String>) -> R<T> {
+    Err(Unsupported {
+        span,
+        what: what.into(),
+    })
+}
+
+/// The six blocks of `V1Switch`, in parameter order.
+const V1SWITCH_BLOCKS: usize = 6;
+
+/// Compiles a checked program; every problem goes to `diags` (`None` if there was any).
+pub fn compile(p: &ir::Program, diags: &mut Diagnostics) -> Option<Output> {
+    let mut cx = Ctx::new(p);
+    if let Err(u) = cx.run() {
+        cx.errors.push(u);
+    }
+    for u in &cx.errors {
+        diags.unsupported(u.span, &u.what);
+    }
+    if !cx.errors.is_empty() {
+        return None;
+    }
+    let control_plane = cx.cp.take_model();
+    Some(Output {
+        json: cx.json,
+        control_plane,
+    })
+}
+
+/// How a name in the P4 program is bound while lowering.
+#[derive(Clone, Debug)]
+pub(crate) enum Bind {
+    Place(layout::Place),
+    /// A value: action data (`runtime_data`), a constructor argument, a constant.
+    Value(j::Tv),
+    /// `packet_in` / `packet_out` parameters.
+    Packet,
+    /// An extern, table, control or parser instance, by its full control-plane name.
+    Named(String),
+}
+
+/// One control or parser instance being lowered: its name prefix and bindings.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Frame {
+    pub prefix: String,
+    pub env: HashMap<DeclId, Bind>,
+}
+
+pub(crate) struct Ctx<'p> {
+    pub p: &'p ir::Program,
+    pub json: j::Program,
+    pub cp: p4info::Collector,
+    pub errors: Vec<Unsupported>,
+    pub lay: layout::Layout,
+    pub frame: Frame,
+    /// Emitted actions by (instance prefix, action, bound directional arguments).
+    pub action_keys: HashMap<String, (String, i64)>,
+    pub names: HashMap<String, u32>,
+    /// Field lists for `@field_list(N)` indices, by N.
+    pub field_lists: HashMap<u64, i64>,
+    /// Learn lists by the digest's data type name.
+    pub learn_lists: HashMap<String, i64>,
+    /// `direct_meter.read(out r)` destinations, by meter name.
+    pub meter_targets: HashMap<String, j::FieldRef>,
+    /// The pipeline being built.
+    pub pipe: j::Pipeline,
+    /// The standard_metadata parameter's type.
+    pub std_meta: Option<ir::TypeId>,
+}
+
+impl<'p> Ctx<'p> {
+    fn new(p: &'p ir::Program) -> Self {
+        Ctx {
+            p,
+            json: j::Program::default(),
+            cp: p4info::Collector::default(),
+            errors: Vec::new(),
+            lay: layout::Layout::default(),
+            frame: Frame::default(),
+            action_keys: HashMap::new(),
+            names: HashMap::new(),
+            field_lists: HashMap::new(),
+            learn_lists: HashMap::new(),
+            meter_targets: HashMap::new(),
+            pipe: j::Pipeline::default(),
+            std_meta: None,
+        }
+    }
+
+    /// A name unique among those made with the same base: `base`, `base_0`, `base_1`, ...
+    pub fn fresh(&mut self, base: &str) -> String {
+        let n = self.names.entry(base.to_string()).or_insert(0);
+        let name = if *n == 0 {
+            base.to_string()
+        } else {
+            format!("{base}_{}", *n - 1)
+        };
+        *n += 1;
+        name
+    }
+
+    /// Runs the passes over `main`'s six blocks.
+    fn run(&mut self) -> R<()> {
+        let p = self.p;
+        let Some(main) = p.main else {
+            return unsupported(Span::default(), "a program without a `main` package instance");
+        };
+        let main_decl = p.decl(main);
+        let DeclKind::Instance { args, .. } = &main_decl.kind else {
+            return unsupported(main_decl.span, "`main` is not a package instance");
+        };
+        let pkg_name = match &main_decl.kind {
+            DeclKind::Instance {
+                ty: Type::Package(id, _),
+                ..
+            } => p.ty(*id).name.clone(),
+            _ => String::new(),
+        };
+        if pkg_name != "V1Switch" || args.len() != V1SWITCH_BLOCKS {
+            return unsupported(
+                main_decl.span,
+                format!("package `{pkg_name}` (only v1model's V1Switch)"),
+            );
+        }
+        let mut blocks = Vec::new();
+        for a in args {
+            let Some(a) = a else {
+                return unsupported(main_decl.span, "an omitted V1Switch argument");
+            };
+            blocks.push(self.block_of(a)?);
+        }
+        self.cp.begin(p, main);
+        self.layout_roots(&blocks)?;
+        self.json.errors = p
+            .errors
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.clone(), i as i64))
+            .collect();
+        // Parser.
+        self.enter_block(blocks[0], "", &[])?;
+        self.lower_parser(blocks[0])?;
+        // Verify checksum, ingress, egress, compute checksum, deparser.
+        self.enter_block(blocks[1], "", &[])?;
+        self.lower_checksums(blocks[1], true)?;
+        for (i, name) in [(2, "ingress"), (3, "egress")] {
+            self.enter_block(blocks[i], "", &[])?;
+            self.lower_pipeline(blocks[i], name)?;
+        }
+        self.enter_block(blocks[4], "", &[])?;
+        self.lower_checksums(blocks[4], false)?;
+        self.enter_block(blocks[5], "", &[])?;
+        self.lower_deparser(blocks[5])?;
+        self.finish_layout();
+        self.finish_meters();
+        self.json.program = None;
+        self.json.meta = Some(j::Meta {
+            version: vec![2, 23],
+            compiler: Some("lossless-lab p4-compile".into()),
+        });
+        p4info::finish(self)?;
+        Ok(())
+    }
+
+    /// The parser/control declaration a V1Switch argument instantiates.
+    fn block_of(&self, e: &ir::Expr) -> R<DeclId> {
+        let ty = match &e.kind {
+            ExprKind::Call(c) => match &c.target {
+                ir::CallTarget::Construct(t) => t.clone(),
+                _ => e.ty.clone(),
+            },
+            ExprKind::Ref(d) => match &self.p.decl(*d).kind {
+                DeclKind::Instance { ty, .. } => ty.clone(),
+                _ => e.ty.clone(),
+            },
+            _ => e.ty.clone(),
+        };
+        if let Type::Parser(id, _) | Type::Control(id, _) = ty {
+            if let TypeDeclKind::Block {
+                implementation: Some(d),
+                ..
+            } = &self.p.ty(id).kind
+            {
+                return Ok(*d);
+            }
+        }
+        unsupported(e.span, "a V1Switch argument that is not a parser or control instance")
+    }
+
+    /// The control-plane name of a declaration inside the current frame: `@name("x")` →
+    /// `prefix.x`, `@name(".x")` → `x`, else `prefix.name`.
+    pub fn cp_name(&self, prefix: &str, d: DeclId) -> String {
+        let decl = self.p.decl(d);
+        let base = match p4_syntax::ast::find_annotation(&decl.annotations, "name")
+            .and_then(|a| a.string_arg())
+        {
+            Some(n) if n.starts_with('.') => return n[1..].to_string(),
+            Some(n) => n.to_string(),
+            None => decl.name.clone(),
+        };
+        if prefix.is_empty() {
+            base
+        } else {
+            format!("{prefix}.{base}")
+        }
+    }
+
+    /// Starts lowering a parser or control: binds its parameters to the layout's roots and its
+    /// local instances, tables and actions to their names under `prefix`.
+    fn enter_block(&mut self, d: DeclId, prefix: &str, bound: &[(DeclId, Bind)]) -> R<()> {
+        let decl = self.p.decl(d);
+        let (params, locals) = match &decl.kind {
+            DeclKind::Parser { params, locals, .. } | DeclKind::Control { params, locals, .. } => {
+                (params, locals)
+            }
+            _ => return unsupported(decl.span, "not a parser or control"),
+        };
+        let prefix = if prefix.is_empty() {
+            self.cp_name("", d)
+        } else {
+            prefix.to_string()
+        };
+        self.frame = Frame {
+            prefix: prefix.clone(),
+            env: HashMap::new(),
+        };
+        for (id, b) in bound {
+            self.frame.env.insert(*id, b.clone());
+        }
+        if bound.is_empty() {
+            for prm in params {
+                let b = self.root_binding(&prm.ty, prm.decl)?;
+                self.frame.env.insert(prm.decl, b);
+            }
+        }
+        for &l in locals {
+            let name = self.cp_name(&prefix, l);
+            match &self.p.decl(l).kind {
+                DeclKind::Var { .. } => {
+                    let pl = self.local_place(l)?;
+                    self.frame.env.insert(l, Bind::Place(pl));
+                }
+                DeclKind::Instance { .. }
+                | DeclKind::Table(_)
+                | DeclKind::Action { .. }
+                | DeclKind::ValueSet { .. } => {
+                    self.frame.env.insert(l, Bind::Named(name));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

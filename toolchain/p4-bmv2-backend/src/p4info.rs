@@ -1,0 +1,516 @@
+//! The control-plane model (`p4_p4info::ControlPlane`) of the program, collected while the
+//! pipelines are lowered: names as p4c computes them (`MyIngress.ipv4_lpm`, `@name` applied,
+//! top-level actions under their own names), in p4c's order (each control's actions in
+//! declaration order after the top-level actions its tables use, then its tables and extern
+//! instances in declaration order).
+
+use crate::body::const_int;
+use crate::{Bind, Ctx, R};
+use num_traits::ToPrimitive;
+use p4_bmv2_json as j;
+use p4_p4info as m;
+use p4_sema::ir::{self, DeclId, DeclKind, Expr, ExprKind, Type, TypeDeclKind, Value};
+use p4_syntax::ast;
+use std::collections::{HashMap, HashSet};
+
+#[derive(Default)]
+pub(crate) struct Collector {
+    model: m::ControlPlane,
+    /// Extern instances already declared (by name).
+    pub declared: HashSet<String>,
+    /// Tables by name, placed in declaration order at the end.
+    tables: HashMap<String, m::Table>,
+    table_order: Vec<String>,
+    actions_seen: HashSet<String>,
+    types_seen: HashSet<String>,
+}
+
+fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
+    let mut out = Vec::new();
+    for a in annos {
+        let name = a.name.name.as_str();
+        match (name, &a.body) {
+            ("name", _) => {
+                if let Some(s) = a.string_arg() {
+                    out.push(m::Annotation::Name(s.to_string()));
+                }
+            }
+            ("id", ast::AnnotationBody::Exprs(es)) => {
+                if let Some(ast::ExprKind::Int { value, .. }) = es.first().map(|e| &e.kind) {
+                    if let Some(v) = value.to_u64() {
+                        out.push(m::Annotation::Id(v));
+                    }
+                }
+            }
+            ("brief", _) => out.push(m::Annotation::Brief(a.string_arg().unwrap_or("").into())),
+            ("description", _) => out.push(m::Annotation::Description(
+                a.string_arg().unwrap_or("").into(),
+            )),
+            // Annotations that only steer the compiler.
+            ("field_list" | "alias" | "metadata" | "match", _) => {}
+            (_, ast::AnnotationBody::Empty) => out.push(m::Annotation::rendered(format!("@{name}"))),
+            (_, ast::AnnotationBody::Exprs(es)) => {
+                let mut args = Vec::new();
+                for e in es {
+                    match &e.kind {
+                        ast::ExprKind::Str(s) => args.push(format!("{s:?}")),
+                        ast::ExprKind::Int { value, .. } => args.push(value.to_string()),
+                        _ => args.push("...".into()),
+                    }
+                }
+                out.push(m::Annotation::rendered(format!("@{name}({})", args.join(", "))));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn unit(s: &str) -> m::Unit {
+    match s {
+        "bytes" => m::Unit::Bytes,
+        "packets_and_bytes" => m::Unit::PacketsAndBytes,
+        _ => m::Unit::Packets,
+    }
+}
+
+impl Collector {
+    pub fn begin(&mut self, p: &ir::Program, main: DeclId) {
+        self.model.arch = "v1model".into();
+        self.model.package.annotations = annotations(&p.decl(main).annotations)
+            .into_iter()
+            .filter(|a| !matches!(a, m::Annotation::Name(_)))
+            .collect();
+        self.model.errors = p.errors.clone();
+    }
+
+    /// The control-plane type of a P4 type; named types are described in `types`.
+    fn ty(&mut self, p: &ir::Program, t: &Type) -> m::P4Type {
+        match t {
+            Type::Bool => m::P4Type::Bool,
+            Type::Bit(w) => m::P4Type::Bit(*w),
+            Type::Int(w) => m::P4Type::Int(*w),
+            Type::Varbit(w) => m::P4Type::Varbit(*w),
+            Type::Error => m::P4Type::Error,
+            Type::Tuple(ts) => m::P4Type::Tuple(ts.iter().map(|t| self.ty(p, t)).collect()),
+            Type::Stack(e, n) => {
+                let element = match &**e {
+                    Type::Header(id) | Type::HeaderUnion(id) => {
+                        self.ty(p, e);
+                        p.ty(*id).name.clone()
+                    }
+                    _ => String::new(),
+                };
+                m::P4Type::Stack { element, size: *n }
+            }
+            Type::Header(id)
+            | Type::Struct(id)
+            | Type::HeaderUnion(id)
+            | Type::Enum(id)
+            | Type::SerEnum(id, _)
+            | Type::NewType(id) => {
+                let name = p.ty(*id).name.clone();
+                if self.types_seen.insert(name.clone()) {
+                    let decl = self.type_decl(p, t, &name);
+                    if let Some(d) = decl {
+                        self.model.types.push(d);
+                    }
+                }
+                m::P4Type::Named(name)
+            }
+            _ => m::P4Type::Bit(0),
+        }
+    }
+
+    fn type_decl(&mut self, p: &ir::Program, t: &Type, name: &str) -> Option<m::TypeDecl> {
+        let id = match t {
+            Type::Header(id)
+            | Type::Struct(id)
+            | Type::HeaderUnion(id)
+            | Type::Enum(id)
+            | Type::SerEnum(id, _)
+            | Type::NewType(id) => *id,
+            _ => return None,
+        };
+        let name = name.to_string();
+        Some(match &p.ty(id).kind {
+            TypeDeclKind::Struct(fs) => m::TypeDecl::Struct {
+                name,
+                fields: fs.iter().map(|f| (f.name.clone(), self.ty(p, &f.ty))).collect(),
+            },
+            TypeDeclKind::Header(fs) => m::TypeDecl::Header {
+                name,
+                fields: fs.iter().map(|f| (f.name.clone(), self.ty(p, &f.ty))).collect(),
+            },
+            TypeDeclKind::HeaderUnion(fs) => m::TypeDecl::HeaderUnion {
+                name,
+                members: fs
+                    .iter()
+                    .map(|f| {
+                        self.ty(p, &f.ty);
+                        (f.name.clone(), p.show(&f.ty))
+                    })
+                    .collect(),
+            },
+            TypeDeclKind::Enum(ms) => m::TypeDecl::Enum {
+                name,
+                members: ms.clone(),
+            },
+            TypeDeclKind::SerEnum { underlying, members } => m::TypeDecl::SerializableEnum {
+                name,
+                width: p.width_of(underlying).unwrap_or(0) as u32,
+                members: members
+                    .iter()
+                    .map(|(n, v)| (n.clone(), v.to_u128().unwrap_or(0)))
+                    .collect(),
+            },
+            TypeDeclKind::NewType(u) => m::TypeDecl::NewType {
+                name,
+                underlying: self.ty(p, u),
+                translation: None,
+            },
+            _ => return None,
+        })
+    }
+
+    pub fn register(&mut self, p: &ir::Program, name: &str, d: DeclId, elem: &Type, size: u64) {
+        let ty = self.ty(p, elem);
+        self.model.registers.push(m::Register {
+            name: name.into(),
+            annotations: annotations(&p.decl(d).annotations),
+            ty,
+            size: size as i64,
+            index_type: None,
+        });
+    }
+
+    pub fn counter(&mut self, p: &ir::Program, name: &str, d: DeclId, u: &str, size: u64) {
+        self.model.counters.push(m::Indexed {
+            name: name.into(),
+            annotations: annotations(&p.decl(d).annotations),
+            unit: unit(u),
+            size: size as i64,
+            index_type: None,
+        });
+    }
+
+    pub fn meter(&mut self, p: &ir::Program, name: &str, d: DeclId, u: &str, size: u64) {
+        self.model.meters.push(m::Indexed {
+            name: name.into(),
+            annotations: annotations(&p.decl(d).annotations),
+            unit: unit(u),
+            size: size as i64,
+            index_type: None,
+        });
+    }
+
+    pub fn digest(&mut self, p: &ir::Program, t: Option<&Type>) {
+        let Some(t) = t else { return };
+        let ty = self.ty(p, t);
+        let name = p.show(t);
+        if !self.model.digests.iter().any(|d| d.name == name) {
+            self.model.digests.push(m::Digest { name, ty });
+        }
+    }
+
+    pub fn take_model(&mut self) -> m::ControlPlane {
+        std::mem::take(&mut self.model)
+    }
+}
+
+/// The actions a control declares (after the top-level actions its tables use), and the order
+/// of its tables.
+pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
+    let p = cx.p;
+    let DeclKind::Control { locals, .. } = &p.decl(d).kind else {
+        return;
+    };
+    // Top-level actions used by the control's tables come first (p4c localizes them).
+    for &l in locals {
+        if let DeclKind::Table(t) = &p.decl(l).kind {
+            let refs = t.actions.iter().map(|a| a.action).chain(if t.default_action.is_none() {
+                p.top.iter().copied().find(|x| p.decl(*x).name == "NoAction")
+            } else {
+                None
+            });
+            for a in refs.collect::<Vec<_>>() {
+                if !locals.contains(&a) {
+                    let n = cx.cp_name("", a);
+                    action(cx, &n, a);
+                }
+            }
+        }
+    }
+    for &l in locals {
+        match (&p.decl(l).kind, cx.frame.env.get(&l).cloned()) {
+            (DeclKind::Action { .. }, Some(Bind::Named(n))) => action(cx, &n, l),
+            (DeclKind::Table(_), Some(Bind::Named(n))) => cx.cp.table_order.push(n),
+            _ => {}
+        }
+    }
+}
+
+pub(crate) fn action(cx: &mut Ctx, name: &str, d: DeclId) {
+    if !cx.cp.actions_seen.insert(name.to_string()) {
+        return;
+    }
+    let p = cx.p;
+    let DeclKind::Action { params, .. } = &p.decl(d).kind else {
+        return;
+    };
+    let mut ps = Vec::new();
+    for prm in params.iter().filter(|x| x.dir.is_none()) {
+        let ty = cx.cp.ty(p, &prm.ty);
+        ps.push(m::Param {
+            name: prm.name.clone(),
+            ty,
+            annotations: annotations(&p.decl(prm.decl).annotations),
+        });
+    }
+    cx.cp.model.actions.push(m::Action {
+        name: name.to_string(),
+        annotations: annotations(&p.decl(d).annotations),
+        params: ps,
+    });
+}
+
+/// A key's control-plane name: its `@name`, else the expression as p4c prints it.
+pub(crate) fn key_name(cx: &Ctx, k: &ir::KeyElement) -> String {
+    if let Some(n) = ast::find_annotation(&k.annotations, "name").and_then(|a| a.string_arg()) {
+        return n.to_string();
+    }
+    print(cx.p, &k.expr)
+}
+
+fn print(p: &ir::Program, e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Ref(d) => p.decl(*d).name.clone(),
+        ExprKind::Field(b, i) => {
+            let f = p
+                .fields(&b.ty)
+                .and_then(|fs| fs.get(*i))
+                .map(|f| f.name.clone())
+                .unwrap_or_default();
+            format!("{}.{f}", print(p, b))
+        }
+        ExprKind::Index(b, i) => format!("{}[{}]", print(p, b), print(p, i)),
+        ExprKind::Slice(b, h, l) => format!("{}[{h}:{l}]", print(p, b)),
+        ExprKind::Const(Value::Int(v)) => v.to_string(),
+        ExprKind::Cast(x) => print(p, x),
+        ExprKind::Call(c) => match &c.target {
+            ir::CallTarget::Builtin(r, ir::Builtin::IsValid) => format!("{}.isValid()", print(p, r)),
+            _ => "expr".into(),
+        },
+        _ => "expr".into(),
+    }
+}
+
+pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
+    let p = cx.p;
+    let DeclKind::Table(tbl) = &p.decl(t).kind else {
+        return;
+    };
+    let mut match_fields = Vec::new();
+    for k in &tbl.key {
+        let kind = match k.match_kind.as_str() {
+            "exact" => m::MatchKind::Exact,
+            "lpm" => m::MatchKind::Lpm,
+            "ternary" => m::MatchKind::Ternary,
+            "range" => m::MatchKind::Range,
+            "optional" => m::MatchKind::Optional,
+            "selector" => m::MatchKind::Selector,
+            o => m::MatchKind::Other(o.into()),
+        };
+        let ty = cx.cp.ty(p, &k.expr.ty);
+        match_fields.push(m::MatchField {
+            name: key_name(cx, k),
+            ty,
+            kind,
+            annotations: annotations(&k.annotations)
+                .into_iter()
+                .filter(|a| !matches!(a, m::Annotation::Name(_)))
+                .collect(),
+        });
+    }
+    let aname = |cx: &Ctx, d: DeclId| match cx.frame.env.get(&d) {
+        Some(Bind::Named(n)) => n.clone(),
+        _ => cx.cp_name("", d),
+    };
+    let mut actions: Vec<m::ActionRef> = tbl
+        .actions
+        .iter()
+        .map(|a| m::ActionRef {
+            action: aname(cx, a.action),
+            annotations: annotations(&a.annotations),
+        })
+        .collect();
+    let default_action = match &tbl.default_action {
+        Some(ar) => {
+            let DeclKind::Action { params, .. } = &p.decl(ar.action).kind else {
+                return;
+            };
+            let mut arguments = Vec::new();
+            for (prm, a) in params.iter().zip(&ar.args) {
+                if prm.dir.is_some() {
+                    continue;
+                }
+                let w = p.width_of(&crate::expr::repr(cx, &prm.ty)).unwrap_or(1) as u32;
+                let v = a.as_ref().and_then(const_int).unwrap_or_default();
+                let v = crate::expr::unsigned(&v, w).to_u128().unwrap_or(0);
+                arguments.push(m::bytestring(v, w));
+            }
+            Some(m::DefaultAction {
+                action: aname(cx, ar.action),
+                arguments,
+                is_const: tbl.default_action_const,
+            })
+        }
+        None => {
+            actions.push(m::ActionRef {
+                action: "NoAction".into(),
+                annotations: vec![m::Annotation::rendered("@defaultonly")],
+            });
+            Some(m::DefaultAction {
+                action: "NoAction".into(),
+                arguments: vec![],
+                is_const: false,
+            })
+        }
+    };
+    let entries = if tbl.entries.is_empty() {
+        m::Entries::None
+    } else if tbl.entries_const {
+        m::Entries::Const
+    } else {
+        m::Entries::Initial
+    };
+    cx.cp.tables.insert(
+        name.to_string(),
+        m::Table {
+            name: name.to_string(),
+            annotations: annotations(&p.decl(t).annotations),
+            match_fields,
+            actions,
+            default_action,
+            implementation: jt.action_profile.clone(),
+            direct_counter: jt
+                .with_counters
+                .then(|| direct_name(tbl, cx, "counters"))
+                .flatten(),
+            direct_meter: jt.direct_meters.clone(),
+            size: tbl.size.map(|s| s as i64),
+            supports_timeout: jt.support_timeout,
+            entries,
+        },
+    );
+}
+
+fn direct_name(tbl: &ir::Table, cx: &Ctx, prop: &str) -> Option<String> {
+    let pr = tbl.props.iter().find(|x| x.name == prop)?;
+    match &pr.value.kind {
+        ExprKind::Ref(d) => match cx.frame.env.get(d) {
+            Some(Bind::Named(n)) => Some(n.clone()),
+            _ => Some(cx.cp_name("", *d)),
+        },
+        _ => None,
+    }
+}
+
+pub(crate) fn profile(cx: &mut Ctx, name: &str, d: DeclId, with_selector: bool, size: u32) {
+    let annos = annotations(&cx.p.decl(d).annotations);
+    cx.cp.model.action_profiles.push(m::ActionProfile {
+        name: name.into(),
+        annotations: annos,
+        with_selector,
+        size: i64::from(size),
+        max_group_size: None,
+        selector_size_semantics: None,
+        in_place: false,
+    });
+}
+
+pub(crate) fn direct(cx: &mut Ctx, name: &str, d: DeclId, _table: &str, meter: bool) {
+    let decl = cx.p.decl(d);
+    let u = match &decl.kind {
+        DeclKind::Instance { args, .. } => match args.first() {
+            Some(Some(a)) => cx.enum_member(a).unwrap_or_default(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    };
+    let dd = m::Direct {
+        name: name.into(),
+        annotations: annotations(&decl.annotations),
+        unit: unit(&u),
+        in_place: false,
+    };
+    if meter {
+        cx.cp.model.direct_meters.push(dd);
+    } else {
+        cx.cp.model.direct_counters.push(dd);
+    }
+}
+
+pub(crate) fn value_set(cx: &mut Ctx, name: &str, d: DeclId) {
+    let decl = cx.p.decl(d);
+    if let DeclKind::ValueSet { elem, size } = &decl.kind {
+        let element = match elem {
+            Type::Struct(_) => m::ValueSetElement::Struct(
+                cx.p
+                    .fields(elem)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|f| m::ValueSetField {
+                        name: f.name.clone(),
+                        width: cx.p.width_of(&f.ty).unwrap_or(0) as u32,
+                        kind: None,
+                        annotations: vec![],
+                    })
+                    .collect(),
+            ),
+            _ => m::ValueSetElement::Bits(cx.p.width_of(elem).unwrap_or(0) as u32),
+        };
+        cx.cp.model.value_sets.push(m::ValueSet {
+            name: name.into(),
+            annotations: annotations(&decl.annotations),
+            size: *size as i32,
+            element,
+        });
+    }
+}
+
+/// Places tables in declaration order and adds the controller headers.
+pub(crate) fn finish(cx: &mut Ctx) -> R<()> {
+    let order = std::mem::take(&mut cx.cp.table_order);
+    for n in order {
+        if let Some(t) = cx.cp.tables.remove(&n) {
+            cx.cp.model.tables.push(t);
+        }
+    }
+    let p = cx.p;
+    for (i, t) in p.types.iter().enumerate() {
+        let Some(a) = ast::find_annotation(&t.annotations, "controller_header") else {
+            continue;
+        };
+        let TypeDeclKind::Header(fields) = &t.kind else {
+            continue;
+        };
+        let mut ps = Vec::new();
+        for f in fields {
+            let ty = cx.cp.ty(p, &f.ty);
+            ps.push(m::Param {
+                name: f.name.clone(),
+                ty,
+                annotations: annotations(&f.annotations),
+            });
+        }
+        let _ = i;
+        cx.cp.model.controller_headers.push(m::ControllerHeader {
+            type_name: t.name.clone(),
+            controller_name: a.string_arg().unwrap_or_default().to_string(),
+            annotations: annotations(&t.annotations),
+            fields: ps,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! The backend end to end: golden BMv2 JSON and P4Info for `tests/compiler/good/*.p4`
+//! (`P4_BLESS=1` rewrites them; a program the backend refuses has its expected `unsupported`
+//! diagnostics in `NAME.unsupported`), STF tests of compiled programs run in-process through
+//! switch-engine (`tests/stf/*.stf`), and the shipped pipeline `p4src/lossless.p4`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use switch_engine::{StfSwitch, Switch, SwitchConfig};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Compiles into a fresh directory; returns (success, stderr, json path, p4info path).
+fn compile(p4: &Path) -> (bool, String, PathBuf, PathBuf) {
+    let stem = p4.file_stem().unwrap().to_string_lossy().to_string();
+    let out = std::env::temp_dir().join(format!("p4-backend-test-{}-{stem}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let info = out.join(format!("{stem}.p4info.txtpb"));
+    let r = Command::new(env!("CARGO_BIN_EXE_p4-compile"))
+        .current_dir(p4.parent().unwrap())
+        .args(["--target", "bmv2", "--arch", "v1model", "-o"])
+        .arg(&out)
+        .arg("--p4runtime-files")
+        .arg(&info)
+        .arg(p4.file_name().unwrap())
+        .output()
+        .expect("run p4-compile");
+    (
+        r.status.success(),
+        String::from_utf8_lossy(&r.stderr).into_owned(),
+        out.join(format!("{stem}.json")),
+        info,
+    )
+}
+
+fn check_golden(path: &Path, got: &str, failures: &mut Vec<String>) {
+    if std::env::var_os("P4_BLESS").is_some() {
+        std::fs::write(path, got).unwrap();
+    }
+    let want = std::fs::read_to_string(path).unwrap_or_default();
+    if want != got {
+        failures.push(format!("{}: differs from the compiler's output (P4_BLESS=1 to regenerate)", path.display()));
+    }
+}
+
+#[test]
+fn golden_json_and_p4info() {
+    let dir = root().join("tests/compiler/good");
+    let mut failures = Vec::new();
+    for p4 in files(&dir, "p4") {
+        let (ok, stderr, json, info) = compile(&p4);
+        if ok {
+            let text = std::fs::read_to_string(&json).unwrap();
+            // What we emit must load in our engine.
+            if let Err(e) = Switch::from_json(&text, SwitchConfig::default()) {
+                failures.push(format!("{}: engine refuses the JSON: {e}", p4.display()));
+            }
+            check_golden(&p4.with_extension("json"), &text, &mut failures);
+            let info_text = std::fs::read_to_string(&info).unwrap();
+            check_golden(&p4.with_extension("p4info.txtpb"), &info_text, &mut failures);
+        } else {
+            assert!(stderr.contains("unsupported"), "{}:\n{stderr}", p4.display());
+            check_golden(&p4.with_extension("unsupported"), &stderr, &mut failures);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn stf_tests_of_compiled_programs_pass_in_switch_engine() {
+    let dir = root().join("tests/stf");
+    let mut failures = Vec::new();
+    let stfs = files(&dir, "stf");
+    assert!(!stfs.is_empty());
+    for stf in stfs {
+        let mut p4 = stf.with_extension("p4");
+        if !p4.exists() {
+            p4 = root().join("tests/compiler/good").join(p4.file_name().unwrap());
+        }
+        let (ok, stderr, json, _) = compile(&p4);
+        assert!(ok, "{}:\n{stderr}", p4.display());
+        let text = std::fs::read_to_string(&json).unwrap();
+        let sw = Switch::from_json(&text, SwitchConfig::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", json.display()));
+        let mut target = StfSwitch::new(sw);
+        match p4_stf::run_stf(&mut target, &stf) {
+            Ok(report) if report.success() => {}
+            Ok(report) => failures.push(format!("{}:\n{report}", stf.display())),
+            Err(e) => failures.push(format!("{}: {e}", stf.display())),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn lossless_pipeline_compiles_loads_and_has_p4info() {
+    let (ok, stderr, json, info) = compile(&root().join("p4src/lossless.p4"));
+    assert!(ok, "{stderr}");
+    let text = std::fs::read_to_string(json).unwrap();
+    Switch::from_json(&text, SwitchConfig::default()).expect("switch-engine loads lossless.json");
+    let info = std::fs::read_to_string(info).unwrap();
+    assert!(info.contains("tables {"), "{info}");
+}
