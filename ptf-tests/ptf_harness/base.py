@@ -1,0 +1,243 @@
+"""The base of every test: PTF's dataplane on the veth peers, a P4Runtime session for counters,
+registers and PacketIn, the suite's config for expectations, and packet checks whose failure
+says what differed (expected vs received, field by field, nearest miss)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import time
+from typing import Any
+
+import ptf
+from ptf.base_tests import BaseTest
+from ptf.testutils import test_params_get
+
+from ptf_harness.packets import describe_difference, nearest
+
+# p4src/headers.p4 DROP_* and PUNT_*.
+DROP_NO_ROUTE = 2
+DROP_TTL_EXPIRED = 3
+DROP_NOT_ROUTER_MAC = 1
+DROP_LOSSY_THRESHOLD = 5
+DROP_LOSSLESS_VIOLATION = 6
+DROP_COPP = 7
+DROP_ROUTE_ACTION = 8
+PUNT_ARP, PUNT_ND, PUNT_IP2ME = 1, 2, 3
+PORTS = (1, 2, 3, 4)
+ELECTION_ID = (0, 100)
+
+
+class SuiteConfig:
+    """What the tests expect, read from the suite's config_db.json (not from the overlays:
+    with PFC turned off by an overlay the PFC tests must still expect PFC)."""
+
+    def __init__(self, path: str):
+        self.tables: dict[str, Any] = json.loads(open(path).read())
+        self.router_mac = self.tables["DEVICE_METADATA"]["localhost"]["mac"]
+        self.port_index = {k: int(v["index"]) for k, v in self.tables["PORT"].items()}
+        self.port_bps = {
+            int(v["index"]): int(v["speed"]) * 1_000_000 for v in self.tables["PORT"].values()
+        }
+        self.neighbors: dict[str, tuple[int, str]] = {}
+        for key, v in self.tables["NEIGH"].items():
+            ifname, ip = key.split("|")
+            self.neighbors[str(ipaddress.ip_address(ip))] = (self.port_index[ifname], v["neigh"])
+
+    def host(self, port: int, family: int = 4) -> tuple[str, str]:
+        """(IP, MAC) of the neighbour on `port`."""
+        for ip, (p, mac) in self.neighbors.items():
+            if p == port and ipaddress.ip_address(ip).version == family:
+                return ip, mac
+        raise KeyError(f"no IPv{family} neighbour on port {port}")
+
+    def profile(self, name: str) -> dict[str, int]:
+        return {k: int(v) for k, v in self.tables["BUFFER_PROFILE"][name].items() if k != "pool"}
+
+    def lossless(self) -> dict[str, int]:
+        """p4src/README.md: xoff_threshold = size, drop_limit = size + xoff, xon_threshold = xon
+        (no xon_offset in the suite's profile)."""
+        p = self.profile("pg_lossless_ptf")
+        return {"xoff": p["size"], "limit": p["size"] + p["xoff"], "xon": p["xon"]}
+
+    def wred(self) -> dict[str, float]:
+        w = self.tables["WRED_PROFILE"]["PTF_LOSSLESS"]
+        return {
+            "kmin": int(w["green_min_threshold"]),
+            "kmax": int(w["green_max_threshold"]),
+            "pmax": int(w["green_drop_probability"]) / 100,
+        }
+
+    def sfc(self) -> dict[str, int]:
+        g = self.tables["SFC"]["GLOBAL"]
+        q = self.tables["SFC"]["Ethernet0,Ethernet4|3"]
+        return {
+            "interval_us": int(g["min_interval_us"]),
+            "dscp": int(g["signal_dscp"]),
+            "threshold": int(q["threshold"]),
+            "target": int(q["target"]),
+        }
+
+    def copp_arp(self) -> tuple[int, int]:
+        g = self.tables["COPP_GROUP"]["queue4_group2"]
+        return int(g["cir"]), int(g["cbs"])
+
+
+class LosslessTest(BaseTest):
+    """setUp flushes the dataplane and opens a P4Runtime session as primary."""
+
+    def setUp(self) -> None:
+        BaseTest.setUp(self)
+        self.dataplane = ptf.dataplane_instance
+        self.dataplane.flush()
+        self.params = test_params_get()
+        self.target = self.params.get("target", "p4-switch")
+        self.cfg = SuiteConfig(self.params["config"])
+        self._client = None
+        self._index = None
+
+    def tearDown(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        BaseTest.tearDown(self)
+
+    # --- target ---------------------------------------------------------------------------
+
+    def skip_on_bmv2(self, reason: str) -> None:
+        """Skip only against bmv2's simple_switch_grpc, for a feature it lacks; never against
+        p4-switch."""
+        if self.target == "bmv2":
+            self.skipTest(f"bmv2: {reason}")
+
+    # --- P4Runtime ------------------------------------------------------------------------
+
+    def open_session(self) -> None:
+        """Become primary now, e.g. before sending what will be punted, so no PacketIn is lost."""
+        _ = self.client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from lossless_ctl.client import P4RuntimeClient
+
+            self._client = P4RuntimeClient(self.params["grpc_addr"], election_id=ELECTION_ID)
+            self._client.arbitrate()
+        return self._client
+
+    def _object(self, kind: str, name: str) -> Any:
+        if self._index is None:
+            self._index = {}
+            info = self.client.p4info()
+            for k in ("counters", "registers", "meters"):
+                for obj in getattr(info, k):
+                    full = obj.preamble.name
+                    self._index[(k, full)] = obj
+                    self._index.setdefault((k, full.rsplit(".", 1)[-1]), obj)
+        obj = self._index.get((kind, name))
+        if obj is None:
+            raise AssertionError(f"the switch's P4Info has no {kind[:-1]} {name!r}")
+        return obj
+
+    def counter(self, name: str, index: int) -> tuple[int, int]:
+        """(packets, bytes) of counter `name` at `index`."""
+        pb = self.client.pb
+        entity = pb.Entity()
+        entity.counter_entry.counter_id = self._object("counters", name).preamble.id
+        entity.counter_entry.index.index = index
+        for e in self.client.read([entity]):
+            d = e.counter_entry.data
+            return d.packet_count, d.byte_count
+        raise AssertionError(f"counter {name}[{index}] not returned by the switch")
+
+    def counters(self, name: str, indexes: list[int]) -> dict[int, int]:
+        return {i: self.counter(name, i)[0] for i in indexes}
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        pb = self.client.pb
+        reg = self._object("registers", name)
+        width = reg.type_spec.bitstring.bit.bitwidth
+        update = pb.Update(type=pb.Update.MODIFY)
+        update.entity.register_entry.register_id = reg.preamble.id
+        update.entity.register_entry.index.index = index
+        if not 0 <= value < 1 << width:
+            raise ValueError(f"{value} does not fit register {name} ({width} bits)")
+        # P4Runtime's canonical form: no leading zero bytes.
+        data = value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+        update.entity.register_entry.data.bitstring = data
+        result = self.client.write([update])
+        if result.errors:
+            e = result.errors[0]
+            raise AssertionError(f"register {name}[{index}] = {value}: {e.code}: {e.message}")
+
+    def register_read(self, name: str, index: int) -> int:
+        pb = self.client.pb
+        entity = pb.Entity()
+        entity.register_entry.register_id = self._object("registers", name).preamble.id
+        entity.register_entry.index.index = index
+        for e in self.client.read([entity]):
+            return int.from_bytes(e.register_entry.data.bitstring, "big")
+        raise AssertionError(f"register {name}[{index}] not returned by the switch")
+
+    # --- packets --------------------------------------------------------------------------
+
+    def send(self, port: int, pkt: Any, count: int = 1) -> None:
+        frame = bytes(pkt)
+        for _ in range(count):
+            self.dataplane.send(0, port, frame)
+
+    def receive(self, port: int | None = None, timeout: float = 1.0) -> tuple[int, bytes] | None:
+        """The next frame (on `port`, or any port), or None after `timeout` seconds."""
+        result = self.dataplane.poll(device_number=0, port_number=port, timeout=timeout)
+        if isinstance(result, self.dataplane.PollFailure):
+            return None
+        return result.port, bytes(result.packet)
+
+    def drain(self, quiet: float = 0.3, limit: float = 30.0) -> list[tuple[int, bytes]]:
+        """Every frame that arrives until none has for `quiet` seconds."""
+        out = []
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            got = self.receive(timeout=quiet)
+            if got is None:
+                break
+            out.append(got)
+        return out
+
+    def expect(self, port: int, expected: Any, what: str, timeout: float = 2.0) -> bytes:
+        """Wait for exactly `expected` on `port`; on failure say what arrived instead, nearest
+        miss first, field by field."""
+        want = bytes(expected)
+        seen: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            got = self.receive(timeout=left)
+            if got is None:
+                break
+            if got == (port, want):
+                return want
+            seen.append(got)
+        self.fail(self._explain(f"{what}: expected on port {port}", port, want, seen))
+        raise AssertionError  # unreachable: fail() raises
+
+    def _explain(self, head: str, port: int, want: bytes, seen: list[tuple[int, bytes]]) -> str:
+        lines = [f"{head} ({len(want)} bytes): {want.hex()}"]
+        if not seen:
+            lines.append("nothing arrived on any port")
+            return "\n".join(lines)
+        lines.append(
+            f"{len(seen)} other frame(s) arrived: "
+            + ", ".join(f"port {p} ({len(f)} B)" for p, f in seen[:10])
+        )
+        on_port = [f for p, f in seen if p == port]
+        best = nearest(want, on_port) or nearest(want, [f for _, f in seen])
+        if best is not None:
+            where = port if best in on_port else next(p for p, f in seen if f == best)
+            lines.append(f"nearest miss, on port {where}:")
+            lines.append(describe_difference(want, best))
+        return "\n".join(lines)
+
+    def expect_nothing(self, what: str, timeout: float = 0.5) -> None:
+        got = self.receive(timeout=timeout)
+        if got is not None:
+            self.fail(f"{what}: expected no frame, got {len(got[1])} bytes on port {got[0]}: "
+                      f"{got[1][:64].hex()}")  # fmt: skip
