@@ -1,0 +1,200 @@
+//! Read: entries collected from the engine in one `exec`, converted back to P4Runtime (canonical
+//! bytes, don't-care fields omitted) outside it.
+
+use p4runtime_proto::google::rpc::Code;
+use p4runtime_proto::p4runtime::{
+    entity, field_match, table_action, Action, Entity, FieldMatch, TableAction, TableEntry,
+};
+use switch_engine::{EntryAction, EntryDesc, FieldMatch as EM};
+use tonic::Status;
+
+use crate::bytes::{all_ones, canonical};
+use crate::pipeline::{Pipeline, TableInfo};
+use crate::{exec_on, status, Dataplane};
+
+/// Entities per ReadResponse.
+pub const CHUNK: usize = 1000;
+
+struct Query {
+    table: u32,
+    key: Option<(Vec<EM>, i32)>,
+    default: bool,
+}
+
+pub fn read(dp: &dyn Dataplane, p: &Pipeline, entities: &[Entity]) -> Result<Vec<Entity>, Status> {
+    let mut queries = Vec::new();
+    for e in entities {
+        match &e.entity {
+            Some(entity::Entity::TableEntry(te)) => {
+                let ids: Vec<u32> = if te.table_id == 0 {
+                    let mut v: Vec<u32> = p.tables.keys().copied().collect();
+                    v.sort_unstable();
+                    v
+                } else if p.tables.contains_key(&te.table_id) {
+                    vec![te.table_id]
+                } else {
+                    return Err(status(
+                        Code::NotFound,
+                        format!("no table with id {}", te.table_id),
+                    ));
+                };
+                for id in ids {
+                    let t = &p.tables[&id];
+                    let key = if te.r#match.is_empty() {
+                        None
+                    } else {
+                        Some(crate::write::translate_match(t, te).map_err(|(c, m)| status(c, m))?)
+                    };
+                    queries.push((
+                        Query {
+                            table: id,
+                            key,
+                            default: te.is_default_action,
+                        },
+                        t.name.clone(),
+                    ));
+                }
+            }
+            Some(_) => {
+                return Err(status(
+                    Code::Unimplemented,
+                    "only TableEntry reads are implemented",
+                ));
+            }
+            None => return Err(status(Code::InvalidArgument, "read of an empty entity")),
+        }
+    }
+    let names: Vec<(String, bool)> = queries
+        .iter()
+        .map(|(q, n)| (n.clone(), q.default))
+        .collect();
+    let raw = exec_on(dp, move |sw| {
+        let Some(sw) = sw else { return Vec::new() };
+        names
+            .iter()
+            .map(|(n, default)| {
+                if *default {
+                    let d = sw.table_default(n).ok().flatten();
+                    (Vec::new(), d)
+                } else {
+                    (sw.table_entries(n).unwrap_or_default(), None)
+                }
+            })
+            .collect::<Vec<(Vec<EntryDesc>, Option<EntryAction>)>>()
+    })
+    .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
+    let mut out = Vec::new();
+    for ((q, _), (entries, default)) in queries.iter().zip(raw) {
+        let t = &p.tables[&q.table];
+        if q.default {
+            if let Some(a) = default {
+                out.push(table_entity(p, t, q.table, Vec::new(), 0, &a, true));
+            }
+            continue;
+        }
+        for e in entries {
+            let prio = e.priority.unwrap_or(0);
+            if let Some(k) = &q.key {
+                if k.0 != e.matches || k.1 != prio {
+                    continue;
+                }
+            }
+            let m = matches_of(t, &e.matches);
+            out.push(table_entity(p, t, q.table, m, prio, &e.action, false));
+        }
+    }
+    Ok(out)
+}
+
+fn matches_of(t: &TableInfo, ms: &[EM]) -> Vec<FieldMatch> {
+    t.keys
+        .iter()
+        .zip(ms)
+        .filter_map(|(k, m)| {
+            let ty = match m {
+                EM::Exact(v) => field_match::FieldMatchType::Exact(field_match::Exact {
+                    value: canonical(v),
+                }),
+                EM::Lpm { prefix_len: 0, .. } => return None,
+                EM::Lpm { value, prefix_len } => {
+                    field_match::FieldMatchType::Lpm(field_match::Lpm {
+                        value: canonical(value),
+                        prefix_len: *prefix_len as i32,
+                    })
+                }
+                EM::Ternary { mask, .. } if mask.iter().all(|b| *b == 0) => return None,
+                EM::Ternary { value, mask } => {
+                    field_match::FieldMatchType::Ternary(field_match::Ternary {
+                        value: canonical(value),
+                        mask: canonical(mask),
+                    })
+                }
+                EM::Range { low, high }
+                    if low.iter().all(|b| *b == 0) && *high == all_ones(k.width) =>
+                {
+                    return None
+                }
+                EM::Range { low, high } => field_match::FieldMatchType::Range(field_match::Range {
+                    low: canonical(low),
+                    high: canonical(high),
+                }),
+                EM::Optional(None) => return None,
+                EM::Optional(Some(v)) => {
+                    field_match::FieldMatchType::Optional(field_match::Optional {
+                        value: canonical(v),
+                    })
+                }
+            };
+            Some(FieldMatch {
+                field_id: k.id,
+                field_match_type: Some(ty),
+            })
+        })
+        .collect()
+}
+
+fn table_entity(
+    p: &Pipeline,
+    _t: &TableInfo,
+    table_id: u32,
+    m: Vec<FieldMatch>,
+    priority: i32,
+    a: &EntryAction,
+    default: bool,
+) -> Entity {
+    let ty = match a {
+        EntryAction::Action { name, args } => {
+            let id = p.action_ids.get(name).copied().unwrap_or(0);
+            let params = p
+                .actions
+                .get(&id)
+                .map(|info| {
+                    info.params
+                        .iter()
+                        .zip(args)
+                        .map(|((pid, _), v)| p4runtime_proto::p4runtime::action::Param {
+                            param_id: *pid,
+                            value: canonical(v),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            table_action::Type::Action(Action {
+                action_id: id,
+                params,
+            })
+        }
+        EntryAction::Member(m) => table_action::Type::ActionProfileMemberId(*m),
+        EntryAction::Group(g) => table_action::Type::ActionProfileGroupId(*g),
+    };
+    Entity {
+        entity: Some(entity::Entity::TableEntry(TableEntry {
+            table_id,
+            r#match: m,
+            action: Some(TableAction { r#type: Some(ty) }),
+            priority,
+            is_default_action: default,
+            ..Default::default()
+        })),
+    }
+}

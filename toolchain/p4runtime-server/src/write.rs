@@ -1,0 +1,537 @@
+//! Write: P4Runtime updates translated (outside the data plane) into engine operations, then
+//! applied in one `Dataplane::exec`.
+
+use std::collections::HashMap;
+
+use p4runtime_proto::google::rpc::Code;
+use p4runtime_proto::p4runtime::{
+    entity, field_match::FieldMatchType, table_action, update, Entity, TableEntry, Update,
+};
+use switch_engine::{ApiError, EntryHandle, ErrorCode, FieldMatch, Switch};
+
+use crate::bytes::{all_ones, prefix_mask, to_engine};
+use crate::pipeline::{Kind, Pipeline, TableInfo};
+
+/// A per-update failure: canonical code and message.
+pub type UpdateError = (Code, String);
+
+/// Match key → handle, per engine table (P4Runtime addresses entries by key, the engine by handle).
+pub type Index = HashMap<String, HashMap<(Vec<FieldMatch>, i32), EntryHandle>>;
+
+#[derive(Debug, Clone)]
+pub enum Act {
+    Action { name: String, args: Vec<Vec<u8>> },
+    Member(u32),
+    Group(u32),
+}
+
+#[derive(Debug, Clone)]
+pub enum Op {
+    Insert {
+        table: String,
+        key: (Vec<FieldMatch>, i32),
+        needs_priority: bool,
+        act: Act,
+    },
+    Modify {
+        table: String,
+        key: (Vec<FieldMatch>, i32),
+        act: Act,
+    },
+    Delete {
+        table: String,
+        key: (Vec<FieldMatch>, i32),
+    },
+    SetDefault {
+        table: String,
+        act: Act,
+    },
+}
+
+pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
+    let ty = update::Type::try_from(u.r#type).unwrap_or(update::Type::Unspecified);
+    let Some(Entity { entity: Some(e) }) = &u.entity else {
+        return Err((Code::InvalidArgument, "update without an entity".into()));
+    };
+    match e {
+        entity::Entity::TableEntry(te) => translate_table(p, ty, te),
+        _ => Err((
+            Code::Unimplemented,
+            "only TableEntry updates are implemented".into(),
+        )),
+    }
+}
+
+fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op, UpdateError> {
+    let inv = |m: String| (Code::InvalidArgument, m);
+    let Some(t) = p.tables.get(&te.table_id) else {
+        return Err((Code::NotFound, format!("no table with id {}", te.table_id)));
+    };
+    if ty == update::Type::Unspecified {
+        return Err(inv("update type UNSPECIFIED".into()));
+    }
+    if t.is_const {
+        return Err((
+            Code::PermissionDenied,
+            format!(
+                "table \"{}\" has const entries and cannot be written",
+                t.name
+            ),
+        ));
+    }
+    if te.is_default_action {
+        if !te.r#match.is_empty() || te.priority != 0 {
+            return Err(inv("a default entry has no match and no priority".into()));
+        }
+        return match ty {
+            update::Type::Modify => {
+                let act = translate_action(p, t, te)?;
+                Ok(Op::SetDefault {
+                    table: t.name.clone(),
+                    act,
+                })
+            }
+            _ => Err(inv(format!(
+                "the default entry of \"{}\" can only be modified",
+                t.name
+            ))),
+        };
+    }
+    let key = translate_match(t, te)?;
+    let table = t.name.clone();
+    match ty {
+        update::Type::Insert => Ok(Op::Insert {
+            table,
+            key,
+            needs_priority: t.needs_priority,
+            act: translate_action(p, t, te)?,
+        }),
+        update::Type::Modify => Ok(Op::Modify {
+            table,
+            key,
+            act: translate_action(p, t, te)?,
+        }),
+        _ => Ok(Op::Delete { table, key }),
+    }
+}
+
+pub fn translate_match(
+    t: &TableInfo,
+    te: &TableEntry,
+) -> Result<(Vec<FieldMatch>, i32), UpdateError> {
+    let inv = |m: String| (Code::InvalidArgument, m);
+    if t.needs_priority && te.priority <= 0 {
+        return Err(inv(format!(
+            "table \"{}\" has ternary, range or optional keys: a priority > 0 is required",
+            t.name
+        )));
+    }
+    if !t.needs_priority && te.priority != 0 {
+        return Err(inv(format!(
+            "table \"{}\" has no ternary, range or optional keys: priority must be 0",
+            t.name
+        )));
+    }
+    let mut given: Vec<Option<&FieldMatchType>> = vec![None; t.keys.len()];
+    for fm in &te.r#match {
+        let Some(i) = t.keys.iter().position(|k| k.id == fm.field_id) else {
+            return Err(inv(format!(
+                "table \"{}\": no match field id {}",
+                t.name, fm.field_id
+            )));
+        };
+        if given[i].is_some() {
+            return Err(inv(format!("match field id {} given twice", fm.field_id)));
+        }
+        given[i] = fm.field_match_type.as_ref();
+    }
+    let mut out = Vec::with_capacity(t.keys.len());
+    for (k, g) in t.keys.iter().zip(given) {
+        let what = format!("table \"{}\" field id {}", t.name, k.id);
+        let w = k.width;
+        let m = match (k.kind, g) {
+            (Kind::Exact, Some(FieldMatchType::Exact(e))) => {
+                FieldMatch::Exact(to_engine(&e.value, w, &what).map_err(inv)?)
+            }
+            (Kind::Exact, None) => {
+                return Err(inv(format!("{what}: exact fields cannot be omitted")))
+            }
+            (Kind::Lpm, Some(FieldMatchType::Lpm(l))) => {
+                let plen = u32::try_from(l.prefix_len)
+                    .ok()
+                    .filter(|p| *p <= w)
+                    .ok_or_else(|| {
+                        inv(format!(
+                            "{what}: prefix length {} out of 0..={w}",
+                            l.prefix_len
+                        ))
+                    })?;
+                if plen == 0 {
+                    return Err(inv(format!(
+                        "{what}: a /0 LPM match must be omitted (don't care)"
+                    )));
+                }
+                let v = to_engine(&l.value, w, &what).map_err(inv)?;
+                let mask = prefix_mask(w, plen);
+                if v.iter().zip(&mask).any(|(a, m)| a & !m != 0) {
+                    return Err(inv(format!(
+                        "{what}: LPM value has bits set beyond the /{plen} prefix"
+                    )));
+                }
+                FieldMatch::Lpm {
+                    value: v,
+                    prefix_len: plen,
+                }
+            }
+            (Kind::Lpm, None) => FieldMatch::Lpm {
+                value: vec![0; w.div_ceil(8) as usize],
+                prefix_len: 0,
+            },
+            (Kind::Ternary, Some(FieldMatchType::Ternary(tn))) => {
+                let v = to_engine(&tn.value, w, &what).map_err(inv)?;
+                let mask = to_engine(&tn.mask, w, &format!("{what} mask")).map_err(inv)?;
+                if mask.iter().all(|b| *b == 0) {
+                    return Err(inv(format!(
+                        "{what}: an all-zero mask must be omitted (don't care)"
+                    )));
+                }
+                if v.iter().zip(&mask).any(|(a, m)| a & !m != 0) {
+                    return Err(inv(format!(
+                        "{what}: ternary value has bits outside the mask"
+                    )));
+                }
+                FieldMatch::Ternary { value: v, mask }
+            }
+            (Kind::Ternary, None) => {
+                let z = vec![0; w.div_ceil(8) as usize];
+                FieldMatch::Ternary {
+                    value: z.clone(),
+                    mask: z,
+                }
+            }
+            (Kind::Range, Some(FieldMatchType::Range(r))) => {
+                let low = to_engine(&r.low, w, &format!("{what} low")).map_err(inv)?;
+                let high = to_engine(&r.high, w, &format!("{what} high")).map_err(inv)?;
+                if low > high {
+                    return Err(inv(format!("{what}: range low > high")));
+                }
+                if low.iter().all(|b| *b == 0) && high == all_ones(w) {
+                    return Err(inv(format!(
+                        "{what}: a full range must be omitted (don't care)"
+                    )));
+                }
+                FieldMatch::Range { low, high }
+            }
+            (Kind::Range, None) => FieldMatch::Range {
+                low: vec![0; w.div_ceil(8) as usize],
+                high: all_ones(w),
+            },
+            (Kind::Optional, Some(FieldMatchType::Optional(o))) => {
+                FieldMatch::Optional(Some(to_engine(&o.value, w, &what).map_err(inv)?))
+            }
+            (Kind::Optional, None) => FieldMatch::Optional(None),
+            (kind, Some(_)) => return Err(inv(format!("{what}: not a {kind:?} match"))),
+        };
+        out.push(m);
+    }
+    Ok((out, te.priority))
+}
+
+fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act, UpdateError> {
+    let inv = |m: String| (Code::InvalidArgument, m);
+    let Some(ta) = te.action.as_ref().and_then(|a| a.r#type.as_ref()) else {
+        return Err(inv(format!(
+            "table \"{}\": entry without an action",
+            t.name
+        )));
+    };
+    match ta {
+        table_action::Type::Action(a) => {
+            if t.indirect {
+                return Err(inv(format!(
+                    "table \"{}\" is indirect: give a member or group id",
+                    t.name
+                )));
+            }
+            if !t.actions.contains(&a.action_id) {
+                return Err(inv(format!(
+                    "action id {} is not an action of table \"{}\"",
+                    a.action_id, t.name
+                )));
+            }
+            let Some(info) = p.actions.get(&a.action_id) else {
+                return Err(inv(format!("no action with id {}", a.action_id)));
+            };
+            if a.params.len() != info.params.len() {
+                return Err(inv(format!(
+                    "action \"{}\" takes {} parameters, {} given",
+                    info.name,
+                    info.params.len(),
+                    a.params.len()
+                )));
+            }
+            let mut args = Vec::with_capacity(info.params.len());
+            for (id, w) in &info.params {
+                let Some(pv) = a.params.iter().find(|x| x.param_id == *id) else {
+                    return Err(inv(format!(
+                        "action \"{}\": parameter id {id} missing",
+                        info.name
+                    )));
+                };
+                args.push(
+                    to_engine(
+                        &pv.value,
+                        *w,
+                        &format!("action \"{}\" param id {id}", info.name),
+                    )
+                    .map_err(inv)?,
+                );
+            }
+            Ok(Act::Action {
+                name: info.name.clone(),
+                args,
+            })
+        }
+        table_action::Type::ActionProfileMemberId(m) if t.indirect => Ok(Act::Member(*m)),
+        table_action::Type::ActionProfileGroupId(g) if t.indirect => Ok(Act::Group(*g)),
+        table_action::Type::ActionProfileActionSet(_) => Err((
+            Code::Unimplemented,
+            "one-shot action profile action sets are not implemented".into(),
+        )),
+        _ => Err(inv(format!("table \"{}\" is not indirect", t.name))),
+    }
+}
+
+/// The engine's closed error set, one P4Runtime code each.
+pub fn engine_code(e: ErrorCode) -> Code {
+    match e {
+        ErrorCode::InvalidTableName
+        | ErrorCode::InvalidActionProfileName
+        | ErrorCode::InvalidCounterName
+        | ErrorCode::InvalidMeterName
+        | ErrorCode::InvalidRegisterName
+        | ErrorCode::InvalidValueSetName
+        | ErrorCode::InvalidCalculationName
+        | ErrorCode::InvalidHandle
+        | ErrorCode::InvalidMemberHandle
+        | ErrorCode::InvalidGroupHandle
+        | ErrorCode::InvalidMirroringSession
+        | ErrorCode::InvalidMulticastGroup
+        | ErrorCode::InvalidMulticastNode => Code::NotFound,
+        ErrorCode::InvalidActionName
+        | ErrorCode::ActionNotInTable
+        | ErrorCode::BadMatchKey
+        | ErrorCode::BadActionData
+        | ErrorCode::WrongTableType
+        | ErrorCode::IndexOutOfRange
+        | ErrorCode::BadValue => Code::InvalidArgument,
+        ErrorCode::TableFull | ErrorCode::ActionProfileFull => Code::ResourceExhausted,
+        ErrorCode::DuplicateEntry => Code::AlreadyExists,
+        ErrorCode::DefaultActionIsConst
+        | ErrorCode::DefaultEntryIsConst
+        | ErrorCode::ImmutableTableEntries => Code::PermissionDenied,
+        ErrorCode::MemberStillUsed => Code::FailedPrecondition,
+    }
+}
+
+fn api(e: ApiError) -> UpdateError {
+    (engine_code(e.code), e.message)
+}
+
+/// What undoing one applied op takes.
+enum Undo {
+    Delete {
+        table: String,
+        key: (Vec<FieldMatch>, i32),
+    },
+    Restore {
+        table: String,
+        key: (Vec<FieldMatch>, i32),
+        act: Act,
+        priority_ok: bool,
+    },
+}
+
+fn add(
+    sw: &mut Switch,
+    table: &str,
+    key: &(Vec<FieldMatch>, i32),
+    needs_priority: bool,
+    act: &Act,
+) -> Result<EntryHandle, ApiError> {
+    let prio = needs_priority.then_some(key.1);
+    match act {
+        Act::Action { name, args } => sw.table_add(table, key.0.clone(), prio, name, args),
+        Act::Member(m) => sw.table_add_member_entry(table, key.0.clone(), prio, *m),
+        Act::Group(g) => sw.table_add_group_entry(table, key.0.clone(), prio, *g),
+    }
+}
+
+/// The entry's action and whether it has a priority (for the undo log only: a table scan).
+fn current(sw: &Switch, table: &str, h: EntryHandle) -> Option<(Act, bool)> {
+    let entries = sw.table_entries(table).ok()?;
+    let e = entries.into_iter().find(|e| e.handle == h)?;
+    let prio = e.priority.is_some();
+    Some((
+        match e.action {
+            switch_engine::EntryAction::Action { name, args } => Act::Action { name, args },
+            switch_engine::EntryAction::Member(m) => Act::Member(m),
+            switch_engine::EntryAction::Group(g) => Act::Group(g),
+        },
+        prio,
+    ))
+}
+
+fn modify(sw: &mut Switch, table: &str, h: EntryHandle, act: &Act) -> Result<(), ApiError> {
+    match act {
+        Act::Action { name, args } => sw.table_modify(table, h, name, args),
+        // The engine modifies direct actions only; a member/group change re-adds the entry.
+        Act::Member(_) | Act::Group(_) => Err(ApiError {
+            code: ErrorCode::WrongTableType,
+            message: "modifying an indirect entry's member or group is not supported".into(),
+        }),
+    }
+}
+
+/// Applies `ops` in order; with `rollback`, the first failure undoes the applied ones and the
+/// rest are not tried (reported as ABORTED).
+pub fn apply(
+    sw: &mut Switch,
+    index: &mut Index,
+    ops: Vec<Result<Op, UpdateError>>,
+    rollback: bool,
+) -> Vec<Result<(), UpdateError>> {
+    let mut results = Vec::with_capacity(ops.len());
+    let mut undo: Vec<Undo> = Vec::new();
+    let mut failed = false;
+    for op in ops {
+        if failed && rollback {
+            results.push(Err((
+                Code::Aborted,
+                "not applied: an earlier update of the batch failed".into(),
+            )));
+            continue;
+        }
+        let r = op.and_then(|op| apply_one(sw, index, op, rollback.then_some(&mut undo)));
+        if r.is_err() {
+            failed = true;
+        }
+        results.push(r);
+    }
+    if failed && rollback {
+        for u in undo.into_iter().rev() {
+            match u {
+                Undo::Delete { table, key } => {
+                    if let Some(h) = index.get_mut(&table).and_then(|t| t.remove(&key)) {
+                        let _ = sw.table_delete(&table, h);
+                    }
+                }
+                Undo::Restore {
+                    table,
+                    key,
+                    act,
+                    priority_ok,
+                } => {
+                    let h = index.get(&table).and_then(|t| t.get(&key)).copied();
+                    match h {
+                        Some(h) => {
+                            let _ = modify(sw, &table, h, &act);
+                        }
+                        None => {
+                            if let Ok(h) = add(sw, &table, &key, priority_ok, &act) {
+                                index.entry(table).or_default().insert(key, h);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for r in results.iter_mut() {
+            if r.is_ok() {
+                *r = Err((
+                    Code::Aborted,
+                    "rolled back: another update of the batch failed".into(),
+                ));
+            }
+        }
+    }
+    results
+}
+
+fn apply_one(
+    sw: &mut Switch,
+    index: &mut Index,
+    op: Op,
+    undo: Option<&mut Vec<Undo>>,
+) -> Result<(), UpdateError> {
+    match op {
+        Op::Insert {
+            table,
+            key,
+            needs_priority,
+            act,
+        } => {
+            let t = index.entry(table.clone()).or_default();
+            if t.contains_key(&key) {
+                return Err((
+                    Code::AlreadyExists,
+                    format!("table \"{table}\": an entry with this match key exists"),
+                ));
+            }
+            let h = add(sw, &table, &key, needs_priority, &act).map_err(api)?;
+            t.insert(key.clone(), h);
+            if let Some(u) = undo {
+                u.push(Undo::Delete { table, key });
+            }
+            Ok(())
+        }
+        Op::Modify { table, key, act } => {
+            let Some(h) = index.get(&table).and_then(|t| t.get(&key)).copied() else {
+                return Err((
+                    Code::NotFound,
+                    format!("table \"{table}\": no entry with this match key"),
+                ));
+            };
+            let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
+            modify(sw, &table, h, &act).map_err(api)?;
+            if let (Some(u), Some((old, _))) = (undo, old) {
+                u.push(Undo::Restore {
+                    table,
+                    key,
+                    act: old,
+                    priority_ok: true,
+                });
+            }
+            Ok(())
+        }
+        Op::Delete { table, key } => {
+            let Some(h) = index.get(&table).and_then(|t| t.get(&key)).copied() else {
+                return Err((
+                    Code::NotFound,
+                    format!("table \"{table}\": no entry with this match key"),
+                ));
+            };
+            let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
+            sw.table_delete(&table, h).map_err(api)?;
+            if let Some(t) = index.get_mut(&table) {
+                t.remove(&key);
+            }
+            if let (Some(u), Some((old, prio))) = (undo, old) {
+                u.push(Undo::Restore {
+                    table,
+                    key,
+                    act: old,
+                    priority_ok: prio,
+                });
+            }
+            Ok(())
+        }
+        Op::SetDefault { table, act } => match act {
+            Act::Action { name, args } => sw.table_set_default(&table, &name, &args).map_err(api),
+            _ => Err((
+                Code::InvalidArgument,
+                "a default entry takes a direct action".into(),
+            )),
+        },
+    }
+}
