@@ -118,8 +118,8 @@ mod tests {
     #[test]
     fn canonical_checks() {
         assert_eq!(
-            to_engine(&[1, 2], 9, "x"),
-            Err("x: value 0x0102 does not fit in 9 bits".into())
+            to_engine(&[2, 0], 9, "x"),
+            Err("x: value 0x0200 does not fit in 9 bits".into())
         );
         assert_eq!(to_engine(&[1, 0xff], 9, "x"), Ok(vec![1, 0xff]));
         assert!(to_engine(&[0, 1], 16, "x").is_err());

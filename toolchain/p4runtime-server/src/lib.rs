@@ -31,14 +31,20 @@ use tonic::{Request, Response, Status, Streaming};
 pub use pipeline::Pipeline;
 pub use write::engine_code;
 
+/// A closure run on the engine between two packets; `None` = no pipeline loaded.
+pub type EngineJob = Box<dyn FnOnce(&mut Option<switch_engine::Switch>) + Send>;
+
+/// Where frames the pipeline sends to the CPU port go (PacketIn).
+pub type CpuSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
+
 /// What the server needs from the switch that hosts it. The switch owns the engine and its
 /// packet loop; the server only ever touches the engine through [`Dataplane::exec`].
 pub trait Dataplane: Send + Sync + 'static {
     /// Runs `f` on the engine between two packets (never in the middle of one) and returns when
     /// done. `None` = no pipeline loaded; `f` may install one (SetForwardingPipelineConfig).
-    fn exec(&self, f: Box<dyn FnOnce(&mut Option<switch_engine::Switch>) + Send>);
+    fn exec(&self, f: EngineJob);
     /// Frames the pipeline sends to the CPU port go to this sink (PacketIn); set by the server.
-    fn set_cpu_sink(&self, sink: Box<dyn Fn(Vec<u8>) + Send + Sync>);
+    fn set_cpu_sink(&self, sink: CpuSink);
     /// Injects a frame as if received on the CPU port (PacketOut).
     fn inject_cpu(&self, frame: Vec<u8>);
     /// The CPU port (`--cpu-port`), if the switch has one.

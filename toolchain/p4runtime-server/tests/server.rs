@@ -1,0 +1,567 @@
+//! The server over gRPC on 127.0.0.1 against the real engine (tests/common).
+
+mod common;
+
+use common::*;
+use p4runtime_proto::google::rpc::{self, Code};
+use p4runtime_proto::p4runtime::{
+    action, entity, field_match, stream_message_request, stream_message_response, table_action,
+    update, write_request::Atomicity, Action, Entity, FieldMatch,
+    GetForwardingPipelineConfigRequest, PacketOut, ReadRequest, SetForwardingPipelineConfigRequest,
+    StreamMessageRequest, TableAction, TableEntry, Update, WriteRequest,
+};
+use prost::Message;
+
+fn lpm(field: u32, value: Vec<u8>, len: i32) -> FieldMatch {
+    FieldMatch {
+        field_id: field,
+        field_match_type: Some(field_match::FieldMatchType::Lpm(field_match::Lpm {
+            value,
+            prefix_len: len,
+        })),
+    }
+}
+
+fn act(id: u32, params: Vec<Vec<u8>>) -> Option<TableAction> {
+    Some(TableAction {
+        r#type: Some(table_action::Type::Action(Action {
+            action_id: id,
+            params: params
+                .into_iter()
+                .enumerate()
+                .map(|(i, value)| action::Param {
+                    param_id: i as u32 + 1,
+                    value,
+                })
+                .collect(),
+        })),
+    })
+}
+
+fn upd(ty: update::Type, te: TableEntry) -> Update {
+    Update {
+        r#type: ty as i32,
+        entity: Some(Entity {
+            entity: Some(entity::Entity::TableEntry(te)),
+        }),
+    }
+}
+
+struct L3 {
+    info: p4runtime_proto::p4info::P4Info,
+    table: u32,
+    set_nhop: u32,
+    drop: u32,
+}
+
+impl L3 {
+    fn new() -> L3 {
+        let info = p4info_for(&stf_json("l3.json"));
+        L3 {
+            table: table_id(&info, "ingress.ipv4_lpm"),
+            set_nhop: action_id(&info, "ingress.set_nhop"),
+            drop: action_id(&info, "ingress.drop"),
+            info,
+        }
+    }
+    fn route(&self, prefix: [u8; 4], len: i32, port: u8, dmac: u8) -> TableEntry {
+        TableEntry {
+            table_id: self.table,
+            r#match: vec![lpm(1, trim(&prefix), len)],
+            action: act(self.set_nhop, vec![vec![port], vec![dmac]]),
+            ..Default::default()
+        }
+    }
+}
+
+fn trim(v: &[u8]) -> Vec<u8> {
+    let skip = v.iter().take_while(|b| **b == 0).count().min(v.len() - 1);
+    v[skip..].to_vec()
+}
+
+async fn write(
+    c: &mut Controller,
+    updates: Vec<Update>,
+    atomicity: Atomicity,
+) -> Result<(), tonic::Status> {
+    c.client
+        .write(WriteRequest {
+            device_id: DEVICE,
+            election_id: eid(c.election_id),
+            updates,
+            atomicity: atomicity as i32,
+            ..Default::default()
+        })
+        .await
+        .map(|_| ())
+}
+
+/// The canonical code of each update, from the batch status details (spec 12.4).
+fn update_codes(s: &tonic::Status) -> Vec<i32> {
+    assert_eq!(s.code(), tonic::Code::Unknown, "{s:?}");
+    let body = rpc::Status::decode(s.details()).unwrap();
+    body.details
+        .iter()
+        .map(|a| {
+            assert_eq!(a.type_url, "type.googleapis.com/p4.v1.Error");
+            p4runtime_proto::p4runtime::Error::decode(a.value.as_slice())
+                .unwrap()
+                .canonical_code
+        })
+        .collect()
+}
+
+async fn read_all(c: &mut Controller, te: TableEntry) -> Vec<TableEntry> {
+    let mut stream = c
+        .client
+        .read(ReadRequest {
+            device_id: DEVICE,
+            entities: vec![Entity {
+                entity: Some(entity::Entity::TableEntry(te)),
+            }],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(r) = stream.message().await.unwrap() {
+        for e in r.entities {
+            if let Some(entity::Entity::TableEntry(te)) = e.entity {
+                out.push(te);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_set_and_get() {
+    let (addr, _dp) = start().await;
+    let (mut c, code) = Controller::connect(addr, 1).await;
+    assert_eq!(code, Code::Ok as i32);
+    let get = |ty: i32| GetForwardingPipelineConfigRequest {
+        device_id: DEVICE,
+        response_type: ty,
+    };
+    let err = c
+        .client
+        .get_forwarding_pipeline_config(get(0))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+
+    let l3 = L3::new();
+    let json = stf_json("l3.json");
+    // A P4Info whose widths disagree with the JSON is refused.
+    let mut bad = l3.info.clone();
+    bad.tables[0].match_fields[0].bitwidth = 31;
+    let err = c.set_pipeline(&bad, &json).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().contains("bit<31>"), "{}", err.message());
+
+    // VERIFY_AND_SAVE then COMMIT.
+    for action in [2, 4] {
+        c.client
+            .set_forwarding_pipeline_config(SetForwardingPipelineConfigRequest {
+                device_id: DEVICE,
+                election_id: eid(1),
+                action,
+                config: (action == 2).then(|| {
+                    p4runtime_proto::p4runtime::ForwardingPipelineConfig {
+                        p4info: Some(l3.info.clone()),
+                        p4_device_config: json.as_bytes().to_vec(),
+                        cookie: Some(
+                            p4runtime_proto::p4runtime::forwarding_pipeline_config::Cookie {
+                                cookie: 7,
+                            },
+                        ),
+                    }
+                }),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    let all = c
+        .client
+        .get_forwarding_pipeline_config(get(0))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert_eq!(all.p4info.as_ref(), Some(&l3.info));
+    assert_eq!(all.p4_device_config, json.as_bytes());
+    assert_eq!(all.cookie.unwrap().cookie, 7);
+    let cookie = c
+        .client
+        .get_forwarding_pipeline_config(get(1))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(cookie.p4info.is_none() && cookie.p4_device_config.is_empty());
+    assert_eq!(cookie.cookie.unwrap().cookie, 7);
+    let info = c
+        .client
+        .get_forwarding_pipeline_config(get(2))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(info.p4info.is_some() && info.p4_device_config.is_empty());
+    let dev = c
+        .client
+        .get_forwarding_pipeline_config(get(3))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(dev.p4info.is_none() && !dev.p4_device_config.is_empty());
+
+    // VERIFY_AND_COMMIT replaces it (cookie 42).
+    c.set_pipeline(&l3.info, &json).await.unwrap();
+    let cookie = c
+        .client
+        .get_forwarding_pipeline_config(get(1))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert_eq!(cookie.cookie.unwrap().cookie, 42);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_insert_modify_delete_read() {
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let l3 = L3::new();
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let r1 = l3.route([10, 0, 0, 0], 8, 1, 1);
+    let r2 = l3.route([10, 1, 0, 0], 16, 2, 2);
+    write(
+        &mut c,
+        vec![
+            upd(update::Type::Insert, r1.clone()),
+            upd(update::Type::Insert, r2.clone()),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // Wildcard read (table id 0) returns both, as written.
+    let mut got = read_all(&mut c, TableEntry::default()).await;
+    got.sort_by_key(|t| t.r#match[0].encode_to_vec());
+    assert_eq!(got, vec![r1.clone(), r2.clone()]);
+    // Read by key.
+    let mut key = r2.clone();
+    key.action = None;
+    assert_eq!(read_all(&mut c, key.clone()).await, vec![r2.clone()]);
+    // Modify, then delete.
+    let mut m2 = r2.clone();
+    m2.action = act(l3.drop, vec![]);
+    write(
+        &mut c,
+        vec![upd(update::Type::Modify, m2.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_all(&mut c, key.clone()).await, vec![m2]);
+    write(
+        &mut c,
+        vec![upd(update::Type::Delete, key.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert!(read_all(&mut c, key).await.is_empty());
+    // Default entry: MODIFY with is_default_action, read back with is_default_action.
+    let def = TableEntry {
+        table_id: l3.table,
+        action: act(l3.set_nhop, vec![vec![3], vec![9]]),
+        is_default_action: true,
+        ..Default::default()
+    };
+    write(
+        &mut c,
+        vec![upd(update::Type::Modify, def.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let d = read_all(
+        &mut c,
+        TableEntry {
+            table_id: l3.table,
+            is_default_action: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(d, vec![def]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_errors() {
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let l3 = L3::new();
+    let r1 = l3.route([10, 0, 0, 0], 8, 1, 1);
+    // Before a pipeline.
+    let e = write(
+        &mut c,
+        vec![upd(update::Type::Insert, r1.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+
+    // One batch, CONTINUE_ON_ERROR: every error class gets its own p4.v1.Error.
+    let mut wide = l3.route([10, 2, 0, 0], 16, 1, 1);
+    wide.action = act(l3.set_nhop, vec![vec![2, 0], vec![1]]); // 0x200 does not fit bit<9>
+    let mut noncanon = l3.route([10, 3, 0, 0], 16, 1, 1);
+    noncanon.action = act(l3.set_nhop, vec![vec![0, 1], vec![1]]);
+    let mut badprefix = l3.route([10, 4, 0, 0], 8, 1, 1); // bits beyond /8
+    badprefix.r#match = vec![lpm(1, vec![10, 4, 0, 0], 8)];
+    let mut missing = l3.route([10, 5, 0, 0], 16, 1, 1);
+    missing.action = None;
+    let batch = vec![
+        upd(update::Type::Insert, r1.clone()),
+        upd(update::Type::Insert, r1.clone()),
+        upd(update::Type::Delete, l3.route([11, 0, 0, 0], 8, 1, 1)),
+        upd(update::Type::Insert, wide),
+        upd(update::Type::Insert, noncanon),
+        upd(update::Type::Insert, badprefix),
+        upd(update::Type::Insert, missing),
+    ];
+    let e = write(&mut c, batch, Atomicity::ContinueOnError)
+        .await
+        .unwrap_err();
+    let codes = update_codes(&e);
+    use Code::*;
+    let want: Vec<i32> = [
+        Ok,
+        AlreadyExists,
+        NotFound,
+        InvalidArgument,
+        InvalidArgument,
+        InvalidArgument,
+        InvalidArgument,
+    ]
+    .iter()
+    .map(|c| *c as i32)
+    .collect();
+    assert_eq!(codes, want);
+    assert_eq!(
+        read_all(&mut c, TableEntry::default()).await,
+        vec![r1.clone()]
+    );
+
+    // ROLLBACK_ON_ERROR: the good insert is undone.
+    let r2 = l3.route([10, 1, 0, 0], 16, 2, 2);
+    let e = write(
+        &mut c,
+        vec![
+            upd(update::Type::Insert, r2),
+            upd(update::Type::Insert, r1.clone()),
+        ],
+        Atomicity::RollbackOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Aborted as i32, AlreadyExists as i32]);
+    assert_eq!(
+        read_all(&mut c, TableEntry::default()).await,
+        vec![r1.clone()]
+    );
+
+    // Priorities and masks on a table with ternary keys (tables.json t_tern: ternary h.b, exact h.e).
+    let json = stf_json("tables.json");
+    let info = p4info_for(&json);
+    c.set_pipeline(&info, &json).await.unwrap();
+    let t = table_id(&info, "ingress.t_tern");
+    let widths: Vec<i32> = info
+        .tables
+        .iter()
+        .find(|x| x.preamble.as_ref().unwrap().id == t)
+        .unwrap()
+        .match_fields
+        .iter()
+        .map(|m| m.bitwidth)
+        .collect();
+    let set = info
+        .actions
+        .iter()
+        .find(|a| a.preamble.as_ref().unwrap().name == "ingress.set_tern")
+        .unwrap();
+    let args: Vec<Vec<u8>> = set.params.iter().map(|_| vec![1]).collect();
+    let tern = |value: Vec<u8>, mask: Vec<u8>, priority: i32| TableEntry {
+        table_id: t,
+        r#match: vec![
+            FieldMatch {
+                field_id: 1,
+                field_match_type: Some(field_match::FieldMatchType::Ternary(
+                    field_match::Ternary { value, mask },
+                )),
+            },
+            FieldMatch {
+                field_id: 2,
+                field_match_type: Some(field_match::FieldMatchType::Exact(field_match::Exact {
+                    value: vec![1],
+                })),
+            },
+        ],
+        action: act(set.preamble.as_ref().unwrap().id, args.clone()),
+        priority,
+        ..Default::default()
+    };
+    assert!(widths[0] >= 8);
+    let e = write(
+        &mut c,
+        vec![
+            upd(update::Type::Insert, tern(vec![0x0f], vec![0xf0], 10)), // value outside mask
+            upd(update::Type::Insert, tern(vec![0x10], vec![0xf0], 0)),  // no priority
+            upd(update::Type::Insert, tern(vec![0x10], vec![0xf0], 10)),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![InvalidArgument as i32, InvalidArgument as i32, Ok as i32]
+    );
+    let back = read_all(
+        &mut c,
+        TableEntry {
+            table_id: t,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(back, vec![tern(vec![0x10], vec![0xf0], 10)]);
+    // Const table.
+    let tc = table_id(&info, "ingress.t_const");
+    let e = write(
+        &mut c,
+        vec![upd(
+            update::Type::Insert,
+            TableEntry {
+                table_id: tc,
+                ..Default::default()
+            },
+        )],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![PermissionDenied as i32]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arbitration() {
+    let (addr, _dp) = start().await;
+    let (mut c1, code) = Controller::connect(addr, 1).await;
+    assert_eq!(code, Code::Ok as i32);
+    let (mut c2, code) = Controller::connect(addr, 5).await;
+    assert_eq!(code, Code::Ok as i32);
+    // c1 is told it lost primary.
+    assert_eq!(c1.next_arbitration().await, Code::AlreadyExists as i32);
+    let l3 = L3::new();
+    let e = c1
+        .set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    c2.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let e = write(
+        &mut c1,
+        vec![upd(update::Type::Insert, l3.route([10, 0, 0, 0], 8, 1, 1))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    // A backup connecting with a lower id is a backup.
+    let (_c3, code) = Controller::connect(addr, 2).await;
+    assert_eq!(code, Code::AlreadyExists as i32);
+    // The primary leaves: c3 (2) is promoted, c1 stays backup.
+    drop(c2);
+    assert_eq!(c1.next_arbitration().await, Code::AlreadyExists as i32);
+    write(
+        &mut Controller {
+            election_id: 2,
+            ..c1
+        },
+        vec![upd(update::Type::Insert, l3.route([10, 0, 0, 0], 8, 1, 1))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packet_out_through_engine_to_packet_in() {
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let l3 = L3::new();
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    write(
+        &mut c,
+        vec![
+            upd(
+                update::Type::Insert,
+                l3.route([10, 0, 0, 0], 8, CPU_PORT as u8, 1),
+            ),
+            upd(update::Type::Insert, l3.route([10, 1, 0, 0], 16, 2, 2)),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let packet = |dst: [u8; 4]| {
+        let mut p = vec![0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0, 0x0b, 0xbb, 0x08, 0x00];
+        p.extend([
+            0x45, 0, 0, 0x14, 0, 0, 0, 0, 0x40, 0x06, 0, 0, 0xc0, 0xa8, 0, 1,
+        ]);
+        p.extend(dst);
+        p
+    };
+    let send = |p: Vec<u8>| StreamMessageRequest {
+        update: Some(stream_message_request::Update::Packet(PacketOut {
+            payload: p,
+            metadata: vec![],
+        })),
+    };
+    c.tx.send(send(packet([10, 1, 2, 3]))).await.unwrap();
+    c.tx.send(send(packet([10, 2, 3, 4]))).await.unwrap();
+    let pin = loop {
+        let m = c.rx.message().await.unwrap().unwrap();
+        if let Some(stream_message_response::Update::Packet(p)) = m.update {
+            break p;
+        }
+    };
+    // Routed by the /8 to the CPU port: TTL 0x40 -> 0x3f, dmac rewritten to 1.
+    assert_eq!(&pin.payload[..6], &[0, 0, 0, 0, 0, 1]);
+    assert_eq!(pin.payload[22], 0x3f);
+    assert_eq!(&pin.payload[30..34], &[10, 2, 3, 4]);
+    let sent = dp.sent.lock().unwrap();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].port, 2);
+}
