@@ -424,9 +424,11 @@ impl P4Runtime for Server {
         self.check_device(req.device_id)?;
         let p = self.pipeline()?;
         let dp = self.dp.clone();
-        let entities = tokio::task::spawn_blocking(move || read::read(&*dp, &p, &req.entities))
-            .await
-            .map_err(|e| status(Code::Internal, format!("read task: {e}")))??;
+        let index = self.index.clone();
+        let entities =
+            tokio::task::spawn_blocking(move || read::read(&*dp, &p, &index, &req.entities))
+                .await
+                .map_err(|e| status(Code::Internal, format!("read task: {e}")))??;
         let (tx, rx) = mpsc::channel(4);
         tokio::spawn(async move {
             let mut it = entities.into_iter().peekable();

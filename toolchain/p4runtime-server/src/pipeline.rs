@@ -56,6 +56,10 @@ pub struct Pipeline {
     pub action_ids: HashMap<String, u32>,
     pub packet_out: Option<PacketHeader>,
     pub packet_in: Option<PacketHeader>,
+    /// Indexed counters: id → (engine name, size).
+    pub counters: HashMap<u32, (String, u64)>,
+    /// Registers: id → (engine name, size, cell width).
+    pub registers: HashMap<u32, (String, u64, u32)>,
 }
 
 /// Loads the JSON and checks the P4Info against it; returns the mapping and a fresh engine.
@@ -233,6 +237,27 @@ pub fn verify(
             ));
         }
     }
+    let counters = p4info
+        .counters
+        .iter()
+        .map(|c| {
+            (
+                pre_id(&c.preamble),
+                (pre_name(&c.preamble), u64::try_from(c.size).unwrap_or(0)),
+            )
+        })
+        .collect();
+    let mut registers = HashMap::new();
+    for r in &p4info.registers {
+        let name = pre_name(&r.preamble);
+        let width = sw
+            .register_width(&name)
+            .map_err(|e| format!("P4Info register \"{name}\": {e}"))?;
+        registers.insert(
+            pre_id(&r.preamble),
+            (name, u64::try_from(r.size).unwrap_or(0), width),
+        );
+    }
     let header = |which: &str| {
         p4info
             .controller_packet_metadata
@@ -258,6 +283,8 @@ pub fn verify(
             action_ids,
             packet_out,
             packet_in,
+            counters,
+            registers,
         },
         sw,
     ))
@@ -265,4 +292,8 @@ pub fn verify(
 
 fn pre_name(p: &Option<p4runtime_proto::p4info::Preamble>) -> String {
     p.as_ref().map(|p| p.name.clone()).unwrap_or_default()
+}
+
+fn pre_id(p: &Option<p4runtime_proto::p4info::Preamble>) -> u32 {
+    p.as_ref().map_or(0, |p| p.id)
 }

@@ -2,15 +2,53 @@
 //! bytes, don't-care fields omitted) outside it.
 
 use p4runtime_proto::google::rpc::Code;
+use std::sync::Mutex;
+
 use p4runtime_proto::p4runtime::{
-    entity, field_match, table_action, Action, Entity, FieldMatch, TableAction, TableEntry,
+    entity, field_match, p4_data, packet_replication_engine_entry as pre, table_action, Action,
+    CounterData, CounterEntry, Entity, FieldMatch, Index, P4Data, PacketReplicationEngineEntry,
+    RegisterEntry, TableAction, TableEntry,
 };
 use switch_engine::{EntryAction, EntryDesc, FieldMatch as EM};
 use tonic::Status;
 
 use crate::bytes::{all_ones, canonical};
 use crate::pipeline::{Pipeline, TableInfo};
+use crate::write::Index as Store;
 use crate::{exec_on, status, Dataplane};
+
+/// (id, engine name, index) of every cell a counter/register read asks for: id 0 = every
+/// object, no index = every cell.
+fn cells(
+    objs: &[(u32, String, u64)],
+    id: u32,
+    index: Option<i64>,
+) -> Result<Vec<(u32, String, u64)>, Status> {
+    let mut sel: Vec<&(u32, String, u64)> = objs.iter().filter(|o| id == 0 || o.0 == id).collect();
+    if sel.is_empty() && id != 0 {
+        return Err(status(
+            Code::NotFound,
+            format!("no counter or register with id {id}"),
+        ));
+    }
+    sel.sort_by_key(|o| o.0);
+    let mut out = Vec::new();
+    for (oid, name, size) in sel {
+        match index {
+            Some(i) => match u64::try_from(i) {
+                Ok(i) if i < *size => out.push((*oid, name.clone(), i)),
+                _ => {
+                    return Err(status(
+                        Code::InvalidArgument,
+                        format!("\"{name}\": index {i} out of 0..{size}"),
+                    ))
+                }
+            },
+            None => out.extend((0..*size).map(|i| (*oid, name.clone(), i))),
+        }
+    }
+    Ok(out)
+}
 
 /// Entities per ReadResponse.
 pub const CHUNK: usize = 1000;
@@ -21,10 +59,101 @@ struct Query {
     default: bool,
 }
 
-pub fn read(dp: &dyn Dataplane, p: &Pipeline, entities: &[Entity]) -> Result<Vec<Entity>, Status> {
+pub fn read(
+    dp: &dyn Dataplane,
+    p: &Pipeline,
+    index: &Mutex<Store>,
+    entities: &[Entity],
+) -> Result<Vec<Entity>, Status> {
     let mut queries = Vec::new();
+    let mut out = Vec::new();
     for e in entities {
         match &e.entity {
+            Some(entity::Entity::CounterEntry(c)) => {
+                let cells = cells(
+                    &p.counters
+                        .iter()
+                        .map(|(id, (n, size))| (*id, n.clone(), *size))
+                        .collect::<Vec<_>>(),
+                    c.counter_id,
+                    c.index.as_ref().map(|i| i.index),
+                )?;
+                let got = exec_on(dp, move |sw| {
+                    let Some(sw) = sw else { return Vec::new() };
+                    cells
+                        .into_iter()
+                        .filter_map(|(id, n, i)| sw.counter_read(&n, i).ok().map(|v| (id, i, v)))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+                out.extend(got.into_iter().map(|(id, i, v)| Entity {
+                    entity: Some(entity::Entity::CounterEntry(CounterEntry {
+                        counter_id: id,
+                        index: Some(Index { index: i as i64 }),
+                        data: Some(CounterData {
+                            byte_count: v.bytes as i64,
+                            packet_count: v.packets as i64,
+                        }),
+                    })),
+                }));
+            }
+            Some(entity::Entity::RegisterEntry(r)) => {
+                let cells = cells(
+                    &p.registers
+                        .iter()
+                        .map(|(id, (n, size, _))| (*id, n.clone(), *size))
+                        .collect::<Vec<_>>(),
+                    r.register_id,
+                    r.index.as_ref().map(|i| i.index),
+                )?;
+                let got = exec_on(dp, move |sw| {
+                    let Some(sw) = sw else { return Vec::new() };
+                    cells
+                        .into_iter()
+                        .filter_map(|(id, n, i)| sw.register_read(&n, i).ok().map(|v| (id, i, v)))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+                out.extend(got.into_iter().map(|(id, i, v)| Entity {
+                    entity: Some(entity::Entity::RegisterEntry(RegisterEntry {
+                        register_id: id,
+                        index: Some(Index { index: i as i64 }),
+                        data: Some(P4Data {
+                            data: Some(p4_data::Data::Bitstring(canonical(&v.to_be_bytes()))),
+                        }),
+                    })),
+                }));
+            }
+            Some(entity::Entity::PacketReplicationEngineEntry(pe)) => {
+                let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+                let wrap = |t| Entity {
+                    entity: Some(entity::Entity::PacketReplicationEngineEntry(
+                        PacketReplicationEngineEntry { r#type: Some(t) },
+                    )),
+                };
+                match &pe.r#type {
+                    Some(pre::Type::MulticastGroupEntry(m)) => out.extend(
+                        idx.mcast
+                            .iter()
+                            .filter(|(id, _)| {
+                                m.multicast_group_id == 0 || **id == m.multicast_group_id
+                            })
+                            .map(|(_, (e, _))| wrap(pre::Type::MulticastGroupEntry(e.clone()))),
+                    ),
+                    Some(pre::Type::CloneSessionEntry(c)) => out.extend(
+                        idx.clones
+                            .iter()
+                            .filter(|(id, _)| c.session_id == 0 || **id == c.session_id)
+                            .map(|(_, e)| wrap(pre::Type::CloneSessionEntry(e.clone()))),
+                    ),
+                    None => {
+                        return Err(status(
+                            Code::InvalidArgument,
+                            "empty PacketReplicationEngineEntry",
+                        ))
+                    }
+                }
+            }
             Some(entity::Entity::TableEntry(te)) => {
                 let ids: Vec<u32> = if te.table_id == 0 {
                     let mut v: Vec<u32> = p.tables.keys().copied().collect();
@@ -83,7 +212,6 @@ pub fn read(dp: &dyn Dataplane, p: &Pipeline, entities: &[Entity]) -> Result<Vec
             .collect::<Vec<(Vec<EntryDesc>, Option<EntryAction>)>>()
     })
     .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
-    let mut out = Vec::new();
     for ((q, _), (entries, default)) in queries.iter().zip(raw) {
         let t = &p.tables[&q.table];
         if q.default {

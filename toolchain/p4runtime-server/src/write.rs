@@ -1,11 +1,12 @@
 //! Write: P4Runtime updates translated (outside the data plane) into engine operations, then
 //! applied in one `Dataplane::exec`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use p4runtime_proto::google::rpc::Code;
 use p4runtime_proto::p4runtime::{
-    entity, field_match::FieldMatchType, table_action, update, Entity, TableEntry, Update,
+    entity, field_match::FieldMatchType, p4_data, packet_replication_engine_entry as pre, replica,
+    table_action, update, CloneSessionEntry, Entity, MulticastGroupEntry, TableEntry, Update,
 };
 use switch_engine::{ApiError, EntryHandle, ErrorCode, FieldMatch, Switch};
 
@@ -15,8 +16,15 @@ use crate::pipeline::{Kind, Pipeline, TableInfo};
 /// A per-update failure: canonical code and message.
 pub type UpdateError = (Code, String);
 
-/// Match key → handle, per engine table (P4Runtime addresses entries by key, the engine by handle).
-pub type Index = HashMap<String, HashMap<(Vec<FieldMatch>, i32), EntryHandle>>;
+/// What the server keeps beside the engine: match key → handle per engine table (P4Runtime
+/// addresses entries by key, the engine by handle), and the PRE entries as written (with the
+/// engine's node handles) so they read back unchanged.
+#[derive(Default)]
+pub struct Index {
+    pub tables: HashMap<String, HashMap<(Vec<FieldMatch>, i32), EntryHandle>>,
+    pub mcast: BTreeMap<u32, (MulticastGroupEntry, Vec<u32>)>,
+    pub clones: BTreeMap<u32, CloneSessionEntry>,
+}
 
 #[derive(Debug, Clone)]
 pub enum Act {
@@ -46,6 +54,27 @@ pub enum Op {
         table: String,
         act: Act,
     },
+    Counter {
+        name: String,
+        index: u64,
+        packets: u64,
+        bytes: u64,
+    },
+    Register {
+        name: String,
+        index: u64,
+        value: u128,
+    },
+    Mcast {
+        ty: update::Type,
+        entry: MulticastGroupEntry,
+        ports: Vec<(u32, u32)>,
+    },
+    Clone {
+        ty: update::Type,
+        entry: CloneSessionEntry,
+        port: Option<u32>,
+    },
 }
 
 pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
@@ -55,11 +84,162 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
     };
     match e {
         entity::Entity::TableEntry(te) => translate_table(p, ty, te),
+        entity::Entity::CounterEntry(c) => {
+            let Some((name, size)) = p.counters.get(&c.counter_id) else {
+                return Err((
+                    Code::NotFound,
+                    format!("no counter with id {}", c.counter_id),
+                ));
+            };
+            modify_only(ty, "CounterEntry")?;
+            let index = cell_index(c.index.as_ref().map(|i| i.index), *size, name)?;
+            let d = c.data.unwrap_or_default();
+            let (Ok(packets), Ok(bytes)) =
+                (u64::try_from(d.packet_count), u64::try_from(d.byte_count))
+            else {
+                return Err((
+                    Code::InvalidArgument,
+                    format!("counter \"{name}\": negative count"),
+                ));
+            };
+            Ok(Op::Counter {
+                name: name.clone(),
+                index,
+                packets,
+                bytes,
+            })
+        }
+        entity::Entity::RegisterEntry(r) => {
+            let Some((name, size, width)) = p.registers.get(&r.register_id) else {
+                return Err((
+                    Code::NotFound,
+                    format!("no register with id {}", r.register_id),
+                ));
+            };
+            modify_only(ty, "RegisterEntry")?;
+            let index = cell_index(r.index.as_ref().map(|i| i.index), *size, name)?;
+            let Some(p4_data::Data::Bitstring(bits)) =
+                r.data.as_ref().and_then(|d| d.data.as_ref())
+            else {
+                return Err((
+                    Code::InvalidArgument,
+                    format!("register \"{name}\": data must be a bitstring"),
+                ));
+            };
+            let v = to_engine(bits, *width, &format!("register \"{name}\""))
+                .map_err(|m| (Code::InvalidArgument, m))?;
+            let value = v.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
+            Ok(Op::Register {
+                name: name.clone(),
+                index,
+                value,
+            })
+        }
+        entity::Entity::PacketReplicationEngineEntry(e) => match &e.r#type {
+            Some(pre::Type::MulticastGroupEntry(m)) => {
+                if m.multicast_group_id == 0 {
+                    return Err((
+                        Code::InvalidArgument,
+                        "multicast group id 0 is reserved".into(),
+                    ));
+                }
+                let ports = replicas(&m.replicas)?;
+                Ok(Op::Mcast {
+                    ty,
+                    entry: m.clone(),
+                    ports,
+                })
+            }
+            Some(pre::Type::CloneSessionEntry(c)) => {
+                if c.session_id == 0 {
+                    return Err((
+                        Code::InvalidArgument,
+                        "clone session id 0 is reserved".into(),
+                    ));
+                }
+                if c.packet_length_bytes != 0 {
+                    return Err((
+                        Code::Unimplemented,
+                        "clone session truncation (packet_length_bytes) is not modelled".into(),
+                    ));
+                }
+                let reps = replicas(&c.replicas)?;
+                let port = match (ty, reps.as_slice()) {
+                    (update::Type::Delete, _) => None,
+                    (_, [(port, _)]) => Some(*port),
+                    _ => {
+                        return Err((
+                            Code::Unimplemented,
+                            "clone sessions with other than one replica are not implemented".into(),
+                        ))
+                    }
+                };
+                Ok(Op::Clone {
+                    ty,
+                    entry: c.clone(),
+                    port,
+                })
+            }
+            None => Err((
+                Code::InvalidArgument,
+                "empty PacketReplicationEngineEntry".into(),
+            )),
+        },
         _ => Err((
             Code::Unimplemented,
-            "only TableEntry updates are implemented".into(),
+            "this entity type is not implemented for Write".into(),
         )),
     }
+}
+
+fn modify_only(ty: update::Type, what: &str) -> Result<(), UpdateError> {
+    if ty != update::Type::Modify {
+        return Err((
+            Code::InvalidArgument,
+            format!("{what} can only be modified"),
+        ));
+    }
+    Ok(())
+}
+
+fn cell_index(index: Option<i64>, size: u64, name: &str) -> Result<u64, UpdateError> {
+    let Some(i) = index else {
+        return Err((
+            Code::Unimplemented,
+            format!("\"{name}\": writes need an index (index wildcards are read-only here)"),
+        ));
+    };
+    match u64::try_from(i) {
+        Ok(i) if i < size => Ok(i),
+        _ => Err((
+            Code::InvalidArgument,
+            format!("\"{name}\": index {i} out of 0..{size}"),
+        )),
+    }
+}
+
+/// (port, instance) per replica; `port` bytes (1.4+) or the deprecated `egress_port`.
+fn replicas(rs: &[p4runtime_proto::p4runtime::Replica]) -> Result<Vec<(u32, u32)>, UpdateError> {
+    let mut out = Vec::with_capacity(rs.len());
+    for r in rs {
+        let port = match &r.port_kind {
+            #[allow(deprecated)]
+            Some(replica::PortKind::EgressPort(p)) => *p,
+            Some(replica::PortKind::Port(b)) => {
+                let v = to_engine(b, 32, "replica port").map_err(|m| (Code::InvalidArgument, m))?;
+                u32::from_be_bytes([v[0], v[1], v[2], v[3]])
+            }
+            None => return Err((Code::InvalidArgument, "replica without a port".into())),
+        };
+        if out.contains(&(port, r.instance)) {
+            return Err((
+                Code::InvalidArgument,
+                format!("replica (port {port}, instance {}) given twice", r.instance),
+            ));
+        }
+        out.push((port, r.instance));
+    }
+    Ok(out)
 }
 
 fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op, UpdateError> {
@@ -401,6 +581,23 @@ pub fn apply(
     ops: Vec<Result<Op, UpdateError>>,
     rollback: bool,
 ) -> Vec<Result<(), UpdateError>> {
+    // The undo log covers table entries only.
+    let ops: Vec<_> = ops
+        .into_iter()
+        .map(|op| match op {
+            Ok(
+                Op::Counter { .. }
+                | Op::Register { .. }
+                | Op::Mcast { .. }
+                | Op::Clone { .. }
+                | Op::SetDefault { .. },
+            ) if rollback => Err((
+                Code::Unimplemented,
+                "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches support table entries only".into(),
+            )),
+            op => op,
+        })
+        .collect();
     let mut results = Vec::with_capacity(ops.len());
     let mut undo: Vec<Undo> = Vec::new();
     let mut failed = false;
@@ -422,7 +619,7 @@ pub fn apply(
         for u in undo.into_iter().rev() {
             match u {
                 Undo::Delete { table, key } => {
-                    if let Some(h) = index.get_mut(&table).and_then(|t| t.remove(&key)) {
+                    if let Some(h) = index.tables.get_mut(&table).and_then(|t| t.remove(&key)) {
                         let _ = sw.table_delete(&table, h);
                     }
                 }
@@ -432,14 +629,14 @@ pub fn apply(
                     act,
                     priority_ok,
                 } => {
-                    let h = index.get(&table).and_then(|t| t.get(&key)).copied();
+                    let h = index.tables.get(&table).and_then(|t| t.get(&key)).copied();
                     match h {
                         Some(h) => {
                             let _ = modify(sw, &table, h, &act);
                         }
                         None => {
                             if let Ok(h) = add(sw, &table, &key, priority_ok, &act) {
-                                index.entry(table).or_default().insert(key, h);
+                                index.tables.entry(table).or_default().insert(key, h);
                             }
                         }
                     }
@@ -471,7 +668,7 @@ fn apply_one(
             needs_priority,
             act,
         } => {
-            let t = index.entry(table.clone()).or_default();
+            let t = index.tables.entry(table.clone()).or_default();
             if t.contains_key(&key) {
                 return Err((
                     Code::AlreadyExists,
@@ -486,7 +683,7 @@ fn apply_one(
             Ok(())
         }
         Op::Modify { table, key, act } => {
-            let Some(h) = index.get(&table).and_then(|t| t.get(&key)).copied() else {
+            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
                 return Err((
                     Code::NotFound,
                     format!("table \"{table}\": no entry with this match key"),
@@ -505,7 +702,7 @@ fn apply_one(
             Ok(())
         }
         Op::Delete { table, key } => {
-            let Some(h) = index.get(&table).and_then(|t| t.get(&key)).copied() else {
+            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
                 return Err((
                     Code::NotFound,
                     format!("table \"{table}\": no entry with this match key"),
@@ -513,7 +710,7 @@ fn apply_one(
             };
             let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
             sw.table_delete(&table, h).map_err(api)?;
-            if let Some(t) = index.get_mut(&table) {
+            if let Some(t) = index.tables.get_mut(&table) {
                 t.remove(&key);
             }
             if let (Some(u), Some((old, prio))) = (undo, old) {
@@ -533,5 +730,76 @@ fn apply_one(
                 "a default entry takes a direct action".into(),
             )),
         },
+        Op::Counter {
+            name,
+            index: i,
+            packets,
+            bytes,
+        } => sw
+            .counter_write(&name, i, switch_engine::CounterValue { packets, bytes })
+            .map_err(api),
+        Op::Register {
+            name,
+            index: i,
+            value,
+        } => sw.register_write(&name, i, value).map_err(api),
+        Op::Mcast { ty, entry, ports } => {
+            let id = entry.multicast_group_id;
+            let exists = index.mcast.contains_key(&id);
+            match ty {
+                update::Type::Insert if exists => {
+                    return Err((Code::AlreadyExists, format!("multicast group {id} exists")))
+                }
+                update::Type::Modify | update::Type::Delete if !exists => {
+                    return Err((Code::NotFound, format!("no multicast group {id}")))
+                }
+                _ => {}
+            }
+            if let Some((_, nodes)) = index.mcast.remove(&id) {
+                sw.mc_mgrp_destroy(id).map_err(api)?;
+                for n in nodes {
+                    sw.mc_node_destroy(n).map_err(api)?;
+                }
+            }
+            if ty == update::Type::Delete {
+                return Ok(());
+            }
+            sw.mc_mgrp_create(id).map_err(api)?;
+            // One engine node per instance (egress_rid), holding that instance's ports.
+            let mut instances: Vec<u32> = ports.iter().map(|p| p.1).collect();
+            instances.sort_unstable();
+            instances.dedup();
+            let mut nodes = Vec::new();
+            for rid in instances {
+                let ps: Vec<u32> = ports.iter().filter(|p| p.1 == rid).map(|p| p.0).collect();
+                let n = sw.mc_node_create(rid, &ps);
+                sw.mc_node_associate(id, n).map_err(api)?;
+                nodes.push(n);
+            }
+            index.mcast.insert(id, (entry, nodes));
+            Ok(())
+        }
+        Op::Clone { ty, entry, port } => {
+            let id = entry.session_id;
+            let exists = index.clones.contains_key(&id);
+            match ty {
+                update::Type::Insert if exists => {
+                    return Err((Code::AlreadyExists, format!("clone session {id} exists")))
+                }
+                update::Type::Modify | update::Type::Delete if !exists => {
+                    return Err((Code::NotFound, format!("no clone session {id}")))
+                }
+                _ => {}
+            }
+            if ty == update::Type::Delete {
+                sw.mirroring_delete(id).map_err(api)?;
+                index.clones.remove(&id);
+                return Ok(());
+            }
+            sw.mirroring_add(id, switch_engine::MirrorSession { port, mgrp: None })
+                .map_err(api)?;
+            index.clones.insert(id, entry);
+            Ok(())
+        }
     }
 }

@@ -565,3 +565,199 @@ async fn packet_out_through_engine_to_packet_in() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].port, 2);
 }
+
+async fn read_entities(c: &mut Controller, e: entity::Entity) -> Vec<entity::Entity> {
+    let mut stream = c
+        .client
+        .read(ReadRequest {
+            device_id: DEVICE,
+            entities: vec![Entity { entity: Some(e) }],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(r) = stream.message().await.unwrap() {
+        out.extend(r.entities.into_iter().filter_map(|e| e.entity));
+    }
+    out
+}
+
+fn modify(e: entity::Entity) -> Update {
+    Update {
+        r#type: update::Type::Modify as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_and_registers() {
+    use p4runtime_proto::p4runtime::{
+        p4_data, CounterData, CounterEntry, Index, P4Data, RegisterEntry,
+    };
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("externs.json");
+    let info = p4info_for(&json);
+    c.set_pipeline(&info, &json).await.unwrap();
+    let cid = info.counters[0].preamble.as_ref().unwrap().id;
+    let rid = info.registers[0].preamble.as_ref().unwrap().id;
+    let counter = |i: i64, p: i64, b: i64| {
+        entity::Entity::CounterEntry(CounterEntry {
+            counter_id: cid,
+            index: Some(Index { index: i }),
+            data: Some(CounterData {
+                packet_count: p,
+                byte_count: b,
+            }),
+        })
+    };
+    let register = |i: i64, v: Vec<u8>| {
+        entity::Entity::RegisterEntry(RegisterEntry {
+            register_id: rid,
+            index: Some(Index { index: i }),
+            data: Some(P4Data {
+                data: Some(p4_data::Data::Bitstring(v)),
+            }),
+        })
+    };
+    write(
+        &mut c,
+        vec![
+            modify(counter(2, 5, 300)),
+            modify(register(1, vec![0xde, 0xad])),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // Index wildcard: every cell, in index order.
+    let all = read_entities(
+        &mut c,
+        entity::Entity::CounterEntry(CounterEntry {
+            counter_id: cid,
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert_eq!(
+        all,
+        vec![
+            counter(0, 0, 0),
+            counter(1, 0, 0),
+            counter(2, 5, 300),
+            counter(3, 0, 0)
+        ]
+    );
+    let one = read_entities(
+        &mut c,
+        entity::Entity::RegisterEntry(RegisterEntry {
+            register_id: rid,
+            index: Some(Index { index: 1 }),
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert_eq!(one, vec![register(1, vec![0xde, 0xad])]);
+    // Out of range and too wide.
+    let e = write(
+        &mut c,
+        vec![
+            modify(counter(4, 1, 1)),
+            modify(register(0, vec![1, 0, 0, 0, 0])),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![Code::InvalidArgument as i32, Code::InvalidArgument as i32]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multicast_groups_and_clone_sessions() {
+    use p4runtime_proto::p4runtime::{
+        packet_replication_engine_entry as pre, replica, CloneSessionEntry, MulticastGroupEntry,
+        PacketReplicationEngineEntry, Replica,
+    };
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("v1model.json");
+    c.set_pipeline(&p4info_for(&json), &json).await.unwrap();
+    let rep = |port: u8, instance: u32| Replica {
+        instance,
+        port_kind: Some(replica::PortKind::Port(vec![port])),
+        ..Default::default()
+    };
+    let pre_e = |t| {
+        entity::Entity::PacketReplicationEngineEntry(PacketReplicationEngineEntry {
+            r#type: Some(t),
+        })
+    };
+    let mg = |id: u32, reps: Vec<Replica>| {
+        pre_e(pre::Type::MulticastGroupEntry(MulticastGroupEntry {
+            multicast_group_id: id,
+            replicas: reps,
+            ..Default::default()
+        }))
+    };
+    let cs = |id: u32, port: u8| {
+        pre_e(pre::Type::CloneSessionEntry(CloneSessionEntry {
+            session_id: id,
+            replicas: vec![rep(port, 1)],
+            class_of_service: 2,
+            packet_length_bytes: 0,
+        }))
+    };
+    let ins = |e| Update {
+        r#type: update::Type::Insert as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    };
+    let del = |e| Update {
+        r#type: update::Type::Delete as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    };
+    write(
+        &mut c,
+        vec![
+            ins(mg(1, vec![rep(1, 1), rep(2, 1), rep(3, 2)])),
+            ins(cs(5, 4)),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let e = write(
+        &mut c,
+        vec![ins(mg(1, vec![])), del(cs(6, 4))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![Code::AlreadyExists as i32, Code::NotFound as i32]
+    );
+    write(
+        &mut c,
+        vec![modify(mg(1, vec![rep(7, 0)]))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let groups = read_entities(&mut c, mg(0, vec![])).await;
+    assert_eq!(groups, vec![mg(1, vec![rep(7, 0)])]);
+    let sessions = read_entities(&mut c, cs(0, 0)).await;
+    assert_eq!(sessions, vec![cs(5, 4)]);
+    write(
+        &mut c,
+        vec![del(mg(1, vec![])), del(cs(5, 4))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert!(read_entities(&mut c, mg(0, vec![])).await.is_empty());
+}

@@ -142,6 +142,33 @@ pub fn p4info_for(json: &str) -> P4Info {
             ..Default::default()
         });
     }
+    // Indexed counters (0x12) and registers (0x16) from the JSON's arrays.
+    let doc: serde_json::Value = serde_json::from_str(json).unwrap();
+    let arrays = |key: &str| doc[key].as_array().cloned().unwrap_or_default();
+    for (i, c) in arrays("counter_arrays")
+        .iter()
+        .filter(|c| c["is_direct"] == false)
+        .enumerate()
+    {
+        info.counters.push(p4info::Counter {
+            preamble: Some(preamble(
+                0x1200_0001 + i as u32,
+                c["name"].as_str().unwrap(),
+            )),
+            size: c["size"].as_i64().unwrap(),
+            ..Default::default()
+        });
+    }
+    for (i, r) in arrays("register_arrays").iter().enumerate() {
+        info.registers.push(p4info::Register {
+            preamble: Some(preamble(
+                0x1600_0001 + i as u32,
+                r["name"].as_str().unwrap(),
+            )),
+            size: r["size"].as_i64().unwrap() as i32,
+            ..Default::default()
+        });
+    }
     info
 }
 
