@@ -33,6 +33,17 @@ pub struct TableInfo {
     pub needs_priority: bool,
     pub is_const: bool,
     pub indirect: bool,
+    /// The action profile (engine name) of an indirect table.
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProfileInfo {
+    pub name: String,
+    /// Actions its members may use (those of its first table).
+    pub actions: Vec<u32>,
+    pub with_selector: bool,
+    pub max_group_size: i32,
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +71,7 @@ pub struct Pipeline {
     pub counters: HashMap<u32, (String, u64)>,
     /// Registers: id → (engine name, size, cell width).
     pub registers: HashMap<u32, (String, u64, u32)>,
+    pub profiles: HashMap<u32, ProfileInfo>,
 }
 
 /// Loads the JSON and checks the P4Info against it; returns the mapping and a fresh engine.
@@ -199,6 +211,13 @@ pub fn verify(
                 needs_priority,
                 is_const: t.is_const_table,
                 indirect: et.has_profile,
+                profile: p4info
+                    .action_profiles
+                    .iter()
+                    .find(|ap| {
+                        pre_id(&ap.preamble) == t.implementation_id && t.implementation_id != 0
+                    })
+                    .map(|ap| pre_name(&ap.preamble)),
             },
         );
     }
@@ -258,6 +277,27 @@ pub fn verify(
             (name, u64::try_from(r.size).unwrap_or(0), width),
         );
     }
+    let profiles = p4info
+        .action_profiles
+        .iter()
+        .map(|ap| {
+            let actions = ap
+                .table_ids
+                .first()
+                .and_then(|t| tables.get(t))
+                .map(|t: &TableInfo| t.actions.clone())
+                .unwrap_or_default();
+            (
+                pre_id(&ap.preamble),
+                ProfileInfo {
+                    name: pre_name(&ap.preamble),
+                    actions,
+                    with_selector: ap.with_selector,
+                    max_group_size: ap.max_group_size,
+                },
+            )
+        })
+        .collect();
     let header = |which: &str| {
         p4info
             .controller_packet_metadata
@@ -285,6 +325,7 @@ pub fn verify(
             packet_in,
             counters,
             registers,
+            profiles,
         },
         sw,
     ))

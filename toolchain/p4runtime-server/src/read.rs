@@ -2,6 +2,7 @@
 //! bytes, don't-care fields omitted) outside it.
 
 use p4runtime_proto::google::rpc::Code;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use p4runtime_proto::p4runtime::{
@@ -16,6 +17,12 @@ use crate::bytes::{all_ones, canonical};
 use crate::pipeline::{Pipeline, TableInfo};
 use crate::write::Index as Store;
 use crate::{exec_on, status, Dataplane};
+
+fn sorted<V>(m: &HashMap<u32, V>) -> Vec<(u32, &V)> {
+    let mut v: Vec<(u32, &V)> = m.iter().map(|(k, v)| (*k, v)).collect();
+    v.sort_by_key(|e| e.0);
+    v
+}
 
 /// (id, engine name, index) of every cell a counter/register read asks for: id 0 = every
 /// object, no index = every cell.
@@ -124,6 +131,40 @@ pub fn read(
                     })),
                 }));
             }
+            Some(entity::Entity::ActionProfileMember(m)) => {
+                let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+                for (pid, prof) in sorted(&p.profiles) {
+                    if m.action_profile_id != 0 && m.action_profile_id != pid {
+                        continue;
+                    }
+                    if let Some(ms) = idx.members.get(&prof.name) {
+                        out.extend(
+                            ms.iter()
+                                .filter(|(id, _)| m.member_id == 0 || **id == m.member_id)
+                                .map(|(_, (_, e))| Entity {
+                                    entity: Some(entity::Entity::ActionProfileMember(e.clone())),
+                                }),
+                        );
+                    }
+                }
+            }
+            Some(entity::Entity::ActionProfileGroup(g)) => {
+                let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+                for (pid, prof) in sorted(&p.profiles) {
+                    if g.action_profile_id != 0 && g.action_profile_id != pid {
+                        continue;
+                    }
+                    if let Some(gs) = idx.groups.get(&prof.name) {
+                        out.extend(
+                            gs.iter()
+                                .filter(|(id, _)| g.group_id == 0 || **id == g.group_id)
+                                .map(|(_, e)| Entity {
+                                    entity: Some(entity::Entity::ActionProfileGroup(e.clone())),
+                                }),
+                        );
+                    }
+                }
+            }
             Some(entity::Entity::PacketReplicationEngineEntry(pe)) => {
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 let wrap = |t| Entity {
@@ -212,11 +253,27 @@ pub fn read(
             .collect::<Vec<(Vec<EntryDesc>, Option<EntryAction>)>>()
     })
     .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
+    // Engine member handle → P4Runtime member id, for entries of indirect tables.
+    let handles: HashMap<(String, u32), u32> = {
+        let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+        idx.members
+            .iter()
+            .flat_map(|(prof, ms)| ms.iter().map(move |(id, (h, _))| ((prof.clone(), *h), *id)))
+            .collect()
+    };
     for ((q, _), (entries, default)) in queries.iter().zip(raw) {
         let t = &p.tables[&q.table];
         if q.default {
             if let Some(a) = default {
-                out.push(table_entity(p, t, q.table, Vec::new(), 0, &a, true));
+                out.push(table_entity(
+                    p,
+                    t,
+                    &handles,
+                    q.table,
+                    (Vec::new(), 0),
+                    &a,
+                    true,
+                ));
             }
             continue;
         }
@@ -228,7 +285,15 @@ pub fn read(
                 }
             }
             let m = matches_of(t, &e.matches);
-            out.push(table_entity(p, t, q.table, m, prio, &e.action, false));
+            out.push(table_entity(
+                p,
+                t,
+                &handles,
+                q.table,
+                (m, prio),
+                &e.action,
+                false,
+            ));
         }
     }
     Ok(out)
@@ -283,10 +348,10 @@ fn matches_of(t: &TableInfo, ms: &[EM]) -> Vec<FieldMatch> {
 
 fn table_entity(
     p: &Pipeline,
-    _t: &TableInfo,
+    t: &TableInfo,
+    handles: &HashMap<(String, u32), u32>,
     table_id: u32,
-    m: Vec<FieldMatch>,
-    priority: i32,
+    (m, priority): (Vec<FieldMatch>, i32),
     a: &EntryAction,
     default: bool,
 ) -> Entity {
@@ -312,7 +377,12 @@ fn table_entity(
                 params,
             })
         }
-        EntryAction::Member(m) => table_action::Type::ActionProfileMemberId(*m),
+        EntryAction::Member(h) => {
+            let profile = t.profile.clone().unwrap_or_default();
+            table_action::Type::ActionProfileMemberId(
+                handles.get(&(profile, *h)).copied().unwrap_or(*h),
+            )
+        }
         EntryAction::Group(g) => table_action::Type::ActionProfileGroupId(*g),
     };
     Entity {

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use p4runtime_proto::google::rpc::Code;
 use p4runtime_proto::p4runtime::{
     entity, field_match::FieldMatchType, p4_data, packet_replication_engine_entry as pre, replica,
-    table_action, update, CloneSessionEntry, Entity, MulticastGroupEntry, TableEntry, Update,
+    table_action, update, ActionProfileGroup, ActionProfileMember, CloneSessionEntry, Entity,
+    MulticastGroupEntry, TableEntry, Update,
 };
 use switch_engine::{ApiError, EntryHandle, ErrorCode, FieldMatch, Switch};
 
@@ -24,13 +25,26 @@ pub struct Index {
     pub tables: HashMap<String, HashMap<(Vec<FieldMatch>, i32), EntryHandle>>,
     pub mcast: BTreeMap<u32, (MulticastGroupEntry, Vec<u32>)>,
     pub clones: BTreeMap<u32, CloneSessionEntry>,
+    /// Per action profile: P4Runtime member id → (engine member handle, member as written),
+    /// and the groups as written.
+    pub members: HashMap<String, BTreeMap<u32, (u32, ActionProfileMember)>>,
+    pub groups: HashMap<String, BTreeMap<u32, ActionProfileGroup>>,
 }
 
 #[derive(Debug, Clone)]
 pub enum Act {
-    Action { name: String, args: Vec<Vec<u8>> },
+    Action {
+        name: String,
+        args: Vec<Vec<u8>>,
+    },
+    /// An engine member handle.
     Member(u32),
     Group(u32),
+    /// A P4Runtime member id, resolved to an engine handle when applied.
+    P4Member {
+        profile: String,
+        id: u32,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -69,6 +83,17 @@ pub enum Op {
         ty: update::Type,
         entry: MulticastGroupEntry,
         ports: Vec<(u32, u32)>,
+    },
+    Member {
+        ty: update::Type,
+        profile: String,
+        entry: ActionProfileMember,
+        action: (String, Vec<Vec<u8>>),
+    },
+    Group {
+        ty: update::Type,
+        profile: String,
+        entry: ActionProfileGroup,
     },
     Clone {
         ty: update::Type,
@@ -133,6 +158,84 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                 name: name.clone(),
                 index,
                 value,
+            })
+        }
+        entity::Entity::ActionProfileMember(m) => {
+            let Some(prof) = p.profiles.get(&m.action_profile_id) else {
+                return Err((
+                    Code::NotFound,
+                    format!("no action profile with id {}", m.action_profile_id),
+                ));
+            };
+            let action = match (&m.action, ty) {
+                (_, update::Type::Delete) => (String::new(), Vec::new()),
+                (Some(a), _) => action_args(
+                    p,
+                    a,
+                    &prof.actions,
+                    &format!("action profile \"{}\"", prof.name),
+                )?,
+                (None, _) => {
+                    return Err((Code::InvalidArgument, "member without an action".into()))
+                }
+            };
+            Ok(Op::Member {
+                ty,
+                profile: prof.name.clone(),
+                entry: m.clone(),
+                action,
+            })
+        }
+        entity::Entity::ActionProfileGroup(g) => {
+            let Some(prof) = p.profiles.get(&g.action_profile_id) else {
+                return Err((
+                    Code::NotFound,
+                    format!("no action profile with id {}", g.action_profile_id),
+                ));
+            };
+            if !prof.with_selector {
+                return Err((
+                    Code::InvalidArgument,
+                    format!(
+                        "action profile \"{}\" has no selector: no groups",
+                        prof.name
+                    ),
+                ));
+            }
+            if ty != update::Type::Delete {
+                if let Some(m) = g.members.iter().find(|m| m.weight <= 0) {
+                    return Err((
+                        Code::InvalidArgument,
+                        format!("member {}: weight must be > 0", m.member_id),
+                    ));
+                }
+                let limit = if prof.max_group_size > 0 {
+                    prof.max_group_size
+                } else {
+                    i32::MAX
+                };
+                if g.max_size > limit {
+                    return Err((
+                        Code::ResourceExhausted,
+                        format!(
+                            "group max_size {} exceeds the profile's max_group_size {limit}",
+                            g.max_size
+                        ),
+                    ));
+                }
+                let size: i64 = g.members.iter().map(|m| i64::from(m.weight)).sum();
+                let cap = if g.max_size > 0 { g.max_size } else { limit };
+                if size > i64::from(cap) {
+                    return Err((
+                        Code::ResourceExhausted,
+                        format!("group of total weight {size} exceeds its size limit {cap}"),
+                    ));
+                }
+            }
+            Ok(Op::Group {
+                ty,
+                profile: prof.name.clone(),
+                entry: g.clone(),
             })
         }
         entity::Entity::PacketReplicationEngineEntry(e) => match &e.r#type {
@@ -433,46 +536,13 @@ fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act,
                     t.name
                 )));
             }
-            if !t.actions.contains(&a.action_id) {
-                return Err(inv(format!(
-                    "action id {} is not an action of table \"{}\"",
-                    a.action_id, t.name
-                )));
-            }
-            let Some(info) = p.actions.get(&a.action_id) else {
-                return Err(inv(format!("no action with id {}", a.action_id)));
-            };
-            if a.params.len() != info.params.len() {
-                return Err(inv(format!(
-                    "action \"{}\" takes {} parameters, {} given",
-                    info.name,
-                    info.params.len(),
-                    a.params.len()
-                )));
-            }
-            let mut args = Vec::with_capacity(info.params.len());
-            for (id, w) in &info.params {
-                let Some(pv) = a.params.iter().find(|x| x.param_id == *id) else {
-                    return Err(inv(format!(
-                        "action \"{}\": parameter id {id} missing",
-                        info.name
-                    )));
-                };
-                args.push(
-                    to_engine(
-                        &pv.value,
-                        *w,
-                        &format!("action \"{}\" param id {id}", info.name),
-                    )
-                    .map_err(inv)?,
-                );
-            }
-            Ok(Act::Action {
-                name: info.name.clone(),
-                args,
-            })
+            let (name, args) = action_args(p, a, &t.actions, &format!("table \"{}\"", t.name))?;
+            Ok(Act::Action { name, args })
         }
-        table_action::Type::ActionProfileMemberId(m) if t.indirect => Ok(Act::Member(*m)),
+        table_action::Type::ActionProfileMemberId(m) if t.indirect => Ok(Act::P4Member {
+            profile: t.profile.clone().unwrap_or_default(),
+            id: *m,
+        }),
         table_action::Type::ActionProfileGroupId(g) if t.indirect => Ok(Act::Group(*g)),
         table_action::Type::ActionProfileActionSet(_) => Err((
             Code::Unimplemented,
@@ -480,6 +550,45 @@ fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act,
         )),
         _ => Err(inv(format!("table \"{}\" is not indirect", t.name))),
     }
+}
+
+/// An action's engine name and padded arguments, checked against the allowed action ids.
+fn action_args(
+    p: &Pipeline,
+    a: &p4runtime_proto::p4runtime::Action,
+    allowed: &[u32],
+    owner: &str,
+) -> Result<(String, Vec<Vec<u8>>), UpdateError> {
+    let inv = |m: String| (Code::InvalidArgument, m);
+    if !allowed.contains(&a.action_id) {
+        return Err(inv(format!(
+            "action id {} is not an action of {owner}",
+            a.action_id
+        )));
+    }
+    let Some(info) = p.actions.get(&a.action_id) else {
+        return Err(inv(format!("no action with id {}", a.action_id)));
+    };
+    if a.params.len() != info.params.len() {
+        return Err(inv(format!(
+            "action \"{}\" takes {} parameters, {} given",
+            info.name,
+            info.params.len(),
+            a.params.len()
+        )));
+    }
+    let mut args = Vec::with_capacity(info.params.len());
+    for (id, w) in &info.params {
+        let Some(pv) = a.params.iter().find(|x| x.param_id == *id) else {
+            return Err(inv(format!(
+                "action \"{}\": parameter id {id} missing",
+                info.name
+            )));
+        };
+        let what = format!("action \"{}\" param id {id}", info.name);
+        args.push(to_engine(&pv.value, *w, &what).map_err(inv)?);
+    }
+    Ok((info.name.clone(), args))
 }
 
 /// The engine's closed error set, one P4Runtime code each.
@@ -544,6 +653,7 @@ fn add(
         Act::Action { name, args } => sw.table_add(table, key.0.clone(), prio, name, args),
         Act::Member(m) => sw.table_add_member_entry(table, key.0.clone(), prio, *m),
         Act::Group(g) => sw.table_add_group_entry(table, key.0.clone(), prio, *g),
+        Act::P4Member { .. } => unreachable!("member ids are resolved before the engine sees them"),
     }
 }
 
@@ -566,7 +676,7 @@ fn modify(sw: &mut Switch, table: &str, h: EntryHandle, act: &Act) -> Result<(),
     match act {
         Act::Action { name, args } => sw.table_modify(table, h, name, args),
         // The engine modifies direct actions only; a member/group change re-adds the entry.
-        Act::Member(_) | Act::Group(_) => Err(ApiError {
+        Act::Member(_) | Act::Group(_) | Act::P4Member { .. } => Err(ApiError {
             code: ErrorCode::WrongTableType,
             message: "modifying an indirect entry's member or group is not supported".into(),
         }),
@@ -590,6 +700,8 @@ pub fn apply(
                 | Op::Register { .. }
                 | Op::Mcast { .. }
                 | Op::Clone { .. }
+                | Op::Member { .. }
+                | Op::Group { .. }
                 | Op::SetDefault { .. },
             ) if rollback => Err((
                 Code::Unimplemented,
@@ -655,12 +767,47 @@ pub fn apply(
     results
 }
 
+/// A P4Runtime member id to the engine's member handle.
+fn resolve(index: &Index, act: Act) -> Result<Act, UpdateError> {
+    match act {
+        Act::P4Member { profile, id } => index
+            .members
+            .get(&profile)
+            .and_then(|m| m.get(&id))
+            .map(|m| Act::Member(m.0))
+            .ok_or((
+                Code::NotFound,
+                format!("action profile \"{profile}\": no member {id}"),
+            )),
+        act => Ok(act),
+    }
+}
+
 fn apply_one(
     sw: &mut Switch,
     index: &mut Index,
     op: Op,
     undo: Option<&mut Vec<Undo>>,
 ) -> Result<(), UpdateError> {
+    let op = match op {
+        Op::Insert {
+            table,
+            key,
+            needs_priority,
+            act,
+        } => Op::Insert {
+            table,
+            key,
+            needs_priority,
+            act: resolve(index, act)?,
+        },
+        Op::Modify { table, key, act } => Op::Modify {
+            table,
+            key,
+            act: resolve(index, act)?,
+        },
+        op => op,
+    };
     match op {
         Op::Insert {
             table,
@@ -777,6 +924,75 @@ fn apply_one(
                 nodes.push(n);
             }
             index.mcast.insert(id, (entry, nodes));
+            Ok(())
+        }
+        Op::Member {
+            ty,
+            profile,
+            entry,
+            action: (name, args),
+        } => {
+            let id = entry.member_id;
+            let members = index.members.entry(profile.clone()).or_default();
+            let h = members.get(&id).map(|m| m.0);
+            match (ty, h) {
+                (update::Type::Insert, Some(_)) => {
+                    Err((Code::AlreadyExists, format!("member {id} exists")))
+                }
+                (update::Type::Insert, None) => {
+                    let h = sw.profile_add_member(&profile, &name, &args).map_err(api)?;
+                    members.insert(id, (h, entry));
+                    Ok(())
+                }
+                (_, None) => Err((Code::NotFound, format!("no member {id}"))),
+                (update::Type::Modify, Some(h)) => {
+                    sw.profile_modify_member(&profile, h, &name, &args)
+                        .map_err(api)?;
+                    members.insert(id, (h, entry));
+                    Ok(())
+                }
+                (_, Some(h)) => {
+                    sw.profile_delete_member(&profile, h).map_err(api)?;
+                    members.remove(&id);
+                    Ok(())
+                }
+            }
+        }
+        Op::Group { ty, profile, entry } => {
+            let id = entry.group_id;
+            let exists = index
+                .groups
+                .get(&profile)
+                .is_some_and(|g| g.contains_key(&id));
+            match ty {
+                update::Type::Insert if exists => {
+                    return Err((Code::AlreadyExists, format!("group {id} exists")))
+                }
+                update::Type::Modify | update::Type::Delete if !exists => {
+                    return Err((Code::NotFound, format!("no group {id}")))
+                }
+                _ => {}
+            }
+            if ty == update::Type::Delete {
+                sw.profile_delete_group(&profile, id).map_err(api)?;
+                if let Some(g) = index.groups.get_mut(&profile) {
+                    g.remove(&id);
+                }
+                return Ok(());
+            }
+            let members = index.members.get(&profile);
+            let mut list = Vec::with_capacity(entry.members.len());
+            for m in &entry.members {
+                let Some(h) = members.and_then(|ms| ms.get(&m.member_id)).map(|x| x.0) else {
+                    return Err((
+                        Code::NotFound,
+                        format!("group {id}: no member {}", m.member_id),
+                    ));
+                };
+                list.push((h, m.weight as u32));
+            }
+            sw.profile_set_group(&profile, id, &list).map_err(api)?;
+            index.groups.entry(profile).or_default().insert(id, entry);
             Ok(())
         }
         Op::Clone { ty, entry, port } => {

@@ -761,3 +761,196 @@ async fn multicast_groups_and_clone_sessions() {
     .unwrap();
     assert!(read_entities(&mut c, mg(0, vec![])).await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn action_profile_members_and_groups() {
+    use p4runtime_proto::p4info::ActionProfile;
+    use p4runtime_proto::p4runtime::{
+        action_profile_group, ActionProfileGroup, ActionProfileMember,
+    };
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = std::fs::read_to_string(format!(
+        "{}/../switch-engine/tests/programs/ecmp.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let mut info = p4info_for(&json);
+    let table = table_id(&info, "ingress.ipv4_lpm");
+    let set_nhop = action_id(&info, "ingress.set_nhop");
+    let ap = 0x1100_0001;
+    info.action_profiles.push(ActionProfile {
+        preamble: Some(p4runtime_proto::p4info::Preamble {
+            id: ap,
+            name: "ingress.ecmp_ap".into(),
+            ..Default::default()
+        }),
+        table_ids: vec![table],
+        with_selector: true,
+        size: 64,
+        max_group_size: 4,
+        ..Default::default()
+    });
+    info.tables[0].implementation_id = ap;
+    c.set_pipeline(&info, &json).await.unwrap();
+
+    let member = |id: u32, port: u8| {
+        entity::Entity::ActionProfileMember(ActionProfileMember {
+            action_profile_id: ap,
+            member_id: id,
+            action: Some(Action {
+                action_id: set_nhop,
+                params: vec![
+                    action::Param {
+                        param_id: 1,
+                        value: vec![port],
+                    },
+                    action::Param {
+                        param_id: 2,
+                        value: vec![port],
+                    },
+                ],
+            }),
+        })
+    };
+    let group = |id: u32, members: &[(u32, i32)]| {
+        entity::Entity::ActionProfileGroup(ActionProfileGroup {
+            action_profile_id: ap,
+            group_id: id,
+            members: members
+                .iter()
+                .map(|&(member_id, weight)| action_profile_group::Member {
+                    member_id,
+                    weight,
+                    ..Default::default()
+                })
+                .collect(),
+            max_size: 0,
+        })
+    };
+    let u = |ty: update::Type, e| Update {
+        r#type: ty as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    };
+    use update::Type::*;
+    write(
+        &mut c,
+        vec![
+            u(Insert, member(100, 1)),
+            u(Insert, member(200, 2)),
+            u(Insert, member(300, 3)),
+            u(Insert, group(7, &[(100, 1), (200, 2)])),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // Errors: duplicate member, unknown member in a group, zero weight, over max_group_size.
+    let e = write(
+        &mut c,
+        vec![
+            u(Insert, member(100, 1)),
+            u(Insert, group(8, &[(999, 1)])),
+            u(Insert, group(9, &[(100, 0)])),
+            u(Insert, group(10, &[(100, 3), (200, 2)])),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![
+            Code::AlreadyExists as i32,
+            Code::NotFound as i32,
+            Code::InvalidArgument as i32,
+            Code::ResourceExhausted as i32
+        ]
+    );
+    // Table entries pointing at the group and at a member; the member id reads back as written.
+    let by_group = TableEntry {
+        table_id: table,
+        r#match: vec![lpm(1, vec![10, 0, 0, 0], 8)],
+        action: Some(TableAction {
+            r#type: Some(table_action::Type::ActionProfileGroupId(7)),
+        }),
+        ..Default::default()
+    };
+    let by_member = TableEntry {
+        table_id: table,
+        r#match: vec![lpm(1, vec![11, 0, 0, 0], 8)],
+        action: Some(TableAction {
+            r#type: Some(table_action::Type::ActionProfileMemberId(300)),
+        }),
+        ..Default::default()
+    };
+    write(
+        &mut c,
+        vec![
+            upd(Insert, by_group.clone()),
+            upd(Insert, by_member.clone()),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let mut got = read_all(&mut c, TableEntry::default()).await;
+    got.sort_by_key(|t| t.r#match[0].encode_to_vec());
+    let mut want = vec![by_group, by_member];
+    want.sort_by_key(|t| t.r#match[0].encode_to_vec());
+    assert_eq!(got, want);
+    let members = read_entities(
+        &mut c,
+        entity::Entity::ActionProfileMember(ActionProfileMember {
+            action_profile_id: ap,
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert_eq!(
+        members,
+        vec![member(100, 1), member(200, 2), member(300, 3)]
+    );
+    let groups = read_entities(
+        &mut c,
+        entity::Entity::ActionProfileGroup(ActionProfileGroup::default()),
+    )
+    .await;
+    assert_eq!(groups, vec![group(7, &[(100, 1), (200, 2)])]);
+    // A packet to 11.0.0.1 takes member 300 (port 3); one to 10.0.0.1 a group member (1 or 2).
+    for dst in [[11u8, 0, 0, 1], [10, 0, 0, 1]] {
+        let mut p = vec![0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0, 0x0b, 0xbb, 0x08, 0x00];
+        p.extend([
+            0x45, 0, 0, 0x14, 0, 0, 0, 0, 0x40, 0x06, 0, 0, 0xc0, 0xa8, 0, 1,
+        ]);
+        p.extend(dst);
+        c.tx.send(StreamMessageRequest {
+            update: Some(stream_message_request::Update::Packet(PacketOut {
+                payload: p,
+                metadata: vec![],
+            })),
+        })
+        .await
+        .unwrap();
+    }
+    let mut ports = Vec::new();
+    for _ in 0..100 {
+        ports = dp.sent.lock().unwrap().iter().map(|o| o.port).collect();
+        if ports.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(ports.len(), 2);
+    assert_eq!(ports[0], 3);
+    assert!(ports[1] == 1 || ports[1] == 2, "{ports:?}");
+    // A member in a group cannot be deleted; the group, then the member, can.
+    let e = write(
+        &mut c,
+        vec![u(Delete, member(100, 1))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::FailedPrecondition as i32]);
+}
