@@ -2,6 +2,7 @@
 //! trait that the switch binary implements. See README.md for what the spec sections cover.
 
 mod bytes;
+mod digest;
 mod pipeline;
 mod read;
 mod write;
@@ -93,6 +94,7 @@ pub async fn serve_listener(
         source,
     })?;
     let server = Server::new(dp);
+    tokio::spawn(server.digest_poller());
     tonic::transport::Server::builder()
         .add_service(
             P4RuntimeServer::new(server)
@@ -203,6 +205,7 @@ pub struct Server {
     state: Arc<Mutex<State>>,
     arb: Arc<Mutex<Arbitration>>,
     index: Arc<Mutex<write::Index>>,
+    digests: Arc<Mutex<digest::Digests>>,
     /// Serialises Write and SetForwardingPipelineConfig (one batch at a time reaches exec).
     writer: tokio::sync::Mutex<()>,
 }
@@ -249,7 +252,21 @@ impl Server {
             arb,
             index: Arc::new(Mutex::new(write::Index::default())),
             writer: tokio::sync::Mutex::new(()),
+            digests: Arc::default(),
         }
+    }
+
+    /// The DigestList task; it ends when the server is dropped. [`serve`] runs it; call it when
+    /// mounting the service yourself.
+    pub fn digest_poller(&self) -> impl Future<Output = ()> + Send + 'static {
+        digest::Poller {
+            dp: self.dp.clone(),
+            state: Arc::downgrade(&self.state),
+            index: Arc::downgrade(&self.index),
+            arb: Arc::downgrade(&self.arb),
+            digests: Arc::downgrade(&self.digests),
+        }
+        .run()
     }
 
     fn check_device(&self, device_id: u64) -> Result<(), Status> {
@@ -562,6 +579,7 @@ impl P4Runtime for Server {
         let arb = self.arb.clone();
         let state = self.state.clone();
         let dp = self.dp.clone();
+        let digests = self.digests.clone();
         tokio::spawn(async move {
             while let Ok(Some(msg)) = inbound.message().await {
                 match msg.update {
@@ -604,9 +622,10 @@ impl P4Runtime for Server {
                             }
                         }
                     }
-                    Some(stream_message_request::Update::DigestAck(_))
-                    | Some(stream_message_request::Update::Other(_))
-                    | None => {}
+                    Some(stream_message_request::Update::DigestAck(ack)) => {
+                        lock(&digests).ack(ack.digest_id, ack.list_id);
+                    }
+                    Some(stream_message_request::Update::Other(_)) | None => {}
                 }
             }
             let mut a = lock(&arb);

@@ -72,6 +72,8 @@ pub struct Pipeline {
     /// Registers: id → (engine name, size, cell width).
     pub registers: HashMap<u32, (String, u64, u32)>,
     pub profiles: HashMap<u32, ProfileInfo>,
+    /// Digests: id → learn list name (p4c names both after the digested type).
+    pub digests: HashMap<u32, String>,
 }
 
 /// Loads the JSON and checks the P4Info against it; returns the mapping and a fresh engine.
@@ -298,6 +300,11 @@ pub fn verify(
             )
         })
         .collect();
+    let digests = p4info
+        .digests
+        .iter()
+        .map(|d| (pre_id(&d.preamble), pre_name(&d.preamble)))
+        .collect();
     let header = |which: &str| {
         p4info
             .controller_packet_metadata
@@ -326,6 +333,7 @@ pub fn verify(
             counters,
             registers,
             profiles,
+            digests,
         },
         sw,
     ))

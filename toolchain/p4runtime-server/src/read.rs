@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use p4runtime_proto::p4runtime::{
     entity, field_match, p4_data, packet_replication_engine_entry as pre, table_action, Action,
-    CounterData, CounterEntry, Entity, FieldMatch, Index, P4Data, PacketReplicationEngineEntry,
-    RegisterEntry, TableAction, TableEntry,
+    CounterData, CounterEntry, DigestEntry, Entity, FieldMatch, Index, P4Data,
+    PacketReplicationEngineEntry, RegisterEntry, TableAction, TableEntry,
 };
 use switch_engine::{EntryAction, EntryDesc, FieldMatch as EM};
 use tonic::Status;
@@ -130,6 +130,20 @@ pub fn read(
                         }),
                     })),
                 }));
+            }
+            Some(entity::Entity::DigestEntry(d)) => {
+                let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+                out.extend(
+                    idx.digests
+                        .iter()
+                        .filter(|(id, _)| d.digest_id == 0 || **id == d.digest_id)
+                        .map(|(id, c)| Entity {
+                            entity: Some(entity::Entity::DigestEntry(DigestEntry {
+                                digest_id: *id,
+                                config: Some(*c),
+                            })),
+                        }),
+                );
             }
             Some(entity::Entity::ActionProfileMember(m)) => {
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use p4runtime_proto::google::rpc::Code;
+pub use p4runtime_proto::p4runtime::digest_entry::Config as DigestConfig;
 use p4runtime_proto::p4runtime::{
     entity, field_match::FieldMatchType, p4_data, packet_replication_engine_entry as pre, replica,
     table_action, update, ActionProfileGroup, ActionProfileMember, CloneSessionEntry, Entity,
@@ -29,6 +30,8 @@ pub struct Index {
     /// and the groups as written.
     pub members: HashMap<String, BTreeMap<u32, (u32, ActionProfileMember)>>,
     pub groups: HashMap<String, BTreeMap<u32, ActionProfileGroup>>,
+    /// DigestEntry configs by digest id (only configured digests are streamed).
+    pub digests: BTreeMap<u32, DigestConfig>,
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +98,11 @@ pub enum Op {
         profile: String,
         entry: ActionProfileGroup,
     },
+    Digest {
+        ty: update::Type,
+        id: u32,
+        config: Option<DigestConfig>,
+    },
     Clone {
         ty: update::Type,
         entry: CloneSessionEntry,
@@ -158,6 +166,33 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                 name: name.clone(),
                 index,
                 value,
+            })
+        }
+        entity::Entity::DigestEntry(d) => {
+            if !p.digests.contains_key(&d.digest_id) {
+                return Err((Code::NotFound, format!("no digest with id {}", d.digest_id)));
+            }
+            let config = match (&d.config, ty) {
+                (_, update::Type::Delete) => None,
+                (Some(c), _)
+                    if c.max_timeout_ns >= 0 && c.max_list_size >= 0 && c.ack_timeout_ns >= 0 =>
+                {
+                    Some(*c)
+                }
+                (Some(_), _) => {
+                    return Err((
+                        Code::InvalidArgument,
+                        "digest config values must be >= 0".into(),
+                    ))
+                }
+                (None, _) => {
+                    return Err((Code::InvalidArgument, "DigestEntry without a config".into()))
+                }
+            };
+            Ok(Op::Digest {
+                ty,
+                id: d.digest_id,
+                config,
             })
         }
         entity::Entity::ActionProfileMember(m) => {
@@ -701,6 +736,7 @@ pub fn apply(
                 | Op::Mcast { .. }
                 | Op::Clone { .. }
                 | Op::Member { .. }
+                | Op::Digest { .. }
                 | Op::Group { .. }
                 | Op::SetDefault { .. },
             ) if rollback => Err((
@@ -994,6 +1030,26 @@ fn apply_one(
             sw.profile_set_group(&profile, id, &list).map_err(api)?;
             index.groups.entry(profile).or_default().insert(id, entry);
             Ok(())
+        }
+        Op::Digest { ty, id, config } => {
+            let exists = index.digests.contains_key(&id);
+            match (ty, config) {
+                (update::Type::Insert, _) if exists => {
+                    Err((Code::AlreadyExists, format!("digest {id} is configured")))
+                }
+                (update::Type::Modify | update::Type::Delete, _) if !exists => {
+                    Err((Code::NotFound, format!("digest {id} is not configured")))
+                }
+                (update::Type::Delete, _) => {
+                    index.digests.remove(&id);
+                    Ok(())
+                }
+                (_, Some(c)) => {
+                    index.digests.insert(id, c);
+                    Ok(())
+                }
+                (_, None) => Err((Code::InvalidArgument, "DigestEntry without a config".into())),
+            }
         }
         Op::Clone { ty, entry, port } => {
             let id = entry.session_id;

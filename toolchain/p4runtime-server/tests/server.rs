@@ -954,3 +954,125 @@ async fn action_profile_members_and_groups() {
     .unwrap_err();
     assert_eq!(update_codes(&e), vec![Code::FailedPrecondition as i32]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digests_with_acks() {
+    use p4runtime_proto::p4runtime::{
+        digest_entry, p4_data, DigestEntry, DigestListAck, P4Data, P4StructLike,
+    };
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("v1model.json");
+    let mut info = p4info_for(&json);
+    let did = 0x1700_0001;
+    info.digests.push(p4runtime_proto::p4info::Digest {
+        preamble: Some(p4runtime_proto::p4info::Preamble {
+            id: did,
+            name: "digest_t".into(),
+            ..Default::default()
+        }),
+        type_spec: None,
+    });
+    c.set_pipeline(&info, &json).await.unwrap();
+    let config = digest_entry::Config {
+        max_timeout_ns: 0,
+        max_list_size: 1,
+        ack_timeout_ns: 60_000_000_000,
+    };
+    let de = entity::Entity::DigestEntry(DigestEntry {
+        digest_id: did,
+        config: Some(config),
+    });
+    let u = |ty: update::Type, e| Update {
+        r#type: ty as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    };
+    let entry = TableEntry {
+        table_id: table_id(&info, "ingress.t_op"),
+        r#match: vec![FieldMatch {
+            field_id: 1,
+            field_match_type: Some(field_match::FieldMatchType::Exact(field_match::Exact {
+                value: vec![6],
+            })),
+        }],
+        action: act(action_id(&info, "ingress.do_digest"), vec![]),
+        ..Default::default()
+    };
+    write(
+        &mut c,
+        vec![
+            u(update::Type::Insert, de.clone()),
+            upd(update::Type::Insert, entry),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let e = write(
+        &mut c,
+        vec![u(update::Type::Insert, de.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::AlreadyExists as i32]);
+    assert_eq!(
+        read_entities(&mut c, entity::Entity::DigestEntry(DigestEntry::default())).await,
+        vec![de]
+    );
+
+    let packet = |mark: u8| StreamMessageRequest {
+        update: Some(stream_message_request::Update::Packet(PacketOut {
+            payload: vec![6, 0, 0, 0, 0, mark],
+            metadata: vec![],
+        })),
+    };
+    let want = |mark: u8| {
+        vec![P4Data {
+            data: Some(p4_data::Data::Struct(P4StructLike {
+                members: vec![
+                    P4Data {
+                        data: Some(p4_data::Data::Bitstring(vec![6])),
+                    },
+                    P4Data {
+                        data: Some(p4_data::Data::Bitstring(vec![mark])),
+                    },
+                ],
+            })),
+        }]
+    };
+    c.tx.send(packet(0x42)).await.unwrap();
+    let first = next_digest(&mut c.rx).await;
+    assert_eq!(first.digest_id, did);
+    assert_eq!(first.data, want(0x42));
+    // The same data is suppressed while its list is unacked; other data is not.
+    c.tx.send(packet(0x42)).await.unwrap();
+    c.tx.send(packet(0x43)).await.unwrap();
+    let second = next_digest(&mut c.rx).await;
+    assert_eq!(second.data, want(0x43));
+    assert!(second.list_id > first.list_id);
+    // After the ack the first data is reported again.
+    c.tx.send(StreamMessageRequest {
+        update: Some(stream_message_request::Update::DigestAck(DigestListAck {
+            digest_id: did,
+            list_id: first.list_id,
+        })),
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    c.tx.send(packet(0x42)).await.unwrap();
+    let third = next_digest(&mut c.rx).await;
+    assert_eq!(third.data, want(0x42));
+}
+
+async fn next_digest(
+    rx: &mut tonic::Streaming<p4runtime_proto::p4runtime::StreamMessageResponse>,
+) -> p4runtime_proto::p4runtime::DigestList {
+    loop {
+        let m = rx.message().await.unwrap().unwrap();
+        if let Some(stream_message_response::Update::Digest(d)) = m.update {
+            return d;
+        }
+    }
+}
