@@ -72,6 +72,8 @@ pub struct Pipeline {
     /// Registers: id → (engine name, size, cell width).
     pub registers: HashMap<u32, (String, u64, u32)>,
     pub profiles: HashMap<u32, ProfileInfo>,
+    /// Indexed meters: id → (engine name, size).
+    pub meters: HashMap<u32, (String, u64)>,
     /// Digests: id → learn list name (p4c names both after the digested type).
     pub digests: HashMap<u32, String>,
 }
@@ -300,6 +302,16 @@ pub fn verify(
             )
         })
         .collect();
+    let meters = p4info
+        .meters
+        .iter()
+        .map(|m| {
+            (
+                pre_id(&m.preamble),
+                (pre_name(&m.preamble), u64::try_from(m.size).unwrap_or(0)),
+            )
+        })
+        .collect();
     let digests = p4info
         .digests
         .iter()
@@ -334,6 +346,7 @@ pub fn verify(
             registers,
             profiles,
             digests,
+            meters,
         },
         sw,
     ))

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use p4runtime_proto::p4runtime::{
     entity, field_match, p4_data, packet_replication_engine_entry as pre, table_action, Action,
-    CounterData, CounterEntry, DigestEntry, Entity, FieldMatch, Index, P4Data,
-    PacketReplicationEngineEntry, RegisterEntry, TableAction, TableEntry,
+    CounterData, CounterEntry, DigestEntry, Entity, FieldMatch, Index, MeterConfig, MeterEntry,
+    P4Data, PacketReplicationEngineEntry, RegisterEntry, TableAction, TableEntry,
 };
 use switch_engine::{EntryAction, EntryDesc, FieldMatch as EM};
 use tonic::Status;
@@ -102,6 +102,42 @@ pub fn read(
                             packet_count: v.packets as i64,
                         }),
                     })),
+                }));
+            }
+            Some(entity::Entity::MeterEntry(m)) => {
+                let objs: Vec<_> = p
+                    .meters
+                    .iter()
+                    .map(|(id, (n, size))| (*id, n.clone(), *size))
+                    .collect();
+                let cells = cells(&objs, m.meter_id, m.index.as_ref().map(|i| i.index))?;
+                let got = exec_on(dp, move |sw| {
+                    let Some(sw) = sw else { return Vec::new() };
+                    cells
+                        .into_iter()
+                        .filter_map(|(id, n, i)| sw.meter_get_rates(&n, i).ok().map(|r| (id, i, r)))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+                out.extend(got.into_iter().map(|(id, i, r)| {
+                    let config = match r.as_slice() {
+                        [c, p] => Some(MeterConfig {
+                            cir: (c.rate_per_us * 1e6).round() as i64,
+                            cburst: c.burst as i64,
+                            pir: (p.rate_per_us * 1e6).round() as i64,
+                            pburst: p.burst as i64,
+                            eburst: 0,
+                        }),
+                        _ => None,
+                    };
+                    Entity {
+                        entity: Some(entity::Entity::MeterEntry(MeterEntry {
+                            meter_id: id,
+                            index: Some(Index { index: i as i64 }),
+                            config,
+                            counter_data: None,
+                        })),
+                    }
                 }));
             }
             Some(entity::Entity::RegisterEntry(r)) => {

@@ -98,6 +98,11 @@ pub enum Op {
         profile: String,
         entry: ActionProfileGroup,
     },
+    Meter {
+        name: String,
+        index: Option<u64>,
+        rates: Vec<switch_engine::MeterRate>,
+    },
     Digest {
         ty: update::Type,
         id: u32,
@@ -166,6 +171,40 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                 name: name.clone(),
                 index,
                 value,
+            })
+        }
+        entity::Entity::MeterEntry(m) => {
+            let Some((name, size)) = p.meters.get(&m.meter_id) else {
+                return Err((Code::NotFound, format!("no meter with id {}", m.meter_id)));
+            };
+            modify_only(ty, "MeterEntry")?;
+            // No index = every cell (spec 9.5 allows an index wildcard in a meter write).
+            let index = match m.index.as_ref() {
+                None => None,
+                Some(i) => Some(cell_index(Some(i.index), *size, name)?),
+            };
+            let c = m.config.unwrap_or_default();
+            if [c.cir, c.cburst, c.pir, c.pburst].iter().any(|v| *v < 0) || c.cir > c.pir {
+                return Err((
+                    Code::InvalidArgument,
+                    format!("meter \"{name}\": rates must be >= 0 and cir <= pir"),
+                ));
+            }
+            // bmv2's order: committed rate first, then peak; rates per microsecond.
+            let rates = vec![
+                switch_engine::MeterRate {
+                    rate_per_us: c.cir as f64 / 1e6,
+                    burst: c.cburst as u64,
+                },
+                switch_engine::MeterRate {
+                    rate_per_us: c.pir as f64 / 1e6,
+                    burst: c.pburst as u64,
+                },
+            ];
+            Ok(Op::Meter {
+                name: name.clone(),
+                index,
+                rates,
             })
         }
         entity::Entity::DigestEntry(d) => {
@@ -737,6 +776,7 @@ pub fn apply(
                 | Op::Clone { .. }
                 | Op::Member { .. }
                 | Op::Digest { .. }
+                | Op::Meter { .. }
                 | Op::Group { .. }
                 | Op::SetDefault { .. },
             ) if rollback => Err((
@@ -1031,6 +1071,11 @@ fn apply_one(
             index.groups.entry(profile).or_default().insert(id, entry);
             Ok(())
         }
+        Op::Meter {
+            name,
+            index: i,
+            rates,
+        } => sw.meter_set_rates(&name, i, &rates).map_err(api),
         Op::Digest { ty, id, config } => {
             let exists = index.digests.contains_key(&id);
             match (ty, config) {

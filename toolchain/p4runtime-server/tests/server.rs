@@ -675,6 +675,47 @@ async fn counters_and_registers() {
         update_codes(&e),
         vec![Code::InvalidArgument as i32, Code::InvalidArgument as i32]
     );
+    // Meters: rates per second and bursts round-trip through the engine's per-microsecond rates.
+    use p4runtime_proto::p4runtime::{MeterConfig, MeterEntry};
+    let mid = info.meters[0].preamble.as_ref().unwrap().id;
+    let meter = |i: i64, cir: i64, pir: i64| {
+        entity::Entity::MeterEntry(MeterEntry {
+            meter_id: mid,
+            index: Some(Index { index: i }),
+            config: Some(MeterConfig {
+                cir,
+                cburst: 10,
+                pir,
+                pburst: 20,
+                eburst: 0,
+            }),
+            counter_data: None,
+        })
+    };
+    write(
+        &mut c,
+        vec![modify(meter(1, 1000, 2000))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let read_meter = entity::Entity::MeterEntry(MeterEntry {
+        meter_id: mid,
+        index: Some(Index { index: 1 }),
+        ..Default::default()
+    });
+    assert_eq!(
+        read_entities(&mut c, read_meter).await,
+        vec![meter(1, 1000, 2000)]
+    );
+    let e = write(
+        &mut c,
+        vec![modify(meter(1, 3000, 2000))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::InvalidArgument as i32]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -159,6 +159,20 @@ pub fn p4info_for(json: &str) -> P4Info {
             ..Default::default()
         });
     }
+    for (i, m) in arrays("meter_arrays")
+        .iter()
+        .filter(|m| m["is_direct"] == false)
+        .enumerate()
+    {
+        info.meters.push(p4info::Meter {
+            preamble: Some(preamble(
+                0x1400_0001 + i as u32,
+                m["name"].as_str().unwrap(),
+            )),
+            size: m["size"].as_i64().unwrap(),
+            ..Default::default()
+        });
+    }
     for (i, r) in arrays("register_arrays").iter().enumerate() {
         info.registers.push(p4info::Register {
             preamble: Some(preamble(
