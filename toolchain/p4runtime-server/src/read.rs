@@ -7,8 +7,9 @@ use std::sync::Mutex;
 
 use p4runtime_proto::p4runtime::{
     entity, field_match, p4_data, packet_replication_engine_entry as pre, table_action, Action,
-    CounterData, CounterEntry, DigestEntry, Entity, FieldMatch, Index, MeterConfig, MeterEntry,
-    P4Data, PacketReplicationEngineEntry, RegisterEntry, TableAction, TableEntry,
+    CounterData, CounterEntry, DigestEntry, DirectCounterEntry, Entity, FieldMatch, Index,
+    MeterConfig, MeterEntry, P4Data, PacketReplicationEngineEntry, RegisterEntry, TableAction,
+    TableEntry,
 };
 use switch_engine::{EntryAction, EntryDesc, FieldMatch as EM};
 use tonic::Status;
@@ -17,6 +18,19 @@ use crate::bytes::{all_ones, canonical};
 use crate::pipeline::{Pipeline, TableInfo};
 use crate::write::Index as Store;
 use crate::{exec_on, status, Dataplane};
+
+/// The ids a table id selects: 0 = every table, in id order.
+fn table_ids(p: &Pipeline, id: u32) -> Result<Vec<u32>, Status> {
+    if id == 0 {
+        let mut v: Vec<u32> = p.tables.keys().copied().collect();
+        v.sort_unstable();
+        Ok(v)
+    } else if p.tables.contains_key(&id) {
+        Ok(vec![id])
+    } else {
+        Err(status(Code::NotFound, format!("no table with id {id}")))
+    }
+}
 
 fn sorted<V>(m: &HashMap<u32, V>) -> Vec<(u32, &V)> {
     let mut v: Vec<(u32, &V)> = m.iter().map(|(k, v)| (*k, v)).collect();
@@ -72,6 +86,14 @@ pub fn read(
     index: &Mutex<Store>,
     entities: &[Entity],
 ) -> Result<Vec<Entity>, Status> {
+    // Engine member handle → P4Runtime member id, for entries of indirect tables.
+    let handles: HashMap<(String, u32), u32> = {
+        let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+        idx.members
+            .iter()
+            .flat_map(|(prof, ms)| ms.iter().map(move |(id, (h, _))| ((prof.clone(), *h), *id)))
+            .collect()
+    };
     let mut queries = Vec::new();
     let mut out = Vec::new();
     for e in entities {
@@ -103,6 +125,53 @@ pub fn read(
                         }),
                     })),
                 }));
+            }
+            Some(entity::Entity::DirectCounterEntry(dc)) => {
+                let te = dc.table_entry.clone().unwrap_or_default();
+                for id in table_ids(p, te.table_id)? {
+                    let t = &p.tables[&id];
+                    let key = if te.r#match.is_empty() {
+                        None
+                    } else {
+                        Some(crate::write::translate_match(t, &te).map_err(|(c, m)| status(c, m))?)
+                    };
+                    let name = t.name.clone();
+                    let got = exec_on(dp, move |sw| {
+                        let Some(sw) = sw else { return Vec::new() };
+                        let entries = sw.table_entries(&name).unwrap_or_default();
+                        entries
+                            .into_iter()
+                            .filter(|e| {
+                                key.as_ref().is_none_or(|k| {
+                                    k.0 == e.matches && k.1 == e.priority.unwrap_or(0)
+                                })
+                            })
+                            .filter_map(|e| {
+                                sw.direct_counter_read(&name, e.handle).ok().map(|v| (e, v))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default();
+                    for (e, v) in got {
+                        let prio = e.priority.unwrap_or(0);
+                        let m = matches_of(t, &e.matches);
+                        let Some(entity::Entity::TableEntry(mut te)) =
+                            table_entity(p, t, &handles, id, (m, prio), &e.action, false).entity
+                        else {
+                            continue;
+                        };
+                        te.action = None;
+                        out.push(Entity {
+                            entity: Some(entity::Entity::DirectCounterEntry(DirectCounterEntry {
+                                table_entry: Some(te),
+                                data: Some(CounterData {
+                                    byte_count: v.bytes as i64,
+                                    packet_count: v.packets as i64,
+                                }),
+                            })),
+                        });
+                    }
+                }
             }
             Some(entity::Entity::MeterEntry(m)) => {
                 let objs: Vec<_> = p
@@ -303,14 +372,6 @@ pub fn read(
             .collect::<Vec<(Vec<EntryDesc>, Option<EntryAction>)>>()
     })
     .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
-    // Engine member handle → P4Runtime member id, for entries of indirect tables.
-    let handles: HashMap<(String, u32), u32> = {
-        let idx = index.lock().unwrap_or_else(|e| e.into_inner());
-        idx.members
-            .iter()
-            .flat_map(|(prof, ms)| ms.iter().map(move |(id, (h, _))| ((prof.clone(), *h), *id)))
-            .collect()
-    };
     for ((q, _), (entries, default)) in queries.iter().zip(raw) {
         let t = &p.tables[&q.table];
         if q.default {

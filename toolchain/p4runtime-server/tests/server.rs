@@ -1117,3 +1117,73 @@ async fn next_digest(
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_counters_count_hits() {
+    use p4runtime_proto::p4runtime::{CounterData, DirectCounterEntry};
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("externs.json");
+    let info = p4info_for(&json);
+    c.set_pipeline(&info, &json).await.unwrap();
+    let t = table_id(&info, "ingress.t_op");
+    let key = vec![FieldMatch {
+        field_id: 1,
+        field_match_type: Some(field_match::FieldMatchType::Exact(field_match::Exact {
+            value: vec![1],
+        })),
+    }];
+    let entry = TableEntry {
+        table_id: t,
+        r#match: key.clone(),
+        action: act(action_id(&info, "ingress.do_count"), vec![]),
+        ..Default::default()
+    };
+    write(
+        &mut c,
+        vec![upd(update::Type::Insert, entry)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // Two 13-byte packets (header h) hit the entry.
+    for _ in 0..2 {
+        let mut p = vec![1u8, 2];
+        p.extend([0u8; 11]);
+        c.tx.send(StreamMessageRequest {
+            update: Some(stream_message_request::Update::Packet(PacketOut {
+                payload: p,
+                metadata: vec![],
+            })),
+        })
+        .await
+        .unwrap();
+    }
+    let want = entity::Entity::DirectCounterEntry(DirectCounterEntry {
+        table_entry: Some(TableEntry {
+            table_id: t,
+            r#match: key,
+            ..Default::default()
+        }),
+        data: Some(CounterData {
+            byte_count: 26,
+            packet_count: 2,
+        }),
+    });
+    let query = entity::Entity::DirectCounterEntry(DirectCounterEntry {
+        table_entry: Some(TableEntry {
+            table_id: t,
+            ..Default::default()
+        }),
+        data: None,
+    });
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = read_entities(&mut c, query.clone()).await;
+        if got == vec![want.clone()] {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(got, vec![want]);
+}
