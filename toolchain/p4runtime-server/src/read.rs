@@ -142,7 +142,7 @@ pub fn read(
                         entries
                             .into_iter()
                             .filter(|e| {
-                                key.as_ref().is_none_or(|k| {
+                                key.as_ref().map_or(true, |k| {
                                     k.0 == e.matches && k.1 == e.priority.unwrap_or(0)
                                 })
                             })
