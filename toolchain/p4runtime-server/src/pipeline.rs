@@ -33,6 +33,8 @@ pub struct TableInfo {
     pub needs_priority: bool,
     pub is_const: bool,
     pub indirect: bool,
+    /// P4Info `idle_timeout_behavior` is NOTIFY_CONTROL.
+    pub supports_timeout: bool,
     /// The action profile (engine name) of an indirect table.
     pub profile: Option<String>,
 }
@@ -215,6 +217,7 @@ pub fn verify(
                 needs_priority,
                 is_const: t.is_const_table,
                 indirect: et.has_profile,
+                supports_timeout: t.idle_timeout_behavior != 0,
                 profile: p4info
                     .action_profiles
                     .iter()

@@ -372,6 +372,8 @@ pub fn read(
             .collect::<Vec<(Vec<EntryDesc>, Option<EntryAction>)>>()
     })
     .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
+    let idle_guard = index.lock().unwrap_or_else(|e| e.into_inner());
+    let idle = &idle_guard.idle;
     for ((q, _), (entries, default)) in queries.iter().zip(raw) {
         let t = &p.tables[&q.table];
         if q.default {
@@ -396,15 +398,15 @@ pub fn read(
                 }
             }
             let m = matches_of(t, &e.matches);
-            out.push(table_entity(
-                p,
-                t,
-                &handles,
-                q.table,
-                (m, prio),
-                &e.action,
-                false,
-            ));
+            let mut ent = table_entity(p, t, &handles, q.table, (m, prio), &e.action, false);
+            if let (Some(ns), Some(entity::Entity::TableEntry(te))) = (
+                idle.get(&t.name)
+                    .and_then(|i| i.get(&(e.matches.clone(), prio))),
+                ent.entity.as_mut(),
+            ) {
+                te.idle_timeout_ns = *ns;
+            }
+            out.push(ent);
         }
     }
     Ok(out)

@@ -30,6 +30,8 @@ pub struct Index {
     /// and the groups as written.
     pub members: HashMap<String, BTreeMap<u32, (u32, ActionProfileMember)>>,
     pub groups: HashMap<String, BTreeMap<u32, ActionProfileGroup>>,
+    /// idle_timeout_ns of entries that set one, per engine table.
+    pub idle: HashMap<String, HashMap<(Vec<FieldMatch>, i32), i64>>,
     /// DigestEntry configs by digest id (only configured digests are streamed).
     pub digests: BTreeMap<u32, DigestConfig>,
 }
@@ -57,11 +59,13 @@ pub enum Op {
         key: (Vec<FieldMatch>, i32),
         needs_priority: bool,
         act: Act,
+        idle_ns: i64,
     },
     Modify {
         table: String,
         key: (Vec<FieldMatch>, i32),
         act: Act,
+        idle_ns: i64,
     },
     Delete {
         table: String,
@@ -456,17 +460,31 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
     }
     let key = translate_match(t, te)?;
     let table = t.name.clone();
+    let idle_ns = te.idle_timeout_ns;
+    if idle_ns < 0 || (idle_ns > 0 && !t.supports_timeout) {
+        return Err(inv(format!(
+            "table \"{}\": idle_timeout_ns {idle_ns} (the table {} idle timeout)",
+            t.name,
+            if t.supports_timeout {
+                "supports"
+            } else {
+                "has no"
+            }
+        )));
+    }
     match ty {
         update::Type::Insert => Ok(Op::Insert {
             table,
             key,
             needs_priority: t.needs_priority,
             act: translate_action(p, t, te)?,
+            idle_ns,
         }),
         update::Type::Modify => Ok(Op::Modify {
             table,
             key,
             act: translate_action(p, t, te)?,
+            idle_ns,
         }),
         _ => Ok(Op::Delete { table, key }),
     }
@@ -843,6 +861,21 @@ pub fn apply(
     results
 }
 
+/// Records an entry's idle timeout (stored and read back; the engine does not age entries).
+fn set_idle(index: &mut Index, table: &str, key: &(Vec<FieldMatch>, i32), ns: i64) {
+    if ns == 0 {
+        if let Some(t) = index.idle.get_mut(table) {
+            t.remove(key);
+        }
+    } else {
+        index
+            .idle
+            .entry(table.to_string())
+            .or_default()
+            .insert(key.clone(), ns);
+    }
+}
+
 /// A P4Runtime member id to the engine's member handle.
 fn resolve(index: &Index, act: Act) -> Result<Act, UpdateError> {
     match act {
@@ -871,16 +904,24 @@ fn apply_one(
             key,
             needs_priority,
             act,
+            idle_ns,
         } => Op::Insert {
             table,
             key,
             needs_priority,
             act: resolve(index, act)?,
+            idle_ns,
         },
-        Op::Modify { table, key, act } => Op::Modify {
+        Op::Modify {
+            table,
+            key,
+            act,
+            idle_ns,
+        } => Op::Modify {
             table,
             key,
             act: resolve(index, act)?,
+            idle_ns,
         },
         op => op,
     };
@@ -890,6 +931,7 @@ fn apply_one(
             key,
             needs_priority,
             act,
+            idle_ns,
         } => {
             let t = index.tables.entry(table.clone()).or_default();
             if t.contains_key(&key) {
@@ -900,12 +942,18 @@ fn apply_one(
             }
             let h = add(sw, &table, &key, needs_priority, &act).map_err(api)?;
             t.insert(key.clone(), h);
+            set_idle(index, &table, &key, idle_ns);
             if let Some(u) = undo {
                 u.push(Undo::Delete { table, key });
             }
             Ok(())
         }
-        Op::Modify { table, key, act } => {
+        Op::Modify {
+            table,
+            key,
+            act,
+            idle_ns,
+        } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
                 return Err((
                     Code::NotFound,
@@ -914,6 +962,7 @@ fn apply_one(
             };
             let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
             modify(sw, &table, h, &act).map_err(api)?;
+            set_idle(index, &table, &key, idle_ns);
             if let (Some(u), Some((old, _))) = (undo, old) {
                 u.push(Undo::Restore {
                     table,
@@ -933,6 +982,7 @@ fn apply_one(
             };
             let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
             sw.table_delete(&table, h).map_err(api)?;
+            set_idle(index, &table, &key, 0);
             if let Some(t) = index.tables.get_mut(&table) {
                 t.remove(&key);
             }

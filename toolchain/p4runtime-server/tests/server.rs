@@ -283,6 +283,17 @@ async fn table_insert_modify_delete_read() {
     .await
     .unwrap();
     assert!(read_all(&mut c, key).await.is_empty());
+    // idle_timeout_ns needs a table with idle timeout support (P4Info NOTIFY_CONTROL).
+    let mut timed = l3.route([10, 9, 0, 0], 16, 1, 1);
+    timed.idle_timeout_ns = 5_000_000_000;
+    let e = write(
+        &mut c,
+        vec![upd(update::Type::Insert, timed.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::InvalidArgument as i32]);
     // Default entry: MODIFY with is_default_action, read back with is_default_action.
     let def = TableEntry {
         table_id: l3.table,
@@ -307,6 +318,18 @@ async fn table_insert_modify_delete_read() {
     )
     .await;
     assert_eq!(d, vec![def]);
+    // With NOTIFY_CONTROL the timeout is accepted, stored and read back (no ageing yet).
+    let mut info = l3.info.clone();
+    info.tables[0].idle_timeout_behavior = 1;
+    c.set_pipeline(&info, &stf_json("l3.json")).await.unwrap();
+    write(
+        &mut c,
+        vec![upd(update::Type::Insert, timed.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_all(&mut c, TableEntry::default()).await, vec![timed]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
