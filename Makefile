@@ -165,6 +165,7 @@ CARGO_EXAMPLE := $(CARGO) run -q --$(PROFILE) -p
 bench: build deps
 	@mkdir -p $(BENCH_OUT)
 	$(CARGO_EXAMPLE) switch-engine --example switch-engine-bench -- $(BENCH_OUT)/switch-engine.json
+	$(CARGO_EXAMPLE) p4runtime-server --example p4runtime-server-bench -- $(BENCH_OUT)/p4runtime-write.json
 	$(CARGO_EXAMPLE) switch-tables --example switch-tables-bench -- $(BENCH_OUT)/switch-tables.json
 	$(CARGO_EXAMPLE) switch-hash --example switch-hash-bench -- $(BENCH_OUT)/switch-hash.json
 	$(CARGO_EXAMPLE) roce-host --example roce-host-bench -- $(BENCH_OUT)/roce-host.json
