@@ -1,0 +1,951 @@
+//! Packet processing: parser, checksums, match-action pipelines, primitives, deparser.
+
+use crate::expr::{eval, eval_bool, eval_u32, eval_u64, Arg, Ctx, Ex, FieldLoc, HRef};
+use crate::phv::{Phv, Slot};
+use crate::program::*;
+use crate::state::{ActionData, EntryVal, Ext, Runtime, TableState};
+use crate::value::{get_bits, get_wide, put_bits, put_wide, Arith};
+use num_bigint::BigInt;
+use switch_tables::ActionProfile;
+
+/// Parser loops are cut after this many states (bmv2 has no bound; P4 says ParserTimeout).
+const MAX_PARSE_STATES: usize = 4096;
+/// Jumps inside one action execution (`_jump` loops are compiler bugs, not packets' fault).
+const MAX_ACTION_STEPS: usize = 65_536;
+
+/// simple_switch's per-packet registers (`RegisterAccess`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Regs {
+    pub clone: Option<(u32, Option<i64>)>,
+    pub resubmit: Option<Option<i64>>,
+    pub recirculate: Option<Option<i64>>,
+    pub digest: Option<i64>,
+    pub truncate: Option<u32>,
+    pub exit: bool,
+    /// Packet length at ingress (`PACKET_LENGTH_REG_IDX`).
+    pub packet_length: u32,
+}
+
+/// A packet in flight: its header vector, its bytes and the parser's cursor.
+#[derive(Debug, Clone)]
+pub(crate) struct Pkt {
+    pub phv: Phv,
+    /// Bytes as the parser saw them; after deparsing, the bytes to transmit.
+    pub data: Vec<u8>,
+    /// Bytes consumed by the parser: `data[cursor..]` is the payload.
+    pub cursor: usize,
+    pub regs: Regs,
+    pub scratch: Vec<u8>,
+    /// Resubmissions and recirculations so far.
+    pub reinjections: u32,
+}
+
+impl Pkt {
+    pub fn new(prog: &Prog) -> Pkt {
+        Pkt {
+            phv: Phv::new(prog),
+            data: Vec::new(),
+            cursor: 0,
+            regs: Regs::default(),
+            scratch: Vec::new(),
+            reinjections: 0,
+        }
+    }
+
+    pub fn ctx<'a>(&'a self, prog: &'a Prog, args: &'a [Arg]) -> Ctx<'a> {
+        Ctx {
+            prog,
+            phv: &self.phv,
+            args,
+            data: &self.data,
+            cursor: self.cursor,
+        }
+    }
+
+    pub fn set(&mut self, prog: &Prog, f: Option<u32>, v: u64) {
+        if let Some(f) = f {
+            self.phv.set_u64(prog, f, v);
+        }
+    }
+
+    pub fn get(&self, prog: &Prog, f: Option<u32>) -> u64 {
+        f.map_or(0, |f| self.phv.get_u64(prog, f))
+    }
+}
+
+/// Evaluates `e` and stores it into field `f`.
+fn assign(prog: &Prog, pkt: &mut Pkt, args: &[Arg], f: u32, e: &Ex) {
+    let narrow = matches!(prog.fields[f as usize].slot, Slot::Narrow(_));
+    if narrow && !e.wide {
+        let v = eval::<i128>(&pkt.ctx(prog, args), e);
+        pkt.phv.set_i128(prog, f, v);
+    } else {
+        let v = eval::<BigInt>(&pkt.ctx(prog, args), e);
+        pkt.phv.set_big(prog, f, &v);
+    }
+}
+
+// ---- parser ---------------------------------------------------------------------------
+
+fn extract(prog: &Prog, pkt: &mut Pkt, h: u32, vl_bits: Option<u32>) -> Result<(), u32> {
+    let info = &prog.headers[h as usize];
+    let errors = prog.errors;
+    let var = match (info.varbit, vl_bits) {
+        (Some(f), Some(n)) => {
+            if n > prog.fields[f as usize].width {
+                return Err(errors.header_too_short);
+            }
+            n
+        }
+        _ => 0,
+    };
+    let total_bits = info.fixed_bits as usize + var as usize;
+    let bytes = total_bits.div_ceil(8);
+    if pkt.data.len() < pkt.cursor + bytes {
+        return Err(errors.packet_too_short);
+    }
+    let mut bit = pkt.cursor * 8;
+    for f in info.first_field..info.first_field + info.nfields {
+        let fi = &prog.fields[f as usize];
+        match fi.slot {
+            Slot::Narrow(i) => {
+                pkt.phv.narrow[i as usize] = get_bits(&pkt.data, bit, fi.width);
+                bit += fi.width as usize;
+            }
+            Slot::Wide { off, len } => {
+                let out = &mut pkt.phv.wide[off as usize..(off + len) as usize];
+                get_wide(&pkt.data, bit, fi.width, out);
+                bit += fi.width as usize;
+            }
+            Slot::Varbit { off, len, vl } => {
+                let n = var.div_ceil(8);
+                let region = &mut pkt.phv.wide[off as usize..(off + len) as usize];
+                region.fill(0);
+                let l = region.len();
+                get_wide(&pkt.data, bit, var, &mut region[l - n as usize..]);
+                pkt.phv.vl_bits[vl as usize] = var;
+                bit += var as usize;
+            }
+        }
+    }
+    invalidate_union_siblings(prog, pkt, h);
+    pkt.phv.valid[h as usize] = true;
+    pkt.cursor += bytes;
+    Ok(())
+}
+
+fn extract_target(
+    prog: &Prog,
+    pkt: &mut Pkt,
+    t: &ExtractTarget,
+    vl: Option<u32>,
+) -> Result<(), u32> {
+    match t {
+        ExtractTarget::Header(h) => match pkt.ctx(prog, &[]).header(h) {
+            Some(h) => extract(prog, pkt, h, vl),
+            None => Err(prog.errors.stack_out_of_bounds),
+        },
+        ExtractTarget::Stack(s) => {
+            let next = pkt.phv.stack_next[*s as usize] as usize;
+            let Some(&h) = prog.stacks[*s as usize].headers.get(next) else {
+                return Err(prog.errors.stack_out_of_bounds);
+            };
+            extract(prog, pkt, h, vl)?;
+            pkt.phv.stack_next[*s as usize] += 1;
+            Ok(())
+        }
+        ExtractTarget::UnionStack(s, m) => {
+            let next = pkt.phv.ustack_next[*s as usize] as usize;
+            let Some(&u) = prog.union_stacks[*s as usize].unions.get(next) else {
+                return Err(prog.errors.stack_out_of_bounds);
+            };
+            let Some(&h) = prog.unions[u as usize].headers.get(*m as usize) else {
+                return Err(prog.errors.parser_invalid_argument);
+            };
+            extract(prog, pkt, h, vl)?;
+            pkt.phv.ustack_next[*s as usize] += 1;
+            Ok(())
+        }
+    }
+}
+
+fn key_bytes(prog: &Prog, pkt: &mut Pkt, parts: &[KeyPart]) -> Result<(), u32> {
+    let mut key = std::mem::take(&mut pkt.scratch);
+    key.clear();
+    for KeyPart::Value(e, w) in parts {
+        if let crate::expr::K::Lookahead { offset, width } = e.k {
+            let start = pkt.cursor as i64 * 8 + offset;
+            if start < 0 || start + i64::from(width) > pkt.data.len() as i64 * 8 {
+                pkt.scratch = key;
+                return Err(prog.errors.packet_too_short);
+            }
+        }
+        let n = w.div_ceil(8) as usize;
+        let ctx = pkt.ctx(prog, &[]);
+        if *w <= 64 && !e.wide {
+            let v = eval::<i128>(&ctx, e) as u64 & crate::value::mask64(*w);
+            key.extend_from_slice(&v.to_be_bytes()[8 - n..]);
+        } else {
+            let v = eval::<BigInt>(&ctx, e);
+            let start = key.len();
+            key.resize(start + n, 0);
+            crate::value::big_to_bytes(&v, &mut key[start..]);
+        }
+    }
+    pkt.scratch = key;
+    Ok(())
+}
+
+fn matches(key: &[u8], value: &[u8], mask: Option<&[u8]>) -> bool {
+    match mask {
+        None => key == value,
+        Some(m) => key
+            .iter()
+            .zip(value)
+            .zip(m)
+            .all(|((k, v), m)| k & m == v & m),
+    }
+}
+
+/// Runs parser `p`; returns the parser error code (0 for none).
+pub(crate) fn parse(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) -> Result<(), u32> {
+    let Some(parser) = prog.parsers.get(p) else {
+        return Ok(());
+    };
+    let mut state = parser.init;
+    let mut steps = 0;
+    while let Some(s) = state {
+        steps += 1;
+        if steps > MAX_PARSE_STATES {
+            return Err(prog.errors.parser_timeout);
+        }
+        let st = &parser.states[s as usize];
+        for op in &st.ops {
+            match op {
+                ParserOp::Extract(t) => extract_target(prog, pkt, t, None)?,
+                ParserOp::ExtractVl(t, e) => {
+                    let bits = eval_u32(&pkt.ctx(prog, &[]), e);
+                    if bits % 8 != 0 {
+                        return Err(prog.errors.parser_invalid_argument);
+                    }
+                    extract_target(prog, pkt, t, Some(bits))?
+                }
+                ParserOp::Set(dst, e) => {
+                    if let crate::expr::K::Lookahead { offset, width } = e.k {
+                        let start = pkt.cursor as i64 * 8 + offset;
+                        if start < 0 || start + i64::from(width) > pkt.data.len() as i64 * 8 {
+                            return Err(prog.errors.packet_too_short);
+                        }
+                    }
+                    if let Some(f) = pkt.ctx(prog, &[]).field(dst) {
+                        assign(prog, pkt, &[], f, e);
+                    }
+                }
+                ParserOp::Verify(c, e) => {
+                    let ctx = pkt.ctx(prog, &[]);
+                    if !eval_bool(&ctx, c) {
+                        return Err(eval_u32(&ctx, e));
+                    }
+                }
+                ParserOp::Advance(e) => {
+                    let bits = eval_u64(&pkt.ctx(prog, &[]), e);
+                    if bits % 8 != 0 {
+                        return Err(prog.errors.parser_invalid_argument);
+                    }
+                    let bytes = (bits / 8) as usize;
+                    if pkt.data.len().saturating_sub(pkt.cursor) < bytes {
+                        return Err(prog.errors.packet_too_short);
+                    }
+                    pkt.cursor += bytes;
+                }
+                ParserOp::Primitive(prim) => {
+                    run_prims(prog, &mut rt.ext, pkt, std::slice::from_ref(prim), &[]);
+                }
+            }
+        }
+        if st.transitions.is_empty() {
+            break;
+        }
+        key_bytes(prog, pkt, &st.key)?;
+        let key = &pkt.scratch[..st.key_bytes.min(pkt.scratch.len())];
+        state = None;
+        for t in &st.transitions {
+            let hit = match &t.matches {
+                TransMatch::Default => true,
+                TransMatch::Value { value, mask } => matches(key, value, mask.as_deref()),
+                TransMatch::Vset { vset, mask } => rt.vsets[*vset as usize]
+                    .iter()
+                    .any(|v| matches(key, v, mask.as_deref())),
+            };
+            if hit {
+                state = t.next;
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---- calculations, checksums ---------------------------------------------------------
+
+fn varbit_bits(prog: &Prog, phv: &Phv, f: u32) -> usize {
+    match prog.fields[f as usize].slot {
+        Slot::Varbit { vl, .. } => phv.vl_bits[vl as usize] as usize,
+        _ => 0,
+    }
+}
+
+fn push_field(prog: &Prog, phv: &Phv, buf: &mut Vec<u8>, bits: &mut usize, f: u32) {
+    let fi = &prog.fields[f as usize];
+    let w = match fi.slot {
+        Slot::Varbit { vl, .. } => phv.vl_bits[vl as usize] as usize,
+        _ => fi.width as usize,
+    };
+    let need = (*bits + w).div_ceil(8);
+    if buf.len() < need {
+        buf.resize(need, 0);
+    }
+    write_field(prog, phv, buf, bits, f);
+}
+
+/// Writes a field at bit offset `bits` of `buf`, which is already long enough.
+fn write_field(prog: &Prog, phv: &Phv, buf: &mut [u8], bits: &mut usize, f: u32) {
+    let fi = &prog.fields[f as usize];
+    match fi.slot {
+        Slot::Narrow(i) => {
+            put_bits(buf, *bits, fi.width, phv.narrow[i as usize]);
+            *bits += fi.width as usize;
+        }
+        Slot::Wide { off, len } => {
+            put_wide(
+                buf,
+                *bits,
+                fi.width,
+                &phv.wide[off as usize..(off + len) as usize],
+            );
+            *bits += fi.width as usize;
+        }
+        Slot::Varbit { off, len, vl } => {
+            let w = phv.vl_bits[vl as usize];
+            let n = w.div_ceil(8);
+            put_wide(
+                buf,
+                *bits,
+                w,
+                &phv.wide[(off + len - n) as usize..(off + len) as usize],
+            );
+            *bits += w as usize;
+        }
+    }
+}
+
+/// Builds calculation `c`'s input the way bmv2 does: fields packed bit after bit, invalid
+/// headers skipped, the last byte padded with zero bits.
+pub(crate) fn calc_input(prog: &Prog, pkt: &Pkt, c: &CalcInfo, buf: &mut Vec<u8>) {
+    buf.clear();
+    let mut bits = 0usize;
+    let mut last_header: Option<u32> = None;
+    for input in &c.inputs {
+        match input {
+            CalcInput::Field(f) => {
+                let h = prog.fields[*f as usize].header;
+                last_header = Some(h);
+                if pkt.phv.valid[h as usize] {
+                    push_field(prog, &pkt.phv, buf, &mut bits, *f);
+                }
+            }
+            CalcInput::Header(h) => {
+                last_header = Some(*h);
+                if pkt.phv.valid[*h as usize] {
+                    let info = &prog.headers[*h as usize];
+                    for f in info.first_field..info.first_field + info.nfields {
+                        push_field(prog, &pkt.phv, buf, &mut bits, f);
+                    }
+                }
+            }
+            CalcInput::Const { value, bits: w } => {
+                buf.resize((bits + *w as usize).div_ceil(8), 0);
+                put_wide(buf, bits, *w, value);
+                bits += *w as usize;
+            }
+            CalcInput::Payload => {
+                // Headers after the last included one, in deparser order, then the payload.
+                if let Some(d) = prog.deparsers.first() {
+                    let start = last_header
+                        .and_then(|l| d.order.iter().position(|&h| h == l))
+                        .map_or(0, |p| p + 1);
+                    for &h in &d.order[start..] {
+                        if pkt.phv.valid[h as usize] {
+                            let info = &prog.headers[h as usize];
+                            for f in info.first_field..info.first_field + info.nfields {
+                                push_field(prog, &pkt.phv, buf, &mut bits, f);
+                            }
+                        }
+                    }
+                }
+                bits = bits.div_ceil(8) * 8;
+                buf.extend_from_slice(&pkt.data[pkt.cursor.min(pkt.data.len())..]);
+                bits += (pkt.data.len().saturating_sub(pkt.cursor)) * 8;
+            }
+        }
+    }
+}
+
+pub(crate) fn compute_calc(prog: &Prog, pkt: &mut Pkt, c: u32) -> u64 {
+    let mut buf = std::mem::take(&mut pkt.scratch);
+    let calc = &prog.calcs[c as usize];
+    calc_input(prog, pkt, calc, &mut buf);
+    let v = calc.algo.compute(&buf);
+    pkt.scratch = buf;
+    v
+}
+
+/// Verifies every checksum marked `verify`; true if one fails.
+pub(crate) fn verify_checksums(prog: &Prog, pkt: &mut Pkt) -> bool {
+    let mut failed = false;
+    for ck in prog.checksums.iter().filter(|c| c.verify) {
+        if let Some(cond) = &ck.cond {
+            if !eval_bool(&pkt.ctx(prog, &[]), cond) {
+                continue;
+            }
+        }
+        let v = compute_calc(prog, pkt, ck.calc);
+        let width = prog.fields[ck.target as usize].width;
+        if v & crate::value::mask64(width) != pkt.phv.get_u64(prog, ck.target) {
+            failed = true;
+        }
+    }
+    failed
+}
+
+pub(crate) fn update_checksums(prog: &Prog, pkt: &mut Pkt) {
+    for ck in prog.checksums.iter().filter(|c| c.update) {
+        if let Some(cond) = &ck.cond {
+            if !eval_bool(&pkt.ctx(prog, &[]), cond) {
+                continue;
+            }
+        }
+        let v = compute_calc(prog, pkt, ck.calc);
+        pkt.phv.set_u64(prog, ck.target, v);
+    }
+}
+
+// ---- deparser -------------------------------------------------------------------------
+
+/// Serializes valid headers in deparser order followed by the payload; `pkt.data` becomes
+/// the packet to transmit.
+pub(crate) fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
+    let mut out = std::mem::take(&mut pkt.scratch);
+    out.clear();
+    if let Some(dep) = prog.deparsers.get(d) {
+        for &h in &dep.order {
+            if !pkt.phv.valid[h as usize] {
+                continue;
+            }
+            let info = &prog.headers[h as usize];
+            let mut bits = out.len() * 8;
+            let var = info.varbit.map_or(0, |f| varbit_bits(prog, &pkt.phv, f));
+            out.resize(out.len() + (info.fixed_bits as usize + var).div_ceil(8), 0);
+            for f in info.first_field..info.first_field + info.nfields {
+                write_field(prog, &pkt.phv, &mut out, &mut bits, f);
+            }
+        }
+    }
+    out.extend_from_slice(&pkt.data[pkt.cursor.min(pkt.data.len())..]);
+    pkt.scratch = std::mem::replace(&mut pkt.data, out);
+    pkt.cursor = 0;
+}
+
+// ---- primitives -----------------------------------------------------------------------
+
+fn header_of(prog: &Prog, pkt: &Pkt, args: &[Arg], h: &HRef) -> Option<u32> {
+    pkt.ctx(prog, args).header(h)
+}
+
+fn field_of(prog: &Prog, pkt: &Pkt, args: &[Arg], f: &FieldLoc) -> Option<u32> {
+    pkt.ctx(prog, args).field(f)
+}
+
+fn set_valid(prog: &Prog, pkt: &mut Pkt, h: u32, valid: bool) {
+    if valid && !pkt.phv.valid[h as usize] {
+        pkt.phv.zero_header(prog, h);
+        invalidate_union_siblings(prog, pkt, h);
+    }
+    pkt.phv.valid[h as usize] = valid;
+}
+
+/// A header union has at most one valid member: validating one invalidates the others.
+fn invalidate_union_siblings(prog: &Prog, pkt: &mut Pkt, h: u32) {
+    if let Some(u) = prog.headers[h as usize].union {
+        for &o in &prog.unions[u as usize].headers {
+            if o != h {
+                pkt.phv.valid[o as usize] = false;
+            }
+        }
+    }
+}
+
+fn push_stack(prog: &Prog, pkt: &mut Pkt, headers: &[u32], next: &mut u32, n: usize) {
+    let size = headers.len();
+    let n = n.min(size);
+    for i in (n..size).rev() {
+        pkt.phv.copy_header(prog, headers[i], headers[i - n]);
+    }
+    for &h in &headers[..n] {
+        pkt.phv.valid[h as usize] = false;
+    }
+    *next = (*next as usize + n).min(size) as u32;
+}
+
+fn pop_stack(prog: &Prog, pkt: &mut Pkt, headers: &[u32], next: &mut u32, n: usize) {
+    let size = headers.len();
+    let n = n.min(size);
+    for i in 0..size - n {
+        pkt.phv.copy_header(prog, headers[i], headers[i + n]);
+    }
+    for &h in &headers[size - n..] {
+        pkt.phv.valid[h as usize] = false;
+    }
+    *next = next.saturating_sub(n as u32);
+}
+
+fn union_headers(prog: &Prog, us: u32) -> Vec<Vec<u32>> {
+    prog.union_stacks[us as usize]
+        .unions
+        .iter()
+        .map(|&u| prog.unions[u as usize].headers.clone())
+        .collect()
+}
+
+fn length_units(prog: &Prog, pkt: &Pkt, meter: u32) -> u64 {
+    match prog.meters[meter as usize].kind {
+        p4_bmv2_json::MeterType::Packets => 1,
+        p4_bmv2_json::MeterType::Bytes => u64::from(pkt.regs.packet_length),
+    }
+}
+
+fn format_log(fmt: &str, values: &[String]) -> String {
+    let mut out = String::new();
+    let mut vals = values.iter();
+    let mut rest = fmt;
+    while let Some(p) = rest.find("{}") {
+        out.push_str(&rest[..p]);
+        out.push_str(vals.next().map_or("{}", String::as_str));
+        rest = &rest[p + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Runs a primitive list (an action body) with action data `args`.
+pub(crate) fn run_prims(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, prims: &[Prim], args: &[Arg]) {
+    let mut pc = 0usize;
+    let mut steps = 0usize;
+    while let Some(p) = prims.get(pc) {
+        pc += 1;
+        steps += 1;
+        if steps > MAX_ACTION_STEPS {
+            break;
+        }
+        match p {
+            Prim::Assign(dst, e) => {
+                if let Some(f) = field_of(prog, pkt, args, dst) {
+                    assign(prog, pkt, args, f, e);
+                }
+            }
+            Prim::AssignVl(dst, src) => {
+                if let (Some(d), Some(s)) = (
+                    field_of(prog, pkt, args, dst),
+                    field_of(prog, pkt, args, src),
+                ) {
+                    pkt.phv.copy_field(prog, d, s);
+                }
+            }
+            Prim::AssignHeader(dst, src) => {
+                if let (Some(d), Some(s)) = (
+                    header_of(prog, pkt, args, dst),
+                    header_of(prog, pkt, args, src),
+                ) {
+                    pkt.phv.copy_header(prog, d, s);
+                }
+            }
+            Prim::AssignUnion(dst, src) => {
+                let ctx = pkt.ctx(prog, args);
+                if let (Some(d), Some(s)) = (ctx.union(dst), ctx.union(src)) {
+                    let (dh, sh) = (
+                        &prog.unions[d as usize].headers,
+                        &prog.unions[s as usize].headers,
+                    );
+                    for (&a, &b) in dh.iter().zip(sh) {
+                        pkt.phv.copy_header(prog, a, b);
+                    }
+                }
+            }
+            Prim::AssignHeaderStack(d, s) => {
+                let (dh, sh) = (
+                    &prog.stacks[*d as usize].headers,
+                    &prog.stacks[*s as usize].headers,
+                );
+                for (&a, &b) in dh.iter().zip(sh) {
+                    pkt.phv.copy_header(prog, a, b);
+                }
+                pkt.phv.stack_next[*d as usize] = pkt.phv.stack_next[*s as usize];
+            }
+            Prim::AssignUnionStack(d, s) => {
+                let (du, su) = (union_headers(prog, *d), union_headers(prog, *s));
+                for (a, b) in du.iter().zip(&su) {
+                    for (&x, &y) in a.iter().zip(b) {
+                        pkt.phv.copy_header(prog, x, y);
+                    }
+                }
+                pkt.phv.ustack_next[*d as usize] = pkt.phv.ustack_next[*s as usize];
+            }
+            Prim::Push(s, n) | Prim::Pop(s, n) => {
+                let n = eval_u32(&pkt.ctx(prog, args), n) as usize;
+                let headers = &prog.stacks[*s as usize].headers;
+                let mut next = pkt.phv.stack_next[*s as usize];
+                if matches!(p, Prim::Push(..)) {
+                    push_stack(prog, pkt, headers, &mut next, n);
+                } else {
+                    pop_stack(prog, pkt, headers, &mut next, n);
+                }
+                pkt.phv.stack_next[*s as usize] = next;
+            }
+            Prim::PushUnion(s, n) | Prim::PopUnion(s, n) => {
+                let n = eval_u32(&pkt.ctx(prog, args), n) as usize;
+                let unions = union_headers(prog, *s);
+                let members = unions.first().map_or(0, Vec::len);
+                let mut next = pkt.phv.ustack_next[*s as usize];
+                for m in 0..members {
+                    let column: Vec<u32> = unions.iter().map(|u| u[m]).collect();
+                    let mut nx = next;
+                    if matches!(p, Prim::PushUnion(..)) {
+                        push_stack(prog, pkt, &column, &mut nx, n);
+                    } else {
+                        pop_stack(prog, pkt, &column, &mut nx, n);
+                    }
+                    if m + 1 == members {
+                        next = nx;
+                    }
+                }
+                pkt.phv.ustack_next[*s as usize] = next;
+            }
+            Prim::SetValid(h) | Prim::SetInvalid(h) => {
+                if let Some(h) = header_of(prog, pkt, args, h) {
+                    set_valid(prog, pkt, h, matches!(p, Prim::SetValid(_)));
+                }
+            }
+            Prim::MarkToDrop => {
+                pkt.set(prog, prog.intr.egress_spec, crate::DROP_PORT.into());
+                pkt.set(prog, prog.intr.mcast_grp, 0);
+            }
+            Prim::Exit => {
+                pkt.regs.exit = true;
+                return;
+            }
+            Prim::Jump(t) => pc = *t,
+            Prim::JumpIfZero(c, t) => {
+                let ctx = pkt.ctx(prog, args);
+                let zero = if c.wide {
+                    Arith::is_zero(&eval::<BigInt>(&ctx, c))
+                } else {
+                    eval::<i128>(&ctx, c) == 0
+                };
+                if zero {
+                    pc = *t;
+                }
+            }
+            Prim::HashOffset {
+                dst,
+                base,
+                calc,
+                size,
+            } => {
+                let (b, sz) = {
+                    let ctx = pkt.ctx(prog, args);
+                    (eval_u64(&ctx, base), eval_u64(&ctx, size))
+                };
+                let h = compute_calc(prog, pkt, *calc);
+                // bmv2: base + hash % size; a zero size leaves the hash unreduced.
+                let v = b.wrapping_add(if sz == 0 { h } else { h % sz });
+                if let Some(f) = field_of(prog, pkt, args, dst) {
+                    pkt.phv.set_u64(prog, f, v);
+                }
+            }
+            Prim::RngUniform(dst, lo, hi) => {
+                let (l, h) = {
+                    let ctx = pkt.ctx(prog, args);
+                    (eval_u64(&ctx, lo), eval_u64(&ctx, hi))
+                };
+                let r = ext.next_random();
+                let v = if h <= l {
+                    l
+                } else {
+                    l + r % (h - l).saturating_add(1).max(1)
+                };
+                if let Some(f) = field_of(prog, pkt, args, dst) {
+                    pkt.phv.set_u64(prog, f, v);
+                }
+            }
+            Prim::Count(c, idx) => {
+                let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
+                match ext.counters[*c as usize].get_mut(i) {
+                    Some(cell) => {
+                        cell.packets += 1;
+                        cell.bytes += u64::from(pkt.regs.packet_length);
+                    }
+                    None => ext.index_errors += 1,
+                }
+            }
+            Prim::ExecuteMeter(m, idx, dst) => {
+                let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
+                let units = length_units(prog, pkt, *m);
+                let now = ext.now_us;
+                let colour = match ext.meters[*m as usize].get_mut(i) {
+                    Some(cell) => cell.execute(units, now),
+                    None => {
+                        ext.index_errors += 1;
+                        0
+                    }
+                };
+                if let Some(f) = field_of(prog, pkt, args, dst) {
+                    pkt.phv.set_u64(prog, f, u64::from(colour));
+                }
+            }
+            Prim::RegisterRead(dst, r, idx) => {
+                let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
+                let v = match ext.registers[*r as usize].get(i) {
+                    Some(&v) => v,
+                    None => {
+                        ext.index_errors += 1;
+                        0
+                    }
+                };
+                if let Some(f) = field_of(prog, pkt, args, dst) {
+                    if v <= u128::from(u64::MAX) {
+                        pkt.phv.set_u64(prog, f, v as u64);
+                    } else {
+                        pkt.phv.set_big(prog, f, &BigInt::from(v));
+                    }
+                }
+            }
+            Prim::RegisterWrite(r, idx, val) => {
+                let ctx = pkt.ctx(prog, args);
+                let i = eval_u64(&ctx, idx) as usize;
+                let width = prog.registers[*r as usize].width;
+                let v = if val.wide {
+                    let b = eval::<BigInt>(&ctx, val).trunc(width.min(128));
+                    u128::try_from(b).unwrap_or(0)
+                } else {
+                    eval::<i128>(&ctx, val).trunc(width.min(127)) as u128
+                };
+                match ext.registers[*r as usize].get_mut(i) {
+                    Some(cell) => *cell = v,
+                    None => ext.index_errors += 1,
+                }
+            }
+            Prim::CloneI2E(session, fl) | Prim::CloneE2E(session, fl) => {
+                let ctx = pkt.ctx(prog, args);
+                let s = eval_u32(&ctx, session);
+                let fl = fl.as_ref().map(|e| eval_u64(&ctx, e) as i64);
+                pkt.regs.clone = Some((s, fl));
+            }
+            Prim::Resubmit(fl) => {
+                let fl = fl
+                    .as_ref()
+                    .map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
+                pkt.regs.resubmit = Some(fl);
+            }
+            Prim::Recirculate(fl) => {
+                let fl = fl
+                    .as_ref()
+                    .map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
+                pkt.regs.recirculate = Some(fl);
+            }
+            Prim::Digest(list) => {
+                pkt.regs.digest = Some(eval_u64(&pkt.ctx(prog, args), list) as i64);
+            }
+            Prim::Truncate(len) => {
+                pkt.regs.truncate = Some(eval_u32(&pkt.ctx(prog, args), len));
+            }
+            Prim::LogMsg(fmt, vals) => {
+                let ctx = pkt.ctx(prog, args);
+                let values: Vec<String> = vals
+                    .iter()
+                    .map(|e| eval::<BigInt>(&ctx, e).to_string())
+                    .collect();
+                if ext.logs.len() < 10_000 {
+                    ext.logs.push(format_log(fmt, &values));
+                }
+            }
+            Prim::Assert(c) => {
+                if !eval_bool(&pkt.ctx(prog, args), c) {
+                    // bmv2 aborts the switch; a software switch under test counts instead.
+                    ext.assert_failures += 1;
+                }
+            }
+            Prim::Nop => {}
+        }
+    }
+}
+
+// ---- pipelines ------------------------------------------------------------------------
+
+fn table_key(prog: &Prog, pkt: &mut Pkt, t: &TableInfo) {
+    let mut key = std::mem::take(&mut pkt.scratch);
+    key.clear();
+    for k in &t.keys {
+        let start = key.len();
+        match &k.src {
+            KeySrc::Field(f) => match pkt.ctx(prog, &[]).field(f) {
+                Some(f) => pkt.phv.field_bytes(prog, f, &mut key),
+                None => key.resize(start + k.width.div_ceil(8) as usize, 0),
+            },
+            KeySrc::Valid(h) => {
+                let v = header_of(prog, pkt, &[], h).is_some_and(|h| pkt.phv.valid[h as usize]);
+                key.push(u8::from(v));
+            }
+        }
+        if let Some(m) = &k.mask {
+            for (b, m) in key[start..].iter_mut().zip(m) {
+                *b &= m;
+            }
+        }
+    }
+    pkt.scratch = key;
+}
+
+/// Resolves an entry's value to the action to run (following members and groups).
+fn resolve<'a>(
+    prog: &Prog,
+    profiles: &'a [ActionProfile<ActionData>],
+    pkt: &mut Pkt,
+    t: &TableInfo,
+    v: &'a EntryVal,
+) -> Option<&'a ActionData> {
+    match v {
+        EntryVal::Act(a) => Some(a),
+        EntryVal::Member(m) => profiles.get(t.profile? as usize)?.member(*m),
+        EntryVal::Group(g) => {
+            let p = t.profile?;
+            let hash = match prog.profiles[p as usize].selector {
+                Some(c) => compute_calc(prog, pkt, c),
+                None => 0,
+            };
+            let prof = profiles.get(p as usize)?;
+            let m = prof.select(*g, hash)?;
+            prof.member(m)
+        }
+    }
+}
+
+fn apply_table(
+    prog: &Prog,
+    tables: &[TableState],
+    profiles: &[ActionProfile<ActionData>],
+    ext: &mut Ext,
+    pkt: &mut Pkt,
+    t: u32,
+) -> Next {
+    let ti = &prog.tables[t as usize];
+    let ts = &tables[t as usize];
+    let mut hit = None;
+    if let Some(table) = &ts.table {
+        table_key(prog, pkt, ti);
+        hit = table.lookup(&pkt.scratch);
+    }
+    let (action, next) = match hit {
+        Some((h, v)) => {
+            if let Some(c) = ti.direct_counter {
+                let cells = &mut ext.counters[c as usize];
+                if let Some(cell) = cells.get_mut(h.0 as usize) {
+                    cell.packets += 1;
+                    cell.bytes += u64::from(pkt.regs.packet_length);
+                }
+            }
+            if let Some(m) = ti.direct_meter {
+                let units = length_units(prog, pkt, m);
+                let now = ext.now_us;
+                let colour = ext.meters[m as usize]
+                    .get_mut(h.0 as usize)
+                    .map_or(0, |cell| cell.execute(units, now));
+                if let Some(f) = prog.meters[m as usize].result {
+                    pkt.phv.set_u64(prog, f, u64::from(colour));
+                }
+            }
+            let a = resolve(prog, profiles, pkt, ti, v);
+            let next = match (ti.hit_miss, a) {
+                (Some((h, _)), _) => h,
+                (None, Some(a)) => *ti
+                    .next_by_action
+                    .get(&a.action)
+                    .unwrap_or(&ti.base_default_next),
+                (None, None) => ti.base_default_next,
+            };
+            (a, next)
+        }
+        None => {
+            let a = ts
+                .default
+                .as_ref()
+                .and_then(|v| resolve(prog, profiles, pkt, ti, v));
+            let next = match (ti.hit_miss, a) {
+                (Some((_, m)), _) => m,
+                (None, Some(a)) => *ti
+                    .next_by_action
+                    .get(&a.action)
+                    .unwrap_or(&ti.base_default_next),
+                (None, None) => ti.base_default_next,
+            };
+            (a, next)
+        }
+    };
+    if let Some(a) = action {
+        run_prims(
+            prog,
+            ext,
+            pkt,
+            &prog.actions[a.action as usize].prims,
+            &a.args,
+        );
+    }
+    next
+}
+
+/// Applies a control pipeline to the packet.
+pub(crate) fn apply_pipeline(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) {
+    let Some(pipe) = prog.pipelines.get(p) else {
+        return;
+    };
+    let mut next = pipe.init;
+    // A well-formed control graph is acyclic; the bound keeps a malformed one finite.
+    for _ in 0..=prog.tables.len() + prog.conds.len() + prog.calls.len() {
+        next = match next {
+            Next::End => break,
+            Next::Table(t) => apply_table(prog, &rt.tables, &rt.profiles, &mut rt.ext, pkt, t),
+            Next::Cond(c) => {
+                let ci = &prog.conds[c as usize];
+                if eval_bool(&pkt.ctx(prog, &[]), &ci.expr) {
+                    ci.t
+                } else {
+                    ci.f
+                }
+            }
+            Next::Call(c) => {
+                let ci = &prog.calls[c as usize];
+                run_prims(
+                    prog,
+                    &mut rt.ext,
+                    pkt,
+                    &prog.actions[ci.action as usize].prims,
+                    &[],
+                );
+                ci.next
+            }
+        };
+        if pkt.regs.exit {
+            break;
+        }
+    }
+    pkt.regs.exit = false;
+}

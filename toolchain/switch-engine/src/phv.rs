@@ -1,0 +1,233 @@
+//! Packet header vector: every field of every header instance in flat arrays, so a packet's
+//! state is a few buffers that are reset, not reallocated, between packets.
+
+use crate::expr::{FieldId, HeaderId};
+use crate::program::Prog;
+use crate::value::{big_to_bytes, mask64};
+use num_bigint::BigInt;
+
+/// Where a field's value lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Index into `Phv::narrow` (fields of at most 64 bits).
+    Narrow(u32),
+    /// Big-endian bytes in `Phv::wide`.
+    Wide { off: u32, len: u32 },
+    /// Variable-length field: `len` bytes reserved in `Phv::wide`, current width in bits in
+    /// `Phv::vl_bits[vl]`. The value is right-aligned in the reserved bytes.
+    Varbit { off: u32, len: u32, vl: u32 },
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Phv {
+    pub narrow: Vec<u64>,
+    pub wide: Vec<u8>,
+    pub valid: Vec<bool>,
+    pub vl_bits: Vec<u32>,
+    pub stack_next: Vec<u32>,
+    pub ustack_next: Vec<u32>,
+}
+
+impl Phv {
+    pub fn new(prog: &Prog) -> Phv {
+        let mut p = Phv {
+            narrow: vec![0; prog.narrow_slots as usize],
+            wide: vec![0; prog.wide_bytes as usize],
+            valid: vec![false; prog.headers.len()],
+            vl_bits: vec![0; prog.varbit_slots as usize],
+            stack_next: vec![0; prog.stacks.len()],
+            ustack_next: vec![0; prog.union_stacks.len()],
+        };
+        p.reset(prog);
+        p
+    }
+
+    /// A new packet: metadata zero and valid, headers invalid and zero.
+    pub fn reset(&mut self, prog: &Prog) {
+        // Small arrays: plain loops beat a libc memset call per array.
+        for x in &mut self.narrow {
+            *x = 0;
+        }
+        if !self.wide.is_empty() {
+            self.wide.fill(0);
+        }
+        for x in self
+            .vl_bits
+            .iter_mut()
+            .chain(&mut self.stack_next)
+            .chain(&mut self.ustack_next)
+        {
+            *x = 0;
+        }
+        for (v, h) in self.valid.iter_mut().zip(&prog.headers) {
+            *v = h.metadata;
+        }
+    }
+
+    /// Zeroes every metadata field (bmv2 `reset_metadata`), keeping headers.
+    pub fn reset_metadata(&mut self, prog: &Prog) {
+        for h in prog.headers.iter().filter(|h| h.metadata) {
+            for f in h.first_field..h.first_field + h.nfields {
+                self.zero_field(prog, f);
+            }
+        }
+    }
+
+    pub fn zero_field(&mut self, prog: &Prog, f: FieldId) {
+        match prog.fields[f as usize].slot {
+            Slot::Narrow(i) => self.narrow[i as usize] = 0,
+            Slot::Wide { off, len } => self.wide[off as usize..(off + len) as usize].fill(0),
+            Slot::Varbit { off, len, vl } => {
+                self.wide[off as usize..(off + len) as usize].fill(0);
+                self.vl_bits[vl as usize] = 0;
+            }
+        }
+    }
+
+    pub fn zero_header(&mut self, prog: &Prog, h: HeaderId) {
+        let info = &prog.headers[h as usize];
+        for f in info.first_field..info.first_field + info.nfields {
+            self.zero_field(prog, f);
+        }
+    }
+
+    #[inline]
+    pub fn get_u64(&self, prog: &Prog, f: FieldId) -> u64 {
+        match prog.fields[f as usize].slot {
+            Slot::Narrow(i) => self.narrow[i as usize],
+            Slot::Wide { off, len } | Slot::Varbit { off, len, .. } => {
+                let b = &self.wide[off as usize..(off + len) as usize];
+                b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x))
+            }
+        }
+    }
+
+    #[inline]
+    pub fn set_u64(&mut self, prog: &Prog, f: FieldId, v: u64) {
+        let info = &prog.fields[f as usize];
+        match info.slot {
+            Slot::Narrow(i) => self.narrow[i as usize] = v & mask64(info.width),
+            Slot::Wide { .. } | Slot::Varbit { .. } => self.set_big(prog, f, &BigInt::from(v)),
+        }
+    }
+
+    /// Stores `v` truncated to the field's width (two's complement for negative values).
+    #[inline]
+    pub fn set_i128(&mut self, prog: &Prog, f: FieldId, v: i128) {
+        let info = &prog.fields[f as usize];
+        match info.slot {
+            Slot::Narrow(i) => self.narrow[i as usize] = (v as u64) & mask64(info.width),
+            _ => self.set_big(prog, f, &BigInt::from(v)),
+        }
+    }
+
+    pub fn set_big(&mut self, prog: &Prog, f: FieldId, v: &BigInt) {
+        let info = &prog.fields[f as usize];
+        match info.slot {
+            Slot::Narrow(i) => {
+                let mut b = [0u8; 8];
+                big_to_bytes(v, &mut b);
+                self.narrow[i as usize] = u64::from_be_bytes(b) & mask64(info.width);
+            }
+            Slot::Wide { off, len } => {
+                let out = &mut self.wide[off as usize..(off + len) as usize];
+                big_to_bytes(v, out);
+                let extra = len * 8 - info.width;
+                if extra > 0 {
+                    out[0] &= 0xffu8 >> extra;
+                }
+            }
+            Slot::Varbit { off, len, vl } => {
+                let out = &mut self.wide[off as usize..(off + len) as usize];
+                big_to_bytes(v, out);
+                let bits = self.vl_bits[vl as usize];
+                let keep = bits.div_ceil(8) as usize;
+                let l = out.len();
+                out[..l - keep.min(l)].fill(0);
+            }
+        }
+    }
+
+    /// The field's bytes, big-endian, `width.div_ceil(8)` long (varbit: its current width).
+    pub fn field_bytes(&self, prog: &Prog, f: FieldId, out: &mut Vec<u8>) {
+        let info = &prog.fields[f as usize];
+        match info.slot {
+            Slot::Narrow(i) => {
+                let n = info.width.div_ceil(8) as usize;
+                out.extend_from_slice(&self.narrow[i as usize].to_be_bytes()[8 - n..]);
+            }
+            Slot::Wide { off, len } => {
+                out.extend_from_slice(&self.wide[off as usize..(off + len) as usize])
+            }
+            Slot::Varbit { off, len, vl } => {
+                let n = self.vl_bits[vl as usize].div_ceil(8);
+                out.extend_from_slice(&self.wide[(off + len - n) as usize..(off + len) as usize]);
+            }
+        }
+    }
+
+    /// Copies a field's value and (for varbits) width from another PHV of the same program.
+    pub fn copy_field_from(&mut self, prog: &Prog, f: FieldId, src: &Phv) {
+        match prog.fields[f as usize].slot {
+            Slot::Narrow(i) => self.narrow[i as usize] = src.narrow[i as usize],
+            Slot::Wide { off, len } => {
+                let r = off as usize..(off + len) as usize;
+                self.wide[r.clone()].copy_from_slice(&src.wide[r]);
+            }
+            Slot::Varbit { off, len, vl } => {
+                let r = off as usize..(off + len) as usize;
+                self.wide[r.clone()].copy_from_slice(&src.wide[r]);
+                self.vl_bits[vl as usize] = src.vl_bits[vl as usize];
+            }
+        }
+    }
+
+    /// Copies field `src_f` into field `dst_f` within this PHV (same width assumed).
+    pub fn copy_field(&mut self, prog: &Prog, dst_f: FieldId, src_f: FieldId) {
+        let (d, s) = (
+            prog.fields[dst_f as usize].slot,
+            prog.fields[src_f as usize].slot,
+        );
+        match (d, s) {
+            (Slot::Narrow(a), Slot::Narrow(b)) => self.narrow[a as usize] = self.narrow[b as usize],
+            (Slot::Wide { off: a, len }, Slot::Wide { off: b, len: l2 }) if len == l2 => {
+                self.wide
+                    .copy_within(b as usize..(b + len) as usize, a as usize);
+            }
+            (
+                Slot::Varbit {
+                    off: a,
+                    len,
+                    vl: va,
+                },
+                Slot::Varbit {
+                    off: b,
+                    len: l2,
+                    vl: vb,
+                },
+            ) => {
+                let n = len.min(l2);
+                self.wide.copy_within(
+                    (b + l2 - n) as usize..(b + l2) as usize,
+                    (a + len - n) as usize,
+                );
+                self.vl_bits[va as usize] = self.vl_bits[vb as usize].min(n * 8);
+            }
+            _ => {
+                let mut tmp = Vec::new();
+                self.field_bytes(prog, src_f, &mut tmp);
+                let v = BigInt::from_bytes_be(num_bigint::Sign::Plus, &tmp);
+                self.set_big(prog, dst_f, &v);
+            }
+        }
+    }
+
+    /// Copies a whole header (fields and validity) onto another of the same type.
+    pub fn copy_header(&mut self, prog: &Prog, dst: HeaderId, src: HeaderId) {
+        let (d, s) = (&prog.headers[dst as usize], &prog.headers[src as usize]);
+        for i in 0..d.nfields.min(s.nfields) {
+            self.copy_field(prog, d.first_field + i, s.first_field + i);
+        }
+        self.valid[dst as usize] = self.valid[src as usize];
+    }
+}

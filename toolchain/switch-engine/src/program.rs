@@ -1,0 +1,352 @@
+//! The compiled program: every name of the JSON resolved to an index once, at load time.
+
+use crate::expr::{Ex, FieldId, FieldLoc, HRef, HeaderId, URef};
+use crate::phv::Slot;
+use p4_bmv2_json::{MatchType, MeterType};
+use std::collections::HashMap;
+
+#[derive(Debug)]
+pub(crate) struct HeaderInfo {
+    pub metadata: bool,
+    pub first_field: FieldId,
+    pub nfields: u32,
+    /// Bits of the fixed-width fields.
+    pub fixed_bits: u32,
+    pub varbit: Option<FieldId>,
+    /// The header union this header is a member of.
+    pub union: Option<u32>,
+}
+
+#[derive(Debug)]
+pub(crate) struct FieldInfo {
+    pub header: HeaderId,
+    pub width: u32,
+    pub signed: bool,
+    pub slot: Slot,
+}
+
+#[derive(Debug)]
+pub(crate) struct StackInfo {
+    pub headers: Vec<HeaderId>,
+}
+
+#[derive(Debug)]
+pub(crate) struct UnionInfo {
+    pub headers: Vec<HeaderId>,
+}
+
+#[derive(Debug)]
+pub(crate) struct UnionStackInfo {
+    pub unions: Vec<u32>,
+}
+
+/// Where an extract writes.
+#[derive(Debug, Clone)]
+pub(crate) enum ExtractTarget {
+    Header(HRef),
+    Stack(u32),
+    UnionStack(u32, u32),
+}
+
+#[derive(Debug)]
+pub(crate) enum ParserOp {
+    Extract(ExtractTarget),
+    ExtractVl(ExtractTarget, Ex),
+    Set(FieldLoc, Ex),
+    Verify(Ex, Ex),
+    /// Bits to skip.
+    Advance(Ex),
+    Primitive(Prim),
+}
+
+#[derive(Debug)]
+pub(crate) enum KeyPart {
+    /// A value of `width` bits (field, stack field, lookahead or expression).
+    Value(Ex, u32),
+}
+
+#[derive(Debug)]
+pub(crate) enum TransMatch {
+    Default,
+    Value {
+        value: Vec<u8>,
+        mask: Option<Vec<u8>>,
+    },
+    Vset {
+        vset: u32,
+        mask: Option<Vec<u8>>,
+    },
+}
+
+#[derive(Debug)]
+pub(crate) struct Transition {
+    pub matches: TransMatch,
+    pub next: Option<u32>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ParseState {
+    pub ops: Vec<ParserOp>,
+    pub key: Vec<KeyPart>,
+    pub key_bytes: usize,
+    pub transitions: Vec<Transition>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ParserInfo {
+    pub name: String,
+    pub init: Option<u32>,
+    pub states: Vec<ParseState>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ParseVsetInfo {
+    pub name: String,
+    pub bitwidth: u32,
+    pub max_size: usize,
+    /// Widths of the transition key fields the set is matched against: values come in
+    /// compressed (unpadded) and are stored padded per field, like the key.
+    pub key_widths: Vec<u32>,
+}
+
+#[derive(Debug)]
+pub(crate) struct DeparserInfo {
+    pub order: Vec<HeaderId>,
+}
+
+/// A primitive call with its arguments compiled.
+#[derive(Debug)]
+pub(crate) enum Prim {
+    Assign(FieldLoc, Ex),
+    AssignVl(FieldLoc, FieldLoc),
+    AssignHeader(HRef, HRef),
+    AssignUnion(URef, URef),
+    AssignHeaderStack(u32, u32),
+    AssignUnionStack(u32, u32),
+    Push(u32, Ex),
+    Pop(u32, Ex),
+    PushUnion(u32, Ex),
+    PopUnion(u32, Ex),
+    SetValid(HRef),
+    SetInvalid(HRef),
+    MarkToDrop,
+    Exit,
+    Jump(usize),
+    JumpIfZero(Ex, usize),
+    HashOffset {
+        dst: FieldLoc,
+        base: Ex,
+        calc: u32,
+        size: Ex,
+    },
+    RngUniform(FieldLoc, Ex, Ex),
+    Count(u32, Ex),
+    ExecuteMeter(u32, Ex, FieldLoc),
+    RegisterRead(FieldLoc, u32, Ex),
+    RegisterWrite(u32, Ex, Ex),
+    CloneI2E(Ex, Option<Ex>),
+    CloneE2E(Ex, Option<Ex>),
+    Resubmit(Option<Ex>),
+    Recirculate(Option<Ex>),
+    Digest(Ex),
+    Truncate(Ex),
+    LogMsg(String, Vec<Ex>),
+    Assert(Ex),
+    /// Direct meter/counter reads are done by the table; this reads a direct meter's colour.
+    Nop,
+}
+
+#[derive(Debug)]
+pub(crate) struct ActionInfo {
+    pub name: String,
+    pub json_id: i64,
+    pub params: Vec<(String, u32)>,
+    pub prims: Vec<Prim>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    Table(u32),
+    Cond(u32),
+    Call(u32),
+    End,
+}
+
+#[derive(Debug)]
+pub(crate) enum KeySrc {
+    Field(FieldLoc),
+    Valid(HRef),
+}
+
+#[derive(Debug)]
+pub(crate) struct KeyElem {
+    pub name: String,
+    pub src: KeySrc,
+    pub kind: MatchType,
+    pub width: u32,
+    pub mask: Option<Vec<u8>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct TableInfo {
+    pub name: String,
+    pub keys: Vec<KeyElem>,
+    pub profile: Option<u32>,
+    pub max_size: usize,
+    pub actions: Vec<u32>,
+    /// Next node per action index (dense over all actions; `None` = not listed).
+    pub next_by_action: HashMap<u32, Next>,
+    pub hit_miss: Option<(Next, Next)>,
+    pub base_default_next: Next,
+    pub default_action_const: bool,
+    pub default_entry_const: bool,
+    pub immutable_entries: bool,
+    pub direct_counter: Option<u32>,
+    pub direct_meter: Option<u32>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ProfileInfo {
+    pub name: String,
+    pub max_size: usize,
+    pub selector: Option<u32>,
+}
+
+#[derive(Debug)]
+pub(crate) struct CondInfo {
+    pub expr: Ex,
+    pub t: Next,
+    pub f: Next,
+}
+
+#[derive(Debug)]
+pub(crate) struct CallInfo {
+    pub action: u32,
+    pub next: Next,
+}
+
+#[derive(Debug)]
+pub(crate) struct PipelineInfo {
+    pub name: String,
+    pub init: Next,
+}
+
+#[derive(Debug)]
+pub(crate) enum CalcInput {
+    Field(FieldId),
+    Header(HeaderId),
+    Const { value: Vec<u8>, bits: u32 },
+    Payload,
+}
+
+#[derive(Debug)]
+pub(crate) struct CalcInfo {
+    pub algo: switch_hash::Algorithm,
+    pub inputs: Vec<CalcInput>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ChecksumInfo {
+    pub target: FieldId,
+    pub calc: u32,
+    pub update: bool,
+    pub verify: bool,
+    pub cond: Option<Ex>,
+}
+
+#[derive(Debug)]
+pub(crate) struct CounterInfo {
+    pub name: String,
+    pub size: usize,
+    pub direct: Option<u32>,
+}
+
+#[derive(Debug)]
+pub(crate) struct MeterInfo {
+    pub name: String,
+    pub size: usize,
+    pub kind: MeterType,
+    pub rate_count: usize,
+    pub direct: Option<u32>,
+    pub result: Option<FieldId>,
+}
+
+#[derive(Debug)]
+pub(crate) struct RegisterInfo {
+    pub name: String,
+    pub size: usize,
+    pub width: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct ListInfo {
+    pub name: String,
+    pub fields: Vec<FieldId>,
+}
+
+/// Fields simple_switch reads or writes itself (`None` when the program lacks them).
+#[derive(Debug, Default)]
+pub(crate) struct Intrinsics {
+    pub ingress_port: Option<FieldId>,
+    pub egress_spec: Option<FieldId>,
+    pub egress_port: Option<FieldId>,
+    pub instance_type: Option<FieldId>,
+    pub packet_length: Option<FieldId>,
+    pub checksum_error: Option<FieldId>,
+    pub parser_error: Option<FieldId>,
+    pub priority: Option<FieldId>,
+    pub ingress_global_timestamp: Option<FieldId>,
+    pub egress_global_timestamp: Option<FieldId>,
+    pub mcast_grp: Option<FieldId>,
+    pub egress_rid: Option<FieldId>,
+    pub enq_timestamp: Option<FieldId>,
+    pub enq_qdepth: Option<FieldId>,
+    pub deq_timedelta: Option<FieldId>,
+    pub deq_qdepth: Option<FieldId>,
+    pub qid: Option<FieldId>,
+}
+
+/// The parser error codes bmv2 raises itself.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct CoreErrors {
+    pub packet_too_short: u32,
+    pub stack_out_of_bounds: u32,
+    pub header_too_short: u32,
+    pub parser_timeout: u32,
+    pub parser_invalid_argument: u32,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Prog {
+    pub headers: Vec<HeaderInfo>,
+    pub fields: Vec<FieldInfo>,
+    pub stacks: Vec<StackInfo>,
+    pub unions: Vec<UnionInfo>,
+    pub union_stacks: Vec<UnionStackInfo>,
+    pub narrow_slots: u32,
+    pub wide_bytes: u32,
+    pub varbit_slots: u32,
+    pub parsers: Vec<ParserInfo>,
+    pub vsets: Vec<ParseVsetInfo>,
+    pub deparsers: Vec<DeparserInfo>,
+    pub actions: Vec<ActionInfo>,
+    pub tables: Vec<TableInfo>,
+    pub profiles: Vec<ProfileInfo>,
+    pub conds: Vec<CondInfo>,
+    pub calls: Vec<CallInfo>,
+    pub pipelines: Vec<PipelineInfo>,
+    pub calcs: Vec<CalcInfo>,
+    /// Names of the JSON's calculations (the first entries of `calcs`; selectors follow).
+    pub calc_names: Vec<String>,
+    pub checksums: Vec<ChecksumInfo>,
+    pub counters: Vec<CounterInfo>,
+    pub meters: Vec<MeterInfo>,
+    pub registers: Vec<RegisterInfo>,
+    /// By JSON id.
+    pub field_lists: HashMap<i64, ListInfo>,
+    pub learn_lists: HashMap<i64, ListInfo>,
+    pub intr: Intrinsics,
+    pub errors: CoreErrors,
+    /// Error names by value, for logs.
+    pub error_names: HashMap<u32, String>,
+}
