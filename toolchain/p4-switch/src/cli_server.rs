@@ -5,13 +5,15 @@
 use crate::runtime::Handle;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 pub struct CliServer {
     addr: SocketAddr,
     thread: Option<JoinHandle<()>>,
-    handle: Handle,
+    stop: Arc<AtomicBool>,
 }
 
 impl CliServer {
@@ -19,11 +21,13 @@ impl CliServer {
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let bound = listener.local_addr()?;
-        let h = handle.clone();
+        let h = handle;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("cli".into())
             .spawn(move || {
-                while !h.stopping() {
+                while !h.stopping() && !stop2.load(Ordering::Relaxed) {
                     match listener.accept() {
                         Ok((stream, _)) => {
                             let h = h.clone();
@@ -38,7 +42,7 @@ impl CliServer {
         Ok(CliServer {
             addr: bound,
             thread: Some(thread),
-            handle,
+            stop,
         })
     }
 
@@ -49,10 +53,9 @@ impl CliServer {
 
 impl Drop for CliServer {
     fn drop(&mut self) {
-        if self.handle.stopping() {
-            if let Some(t) = self.thread.take() {
-                let _ = t.join();
-            }
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }

@@ -11,6 +11,7 @@
 use crate::runtime::Handle;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use tiny_http::{Header, Method, Request, Response, Server};
 pub struct StatsServer {
     addr: SocketAddr,
     server: Arc<Server>,
+    stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -32,10 +34,12 @@ impl StatsServer {
             .ok_or_else(|| format!("--stats-addr {addr}: not an IP address"))?;
         let server = Arc::new(server);
         let s = server.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
         let thread = std::thread::Builder::new()
             .name("stats".into())
             .spawn(move || {
-                while !handle.stopping() {
+                while !handle.stopping() && !stop2.load(Ordering::Relaxed) {
                     match s.recv_timeout(Duration::from_millis(100)) {
                         Ok(Some(req)) => serve(req, &handle),
                         Ok(None) => {}
@@ -47,6 +51,7 @@ impl StatsServer {
         Ok(StatsServer {
             addr: bound,
             server,
+            stop,
             thread: Some(thread),
         })
     }
@@ -58,6 +63,7 @@ impl StatsServer {
 
 impl Drop for StatsServer {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         self.server.unblock();
         if let Some(t) = self.thread.take() {
             let _ = t.join();

@@ -56,6 +56,8 @@ impl Clock {
 }
 
 type CoreFn = Box<dyn FnOnce(&mut Core, u64) + Send>;
+/// A control-plane job on the engine (`p4runtime_server::Dataplane::exec`).
+pub type EngineJob = Box<dyn FnOnce(&mut Option<Switch>) + Send>;
 
 enum Msg {
     Frame(u32, Vec<u8>),
@@ -119,7 +121,7 @@ impl Handle {
     }
 
     /// The P4Runtime-facing operations (what `p4runtime_server::Dataplane` asks for).
-    pub fn exec(&self, f: Box<dyn FnOnce(&mut Option<Switch>) + Send>) {
+    pub fn exec(&self, f: EngineJob) {
         self.exec_core(move |core, _| f(&mut core.switch));
     }
 
