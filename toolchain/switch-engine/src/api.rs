@@ -256,7 +256,7 @@ impl Switch {
         }
     }
 
-    fn reset_direct(&mut self, t: usize, h: EntryHandle) {
+    pub(crate) fn reset_direct(&mut self, t: usize, h: EntryHandle) {
         let i = h.0 as usize;
         if let Some(c) = self.prog.tables[t].direct_counter {
             let cells = &mut self.rt.ext.counters[c as usize];
@@ -318,6 +318,12 @@ impl Switch {
                 max_size: t.max_size,
             })
             .collect()
+    }
+
+    /// The name of a parser error value (`standard_metadata.parser_error`), from the JSON's
+    /// `errors` or the core errors bmv2 adds.
+    pub fn error_name(&self, value: u32) -> Option<&str> {
+        self.prog.error_names.get(&value).map(String::as_str)
     }
 
     /// Names of registers, counters and meters (for name resolution by front ends).

@@ -149,12 +149,15 @@ impl Ctx<'_> {
     pub fn field(&self, f: &FieldLoc) -> Option<FieldId> {
         match f {
             FieldLoc::Static(id) => Some(*id),
-            FieldLoc::Dyn(h, off) => {
-                let h = self.header(h)?;
-                let info = &self.prog.headers[h as usize];
-                (*off < info.nfields).then_some(info.first_field + off)
-            }
+            FieldLoc::Dyn(h, off) => self.dyn_field(h, *off),
         }
+    }
+
+    /// Field `off` of the header `h` designates now.
+    pub fn dyn_field(&self, h: &HRef, off: u32) -> Option<FieldId> {
+        let h = self.header(h)?;
+        let info = &self.prog.headers[h as usize];
+        (off < info.nfields).then_some(info.first_field + off)
     }
 }
 
@@ -274,7 +277,7 @@ pub(crate) fn eval<N: Arith>(ctx: &Ctx, e: &Ex) -> N {
         K::Const(v) => N::from_i128(*v),
         K::ConstBig(b) => N::from_be_bytes(&b.to_signed_bytes_be(), true),
         K::Field(f) => read_field(ctx, *f),
-        K::DynField(h, off) => match ctx.field(&FieldLoc::Dyn(h.clone(), *off)) {
+        K::DynField(h, off) => match ctx.dyn_field(h, *off) {
             Some(f) => read_field(ctx, f),
             None => N::from_i128(0),
         },

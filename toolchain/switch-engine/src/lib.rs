@@ -17,7 +17,7 @@ mod switch;
 mod value;
 
 pub use api::{ActionDesc, ApiError, EntryAction, EntryDesc, ErrorCode, KeyDesc, TableDesc};
-pub use p4_bmv2_json::JsonError as LoadError;
+pub use p4_bmv2_json::{JsonError as LoadError, MatchType};
 pub use state::{CounterValue, Digest, MeterRate};
 pub use switch::{
     instance_type, EgressJob, MirrorSession, Output, QueueMeta, Stats, Switch, SwitchConfig,

@@ -24,6 +24,20 @@ struct Scope<'a> {
     parser: bool,
 }
 
+/// Bounds that keep a hostile program from exhausting memory (bmv2 has none).
+const MAX_FIELD_BITS: u32 = 1 << 16;
+const MAX_ARRAY_SIZE: u32 = 1 << 24;
+
+fn check_size(size: u32, path: &str) -> R<()> {
+    if size > MAX_ARRAY_SIZE {
+        return err(
+            path,
+            format!("size {size} exceeds the supported {MAX_ARRAY_SIZE} cells"),
+        );
+    }
+    Ok(())
+}
+
 const NO_SCOPE: Scope<'static> = Scope {
     params: None,
     parser: false,
@@ -119,6 +133,18 @@ impl<'a> L<'a> {
                     "length_exp (P4_14 variable-length headers) is not supported; P4_16 uses extract_VL",
                 );
             }
+            for (fi, f) in t.fields.iter().enumerate() {
+                let w = match f.width {
+                    j::FieldWidth::Bits(b) => b,
+                    j::FieldWidth::Variable => t.max_length.unwrap_or(0).saturating_mul(8),
+                };
+                if w > MAX_FIELD_BITS {
+                    return err(
+                        &format!("header_types[{ti}].fields[{fi}]"),
+                        format!("field width {w} exceeds the supported {MAX_FIELD_BITS} bits"),
+                    );
+                }
+            }
         }
         for (hi, h) in self.j.headers.iter().enumerate() {
             let path = format!("headers[{hi}]");
@@ -169,7 +195,7 @@ impl<'a> L<'a> {
                         }
                         let max_bits = t
                             .max_length
-                            .map_or(0, |m| (m * 8).saturating_sub(fixed_bits));
+                            .map_or(0, |m| m.saturating_mul(8).saturating_sub(fixed_bits));
                         let len = max_bits.div_ceil(8);
                         let off = self.p.wide_bytes;
                         self.p.wide_bytes += len;
@@ -308,7 +334,9 @@ impl<'a> L<'a> {
             }
         };
         let names = &mut self.p.error_names;
+        let no_error = by_name.get("NoError").copied().unwrap_or(0);
         self.p.errors = CoreErrors {
+            no_error,
             packet_too_short: core("PacketTooShort", names),
             stack_out_of_bounds: core("StackOutOfBounds", names),
             header_too_short: core("HeaderTooShort", names),
@@ -492,6 +520,7 @@ impl<'a> L<'a> {
 
     fn stateful(&mut self) -> R<()> {
         for (i, c) in self.j.counter_arrays.iter().enumerate() {
+            check_size(c.size, &format!("counter_arrays[{i}].size"))?;
             self.counter_by_name.insert(&c.name, i as u32);
             self.p.counters.push(CounterInfo {
                 name: c.name.clone(),
@@ -500,6 +529,7 @@ impl<'a> L<'a> {
             });
         }
         for (i, m) in self.j.meter_arrays.iter().enumerate() {
+            check_size(m.size, &format!("meter_arrays[{i}].size"))?;
             let result = match (&m.result_target, m.is_direct) {
                 (Some(f), true) => {
                     Some(self.field_ref(f, &format!("meter_arrays[{i}].result_target"))?)
@@ -523,6 +553,7 @@ impl<'a> L<'a> {
             });
         }
         for (i, r) in self.j.register_arrays.iter().enumerate() {
+            check_size(r.size, &format!("register_arrays[{i}].size"))?;
             if r.bitwidth > 128 {
                 return err(
                     &format!("register_arrays[{i}].bitwidth"),

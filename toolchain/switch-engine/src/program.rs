@@ -309,6 +309,8 @@ pub(crate) struct Intrinsics {
 /// The parser error codes bmv2 raises itself.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct CoreErrors {
+    /// `NoError`'s value (p4c usually gives 0, but any value is allowed).
+    pub no_error: u32,
     pub packet_too_short: u32,
     pub stack_out_of_bounds: u32,
     pub header_too_short: u32,

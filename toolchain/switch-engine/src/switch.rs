@@ -32,6 +32,9 @@ pub struct SwitchConfig {
     /// Resubmissions plus recirculations one packet may go through before it is dropped
     /// (bmv2 has no bound; an unbounded loop would hang a test).
     pub max_reinjections: u32,
+    /// Egress queues per port (`--priority-queues`, default 1). As in simple_switch, a packet
+    /// whose `priority` is not below this is dropped at enqueue.
+    pub priority_queues: u32,
 }
 
 impl Default for SwitchConfig {
@@ -40,6 +43,7 @@ impl Default for SwitchConfig {
             drop_port: u32::from(DROP_PORT),
             cpu_port: None,
             max_reinjections: 32,
+            priority_queues: 1,
         }
     }
 }
@@ -58,6 +62,8 @@ pub struct Stats {
     pub recirculated: u64,
     pub replicated: u64,
     pub reinjection_limit_drops: u64,
+    /// Dropped at enqueue: `priority` not below `SwitchConfig::priority_queues`.
+    pub priority_drops: u64,
     pub index_errors: u64,
     pub assert_failures: u64,
 }
@@ -361,9 +367,10 @@ impl Switch {
                     .unwrap_or(0)
                     .clamp(0, i64::from(i32::MAX - 1)) as i32
         });
-        table
+        let h = table
             .insert(matches, priority, EntryVal::Act(data))
             .map_err(|e| e.to_string())?;
+        self.reset_direct(ti, h);
         Ok(())
     }
 
@@ -449,7 +456,13 @@ impl Switch {
     }
 
     fn enqueue(&mut self, port: u32, pkt: Box<Pkt>, out: &mut Vec<EgressJob>) {
-        let priority = pkt.get(&self.prog, self.prog.intr.priority).min(7) as u8;
+        let priority = pkt.get(&self.prog, self.prog.intr.priority);
+        if priority >= u64::from(self.config.priority_queues) {
+            self.stats.priority_drops += 1;
+            self.recycle(pkt);
+            return;
+        }
+        let priority = priority as u8;
         out.push(EgressJob {
             pkt,
             port,
@@ -483,7 +496,7 @@ impl Switch {
     fn parse(&mut self, pkt: &mut Pkt) {
         let prog = &self.prog;
         let err = match exec::parse(prog, &mut self.rt, pkt, self.parser) {
-            Ok(()) => 0,
+            Ok(()) => prog.errors.no_error,
             Err(code) => {
                 self.stats.parser_errors += 1;
                 code
@@ -632,6 +645,9 @@ impl Switch {
         }
         exec::update_checksums(prog, &mut pkt);
         exec::deparse(prog, &mut pkt, self.deparser);
+        if let Some(t) = pkt.regs.truncate {
+            pkt.data.truncate(t as usize);
+        }
         if let Some(list) = pkt.regs.recirculate.take() {
             let reinjections = pkt.reinjections + 1;
             if reinjections > self.config.max_reinjections {
@@ -649,9 +665,6 @@ impl Switch {
             self.recycle(pkt);
             self.run_ingress(copy, reinjections, now_us, out);
             return None;
-        }
-        if let Some(t) = pkt.regs.truncate {
-            pkt.data.truncate(t as usize);
         }
         self.stats.transmitted += 1;
         let data = std::mem::replace(&mut pkt.data, self.buffers.pop().unwrap_or_default());
@@ -671,7 +684,8 @@ impl Switch {
                 enq_qdepth: self.fifo.len() as u32,
                 deq_timedelta_us: 0,
                 deq_qdepth: self.fifo.len() as u32,
-                qid: 0,
+                // simple_switch reports the priority queue the packet left.
+                qid: u32::from(job.priority),
             };
             if let Some(o) = self.egress(job, q, now_us, &mut jobs) {
                 out.push(o);

@@ -348,3 +348,115 @@ fn parse_value_set_values_are_split_into_padded_key_fields() {
         &[0, 0, 0, 0, 0x30, 0x99, 0, 0x30, 0x99, 0x55]
     );
 }
+
+#[test]
+fn parser_error_values_come_from_the_program() {
+    // bmv2 test programs number errors from 1 (NoError = 1); a clean parse reports NoError's
+    // value, not 0.
+    let path = format!("{}/tests/stf/parser.json", env!("CARGO_MANIFEST_DIR"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["errors"] = serde_json::json!([["NoError", 1], ["PacketTooShort", 2]]);
+    let mut sw = Switch::from_json(&v.to_string(), SwitchConfig::default()).unwrap();
+    let eth = [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0x88, 0xb5];
+    let mut ok = eth.to_vec();
+    ok.extend_from_slice(&[1, 0]);
+    assert_eq!(&run(&mut sw, 0, &ok)[0].data[14..18], &[0, 0, 0, 1]);
+    let mut short = eth.to_vec();
+    short.push(1);
+    assert_eq!(&run(&mut sw, 0, &short)[0].data[14..18], &[0, 0, 0, 2]);
+    assert_eq!(sw.error_name(2), Some("PacketTooShort"));
+    // Core errors the program does not declare get fresh values with their names.
+    let names: Vec<&str> = (3..8).filter_map(|i| sw.error_name(i)).collect();
+    assert!(
+        names.contains(&"StackOutOfBounds") && names.contains(&"ParserTimeout"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn a_mirroring_session_can_replicate_through_a_multicast_group() {
+    let mut sw = load("stf/v1model.json");
+    sw.table_add(
+        "ingress.t_op",
+        vec![FieldMatch::Exact(vec![1])],
+        None,
+        "ingress.do_clone",
+        &[],
+    )
+    .unwrap();
+    sw.mc_mgrp_create(9).unwrap();
+    let n = sw.mc_node_create(4, &[6, 7]);
+    sw.mc_node_associate(9, n).unwrap();
+    sw.mirroring_add(
+        5,
+        MirrorSession {
+            port: None,
+            mgrp: Some(9),
+        },
+    )
+    .unwrap();
+    let mut out = run(&mut sw, 0, &[1, 0, 0, 0, 0, 0]);
+    out.sort_by_key(|o| o.port);
+    let got: Vec<(u32, Vec<u8>)> = out.into_iter().map(|o| (o.port, o.data)).collect();
+    // The original to port 1; clone copies (instance type 1, rid 4) to the group's ports.
+    assert_eq!(
+        got,
+        vec![
+            (1, vec![1, 0, 9, 0, 0, 0x11]),
+            (6, vec![1, 1, 9, 0, 4, 0]),
+            (7, vec![1, 1, 9, 0, 4, 0]),
+        ]
+    );
+    // Without a session, the clone request is ignored.
+    sw.mirroring_delete(5).unwrap();
+    assert_eq!(run(&mut sw, 0, &[1, 0, 0, 0, 0, 0]).len(), 1);
+}
+
+#[test]
+fn the_switch_can_move_to_a_worker_thread() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Switch>();
+    assert_send::<EgressJob>();
+}
+
+#[test]
+fn priority_selects_a_queue_and_out_of_range_priorities_drop() {
+    let path = format!("{}/tests/stf/l3.json", env!("CARGO_MANIFEST_DIR"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let prims = v["actions"][2]["primitives"].as_array_mut().unwrap();
+    prims.push(serde_json::json!({"op": "assign", "parameters": [
+        {"type": "field", "value": ["standard_metadata", "priority"]},
+        {"type": "hexstr", "value": "0x3"}]}));
+    let text = v.to_string();
+    let route = |sw: &mut Switch| {
+        sw.table_add(
+            "ingress.ipv4_lpm",
+            vec![FieldMatch::Lpm {
+                value: vec![10, 0, 0, 0],
+                prefix_len: 8,
+            }],
+            None,
+            "ingress.set_nhop",
+            &[vec![0, 1], vec![0, 0, 0, 0, 0, 1]],
+        )
+        .unwrap();
+    };
+    let pkt = ipv4(0xc0a8_0001, 0x0a00_0001, 6);
+    // One queue per port (simple_switch's default): priority 3 is dropped at enqueue.
+    let mut sw = Switch::from_json(&text, SwitchConfig::default()).unwrap();
+    route(&mut sw);
+    assert!(run(&mut sw, 0, &pkt).is_empty());
+    assert_eq!(sw.stats().priority_drops, 1);
+    // With 8 queues the job carries priority 3 for the traffic manager.
+    let config = SwitchConfig {
+        priority_queues: 8,
+        ..SwitchConfig::default()
+    };
+    let mut sw = Switch::from_json(&text, config).unwrap();
+    route(&mut sw);
+    let mut jobs = Vec::new();
+    sw.ingress(0, &pkt, 1, &mut jobs);
+    assert_eq!((jobs.len(), jobs[0].priority, jobs[0].port), (1, 3, 1));
+}

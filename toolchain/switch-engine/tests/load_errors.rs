@@ -111,6 +111,22 @@ fn semantic_errors_name_the_json_path() {
         |v| v["parsers"][0]["parse_states"][0]["parser_ops"][0]["parameters"][0] = json!({"type": "lookahead", "value": [0, 8]}),
         "parsers[0].parse_states[0].parser_ops[0].parameters[0]: expected a header, found a lookahead",
     );
+    // Sizes that would exhaust memory are refused rather than allocated.
+    check(
+        |v| v["header_types"][2]["fields"][0] = json!(["dstAddr", 100000, false]),
+        "header_types[2].fields[0]: field width 100000 exceeds the supported 65536 bits",
+    );
+    check(
+        |v| {
+            v["register_arrays"] =
+                json!([{"name": "r", "id": 0, "size": 4000000000u32, "bitwidth": 8}])
+        },
+        "register_arrays[0].size: size 4000000000 exceeds the supported 16777216 cells",
+    );
+    check(
+        |v| v["header_types"][2]["length_exp"] = json!({"type": "hexstr", "value": "0x8"}),
+        "header_types[2].length_exp: length_exp (P4_14 variable-length headers) is not supported",
+    );
 }
 
 #[test]

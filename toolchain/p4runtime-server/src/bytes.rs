@@ -1,0 +1,141 @@
+//! P4Runtime byte strings (spec 8.4): canonical on the wire (no leading zero bytes), engine values
+//! padded to `ceil(width / 8)` bytes.
+
+/// A canonical byte string of at most `width` bits, padded for the engine.
+pub fn to_engine(v: &[u8], width: u32, what: &str) -> Result<Vec<u8>, String> {
+    if v.is_empty() {
+        return Err(format!("{what}: empty byte string"));
+    }
+    if v.len() > 1 && v[0] == 0 {
+        return Err(format!(
+            "{what}: byte string {} is not canonical (leading zero bytes)",
+            hex(v)
+        ));
+    }
+    let nbytes = width.div_ceil(8) as usize;
+    let bits = significant_bits(v);
+    if bits > width as usize {
+        return Err(format!(
+            "{what}: value {} does not fit in {width} bits",
+            hex(v)
+        ));
+    }
+    let mut out = vec![0u8; nbytes];
+    let skip = v.iter().take_while(|b| **b == 0).count();
+    let sig = &v[skip..];
+    out[nbytes - sig.len()..].copy_from_slice(sig);
+    Ok(out)
+}
+
+/// The canonical form of an engine value (at least one byte).
+pub fn canonical(v: &[u8]) -> Vec<u8> {
+    let skip = v
+        .iter()
+        .take_while(|b| **b == 0)
+        .count()
+        .min(v.len().saturating_sub(1));
+    v[skip..].to_vec()
+}
+
+fn significant_bits(v: &[u8]) -> usize {
+    match v.iter().position(|b| *b != 0) {
+        None => 0,
+        Some(i) => (v.len() - i - 1) * 8 + (8 - v[i].leading_zeros() as usize),
+    }
+}
+
+pub fn hex(v: &[u8]) -> String {
+    let mut s = String::from("0x");
+    for b in v {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// A value with only the top `prefix` bits of `width` kept, padded.
+pub fn prefix_mask(width: u32, prefix: u32) -> Vec<u8> {
+    let nbytes = width.div_ceil(8) as usize;
+    let mut out = vec![0u8; nbytes];
+    let lead = nbytes as u32 * 8 - width;
+    for bit in lead..lead + prefix {
+        out[(bit / 8) as usize] |= 0x80 >> (bit % 8);
+    }
+    out
+}
+
+pub fn all_ones(width: u32) -> Vec<u8> {
+    prefix_mask(width, width)
+}
+
+/// Bits serialised MSB first, one value after another (controller packet headers).
+pub fn pack_bits(fields: &[(Vec<u8>, u32)]) -> Vec<u8> {
+    let total: u32 = fields.iter().map(|f| f.1).sum();
+    let mut out = vec![0u8; total.div_ceil(8) as usize];
+    let mut pos = 0u32;
+    for (v, width) in fields {
+        let vbits = v.len() as u32 * 8;
+        for i in 0..*width {
+            // bit i of the field, counted from its MSB, is bit (vbits - width + i) of v
+            let src = (vbits + i).checked_sub(*width);
+            let set = src.is_some_and(|s| v[(s / 8) as usize] & (0x80 >> (s % 8)) != 0);
+            if set {
+                out[(pos / 8) as usize] |= 0x80 >> (pos % 8);
+            }
+            pos += 1;
+        }
+    }
+    out
+}
+
+/// The inverse of [`pack_bits`]: values padded to whole bytes, or `None` if `data` is too short.
+pub fn unpack_bits(data: &[u8], widths: &[u32]) -> Option<(Vec<Vec<u8>>, usize)> {
+    let total: u32 = widths.iter().sum();
+    let nbytes = total.div_ceil(8) as usize;
+    if data.len() < nbytes {
+        return None;
+    }
+    let mut pos = 0u32;
+    let mut out = Vec::new();
+    for width in widths {
+        let n = width.div_ceil(8);
+        let mut v = vec![0u8; n as usize];
+        for i in 0..*width {
+            if data[(pos / 8) as usize] & (0x80 >> (pos % 8)) != 0 {
+                let dst = n * 8 - width + i;
+                v[(dst / 8) as usize] |= 0x80 >> (dst % 8);
+            }
+            pos += 1;
+        }
+        out.push(v);
+    }
+    Some((out, nbytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_checks() {
+        assert_eq!(
+            to_engine(&[2, 0], 9, "x"),
+            Err("x: value 0x0200 does not fit in 9 bits".into())
+        );
+        assert_eq!(to_engine(&[1, 0xff], 9, "x"), Ok(vec![1, 0xff]));
+        assert!(to_engine(&[0, 1], 16, "x").is_err());
+        assert_eq!(to_engine(&[0], 16, "x"), Ok(vec![0, 0]));
+        assert_eq!(canonical(&[0, 0, 5]), vec![5]);
+        assert_eq!(canonical(&[0, 0]), vec![0]);
+        assert_eq!(prefix_mask(9, 2), vec![0x01, 0x80]);
+    }
+
+    #[test]
+    fn bits_round_trip() {
+        let fields = vec![(vec![0x01, 0x23], 9), (vec![0x05], 7)];
+        let packed = pack_bits(&fields);
+        assert_eq!(packed, vec![0x91, 0x85]);
+        let (vals, n) = unpack_bits(&packed, &[9, 7]).unwrap_or_default();
+        assert_eq!(n, 2);
+        assert_eq!(vals, vec![vec![0x01, 0x23], vec![0x05]]);
+    }
+}

@@ -1,0 +1,715 @@
+//! A P4Runtime v1 server (tonic) driving a `switch_engine::Switch` through the [`Dataplane`]
+//! trait that the switch binary implements. See README.md for what the spec sections cover.
+
+mod bytes;
+mod pipeline;
+mod read;
+mod write;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use p4runtime_proto::google::rpc::{self, Code};
+use p4runtime_proto::p4runtime::{
+    get_forwarding_pipeline_config_request::ResponseType,
+    set_forwarding_pipeline_config_request::Action as ConfigAction, stream_message_request,
+    stream_message_response, write_request::Atomicity, CapabilitiesRequest, CapabilitiesResponse,
+    ForwardingPipelineConfig, GetForwardingPipelineConfigRequest,
+    GetForwardingPipelineConfigResponse, MasterArbitrationUpdate, PacketIn, PacketMetadata,
+    ReadRequest, ReadResponse, SetForwardingPipelineConfigRequest,
+    SetForwardingPipelineConfigResponse, StreamError, StreamMessageRequest, StreamMessageResponse,
+    Uint128, WriteRequest, WriteResponse,
+};
+use p4runtime_proto::{P4Runtime, P4RuntimeServer};
+use prost::Message;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+pub use pipeline::Pipeline;
+pub use write::engine_code;
+
+/// A closure run on the engine between two packets; `None` = no pipeline loaded.
+pub type EngineJob = Box<dyn FnOnce(&mut Option<switch_engine::Switch>) + Send>;
+
+/// Where frames the pipeline sends to the CPU port go (PacketIn).
+pub type CpuSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
+
+/// What the server needs from the switch that hosts it. The switch owns the engine and its
+/// packet loop; the server only ever touches the engine through [`Dataplane::exec`].
+pub trait Dataplane: Send + Sync + 'static {
+    /// Runs `f` on the engine between two packets (never in the middle of one) and returns when
+    /// done. `None` = no pipeline loaded; `f` may install one (SetForwardingPipelineConfig).
+    fn exec(&self, f: EngineJob);
+    /// Frames the pipeline sends to the CPU port go to this sink (PacketIn); set by the server.
+    fn set_cpu_sink(&self, sink: CpuSink);
+    /// Injects a frame as if received on the CPU port (PacketOut).
+    fn inject_cpu(&self, frame: Vec<u8>);
+    /// The CPU port (`--cpu-port`), if the switch has one.
+    fn cpu_port(&self) -> Option<u32>;
+    /// The P4Runtime device id this switch answers to.
+    fn device_id(&self) -> u64;
+}
+
+/// Why [`serve`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("gRPC server on {addr}: {source}")]
+    Transport {
+        addr: SocketAddr,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    #[error("gRPC server: cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Serves P4Runtime on `addr` until `shutdown` completes. Installs the CPU sink on `dp`.
+pub async fn serve(
+    addr: SocketAddr,
+    dp: Arc<dyn Dataplane>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr, source })?;
+    serve_listener(listener, dp, shutdown).await
+}
+
+/// [`serve`] on an already bound listener (tests bind port 0 and read the address back).
+pub async fn serve_listener(
+    listener: tokio::net::TcpListener,
+    dp: Arc<dyn Dataplane>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        source,
+    })?;
+    let server = Server::new(dp);
+    tonic::transport::Server::builder()
+        .add_service(
+            P4RuntimeServer::new(server)
+                .max_decoding_message_size(256 << 20)
+                .max_encoding_message_size(256 << 20),
+        )
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown,
+        )
+        .await
+        .map_err(|source| ServeError::Transport { addr, source })
+}
+
+type StreamTx = mpsc::Sender<Result<StreamMessageResponse, Status>>;
+
+struct Controller {
+    election_id: Option<u128>,
+    tx: StreamTx,
+}
+
+#[derive(Default)]
+struct Arbitration {
+    next_conn: u64,
+    conns: HashMap<u64, Controller>,
+    primary: Option<u64>,
+}
+
+impl Arbitration {
+    fn highest(&self) -> Option<(u64, u128)> {
+        self.conns
+            .iter()
+            .filter_map(|(c, s)| s.election_id.map(|e| (*c, e)))
+            .max_by_key(|(_, e)| *e)
+    }
+
+    fn primary_election(&self) -> Option<u128> {
+        self.primary
+            .and_then(|c| self.conns.get(&c))
+            .and_then(|c| c.election_id)
+    }
+
+    /// Recomputes the primary; true when it changed.
+    fn elect(&mut self) -> bool {
+        let new = self.highest().map(|(c, _)| c);
+        let changed = new != self.primary;
+        self.primary = new;
+        changed
+    }
+
+    fn update_for(&self, conn: u64, device_id: u64) -> StreamMessageResponse {
+        let highest = self.highest().map(|(_, e)| e).unwrap_or(0);
+        let (code, message) = if Some(conn) == self.primary {
+            (Code::Ok, "this controller is primary")
+        } else if self.primary.is_some() {
+            (Code::AlreadyExists, "a primary controller is connected")
+        } else {
+            (Code::NotFound, "no primary controller")
+        };
+        StreamMessageResponse {
+            update: Some(stream_message_response::Update::Arbitration(
+                MasterArbitrationUpdate {
+                    device_id,
+                    role: None,
+                    election_id: Some(u128_to(highest)),
+                    status: Some(rpc::Status {
+                        code: code as i32,
+                        message: message.into(),
+                        details: Vec::new(),
+                    }),
+                },
+            )),
+        }
+    }
+
+    fn announce(&self, device_id: u64) {
+        for (c, s) in &self.conns {
+            if s.election_id.is_some() {
+                let _ = s.tx.try_send(Ok(self.update_for(*c, device_id)));
+            }
+        }
+    }
+}
+
+fn u128_of(v: &Option<Uint128>) -> Option<u128> {
+    v.as_ref()
+        .map(|v| (u128::from(v.high) << 64) | u128::from(v.low))
+}
+
+fn u128_to(v: u128) -> Uint128 {
+    Uint128 {
+        high: (v >> 64) as u64,
+        low: v as u64,
+    }
+}
+
+#[derive(Default)]
+struct State {
+    pipeline: Option<Arc<Pipeline>>,
+    /// VERIFY_AND_SAVE's pipeline, waiting for COMMIT.
+    saved: Option<(Pipeline, switch_engine::Switch)>,
+}
+
+/// The P4Runtime service. Build it with [`Server::new`] and mount it with
+/// `P4RuntimeServer::new`, or let [`serve`] do both.
+pub struct Server {
+    dp: Arc<dyn Dataplane>,
+    state: Arc<Mutex<State>>,
+    arb: Arc<Mutex<Arbitration>>,
+    index: Arc<Mutex<write::Index>>,
+    /// Serialises Write and SetForwardingPipelineConfig (one batch at a time reaches exec).
+    writer: tokio::sync::Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding the lock leaves plain data behind; keep serving.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn status(code: Code, msg: impl Into<String>) -> Status {
+    Status::new(tonic::Code::from_i32(code as i32), msg.into())
+}
+
+/// Runs `f` on the engine and hands back its result.
+fn exec_on<R: Send + 'static>(
+    dp: &dyn Dataplane,
+    f: impl FnOnce(&mut Option<switch_engine::Switch>) -> R + Send + 'static,
+) -> Option<R> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    dp.exec(Box::new(move |sw| {
+        let _ = tx.send(f(sw));
+    }));
+    rx.recv().ok()
+}
+
+impl Server {
+    pub fn new(dp: Arc<dyn Dataplane>) -> Server {
+        let state = Arc::new(Mutex::new(State::default()));
+        let arb = Arc::new(Mutex::new(Arbitration::default()));
+        let (st, ar) = (state.clone(), arb.clone());
+        dp.set_cpu_sink(Box::new(move |frame| {
+            let pipeline = lock(&st).pipeline.clone();
+            let Some(msg) = pipeline.and_then(|p| packet_in(&p, frame)) else {
+                return;
+            };
+            let arb = lock(&ar);
+            if let Some(c) = arb.primary.and_then(|p| arb.conns.get(&p)) {
+                let _ = c.tx.try_send(Ok(msg));
+            }
+        }));
+        Server {
+            dp,
+            state,
+            arb,
+            index: Arc::new(Mutex::new(write::Index::default())),
+            writer: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn check_device(&self, device_id: u64) -> Result<(), Status> {
+        if device_id != self.dp.device_id() {
+            return Err(status(
+                Code::NotFound,
+                format!(
+                    "device id {device_id}: this switch is device {}",
+                    self.dp.device_id()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_primary(&self, role: &str, election_id: &Option<Uint128>) -> Result<(), Status> {
+        if !role.is_empty() {
+            return Err(status(
+                Code::Unimplemented,
+                format!("role \"{role}\": only the default role is implemented"),
+            ));
+        }
+        let primary = lock(&self.arb).primary_election();
+        match (u128_of(election_id), primary) {
+            (Some(e), Some(p)) if e == p => Ok(()),
+            (e, p) => Err(status(
+                Code::PermissionDenied,
+                format!(
+                    "election id {} is not the primary's ({})",
+                    e.map_or("none".into(), |e| e.to_string()),
+                    p.map_or("no primary".into(), |p| p.to_string())
+                ),
+            )),
+        }
+    }
+
+    fn pipeline(&self) -> Result<Arc<Pipeline>, Status> {
+        lock(&self.state).pipeline.clone().ok_or_else(|| {
+            status(
+                Code::FailedPrecondition,
+                "no forwarding pipeline config is set",
+            )
+        })
+    }
+
+    /// Installs a verified engine and its mapping; entries start empty.
+    fn commit(&self, p: Pipeline, sw: switch_engine::Switch) {
+        let _ = exec_on(&*self.dp, move |slot| *slot = Some(sw));
+        *lock(&self.index) = write::Index::default();
+        lock(&self.state).pipeline = Some(Arc::new(p));
+    }
+}
+
+fn packet_in(p: &Pipeline, frame: Vec<u8>) -> Option<StreamMessageResponse> {
+    let (metadata, payload) = match &p.packet_in {
+        Some(hdr) => {
+            let widths: Vec<u32> = hdr.iter().map(|h| h.1).collect();
+            let (vals, n) = bytes::unpack_bits(&frame, &widths)?;
+            let md = hdr
+                .iter()
+                .zip(vals)
+                .map(|((id, _), v)| PacketMetadata {
+                    metadata_id: *id,
+                    value: bytes::canonical(&v),
+                })
+                .collect();
+            (md, frame.get(n..).unwrap_or_default().to_vec())
+        }
+        None => (Vec::new(), frame),
+    };
+    Some(StreamMessageResponse {
+        update: Some(stream_message_response::Update::Packet(PacketIn {
+            payload,
+            metadata,
+        })),
+    })
+}
+
+/// The batch status of spec 12.4: UNKNOWN with one p4.v1.Error per update in the details.
+fn batch_status(results: &[Result<(), write::UpdateError>]) -> Status {
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    let details: Vec<prost_types::Any> = results
+        .iter()
+        .map(|r| {
+            let (code, message) = match r {
+                Ok(()) => (Code::Ok, String::new()),
+                Err((c, m)) => (*c, m.clone()),
+            };
+            let e = p4runtime_proto::p4runtime::Error {
+                canonical_code: code as i32,
+                message,
+                space: String::new(),
+                code: 0,
+                details: None,
+            };
+            prost_types::Any {
+                type_url: "type.googleapis.com/p4.v1.Error".into(),
+                value: e.encode_to_vec(),
+            }
+        })
+        .collect();
+    let first = results
+        .iter()
+        .find_map(|r| r.as_ref().err())
+        .map(|(_, m)| m.clone())
+        .unwrap_or_default();
+    let message = format!(
+        "{failed} of {} updates failed; first: {first}",
+        results.len()
+    );
+    let body = rpc::Status {
+        code: Code::Unknown as i32,
+        message: message.clone(),
+        details,
+    };
+    Status::with_details(tonic::Code::Unknown, message, body.encode_to_vec().into())
+}
+
+#[tonic::async_trait]
+impl P4Runtime for Server {
+    async fn write(
+        &self,
+        request: Request<WriteRequest>,
+    ) -> Result<Response<WriteResponse>, Status> {
+        let req = request.into_inner();
+        self.check_device(req.device_id)?;
+        self.check_primary(&req.role, &req.election_id)?;
+        let p = self.pipeline()?;
+        let rollback = match Atomicity::try_from(req.atomicity) {
+            Ok(Atomicity::ContinueOnError) => false,
+            // One exec applies the whole batch between two packets, so an all-or-nothing batch
+            // is also dataplane-atomic.
+            Ok(Atomicity::RollbackOnError | Atomicity::DataplaneAtomic) => true,
+            Err(_) => {
+                return Err(status(
+                    Code::InvalidArgument,
+                    format!("atomicity {}", req.atomicity),
+                ))
+            }
+        };
+        let _guard = self.writer.lock().await;
+        let dp = self.dp.clone();
+        let index = self.index.clone();
+        let results = tokio::task::spawn_blocking(move || {
+            let ops: Vec<_> = req
+                .updates
+                .iter()
+                .map(|u| write::translate(&p, u))
+                .collect();
+            exec_on(&*dp, move |sw| match sw {
+                Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
+                None => vec![Err((Code::FailedPrecondition, "no pipeline".into()))],
+            })
+        })
+        .await
+        .map_err(|e| status(Code::Internal, format!("write task: {e}")))?
+        .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
+        if results.iter().all(|r| r.is_ok()) {
+            Ok(Response::new(WriteResponse {}))
+        } else {
+            Err(batch_status(&results))
+        }
+    }
+
+    type ReadStream = ReceiverStream<Result<ReadResponse, Status>>;
+
+    async fn read(
+        &self,
+        request: Request<ReadRequest>,
+    ) -> Result<Response<Self::ReadStream>, Status> {
+        let req = request.into_inner();
+        self.check_device(req.device_id)?;
+        let p = self.pipeline()?;
+        let dp = self.dp.clone();
+        let index = self.index.clone();
+        let entities =
+            tokio::task::spawn_blocking(move || read::read(&*dp, &p, &index, &req.entities))
+                .await
+                .map_err(|e| status(Code::Internal, format!("read task: {e}")))??;
+        let (tx, rx) = mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut it = entities.into_iter().peekable();
+            while it.peek().is_some() {
+                let chunk: Vec<_> = it.by_ref().take(read::CHUNK).collect();
+                if tx.send(Ok(ReadResponse { entities: chunk })).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn set_forwarding_pipeline_config(
+        &self,
+        request: Request<SetForwardingPipelineConfigRequest>,
+    ) -> Result<Response<SetForwardingPipelineConfigResponse>, Status> {
+        let req = request.into_inner();
+        self.check_device(req.device_id)?;
+        self.check_primary(&req.role, &req.election_id)?;
+        let action = ConfigAction::try_from(req.action).unwrap_or(ConfigAction::Unspecified);
+        let _guard = self.writer.lock().await;
+        let verified = |config: Option<ForwardingPipelineConfig>| {
+            let c = config.ok_or_else(|| status(Code::InvalidArgument, "no config given"))?;
+            let p4info = c
+                .p4info
+                .ok_or_else(|| status(Code::InvalidArgument, "config without p4info"))?;
+            pipeline::verify(p4info, c.p4_device_config, c.cookie, self.dp.cpu_port())
+                .map_err(|m| status(Code::InvalidArgument, m))
+        };
+        match action {
+            ConfigAction::Unspecified => {
+                return Err(status(Code::InvalidArgument, "action UNSPECIFIED"));
+            }
+            ConfigAction::Verify => {
+                verified(req.config)?;
+            }
+            ConfigAction::VerifyAndSave => {
+                lock(&self.state).saved = Some(verified(req.config)?);
+            }
+            ConfigAction::VerifyAndCommit => {
+                let (p, sw) = verified(req.config)?;
+                self.commit(p, sw);
+            }
+            ConfigAction::Commit => {
+                let saved = lock(&self.state).saved.take();
+                let (p, sw) = saved.ok_or_else(|| {
+                    status(
+                        Code::FailedPrecondition,
+                        "COMMIT without a config saved by VERIFY_AND_SAVE",
+                    )
+                })?;
+                self.commit(p, sw);
+            }
+            ConfigAction::ReconcileAndCommit => {
+                let (p, sw) = verified(req.config)?;
+                let same = lock(&self.state).pipeline.as_ref().is_some_and(|old| {
+                    old.device_config == p.device_config && old.p4info == p.p4info
+                });
+                if same {
+                    // Same program: state is kept, only the cookie changes.
+                    let mut st = lock(&self.state);
+                    st.pipeline = Some(Arc::new(p));
+                } else {
+                    // The engine cannot carry entries across programs; refuse rather than lose
+                    // them silently (spec 14.1: the server may reject a reconcile it cannot do).
+                    drop(sw);
+                    return Err(status(
+                        Code::Unimplemented,
+                        "RECONCILE_AND_COMMIT with a different program would lose state; use VERIFY_AND_COMMIT",
+                    ));
+                }
+            }
+        }
+        Ok(Response::new(SetForwardingPipelineConfigResponse {}))
+    }
+
+    async fn get_forwarding_pipeline_config(
+        &self,
+        request: Request<GetForwardingPipelineConfigRequest>,
+    ) -> Result<Response<GetForwardingPipelineConfigResponse>, Status> {
+        let req = request.into_inner();
+        self.check_device(req.device_id)?;
+        let p = self.pipeline()?;
+        let ty = ResponseType::try_from(req.response_type).map_err(|_| {
+            status(
+                Code::InvalidArgument,
+                format!("response type {}", req.response_type),
+            )
+        })?;
+        let (info, dev) = match ty {
+            ResponseType::All => (true, true),
+            ResponseType::CookieOnly => (false, false),
+            ResponseType::P4infoAndCookie => (true, false),
+            ResponseType::DeviceConfigAndCookie => (false, true),
+        };
+        Ok(Response::new(GetForwardingPipelineConfigResponse {
+            config: Some(ForwardingPipelineConfig {
+                p4info: info.then(|| p.p4info.clone()),
+                p4_device_config: if dev {
+                    p.device_config.clone()
+                } else {
+                    Vec::new()
+                },
+                cookie: p.cookie,
+            }),
+        }))
+    }
+
+    type StreamChannelStream = ReceiverStream<Result<StreamMessageResponse, Status>>;
+
+    async fn stream_channel(
+        &self,
+        request: Request<Streaming<StreamMessageRequest>>,
+    ) -> Result<Response<Self::StreamChannelStream>, Status> {
+        let mut inbound = request.into_inner();
+        let (tx, rx) = mpsc::channel(1024);
+        let conn = {
+            let mut arb = lock(&self.arb);
+            arb.next_conn += 1;
+            let c = arb.next_conn;
+            arb.conns.insert(
+                c,
+                Controller {
+                    election_id: None,
+                    tx: tx.clone(),
+                },
+            );
+            c
+        };
+        let arb = self.arb.clone();
+        let state = self.state.clone();
+        let dp = self.dp.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(msg)) = inbound.message().await {
+                match msg.update {
+                    Some(stream_message_request::Update::Arbitration(a)) => {
+                        if let Err(e) = arbitrate(&arb, &*dp, conn, a) {
+                            let _ = tx.send(Err(e)).await;
+                            break;
+                        }
+                    }
+                    Some(stream_message_request::Update::Packet(po)) => {
+                        let is_primary = lock(&arb).primary == Some(conn);
+                        let pipeline = lock(&state).pipeline.clone();
+                        let r = match (is_primary, pipeline) {
+                            (false, _) => Err((
+                                Code::PermissionDenied,
+                                "only the primary may send PacketOut".to_string(),
+                            )),
+                            (true, None) => {
+                                Err((Code::FailedPrecondition, "no pipeline".to_string()))
+                            }
+                            (true, Some(p)) => packet_out(&p, &po.metadata, &po.payload),
+                        };
+                        match r {
+                            Ok(frame) => dp.inject_cpu(frame),
+                            Err((code, message)) => {
+                                let err = StreamError {
+                                    canonical_code: code as i32,
+                                    message,
+                                    space: String::new(),
+                                    code: 0,
+                                    details: Some(p4runtime_proto::p4runtime::stream_error::Details::PacketOut(
+                                        p4runtime_proto::p4runtime::PacketOutError { packet_out: Some(po) },
+                                    )),
+                                };
+                                let _ = tx
+                                    .send(Ok(StreamMessageResponse {
+                                        update: Some(stream_message_response::Update::Error(err)),
+                                    }))
+                                    .await;
+                            }
+                        }
+                    }
+                    Some(stream_message_request::Update::DigestAck(_))
+                    | Some(stream_message_request::Update::Other(_))
+                    | None => {}
+                }
+            }
+            let mut a = lock(&arb);
+            a.conns.remove(&conn);
+            if a.elect() {
+                a.announce(dp.device_id());
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn capabilities(
+        &self,
+        _request: Request<CapabilitiesRequest>,
+    ) -> Result<Response<CapabilitiesResponse>, Status> {
+        Ok(Response::new(CapabilitiesResponse {
+            p4runtime_api_version: "1.3.0".into(),
+            experimental: None,
+        }))
+    }
+}
+
+fn arbitrate(
+    arb: &Mutex<Arbitration>,
+    dp: &dyn Dataplane,
+    conn: u64,
+    a: MasterArbitrationUpdate,
+) -> Result<(), Status> {
+    if a.device_id != dp.device_id() {
+        return Err(status(
+            Code::NotFound,
+            format!(
+                "device id {}: this switch is device {}",
+                a.device_id,
+                dp.device_id()
+            ),
+        ));
+    }
+    if a.role.as_ref().is_some_and(|r| !r.name.is_empty()) {
+        return Err(status(
+            Code::Unimplemented,
+            "named roles are not implemented; use the default role",
+        ));
+    }
+    let election = u128_of(&a.election_id).unwrap_or(0);
+    let mut arb = lock(arb);
+    if arb
+        .conns
+        .iter()
+        .any(|(c, s)| *c != conn && s.election_id == Some(election))
+    {
+        return Err(status(
+            Code::InvalidArgument,
+            format!("election id {election} is used by another controller"),
+        ));
+    }
+    if let Some(c) = arb.conns.get_mut(&conn) {
+        c.election_id = Some(election);
+    }
+    if arb.elect() {
+        arb.announce(dp.device_id());
+    } else if let Some(c) = arb.conns.get(&conn) {
+        let _ = c.tx.try_send(Ok(arb.update_for(conn, dp.device_id())));
+    }
+    Ok(())
+}
+
+fn packet_out(
+    p: &Pipeline,
+    metadata: &[PacketMetadata],
+    payload: &[u8],
+) -> Result<Vec<u8>, (Code, String)> {
+    let Some(hdr) = &p.packet_out else {
+        if !metadata.is_empty() {
+            return Err((
+                Code::InvalidArgument,
+                "the P4Info has no packet_out controller header".into(),
+            ));
+        }
+        return Ok(payload.to_vec());
+    };
+    let mut fields = Vec::with_capacity(hdr.len());
+    for (id, width) in hdr {
+        let Some(m) = metadata.iter().find(|m| m.metadata_id == *id) else {
+            return Err((
+                Code::InvalidArgument,
+                format!("packet_out metadata id {id} missing"),
+            ));
+        };
+        let v = bytes::to_engine(&m.value, *width, &format!("packet_out metadata id {id}"))
+            .map_err(|e| (Code::InvalidArgument, e))?;
+        fields.push((v, *width));
+    }
+    if let Some(m) = metadata
+        .iter()
+        .find(|m| !hdr.iter().any(|h| h.0 == m.metadata_id))
+    {
+        return Err((
+            Code::InvalidArgument,
+            format!("packet_out has no metadata id {}", m.metadata_id),
+        ));
+    }
+    let mut frame = bytes::pack_bits(&fields);
+    frame.extend_from_slice(payload);
+    Ok(frame)
+}

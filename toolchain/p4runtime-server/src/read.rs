@@ -1,0 +1,398 @@
+//! Read: entries collected from the engine in one `exec`, converted back to P4Runtime (canonical
+//! bytes, don't-care fields omitted) outside it.
+
+use p4runtime_proto::google::rpc::Code;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use p4runtime_proto::p4runtime::{
+    entity, field_match, p4_data, packet_replication_engine_entry as pre, table_action, Action,
+    CounterData, CounterEntry, Entity, FieldMatch, Index, P4Data, PacketReplicationEngineEntry,
+    RegisterEntry, TableAction, TableEntry,
+};
+use switch_engine::{EntryAction, EntryDesc, FieldMatch as EM};
+use tonic::Status;
+
+use crate::bytes::{all_ones, canonical};
+use crate::pipeline::{Pipeline, TableInfo};
+use crate::write::Index as Store;
+use crate::{exec_on, status, Dataplane};
+
+fn sorted<V>(m: &HashMap<u32, V>) -> Vec<(u32, &V)> {
+    let mut v: Vec<(u32, &V)> = m.iter().map(|(k, v)| (*k, v)).collect();
+    v.sort_by_key(|e| e.0);
+    v
+}
+
+/// (id, engine name, index) of every cell a counter/register read asks for: id 0 = every
+/// object, no index = every cell.
+fn cells(
+    objs: &[(u32, String, u64)],
+    id: u32,
+    index: Option<i64>,
+) -> Result<Vec<(u32, String, u64)>, Status> {
+    let mut sel: Vec<&(u32, String, u64)> = objs.iter().filter(|o| id == 0 || o.0 == id).collect();
+    if sel.is_empty() && id != 0 {
+        return Err(status(
+            Code::NotFound,
+            format!("no counter or register with id {id}"),
+        ));
+    }
+    sel.sort_by_key(|o| o.0);
+    let mut out = Vec::new();
+    for (oid, name, size) in sel {
+        match index {
+            Some(i) => match u64::try_from(i) {
+                Ok(i) if i < *size => out.push((*oid, name.clone(), i)),
+                _ => {
+                    return Err(status(
+                        Code::InvalidArgument,
+                        format!("\"{name}\": index {i} out of 0..{size}"),
+                    ))
+                }
+            },
+            None => out.extend((0..*size).map(|i| (*oid, name.clone(), i))),
+        }
+    }
+    Ok(out)
+}
+
+/// Entities per ReadResponse.
+pub const CHUNK: usize = 1000;
+
+struct Query {
+    table: u32,
+    key: Option<(Vec<EM>, i32)>,
+    default: bool,
+}
+
+pub fn read(
+    dp: &dyn Dataplane,
+    p: &Pipeline,
+    index: &Mutex<Store>,
+    entities: &[Entity],
+) -> Result<Vec<Entity>, Status> {
+    let mut queries = Vec::new();
+    let mut out = Vec::new();
+    for e in entities {
+        match &e.entity {
+            Some(entity::Entity::CounterEntry(c)) => {
+                let cells = cells(
+                    &p.counters
+                        .iter()
+                        .map(|(id, (n, size))| (*id, n.clone(), *size))
+                        .collect::<Vec<_>>(),
+                    c.counter_id,
+                    c.index.as_ref().map(|i| i.index),
+                )?;
+                let got = exec_on(dp, move |sw| {
+                    let Some(sw) = sw else { return Vec::new() };
+                    cells
+                        .into_iter()
+                        .filter_map(|(id, n, i)| sw.counter_read(&n, i).ok().map(|v| (id, i, v)))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+                out.extend(got.into_iter().map(|(id, i, v)| Entity {
+                    entity: Some(entity::Entity::CounterEntry(CounterEntry {
+                        counter_id: id,
+                        index: Some(Index { index: i as i64 }),
+                        data: Some(CounterData {
+                            byte_count: v.bytes as i64,
+                            packet_count: v.packets as i64,
+                        }),
+                    })),
+                }));
+            }
+            Some(entity::Entity::RegisterEntry(r)) => {
+                let cells = cells(
+                    &p.registers
+                        .iter()
+                        .map(|(id, (n, size, _))| (*id, n.clone(), *size))
+                        .collect::<Vec<_>>(),
+                    r.register_id,
+                    r.index.as_ref().map(|i| i.index),
+                )?;
+                let got = exec_on(dp, move |sw| {
+                    let Some(sw) = sw else { return Vec::new() };
+                    cells
+                        .into_iter()
+                        .filter_map(|(id, n, i)| sw.register_read(&n, i).ok().map(|v| (id, i, v)))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+                out.extend(got.into_iter().map(|(id, i, v)| Entity {
+                    entity: Some(entity::Entity::RegisterEntry(RegisterEntry {
+                        register_id: id,
+                        index: Some(Index { index: i as i64 }),
+                        data: Some(P4Data {
+                            data: Some(p4_data::Data::Bitstring(canonical(&v.to_be_bytes()))),
+                        }),
+                    })),
+                }));
+            }
+            Some(entity::Entity::ActionProfileMember(m)) => {
+                let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+                for (pid, prof) in sorted(&p.profiles) {
+                    if m.action_profile_id != 0 && m.action_profile_id != pid {
+                        continue;
+                    }
+                    if let Some(ms) = idx.members.get(&prof.name) {
+                        out.extend(
+                            ms.iter()
+                                .filter(|(id, _)| m.member_id == 0 || **id == m.member_id)
+                                .map(|(_, (_, e))| Entity {
+                                    entity: Some(entity::Entity::ActionProfileMember(e.clone())),
+                                }),
+                        );
+                    }
+                }
+            }
+            Some(entity::Entity::ActionProfileGroup(g)) => {
+                let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+                for (pid, prof) in sorted(&p.profiles) {
+                    if g.action_profile_id != 0 && g.action_profile_id != pid {
+                        continue;
+                    }
+                    if let Some(gs) = idx.groups.get(&prof.name) {
+                        out.extend(
+                            gs.iter()
+                                .filter(|(id, _)| g.group_id == 0 || **id == g.group_id)
+                                .map(|(_, e)| Entity {
+                                    entity: Some(entity::Entity::ActionProfileGroup(e.clone())),
+                                }),
+                        );
+                    }
+                }
+            }
+            Some(entity::Entity::PacketReplicationEngineEntry(pe)) => {
+                let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+                let wrap = |t| Entity {
+                    entity: Some(entity::Entity::PacketReplicationEngineEntry(
+                        PacketReplicationEngineEntry { r#type: Some(t) },
+                    )),
+                };
+                match &pe.r#type {
+                    Some(pre::Type::MulticastGroupEntry(m)) => out.extend(
+                        idx.mcast
+                            .iter()
+                            .filter(|(id, _)| {
+                                m.multicast_group_id == 0 || **id == m.multicast_group_id
+                            })
+                            .map(|(_, (e, _))| wrap(pre::Type::MulticastGroupEntry(e.clone()))),
+                    ),
+                    Some(pre::Type::CloneSessionEntry(c)) => out.extend(
+                        idx.clones
+                            .iter()
+                            .filter(|(id, _)| c.session_id == 0 || **id == c.session_id)
+                            .map(|(_, e)| wrap(pre::Type::CloneSessionEntry(e.clone()))),
+                    ),
+                    None => {
+                        return Err(status(
+                            Code::InvalidArgument,
+                            "empty PacketReplicationEngineEntry",
+                        ))
+                    }
+                }
+            }
+            Some(entity::Entity::TableEntry(te)) => {
+                let ids: Vec<u32> = if te.table_id == 0 {
+                    let mut v: Vec<u32> = p.tables.keys().copied().collect();
+                    v.sort_unstable();
+                    v
+                } else if p.tables.contains_key(&te.table_id) {
+                    vec![te.table_id]
+                } else {
+                    return Err(status(
+                        Code::NotFound,
+                        format!("no table with id {}", te.table_id),
+                    ));
+                };
+                for id in ids {
+                    let t = &p.tables[&id];
+                    let key = if te.r#match.is_empty() {
+                        None
+                    } else {
+                        Some(crate::write::translate_match(t, te).map_err(|(c, m)| status(c, m))?)
+                    };
+                    queries.push((
+                        Query {
+                            table: id,
+                            key,
+                            default: te.is_default_action,
+                        },
+                        t.name.clone(),
+                    ));
+                }
+            }
+            Some(_) => {
+                return Err(status(
+                    Code::Unimplemented,
+                    "only TableEntry reads are implemented",
+                ));
+            }
+            None => return Err(status(Code::InvalidArgument, "read of an empty entity")),
+        }
+    }
+    let names: Vec<(String, bool)> = queries
+        .iter()
+        .map(|(q, n)| (n.clone(), q.default))
+        .collect();
+    let raw = exec_on(dp, move |sw| {
+        let Some(sw) = sw else { return Vec::new() };
+        names
+            .iter()
+            .map(|(n, default)| {
+                if *default {
+                    let d = sw.table_default(n).ok().flatten();
+                    (Vec::new(), d)
+                } else {
+                    (sw.table_entries(n).unwrap_or_default(), None)
+                }
+            })
+            .collect::<Vec<(Vec<EntryDesc>, Option<EntryAction>)>>()
+    })
+    .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
+    // Engine member handle → P4Runtime member id, for entries of indirect tables.
+    let handles: HashMap<(String, u32), u32> = {
+        let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+        idx.members
+            .iter()
+            .flat_map(|(prof, ms)| ms.iter().map(move |(id, (h, _))| ((prof.clone(), *h), *id)))
+            .collect()
+    };
+    for ((q, _), (entries, default)) in queries.iter().zip(raw) {
+        let t = &p.tables[&q.table];
+        if q.default {
+            if let Some(a) = default {
+                out.push(table_entity(
+                    p,
+                    t,
+                    &handles,
+                    q.table,
+                    (Vec::new(), 0),
+                    &a,
+                    true,
+                ));
+            }
+            continue;
+        }
+        for e in entries {
+            let prio = e.priority.unwrap_or(0);
+            if let Some(k) = &q.key {
+                if k.0 != e.matches || k.1 != prio {
+                    continue;
+                }
+            }
+            let m = matches_of(t, &e.matches);
+            out.push(table_entity(
+                p,
+                t,
+                &handles,
+                q.table,
+                (m, prio),
+                &e.action,
+                false,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn matches_of(t: &TableInfo, ms: &[EM]) -> Vec<FieldMatch> {
+    t.keys
+        .iter()
+        .zip(ms)
+        .filter_map(|(k, m)| {
+            let ty = match m {
+                EM::Exact(v) => field_match::FieldMatchType::Exact(field_match::Exact {
+                    value: canonical(v),
+                }),
+                EM::Lpm { prefix_len: 0, .. } => return None,
+                EM::Lpm { value, prefix_len } => {
+                    field_match::FieldMatchType::Lpm(field_match::Lpm {
+                        value: canonical(value),
+                        prefix_len: *prefix_len as i32,
+                    })
+                }
+                EM::Ternary { mask, .. } if mask.iter().all(|b| *b == 0) => return None,
+                EM::Ternary { value, mask } => {
+                    field_match::FieldMatchType::Ternary(field_match::Ternary {
+                        value: canonical(value),
+                        mask: canonical(mask),
+                    })
+                }
+                EM::Range { low, high }
+                    if low.iter().all(|b| *b == 0) && *high == all_ones(k.width) =>
+                {
+                    return None
+                }
+                EM::Range { low, high } => field_match::FieldMatchType::Range(field_match::Range {
+                    low: canonical(low),
+                    high: canonical(high),
+                }),
+                EM::Optional(None) => return None,
+                EM::Optional(Some(v)) => {
+                    field_match::FieldMatchType::Optional(field_match::Optional {
+                        value: canonical(v),
+                    })
+                }
+            };
+            Some(FieldMatch {
+                field_id: k.id,
+                field_match_type: Some(ty),
+            })
+        })
+        .collect()
+}
+
+fn table_entity(
+    p: &Pipeline,
+    t: &TableInfo,
+    handles: &HashMap<(String, u32), u32>,
+    table_id: u32,
+    (m, priority): (Vec<FieldMatch>, i32),
+    a: &EntryAction,
+    default: bool,
+) -> Entity {
+    let ty = match a {
+        EntryAction::Action { name, args } => {
+            let id = p.action_ids.get(name).copied().unwrap_or(0);
+            let params = p
+                .actions
+                .get(&id)
+                .map(|info| {
+                    info.params
+                        .iter()
+                        .zip(args)
+                        .map(|((pid, _), v)| p4runtime_proto::p4runtime::action::Param {
+                            param_id: *pid,
+                            value: canonical(v),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            table_action::Type::Action(Action {
+                action_id: id,
+                params,
+            })
+        }
+        EntryAction::Member(h) => {
+            let profile = t.profile.clone().unwrap_or_default();
+            table_action::Type::ActionProfileMemberId(
+                handles.get(&(profile, *h)).copied().unwrap_or(*h),
+            )
+        }
+        EntryAction::Group(g) => table_action::Type::ActionProfileGroupId(*g),
+    };
+    Entity {
+        entity: Some(entity::Entity::TableEntry(TableEntry {
+            table_id,
+            r#match: m,
+            action: Some(TableAction { r#type: Some(ty) }),
+            priority,
+            is_default_action: default,
+            ..Default::default()
+        })),
+    }
+}

@@ -1,0 +1,956 @@
+//! The server over gRPC on 127.0.0.1 against the real engine (tests/common).
+
+mod common;
+
+use common::*;
+use p4runtime_proto::google::rpc::{self, Code};
+use p4runtime_proto::p4runtime::{
+    action, entity, field_match, stream_message_request, stream_message_response, table_action,
+    update, write_request::Atomicity, Action, Entity, FieldMatch,
+    GetForwardingPipelineConfigRequest, PacketOut, ReadRequest, SetForwardingPipelineConfigRequest,
+    StreamMessageRequest, TableAction, TableEntry, Update, WriteRequest,
+};
+use prost::Message;
+
+fn lpm(field: u32, value: Vec<u8>, len: i32) -> FieldMatch {
+    FieldMatch {
+        field_id: field,
+        field_match_type: Some(field_match::FieldMatchType::Lpm(field_match::Lpm {
+            value,
+            prefix_len: len,
+        })),
+    }
+}
+
+fn act(id: u32, params: Vec<Vec<u8>>) -> Option<TableAction> {
+    Some(TableAction {
+        r#type: Some(table_action::Type::Action(Action {
+            action_id: id,
+            params: params
+                .into_iter()
+                .enumerate()
+                .map(|(i, value)| action::Param {
+                    param_id: i as u32 + 1,
+                    value,
+                })
+                .collect(),
+        })),
+    })
+}
+
+fn upd(ty: update::Type, te: TableEntry) -> Update {
+    Update {
+        r#type: ty as i32,
+        entity: Some(Entity {
+            entity: Some(entity::Entity::TableEntry(te)),
+        }),
+    }
+}
+
+struct L3 {
+    info: p4runtime_proto::p4info::P4Info,
+    table: u32,
+    set_nhop: u32,
+    drop: u32,
+}
+
+impl L3 {
+    fn new() -> L3 {
+        let info = p4info_for(&stf_json("l3.json"));
+        L3 {
+            table: table_id(&info, "ingress.ipv4_lpm"),
+            set_nhop: action_id(&info, "ingress.set_nhop"),
+            drop: action_id(&info, "ingress.drop"),
+            info,
+        }
+    }
+    fn route(&self, prefix: [u8; 4], len: i32, port: u8, dmac: u8) -> TableEntry {
+        TableEntry {
+            table_id: self.table,
+            r#match: vec![lpm(1, trim(&prefix), len)],
+            action: act(self.set_nhop, vec![vec![port], vec![dmac]]),
+            ..Default::default()
+        }
+    }
+}
+
+fn trim(v: &[u8]) -> Vec<u8> {
+    let skip = v.iter().take_while(|b| **b == 0).count().min(v.len() - 1);
+    v[skip..].to_vec()
+}
+
+async fn write(
+    c: &mut Controller,
+    updates: Vec<Update>,
+    atomicity: Atomicity,
+) -> Result<(), tonic::Status> {
+    c.client
+        .write(WriteRequest {
+            device_id: DEVICE,
+            election_id: eid(c.election_id),
+            updates,
+            atomicity: atomicity as i32,
+            ..Default::default()
+        })
+        .await
+        .map(|_| ())
+}
+
+/// The canonical code of each update, from the batch status details (spec 12.4).
+fn update_codes(s: &tonic::Status) -> Vec<i32> {
+    assert_eq!(s.code(), tonic::Code::Unknown, "{s:?}");
+    let body = rpc::Status::decode(s.details()).unwrap();
+    body.details
+        .iter()
+        .map(|a| {
+            assert_eq!(a.type_url, "type.googleapis.com/p4.v1.Error");
+            p4runtime_proto::p4runtime::Error::decode(a.value.as_slice())
+                .unwrap()
+                .canonical_code
+        })
+        .collect()
+}
+
+async fn read_all(c: &mut Controller, te: TableEntry) -> Vec<TableEntry> {
+    let mut stream = c
+        .client
+        .read(ReadRequest {
+            device_id: DEVICE,
+            entities: vec![Entity {
+                entity: Some(entity::Entity::TableEntry(te)),
+            }],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(r) = stream.message().await.unwrap() {
+        for e in r.entities {
+            if let Some(entity::Entity::TableEntry(te)) = e.entity {
+                out.push(te);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_set_and_get() {
+    let (addr, _dp) = start().await;
+    let (mut c, code) = Controller::connect(addr, 1).await;
+    assert_eq!(code, Code::Ok as i32);
+    let get = |ty: i32| GetForwardingPipelineConfigRequest {
+        device_id: DEVICE,
+        response_type: ty,
+    };
+    let err = c
+        .client
+        .get_forwarding_pipeline_config(get(0))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+
+    let l3 = L3::new();
+    let json = stf_json("l3.json");
+    // A P4Info whose widths disagree with the JSON is refused.
+    let mut bad = l3.info.clone();
+    bad.tables[0].match_fields[0].bitwidth = 31;
+    let err = c.set_pipeline(&bad, &json).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().contains("bit<31>"), "{}", err.message());
+
+    // VERIFY_AND_SAVE then COMMIT.
+    for action in [2, 4] {
+        c.client
+            .set_forwarding_pipeline_config(SetForwardingPipelineConfigRequest {
+                device_id: DEVICE,
+                election_id: eid(1),
+                action,
+                config: (action == 2).then(|| {
+                    p4runtime_proto::p4runtime::ForwardingPipelineConfig {
+                        p4info: Some(l3.info.clone()),
+                        p4_device_config: json.as_bytes().to_vec(),
+                        cookie: Some(
+                            p4runtime_proto::p4runtime::forwarding_pipeline_config::Cookie {
+                                cookie: 7,
+                            },
+                        ),
+                    }
+                }),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    let all = c
+        .client
+        .get_forwarding_pipeline_config(get(0))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert_eq!(all.p4info.as_ref(), Some(&l3.info));
+    assert_eq!(all.p4_device_config, json.as_bytes());
+    assert_eq!(all.cookie.unwrap().cookie, 7);
+    let cookie = c
+        .client
+        .get_forwarding_pipeline_config(get(1))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(cookie.p4info.is_none() && cookie.p4_device_config.is_empty());
+    assert_eq!(cookie.cookie.unwrap().cookie, 7);
+    let info = c
+        .client
+        .get_forwarding_pipeline_config(get(2))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(info.p4info.is_some() && info.p4_device_config.is_empty());
+    let dev = c
+        .client
+        .get_forwarding_pipeline_config(get(3))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert!(dev.p4info.is_none() && !dev.p4_device_config.is_empty());
+
+    // VERIFY_AND_COMMIT replaces it (cookie 42).
+    c.set_pipeline(&l3.info, &json).await.unwrap();
+    let cookie = c
+        .client
+        .get_forwarding_pipeline_config(get(1))
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap();
+    assert_eq!(cookie.cookie.unwrap().cookie, 42);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_insert_modify_delete_read() {
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let l3 = L3::new();
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let r1 = l3.route([10, 0, 0, 0], 8, 1, 1);
+    let r2 = l3.route([10, 1, 0, 0], 16, 2, 2);
+    write(
+        &mut c,
+        vec![
+            upd(update::Type::Insert, r1.clone()),
+            upd(update::Type::Insert, r2.clone()),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // Wildcard read (table id 0) returns both, as written.
+    let mut got = read_all(&mut c, TableEntry::default()).await;
+    got.sort_by_key(|t| t.r#match[0].encode_to_vec());
+    assert_eq!(got, vec![r1.clone(), r2.clone()]);
+    // Read by key.
+    let mut key = r2.clone();
+    key.action = None;
+    assert_eq!(read_all(&mut c, key.clone()).await, vec![r2.clone()]);
+    // Modify, then delete.
+    let mut m2 = r2.clone();
+    m2.action = act(l3.drop, vec![]);
+    write(
+        &mut c,
+        vec![upd(update::Type::Modify, m2.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_all(&mut c, key.clone()).await, vec![m2]);
+    write(
+        &mut c,
+        vec![upd(update::Type::Delete, key.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert!(read_all(&mut c, key).await.is_empty());
+    // Default entry: MODIFY with is_default_action, read back with is_default_action.
+    let def = TableEntry {
+        table_id: l3.table,
+        action: act(l3.set_nhop, vec![vec![3], vec![9]]),
+        is_default_action: true,
+        ..Default::default()
+    };
+    write(
+        &mut c,
+        vec![upd(update::Type::Modify, def.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let d = read_all(
+        &mut c,
+        TableEntry {
+            table_id: l3.table,
+            is_default_action: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(d, vec![def]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_errors() {
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let l3 = L3::new();
+    let r1 = l3.route([10, 0, 0, 0], 8, 1, 1);
+    // Before a pipeline.
+    let e = write(
+        &mut c,
+        vec![upd(update::Type::Insert, r1.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition);
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+
+    // One batch, CONTINUE_ON_ERROR: every error class gets its own p4.v1.Error.
+    let mut wide = l3.route([10, 2, 0, 0], 16, 1, 1);
+    wide.action = act(l3.set_nhop, vec![vec![2, 0], vec![1]]); // 0x200 does not fit bit<9>
+    let mut noncanon = l3.route([10, 3, 0, 0], 16, 1, 1);
+    noncanon.action = act(l3.set_nhop, vec![vec![0, 1], vec![1]]);
+    let mut badprefix = l3.route([10, 4, 0, 0], 8, 1, 1); // bits beyond /8
+    badprefix.r#match = vec![lpm(1, vec![10, 4, 0, 0], 8)];
+    let mut missing = l3.route([10, 5, 0, 0], 16, 1, 1);
+    missing.action = None;
+    let batch = vec![
+        upd(update::Type::Insert, r1.clone()),
+        upd(update::Type::Insert, r1.clone()),
+        upd(update::Type::Delete, l3.route([11, 0, 0, 0], 8, 1, 1)),
+        upd(update::Type::Insert, wide),
+        upd(update::Type::Insert, noncanon),
+        upd(update::Type::Insert, badprefix),
+        upd(update::Type::Insert, missing),
+    ];
+    let e = write(&mut c, batch, Atomicity::ContinueOnError)
+        .await
+        .unwrap_err();
+    let codes = update_codes(&e);
+    use Code::*;
+    let want: Vec<i32> = [
+        Ok,
+        AlreadyExists,
+        NotFound,
+        InvalidArgument,
+        InvalidArgument,
+        InvalidArgument,
+        InvalidArgument,
+    ]
+    .iter()
+    .map(|c| *c as i32)
+    .collect();
+    assert_eq!(codes, want);
+    assert_eq!(
+        read_all(&mut c, TableEntry::default()).await,
+        vec![r1.clone()]
+    );
+
+    // ROLLBACK_ON_ERROR: the good insert is undone.
+    let r2 = l3.route([10, 1, 0, 0], 16, 2, 2);
+    let e = write(
+        &mut c,
+        vec![
+            upd(update::Type::Insert, r2),
+            upd(update::Type::Insert, r1.clone()),
+        ],
+        Atomicity::RollbackOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Aborted as i32, AlreadyExists as i32]);
+    assert_eq!(
+        read_all(&mut c, TableEntry::default()).await,
+        vec![r1.clone()]
+    );
+
+    // Priorities and masks on a table with ternary keys (tables.json t_tern: ternary h.b, exact h.e).
+    let json = stf_json("tables.json");
+    let info = p4info_for(&json);
+    c.set_pipeline(&info, &json).await.unwrap();
+    let t = table_id(&info, "ingress.t_tern");
+    let widths: Vec<i32> = info
+        .tables
+        .iter()
+        .find(|x| x.preamble.as_ref().unwrap().id == t)
+        .unwrap()
+        .match_fields
+        .iter()
+        .map(|m| m.bitwidth)
+        .collect();
+    let set = info
+        .actions
+        .iter()
+        .find(|a| a.preamble.as_ref().unwrap().name == "ingress.set_tern")
+        .unwrap();
+    let args: Vec<Vec<u8>> = set.params.iter().map(|_| vec![1]).collect();
+    let tern = |value: Vec<u8>, mask: Vec<u8>, priority: i32| TableEntry {
+        table_id: t,
+        r#match: vec![
+            FieldMatch {
+                field_id: 1,
+                field_match_type: Some(field_match::FieldMatchType::Ternary(
+                    field_match::Ternary { value, mask },
+                )),
+            },
+            FieldMatch {
+                field_id: 2,
+                field_match_type: Some(field_match::FieldMatchType::Exact(field_match::Exact {
+                    value: vec![1],
+                })),
+            },
+        ],
+        action: act(set.preamble.as_ref().unwrap().id, args.clone()),
+        priority,
+        ..Default::default()
+    };
+    assert!(widths[0] >= 8);
+    let e = write(
+        &mut c,
+        vec![
+            upd(update::Type::Insert, tern(vec![0x0f], vec![0xf0], 10)), // value outside mask
+            upd(update::Type::Insert, tern(vec![0x10], vec![0xf0], 0)),  // no priority
+            upd(update::Type::Insert, tern(vec![0x10], vec![0xf0], 10)),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![InvalidArgument as i32, InvalidArgument as i32, Ok as i32]
+    );
+    let back = read_all(
+        &mut c,
+        TableEntry {
+            table_id: t,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(back, vec![tern(vec![0x10], vec![0xf0], 10)]);
+    // Const table.
+    let tc = table_id(&info, "ingress.t_const");
+    let e = write(
+        &mut c,
+        vec![upd(
+            update::Type::Insert,
+            TableEntry {
+                table_id: tc,
+                ..Default::default()
+            },
+        )],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![PermissionDenied as i32]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arbitration() {
+    let (addr, _dp) = start().await;
+    let (mut c1, code) = Controller::connect(addr, 1).await;
+    assert_eq!(code, Code::Ok as i32);
+    let (mut c2, code) = Controller::connect(addr, 5).await;
+    assert_eq!(code, Code::Ok as i32);
+    // c1 is told it lost primary.
+    assert_eq!(c1.next_arbitration().await, Code::AlreadyExists as i32);
+    let l3 = L3::new();
+    let e = c1
+        .set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    c2.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let e = write(
+        &mut c1,
+        vec![upd(update::Type::Insert, l3.route([10, 0, 0, 0], 8, 1, 1))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    // A backup connecting with a lower id is a backup.
+    let (_c3, code) = Controller::connect(addr, 2).await;
+    assert_eq!(code, Code::AlreadyExists as i32);
+    // The primary leaves: c3 (2) is promoted, c1 stays backup.
+    drop(c2);
+    assert_eq!(c1.next_arbitration().await, Code::AlreadyExists as i32);
+    write(
+        &mut Controller {
+            election_id: 2,
+            ..c1
+        },
+        vec![upd(update::Type::Insert, l3.route([10, 0, 0, 0], 8, 1, 1))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packet_out_through_engine_to_packet_in() {
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let l3 = L3::new();
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    write(
+        &mut c,
+        vec![
+            upd(
+                update::Type::Insert,
+                l3.route([10, 0, 0, 0], 8, CPU_PORT as u8, 1),
+            ),
+            upd(update::Type::Insert, l3.route([10, 1, 0, 0], 16, 2, 2)),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let packet = |dst: [u8; 4]| {
+        let mut p = vec![0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0, 0x0b, 0xbb, 0x08, 0x00];
+        p.extend([
+            0x45, 0, 0, 0x14, 0, 0, 0, 0, 0x40, 0x06, 0, 0, 0xc0, 0xa8, 0, 1,
+        ]);
+        p.extend(dst);
+        p
+    };
+    let send = |p: Vec<u8>| StreamMessageRequest {
+        update: Some(stream_message_request::Update::Packet(PacketOut {
+            payload: p,
+            metadata: vec![],
+        })),
+    };
+    c.tx.send(send(packet([10, 1, 2, 3]))).await.unwrap();
+    c.tx.send(send(packet([10, 2, 3, 4]))).await.unwrap();
+    let pin = loop {
+        let m = c.rx.message().await.unwrap().unwrap();
+        if let Some(stream_message_response::Update::Packet(p)) = m.update {
+            break p;
+        }
+    };
+    // Routed by the /8 to the CPU port: TTL 0x40 -> 0x3f, dmac rewritten to 1.
+    assert_eq!(&pin.payload[..6], &[0, 0, 0, 0, 0, 1]);
+    assert_eq!(pin.payload[22], 0x3f);
+    assert_eq!(&pin.payload[30..34], &[10, 2, 3, 4]);
+    let sent = dp.sent.lock().unwrap();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].port, 2);
+}
+
+async fn read_entities(c: &mut Controller, e: entity::Entity) -> Vec<entity::Entity> {
+    let mut stream = c
+        .client
+        .read(ReadRequest {
+            device_id: DEVICE,
+            entities: vec![Entity { entity: Some(e) }],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(r) = stream.message().await.unwrap() {
+        out.extend(r.entities.into_iter().filter_map(|e| e.entity));
+    }
+    out
+}
+
+fn modify(e: entity::Entity) -> Update {
+    Update {
+        r#type: update::Type::Modify as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_and_registers() {
+    use p4runtime_proto::p4runtime::{
+        p4_data, CounterData, CounterEntry, Index, P4Data, RegisterEntry,
+    };
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("externs.json");
+    let info = p4info_for(&json);
+    c.set_pipeline(&info, &json).await.unwrap();
+    let cid = info.counters[0].preamble.as_ref().unwrap().id;
+    let rid = info.registers[0].preamble.as_ref().unwrap().id;
+    let counter = |i: i64, p: i64, b: i64| {
+        entity::Entity::CounterEntry(CounterEntry {
+            counter_id: cid,
+            index: Some(Index { index: i }),
+            data: Some(CounterData {
+                packet_count: p,
+                byte_count: b,
+            }),
+        })
+    };
+    let register = |i: i64, v: Vec<u8>| {
+        entity::Entity::RegisterEntry(RegisterEntry {
+            register_id: rid,
+            index: Some(Index { index: i }),
+            data: Some(P4Data {
+                data: Some(p4_data::Data::Bitstring(v)),
+            }),
+        })
+    };
+    write(
+        &mut c,
+        vec![
+            modify(counter(2, 5, 300)),
+            modify(register(1, vec![0xde, 0xad])),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // Index wildcard: every cell, in index order.
+    let all = read_entities(
+        &mut c,
+        entity::Entity::CounterEntry(CounterEntry {
+            counter_id: cid,
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert_eq!(
+        all,
+        vec![
+            counter(0, 0, 0),
+            counter(1, 0, 0),
+            counter(2, 5, 300),
+            counter(3, 0, 0)
+        ]
+    );
+    let one = read_entities(
+        &mut c,
+        entity::Entity::RegisterEntry(RegisterEntry {
+            register_id: rid,
+            index: Some(Index { index: 1 }),
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert_eq!(one, vec![register(1, vec![0xde, 0xad])]);
+    // Out of range and too wide.
+    let e = write(
+        &mut c,
+        vec![
+            modify(counter(4, 1, 1)),
+            modify(register(0, vec![1, 0, 0, 0, 0])),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![Code::InvalidArgument as i32, Code::InvalidArgument as i32]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multicast_groups_and_clone_sessions() {
+    use p4runtime_proto::p4runtime::{
+        packet_replication_engine_entry as pre, replica, CloneSessionEntry, MulticastGroupEntry,
+        PacketReplicationEngineEntry, Replica,
+    };
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("v1model.json");
+    c.set_pipeline(&p4info_for(&json), &json).await.unwrap();
+    let rep = |port: u8, instance: u32| Replica {
+        instance,
+        port_kind: Some(replica::PortKind::Port(vec![port])),
+        ..Default::default()
+    };
+    let pre_e = |t| {
+        entity::Entity::PacketReplicationEngineEntry(PacketReplicationEngineEntry {
+            r#type: Some(t),
+        })
+    };
+    let mg = |id: u32, reps: Vec<Replica>| {
+        pre_e(pre::Type::MulticastGroupEntry(MulticastGroupEntry {
+            multicast_group_id: id,
+            replicas: reps,
+            ..Default::default()
+        }))
+    };
+    let cs = |id: u32, port: u8| {
+        pre_e(pre::Type::CloneSessionEntry(CloneSessionEntry {
+            session_id: id,
+            replicas: vec![rep(port, 1)],
+            class_of_service: 2,
+            packet_length_bytes: 0,
+        }))
+    };
+    let ins = |e| Update {
+        r#type: update::Type::Insert as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    };
+    let del = |e| Update {
+        r#type: update::Type::Delete as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    };
+    write(
+        &mut c,
+        vec![
+            ins(mg(1, vec![rep(1, 1), rep(2, 1), rep(3, 2)])),
+            ins(cs(5, 4)),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let e = write(
+        &mut c,
+        vec![ins(mg(1, vec![])), del(cs(6, 4))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![Code::AlreadyExists as i32, Code::NotFound as i32]
+    );
+    write(
+        &mut c,
+        vec![modify(mg(1, vec![rep(7, 0)]))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let groups = read_entities(&mut c, mg(0, vec![])).await;
+    assert_eq!(groups, vec![mg(1, vec![rep(7, 0)])]);
+    let sessions = read_entities(&mut c, cs(0, 0)).await;
+    assert_eq!(sessions, vec![cs(5, 4)]);
+    write(
+        &mut c,
+        vec![del(mg(1, vec![])), del(cs(5, 4))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert!(read_entities(&mut c, mg(0, vec![])).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn action_profile_members_and_groups() {
+    use p4runtime_proto::p4info::ActionProfile;
+    use p4runtime_proto::p4runtime::{
+        action_profile_group, ActionProfileGroup, ActionProfileMember,
+    };
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = std::fs::read_to_string(format!(
+        "{}/../switch-engine/tests/programs/ecmp.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let mut info = p4info_for(&json);
+    let table = table_id(&info, "ingress.ipv4_lpm");
+    let set_nhop = action_id(&info, "ingress.set_nhop");
+    let ap = 0x1100_0001;
+    info.action_profiles.push(ActionProfile {
+        preamble: Some(p4runtime_proto::p4info::Preamble {
+            id: ap,
+            name: "ingress.ecmp_ap".into(),
+            ..Default::default()
+        }),
+        table_ids: vec![table],
+        with_selector: true,
+        size: 64,
+        max_group_size: 4,
+        ..Default::default()
+    });
+    info.tables[0].implementation_id = ap;
+    c.set_pipeline(&info, &json).await.unwrap();
+
+    let member = |id: u32, port: u8| {
+        entity::Entity::ActionProfileMember(ActionProfileMember {
+            action_profile_id: ap,
+            member_id: id,
+            action: Some(Action {
+                action_id: set_nhop,
+                params: vec![
+                    action::Param {
+                        param_id: 1,
+                        value: vec![port],
+                    },
+                    action::Param {
+                        param_id: 2,
+                        value: vec![port],
+                    },
+                ],
+            }),
+        })
+    };
+    let group = |id: u32, members: &[(u32, i32)]| {
+        entity::Entity::ActionProfileGroup(ActionProfileGroup {
+            action_profile_id: ap,
+            group_id: id,
+            members: members
+                .iter()
+                .map(|&(member_id, weight)| action_profile_group::Member {
+                    member_id,
+                    weight,
+                    ..Default::default()
+                })
+                .collect(),
+            max_size: 0,
+        })
+    };
+    let u = |ty: update::Type, e| Update {
+        r#type: ty as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    };
+    use update::Type::*;
+    write(
+        &mut c,
+        vec![
+            u(Insert, member(100, 1)),
+            u(Insert, member(200, 2)),
+            u(Insert, member(300, 3)),
+            u(Insert, group(7, &[(100, 1), (200, 2)])),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // Errors: duplicate member, unknown member in a group, zero weight, over max_group_size.
+    let e = write(
+        &mut c,
+        vec![
+            u(Insert, member(100, 1)),
+            u(Insert, group(8, &[(999, 1)])),
+            u(Insert, group(9, &[(100, 0)])),
+            u(Insert, group(10, &[(100, 3), (200, 2)])),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![
+            Code::AlreadyExists as i32,
+            Code::NotFound as i32,
+            Code::InvalidArgument as i32,
+            Code::ResourceExhausted as i32
+        ]
+    );
+    // Table entries pointing at the group and at a member; the member id reads back as written.
+    let by_group = TableEntry {
+        table_id: table,
+        r#match: vec![lpm(1, vec![10, 0, 0, 0], 8)],
+        action: Some(TableAction {
+            r#type: Some(table_action::Type::ActionProfileGroupId(7)),
+        }),
+        ..Default::default()
+    };
+    let by_member = TableEntry {
+        table_id: table,
+        r#match: vec![lpm(1, vec![11, 0, 0, 0], 8)],
+        action: Some(TableAction {
+            r#type: Some(table_action::Type::ActionProfileMemberId(300)),
+        }),
+        ..Default::default()
+    };
+    write(
+        &mut c,
+        vec![
+            upd(Insert, by_group.clone()),
+            upd(Insert, by_member.clone()),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let mut got = read_all(&mut c, TableEntry::default()).await;
+    got.sort_by_key(|t| t.r#match[0].encode_to_vec());
+    let mut want = vec![by_group, by_member];
+    want.sort_by_key(|t| t.r#match[0].encode_to_vec());
+    assert_eq!(got, want);
+    let members = read_entities(
+        &mut c,
+        entity::Entity::ActionProfileMember(ActionProfileMember {
+            action_profile_id: ap,
+            ..Default::default()
+        }),
+    )
+    .await;
+    assert_eq!(
+        members,
+        vec![member(100, 1), member(200, 2), member(300, 3)]
+    );
+    let groups = read_entities(
+        &mut c,
+        entity::Entity::ActionProfileGroup(ActionProfileGroup::default()),
+    )
+    .await;
+    assert_eq!(groups, vec![group(7, &[(100, 1), (200, 2)])]);
+    // A packet to 11.0.0.1 takes member 300 (port 3); one to 10.0.0.1 a group member (1 or 2).
+    for dst in [[11u8, 0, 0, 1], [10, 0, 0, 1]] {
+        let mut p = vec![0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0, 0x0b, 0xbb, 0x08, 0x00];
+        p.extend([
+            0x45, 0, 0, 0x14, 0, 0, 0, 0, 0x40, 0x06, 0, 0, 0xc0, 0xa8, 0, 1,
+        ]);
+        p.extend(dst);
+        c.tx.send(StreamMessageRequest {
+            update: Some(stream_message_request::Update::Packet(PacketOut {
+                payload: p,
+                metadata: vec![],
+            })),
+        })
+        .await
+        .unwrap();
+    }
+    let mut ports = Vec::new();
+    for _ in 0..100 {
+        ports = dp.sent.lock().unwrap().iter().map(|o| o.port).collect();
+        if ports.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(ports.len(), 2);
+    assert_eq!(ports[0], 3);
+    assert!(ports[1] == 1 || ports[1] == 2, "{ports:?}");
+    // A member in a group cannot be deleted; the group, then the member, can.
+    let e = write(
+        &mut c,
+        vec![u(Delete, member(100, 1))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::FailedPrecondition as i32]);
+}
