@@ -74,6 +74,7 @@ pub struct Running {
     pub runtime: Runtime,
     pub stats: crate::http::StatsServer,
     pub cli: Option<crate::cli_server::CliServer>,
+    pub grpc: crate::grpc::GrpcServer,
 }
 
 impl Running {
@@ -82,12 +83,13 @@ impl Running {
             runtime,
             stats,
             cli,
+            grpc,
         } = self;
-        let handle = runtime.handle();
-        runtime.shutdown();
-        debug_assert!(handle.stopping());
+        // Servers first: a P4Runtime call waiting on the dataplane gets its answer or an error.
+        drop(grpc);
         drop(cli);
         drop(stats);
+        runtime.shutdown();
     }
 }
 
@@ -207,9 +209,17 @@ pub fn start(args: &Args) -> Result<Running, String> {
             }
         },
     };
+    let grpc = match crate::grpc::GrpcServer::start(&args.grpc_server_addr, runtime.handle()) {
+        Ok(g) => g,
+        Err(e) => {
+            runtime.shutdown();
+            return Err(e);
+        }
+    };
     Ok(Running {
         runtime,
         stats,
         cli,
+        grpc,
     })
 }

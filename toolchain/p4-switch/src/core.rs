@@ -156,6 +156,7 @@ impl Core {
             reinjection_limit_drops: s
                 .reinjection_limit_drops
                 .saturating_sub(b.reinjection_limit_drops),
+            priority_drops: s.priority_drops.saturating_sub(b.priority_drops),
             index_errors: s.index_errors.saturating_sub(b.index_errors),
             assert_failures: s.assert_failures.saturating_sub(b.assert_failures),
         }

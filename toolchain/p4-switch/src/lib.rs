@@ -6,6 +6,7 @@ pub mod app;
 pub mod cli;
 pub mod cli_server;
 pub mod core;
+pub mod grpc;
 pub mod http;
 pub mod log;
 pub mod runtime;

@@ -27,7 +27,8 @@ fn main() {
         }
     };
     eprintln!(
-        "p4-switch running; stats on http://{}{}",
+        "p4-switch running; P4Runtime on {}, stats on http://{}{}",
+        running.grpc.addr(),
         running.stats.addr(),
         running
             .cli

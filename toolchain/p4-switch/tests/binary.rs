@@ -91,6 +91,7 @@ fn use_files_pcap_in_pcap_out() {
     let mut child = Command::new(BIN)
         .arg(program())
         .args(["--use-files", "0", "--stats-addr", "127.0.0.1:0"])
+        .args(["--grpc-server-addr", "127.0.0.1:0"])
         .arg("-i")
         .arg(format!("0@{}", p0.display()))
         .arg("-i")
