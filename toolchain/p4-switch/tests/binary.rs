@@ -50,6 +50,13 @@ fn sigterm_exits_zero() {
     let stderr = child.stderr.take().unwrap();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut banner).unwrap();
     assert!(banner.starts_with("p4-switch running"), "{banner}");
+    // The P4Runtime server listens on the address it reports.
+    let grpc = banner
+        .split("P4Runtime on ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .expect("banner names the P4Runtime address");
+    std::net::TcpStream::connect(grpc).expect("P4Runtime port accepts connections");
     sigterm(&child);
     assert_eq!(wait_exit(&mut child).code(), Some(0));
 }
