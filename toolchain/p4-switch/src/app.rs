@@ -125,9 +125,17 @@ pub fn start(args: &Args) -> Result<Running, String> {
             args.dump_packet_data,
         )
     });
+    if !(1..=switch_tm::QUEUES_PER_PORT).contains(&args.priority_queues) {
+        return Err(format!(
+            "--priority-queues {}: must be 1 to {}",
+            args.priority_queues,
+            switch_tm::QUEUES_PER_PORT
+        ));
+    }
     let config = SwitchConfig {
         drop_port: args.drop_port,
         cpu_port: args.cpu_port,
+        priority_queues: args.priority_queues as u32,
         ..SwitchConfig::default()
     };
     let switch = match (&args.json, args.no_p4) {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use switch_engine::{EgressJob, Output, QueueMeta, Stats, Switch};
 use switch_ports::Port;
-use switch_tm::{PortConfig, RxVerdict, Tm, TmConfig, TmError, QUEUES_PER_PORT};
+use switch_tm::{PortConfig, RxVerdict, Tm, TmConfig, TmError};
 
 /// Rate given to ports the `--port-config` file does not list (and to the CPU port): far above
 /// anything a software port reaches, so they are effectively unshaped but still share the buffer.
@@ -32,8 +32,6 @@ pub struct CoreCounters {
     pub mac_control_consumed: u64,
     /// Packets sent to a port that has no interface (bmv2 drops them silently).
     pub unknown_egress_port: u64,
-    /// `standard_metadata.priority` not below `--priority-queues` (bmv2 drops and logs).
-    pub priority_out_of_range: u64,
     /// Frames received while no pipeline is loaded.
     pub no_pipeline: u64,
     pub cpu_packet_in: u64,
@@ -216,13 +214,9 @@ impl Core {
         let Some(tm) = self.tm.as_mut() else {
             return;
         };
+        // The engine already dropped priorities without a queue (`Stats::priority_drops`).
         let queue = if self.priority_queues > 1 {
-            let q = job.priority as usize;
-            if q >= self.priority_queues.min(QUEUES_PER_PORT) {
-                self.counters.priority_out_of_range += 1;
-                return;
-            }
-            q
+            job.priority as usize
         } else {
             0
         };

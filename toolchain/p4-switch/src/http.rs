@@ -192,6 +192,7 @@ fn stats_json(c: &crate::core::Core, now: u64) -> String {
         "dropped_ingress": e.dropped_ingress, "dropped_egress": e.dropped_egress,
         "cloned": e.cloned, "resubmitted": e.resubmitted, "recirculated": e.recirculated,
         "replicated": e.replicated, "reinjection_limit_drops": e.reinjection_limit_drops,
+        "priority_drops": e.priority_drops,
         "index_errors": e.index_errors, "assert_failures": e.assert_failures,
     });
     let tm: serde_json::Value = c
@@ -263,9 +264,9 @@ fn metrics(c: &crate::core::Core, now: u64) -> String {
             k.unknown_egress_port,
         ),
         (
-            "p4switch_priority_out_of_range_total",
-            "Packets whose priority has no queue",
-            k.priority_out_of_range,
+            "p4switch_priority_drops_total",
+            "Packets whose priority has no queue (--priority-queues)",
+            e.priority_drops,
         ),
         (
             "p4switch_no_pipeline_total",

@@ -66,6 +66,7 @@ fn bad_command_lines_fail_with_a_message() {
     for args in [
         vec!["--no-p4", "-i", "1"],
         vec!["/nonexistent.json"],
+        vec!["--no-p4", "--priority-queues", "9"],
         vec![],
     ] {
         let out = Command::new(BIN).args(&args).output().unwrap();
