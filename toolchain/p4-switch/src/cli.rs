@@ -75,6 +75,92 @@ pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, Strin
             let t = table(sw, t)?;
             table_dump(sw, &t)
         }
+        "act_prof_create_member" => {
+            let [prof, a, params @ ..] = args else {
+                return Err(usage(
+                    "act_prof_create_member <action profile name> <action_name> [action parameters]",
+                ));
+            };
+            let (action, data) = profile_action(sw, a, params)?;
+            let m = sw
+                .profile_add_member(prof, &action, &data)
+                .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
+            Ok(format!("Member has been created with handle {m}\n"))
+        }
+        "act_prof_create_group" => {
+            let [prof] = args else {
+                return Err(usage("act_prof_create_group <action profile name>"));
+            };
+            let next = core.cli_groups.keys().filter(|(p, _)| p == prof).count() as u32;
+            let sw = core.switch.as_mut().ok_or("no pipeline loaded")?;
+            sw.profile_set_group(prof, next, &[])
+                .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
+            core.cli_groups.insert((prof.to_string(), next), Vec::new());
+            Ok(format!("Group has been created with handle {next}\n"))
+        }
+        "act_prof_add_member_to_group" => {
+            let [prof, m, g] = args else {
+                return Err(usage(
+                    "act_prof_add_member_to_group <action profile name> <member handle> <group handle>",
+                ));
+            };
+            let (m, g) = (
+                number(m, "member handle")? as u32,
+                number(g, "group handle")? as u32,
+            );
+            let key = (prof.to_string(), g);
+            let mut members = core.cli_groups.get(&key).cloned().ok_or_else(|| {
+                format!("no group {g} created with act_prof_create_group in {prof}")
+            })?;
+            members.push((m, 1));
+            let sw = core.switch.as_mut().ok_or("no pipeline loaded")?;
+            sw.profile_set_group(prof, g, &members)
+                .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
+            core.cli_groups.insert(key, members);
+            Ok(String::new())
+        }
+        "table_indirect_add" | "table_indirect_add_with_group" => {
+            let [t, rest @ ..] = args else {
+                return Err(usage(&format!(
+                    "{cmd} <table name> <match fields> => <handle> [priority]"
+                )));
+            };
+            let t = table(sw, t)?;
+            let (matches, priority, params) = entry_key(&t, rest)?;
+            let [h] = params else {
+                return Err(format!("{cmd}: give one handle after =>"));
+            };
+            let h = number(h, "handle")? as u32;
+            let r = if cmd == "table_indirect_add" {
+                sw.table_add_member_entry(&t.name, matches, priority, h)
+            } else {
+                sw.table_add_group_entry(&t.name, matches, priority, h)
+            };
+            let e = r.map_err(|e| format!("Invalid table operation ({:?}): {e}", e.code))?;
+            Ok(format!("Entry has been added with handle {}\n", e.0))
+        }
+        "set_crc16_parameters" | "set_crc32_parameters" => {
+            let [name, poly, init, xor, refin, refout] = args else {
+                return Err(usage(&format!(
+                    "{cmd} <name> <polynomial> <initial remainder> <final xor value> <reflect data?> <reflect remainder?>"
+                )));
+            };
+            let flag = |s: &str| match s.to_ascii_lowercase().as_str() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                _ => Err(format!("'{s}': expected true or false")),
+            };
+            let params = switch_engine::CrcParams {
+                polynomial: number(poly, "polynomial")? as u64,
+                initial_remainder: number(init, "initial remainder")? as u64,
+                final_xor_value: number(xor, "final xor value")? as u64,
+                data_reflected: flag(refin)?,
+                remainder_reflected: flag(refout)?,
+            };
+            sw.set_crc_parameters(name, params)
+                .map_err(|e| e.to_string())?;
+            Ok(String::new())
+        }
         "mirroring_add" => {
             let [s, p] = args else {
                 return Err(usage("mirroring_add <mirror_id> <egress_port>"));
@@ -365,6 +451,26 @@ fn table_add(sw: &mut Switch, args: &[&str]) -> Result<String, String> {
         return Err(usage(usage_text));
     };
     let t = table(sw, t)?;
+    let (matches, priority, params) = entry_key(&t, rest)?;
+    let (action, data) = action_args(&t, a, params)?;
+    let h = sw
+        .table_add(&t.name, matches, priority, &action, &data)
+        .map_err(|e| format!("Invalid table operation ({:?}): {e}", e.code))?;
+    Ok(format!(
+        "Adding entry to {} table {}\naction:              {action}\nEntry has been added with handle {}\n",
+        t.keys
+            .first()
+            .map_or("exact".to_string(), |k| format!("{:?}", k.match_type).to_lowercase()),
+        t.name,
+        h.0
+    ))
+}
+
+type Key<'a> = (Vec<FieldMatch>, Option<i32>, &'a [&'a str]);
+
+/// `<match fields> => <rest> [priority]`: the matches, the priority (P4Runtime order) when the
+/// table needs one, and what follows `=>` without it.
+fn entry_key<'a>(t: &TableDesc, rest: &'a [&'a str]) -> Result<Key<'a>, String> {
     let arrow = rest.iter().position(|w| *w == "=>");
     let (keys, mut params) = match arrow {
         Some(i) => (&rest[..i], &rest[i + 1..]),
@@ -398,18 +504,22 @@ fn table_add(sw: &mut Switch, args: &[&str]) -> Result<String, String> {
         .zip(keys)
         .map(|(k, s)| key_match(k.match_type, k.width, s).map_err(|e| format!("{}: {e}", k.name)))
         .collect::<Result<Vec<_>, _>>()?;
-    let (action, data) = action_args(&t, a, params)?;
-    let h = sw
-        .table_add(&t.name, matches, priority, &action, &data)
-        .map_err(|e| format!("Invalid table operation ({:?}): {e}", e.code))?;
-    Ok(format!(
-        "Adding entry to {} table {}\naction:              {action}\nEntry has been added with handle {}\n",
-        t.keys
-            .first()
-            .map_or("exact".to_string(), |k| format!("{:?}", k.match_type).to_lowercase()),
-        t.name,
-        h.0
-    ))
+    Ok((matches, priority, params))
+}
+
+/// An action for an action-profile member: any table's action, by full name or unique suffix.
+fn profile_action(
+    sw: &Switch,
+    action: &str,
+    params: &[&str],
+) -> Result<(String, Vec<Vec<u8>>), String> {
+    let tables = sw.tables();
+    let owner = tables
+        .iter()
+        .filter(|t| t.has_profile)
+        .find(|t| resolve_name(t.actions.iter().map(|a| a.name.as_str()), action, "action").is_ok())
+        .ok_or_else(|| format!("no action named '{action}' in a table with an action profile"))?;
+    action_args(owner, action, params)
 }
 
 fn table_set_default(sw: &mut Switch, args: &[&str]) -> Result<String, String> {

@@ -62,6 +62,9 @@ pub struct Core {
     counters: CoreCounters,
     /// Engine counters at the last clear (the engine's own never reset).
     engine_base: Stats,
+    /// Action-profile groups created by the runtime CLI, with their (member, weight) lists
+    /// (bmv2's CLI adds members one at a time; the engine takes whole groups).
+    pub cli_groups: BTreeMap<(String, u32), Vec<(u32, u32)>>,
     /// Per-packet log lines (`-L debug`/`--dump-packet-data`) go here when set.
     pub log: Option<crate::log::Logger>,
 }
@@ -109,6 +112,7 @@ impl Core {
             outs: Vec::new(),
             counters: CoreCounters::default(),
             engine_base: Stats::default(),
+            cli_groups: BTreeMap::new(),
             log: None,
         })
     }

@@ -204,3 +204,80 @@ fn commands_over_tcp() {
     rt.shutdown();
     drop(server);
 }
+
+#[test]
+fn action_profile_members_groups_and_indirect_entries() {
+    let path = format!(
+        "{}/../switch-engine/tests/programs/ecmp.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let sw = switch_engine::Switch::from_json(&text, Default::default()).unwrap();
+    let (ports, host) = ports(&[0, 1, 2]);
+    let mut c = Core::new(Some(sw), None, ports, None, 1, 0).unwrap();
+    let out = execute(
+        &mut c,
+        0,
+        "act_prof_create_member ingress.ecmp_ap set_nhop 1 0x1",
+    )
+    .unwrap();
+    assert_eq!(out, "Member has been created with handle 0\n");
+    execute(
+        &mut c,
+        0,
+        "act_prof_create_member ingress.ecmp_ap set_nhop 2 0x2",
+    )
+    .unwrap();
+    let out = execute(&mut c, 0, "act_prof_create_group ingress.ecmp_ap").unwrap();
+    assert_eq!(out, "Group has been created with handle 0\n");
+    execute(
+        &mut c,
+        0,
+        "act_prof_add_member_to_group ingress.ecmp_ap 0 0",
+    )
+    .unwrap();
+    execute(
+        &mut c,
+        0,
+        "act_prof_add_member_to_group ingress.ecmp_ap 1 0",
+    )
+    .unwrap();
+    let out = execute(
+        &mut c,
+        0,
+        "table_indirect_add_with_group ipv4_lpm 10.0.0.0/8 => 0",
+    )
+    .unwrap();
+    assert!(out.contains("Entry has been added with handle 0"), "{out}");
+    let out = execute(&mut c, 0, "table_indirect_add ipv4_lpm 11.0.0.0/8 => 1").unwrap();
+    assert!(out.contains("Entry has been added with handle 1"), "{out}");
+    c.receive(0, 0, &ipv4_frame([11, 0, 0, 1]));
+    assert_eq!(drain(&host[&2]).len(), 1);
+    for i in 0..20u8 {
+        c.receive(0, 0, &ipv4_frame([10, 0, 0, i]));
+    }
+    assert_eq!(drain(&host[&1]).len() + drain(&host[&2]).len(), 20);
+    let e = execute(
+        &mut c,
+        0,
+        "act_prof_add_member_to_group ingress.ecmp_ap 0 9",
+    )
+    .unwrap_err();
+    assert!(e.contains("no group 9"), "{e}");
+    let e = execute(&mut c, 0, "table_indirect_add ipv4_lpm 12.0.0.0/8 => 7").unwrap_err();
+    assert!(e.contains("InvalidMemberHandle"), "{e}");
+    let e = execute(
+        &mut c,
+        0,
+        "set_crc16_parameters nosuch 0x1021 0 0 false false",
+    )
+    .unwrap_err();
+    assert!(e.contains("no calculation"), "{e}");
+    let e = execute(
+        &mut c,
+        0,
+        "set_crc16_parameters nosuch 0x1021 0 0 maybe false",
+    )
+    .unwrap_err();
+    assert!(e.contains("expected true or false"), "{e}");
+}
