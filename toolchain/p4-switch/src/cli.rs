@@ -484,7 +484,7 @@ fn entry_key<'a>(t: &TableDesc, rest: &'a [&'a str]) -> Result<Key<'a>, String> 
             keys.len()
         ));
     }
-    let priority = if needs_priority(&t) {
+    let priority = if needs_priority(t) {
         let (last, before) = params.split_last().ok_or_else(|| {
             format!(
                 "table {} needs a priority after the action parameters",
