@@ -1,0 +1,233 @@
+//! The command line (bmv2's `simple_switch_grpc --help` plus ours) and start-up.
+
+use crate::core::Core;
+use crate::log::{Level, Logger};
+use crate::runtime::{Clock, ClockKind, Runtime};
+use clap::Parser;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use switch_engine::{Switch, SwitchConfig};
+use switch_ports::{AfPacketPort, Captured, PcapFilePort, Port};
+use switch_tm::{ConfigFormat, TmConfig};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "simple_switch_grpc",
+    about = "P4 software switch running BMv2 JSON (bmv2 simple_switch drop-in)"
+)]
+pub struct Args {
+    /// BMv2 JSON program.
+    pub json: Option<PathBuf>,
+    /// Start without a program (load one over P4Runtime).
+    #[arg(long)]
+    pub no_p4: bool,
+    /// Attach a port: PORT@IFACE (repeatable); with --use-files, IFACE is a pcap file prefix.
+    #[arg(short = 'i', long = "interface", value_name = "PORT@IFACE")]
+    pub interfaces: Vec<String>,
+    #[arg(long, default_value_t = 0)]
+    pub device_id: u64,
+    /// Port whose packets go to the P4Runtime controller (PacketIn/PacketOut).
+    #[arg(long)]
+    pub cpu_port: Option<u32>,
+    /// Queues per port; the queue is standard_metadata.priority.
+    #[arg(long, default_value_t = 1)]
+    pub priority_queues: usize,
+    #[arg(long)]
+    pub log_console: bool,
+    #[arg(short = 'L', long = "log-level", value_enum, default_value = "info")]
+    pub log_level: Level,
+    #[arg(long)]
+    pub log_file: Option<PathBuf>,
+    #[arg(long)]
+    pub log_flush: bool,
+    /// Write DIR/IFACE_in.pcap and DIR/IFACE_out.pcap per port (default: current directory).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub pcap: Option<PathBuf>,
+    /// Ports are pcap files/FIFOs IFACE_in.pcap / IFACE_out.pcap; start processing after N s.
+    #[arg(long, value_name = "N")]
+    pub use_files: Option<u64>,
+    /// TCP port of the runtime CLI server (simple_switch_CLI), on 127.0.0.1.
+    #[arg(long)]
+    pub thrift_port: Option<u16>,
+    /// Bytes of each packet written to the log at debug level.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub dump_packet_data: usize,
+    #[arg(long, default_value = "127.0.0.1:9559")]
+    pub grpc_server_addr: String,
+    /// Traffic manager configuration (YAML or JSON); without it ports are unshaped as in bmv2.
+    #[arg(long, value_name = "FILE")]
+    pub port_config: Option<PathBuf>,
+    /// Statistics and port-configuration HTTP endpoint.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub stats_addr: String,
+    #[arg(long, value_enum, default_value = "real")]
+    pub clock: ClockKind,
+    /// `egress_spec` value that drops.
+    #[arg(long, default_value_t = 511)]
+    pub drop_port: u32,
+}
+
+/// What runs until a signal: the dataplane and its servers.
+pub struct Running {
+    pub runtime: Runtime,
+    pub stats: crate::http::StatsServer,
+    pub cli: Option<crate::cli_server::CliServer>,
+    pub grpc: crate::grpc::GrpcServer,
+}
+
+impl Running {
+    pub fn shutdown(self) {
+        let Running {
+            runtime,
+            stats,
+            cli,
+            grpc,
+        } = self;
+        // Servers first: a P4Runtime call waiting on the dataplane gets its answer or an error.
+        drop(grpc);
+        drop(cli);
+        drop(stats);
+        runtime.shutdown();
+    }
+}
+
+fn parse_interface(s: &str) -> Result<(u32, String), String> {
+    let (p, iface) = s
+        .split_once('@')
+        .ok_or_else(|| format!("-i {s}: expected PORT@IFACE"))?;
+    let p = p
+        .parse()
+        .map_err(|_| format!("-i {s}: '{p}' is not a port number"))?;
+    if iface.is_empty() {
+        return Err(format!("-i {s}: empty interface name"));
+    }
+    Ok((p, iface.to_string()))
+}
+
+/// Loads the program and configuration, opens the ports and starts every thread.
+pub fn start(args: &Args) -> Result<Running, String> {
+    let clock = Clock::new(args.clock);
+    let out: Box<dyn std::io::Write + Send> = match &args.log_file {
+        Some(f) => Box::new(
+            std::fs::File::create(f).map_err(|e| format!("--log-file {}: {e}", f.display()))?,
+        ),
+        None if args.log_console => Box::new(std::io::stdout()),
+        None => Box::new(std::io::sink()),
+    };
+    let logging = args.log_console || args.log_file.is_some();
+    let logger = logging.then(|| {
+        Logger::new(
+            args.log_level,
+            out,
+            args.log_flush || args.log_console,
+            args.dump_packet_data,
+        )
+    });
+    if !(1..=switch_tm::QUEUES_PER_PORT).contains(&args.priority_queues) {
+        return Err(format!(
+            "--priority-queues {}: must be 1 to {}",
+            args.priority_queues,
+            switch_tm::QUEUES_PER_PORT
+        ));
+    }
+    let config = SwitchConfig {
+        drop_port: args.drop_port,
+        cpu_port: args.cpu_port,
+        priority_queues: args.priority_queues as u32,
+        ..SwitchConfig::default()
+    };
+    let switch = match (&args.json, args.no_p4) {
+        (Some(_), true) => return Err("give a JSON file or --no-p4, not both".into()),
+        (None, false) => return Err("give a BMv2 JSON file, or --no-p4".into()),
+        (None, true) => None,
+        (Some(path), false) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Some(
+                Switch::from_json(&text, config)
+                    .map_err(|e| format!("{}: {}: {}", path.display(), e.path, e.message))?,
+            )
+        }
+    };
+    let tm = match &args.port_config {
+        None => None,
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let name = path.display().to_string();
+            Some(
+                TmConfig::parse(&text, ConfigFormat::from_file_name(&name))
+                    .map_err(|e| format!("{name}: {e}"))?,
+            )
+        }
+    };
+    let mut wanted = BTreeMap::new();
+    for s in &args.interfaces {
+        let (p, iface) = parse_interface(s)?;
+        if wanted.insert(p, iface).is_some() {
+            return Err(format!("-i {s}: port {p} given twice"));
+        }
+    }
+    // Ascending port order: opening a FIFO blocks until its writer opens it, as in bmv2.
+    let mut ports: Vec<(u32, Arc<dyn Port>)> = Vec::new();
+    for (p, iface) in &wanted {
+        let port: Arc<dyn Port> = match (args.use_files.is_some(), &args.pcap) {
+            (true, _) => Arc::new(
+                PcapFilePort::open(std::path::Path::new(iface)).map_err(|e| e.to_string())?,
+            ),
+            (false, None) => Arc::new(AfPacketPort::open(iface).map_err(|e| e.to_string())?),
+            (false, Some(dir)) => Arc::new(
+                Captured::new(AfPacketPort::open(iface).map_err(|e| e.to_string())?, dir)
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        ports.push((*p, port));
+    }
+    let mut core = Core::new(
+        switch,
+        tm,
+        ports.iter().cloned().collect(),
+        args.cpu_port,
+        args.priority_queues,
+        clock.now_ns(),
+    )
+    .map_err(|e| e.to_string())?;
+    core.log = logger;
+    let delay = Duration::from_secs(args.use_files.unwrap_or(0));
+    let runtime = Runtime::start(core, ports, delay, clock, args.device_id)
+        .map_err(|e| format!("starting threads: {e}"))?;
+    let handle = runtime.handle();
+    let stats = crate::http::StatsServer::start(&args.stats_addr, handle.clone());
+    let stats = match stats {
+        Ok(s) => s,
+        Err(e) => {
+            runtime.shutdown();
+            return Err(e);
+        }
+    };
+    let cli = match args.thrift_port {
+        None => None,
+        Some(p) => match crate::cli_server::CliServer::start(&format!("127.0.0.1:{p}"), handle) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                runtime.shutdown();
+                return Err(format!("--thrift-port {p}: {e}"));
+            }
+        },
+    };
+    let grpc = match crate::grpc::GrpcServer::start(&args.grpc_server_addr, runtime.handle()) {
+        Ok(g) => g,
+        Err(e) => {
+            runtime.shutdown();
+            return Err(e);
+        }
+    };
+    Ok(Running {
+        runtime,
+        stats,
+        cli,
+        grpc,
+    })
+}

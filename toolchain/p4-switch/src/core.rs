@@ -1,0 +1,314 @@
+//! The dataplane proper: the engine, the traffic manager and the transmit side of the ports.
+//! Pure apart from `Port::send`: time is passed in (ns), so tests drive it with a simulated clock
+//! and the runtime thread with its monotonic one.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use switch_engine::{EgressJob, Output, QueueMeta, Stats, Switch};
+use switch_ports::Port;
+use switch_tm::{PortConfig, RxVerdict, Tm, TmConfig, TmError};
+
+/// Rate given to ports the `--port-config` file does not list (and to the CPU port): far above
+/// anything a software port reaches, so they are effectively unshaped but still share the buffer.
+pub const UNSHAPED_BPS: u64 = 1_000_000_000_000;
+
+/// bmv2's queueing metadata fields `enq_qdepth`/`deq_qdepth` are 19 bits wide.
+const QDEPTH_MASK: u32 = (1 << 19) - 1;
+
+/// Where frames the pipeline sends to the CPU port go (P4Runtime PacketIn).
+pub type CpuSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
+
+/// What the switch counts beside the engine and the traffic manager.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CoreCounters {
+    /// Frames handed to the pipeline, per port.
+    pub rx_frames: BTreeMap<u32, u64>,
+    pub tx_frames: BTreeMap<u32, u64>,
+    pub tx_bytes: BTreeMap<u32, u64>,
+    /// `Port::send` failures.
+    pub tx_errors: u64,
+    /// PFC/PAUSE and other MAC control frames consumed by the ports.
+    pub mac_control_consumed: u64,
+    /// Packets sent to a port that has no interface (bmv2 drops them silently).
+    pub unknown_egress_port: u64,
+    /// Frames received while no pipeline is loaded.
+    pub no_pipeline: u64,
+    pub cpu_packet_in: u64,
+    /// Traffic-manager drops (full buffer, queue limits, watchdog...): details in the TM stats.
+    pub tm_drops: u64,
+}
+
+/// A packet in the traffic manager, with the depth it found there.
+pub struct Queued {
+    job: EgressJob,
+    enq_qdepth: u32,
+}
+
+/// Engine, traffic manager (optional) and ports, driven by one thread.
+pub struct Core {
+    pub switch: Option<Switch>,
+    tm: Option<Tm<Queued>>,
+    /// The traffic manager's ports, in its order (refreshed when one is added).
+    tm_ports: Vec<u32>,
+    ports: BTreeMap<u32, Arc<dyn Port>>,
+    cpu_port: Option<u32>,
+    cpu_sink: Option<CpuSink>,
+    /// bmv2 `--priority-queues N`; 0 or 1 means one queue.
+    priority_queues: usize,
+    jobs: Vec<EgressJob>,
+    more: Vec<EgressJob>,
+    outs: Vec<Output>,
+    counters: CoreCounters,
+    /// Engine counters at the last clear (the engine's own never reset).
+    engine_base: Stats,
+    /// Action-profile groups created by the runtime CLI, with their (member, weight) lists
+    /// (bmv2's CLI adds members one at a time; the engine takes whole groups).
+    pub cli_groups: BTreeMap<(String, u32), Vec<(u32, u32)>>,
+    /// Per-packet log lines (`-L debug`/`--dump-packet-data`) go here when set.
+    pub log: Option<crate::log::Logger>,
+}
+
+impl Core {
+    /// `tm`: the `--port-config` configuration, or `None` to run without a traffic manager
+    /// (bmv2's behaviour: no line rate, egress right after ingress).
+    pub fn new(
+        switch: Option<Switch>,
+        tm: Option<TmConfig>,
+        ports: BTreeMap<u32, Arc<dyn Port>>,
+        cpu_port: Option<u32>,
+        priority_queues: usize,
+        now_ns: u64,
+    ) -> Result<Core, TmError> {
+        let tm = match tm {
+            None => None,
+            Some(cfg) => {
+                let mut tm = Tm::new(cfg, now_ns)?;
+                let missing: Vec<u32> = ports
+                    .keys()
+                    .copied()
+                    .chain(cpu_port)
+                    .filter(|p| tm.port_config(*p).is_none())
+                    .collect();
+                for p in missing {
+                    tm.configure_port(now_ns, PortConfig::new(p, UNSHAPED_BPS))?;
+                }
+                Some(tm)
+            }
+        };
+        let tm_ports = tm
+            .as_ref()
+            .map_or(Vec::new(), |t| t.port_numbers().collect());
+        Ok(Core {
+            switch,
+            tm,
+            tm_ports,
+            ports,
+            cpu_port,
+            cpu_sink: None,
+            priority_queues,
+            jobs: Vec::new(),
+            more: Vec::new(),
+            outs: Vec::new(),
+            counters: CoreCounters::default(),
+            engine_base: Stats::default(),
+            cli_groups: BTreeMap::new(),
+            log: None,
+        })
+    }
+
+    pub fn set_cpu_sink(&mut self, sink: CpuSink) {
+        self.cpu_sink = Some(sink);
+    }
+
+    pub fn cpu_port(&self) -> Option<u32> {
+        self.cpu_port
+    }
+
+    pub fn tm(&self) -> Option<&Tm<Queued>> {
+        self.tm.as_ref()
+    }
+
+    pub fn tm_mut(&mut self) -> Option<&mut Tm<Queued>> {
+        self.tm.as_mut()
+    }
+
+    pub fn counters(&self) -> &CoreCounters {
+        &self.counters
+    }
+
+    /// Engine counters since the last [`Core::clear`].
+    pub fn engine_stats(&self) -> Stats {
+        let Some(sw) = &self.switch else {
+            return Stats::default();
+        };
+        let s = sw.stats();
+        let b = &self.engine_base;
+        Stats {
+            received: s.received.saturating_sub(b.received),
+            transmitted: s.transmitted.saturating_sub(b.transmitted),
+            parser_errors: s.parser_errors.saturating_sub(b.parser_errors),
+            checksum_errors: s.checksum_errors.saturating_sub(b.checksum_errors),
+            dropped_ingress: s.dropped_ingress.saturating_sub(b.dropped_ingress),
+            dropped_egress: s.dropped_egress.saturating_sub(b.dropped_egress),
+            cloned: s.cloned.saturating_sub(b.cloned),
+            resubmitted: s.resubmitted.saturating_sub(b.resubmitted),
+            recirculated: s.recirculated.saturating_sub(b.recirculated),
+            replicated: s.replicated.saturating_sub(b.replicated),
+            reinjection_limit_drops: s
+                .reinjection_limit_drops
+                .saturating_sub(b.reinjection_limit_drops),
+            priority_drops: s.priority_drops.saturating_sub(b.priority_drops),
+            index_errors: s.index_errors.saturating_sub(b.index_errors),
+            assert_failures: s.assert_failures.saturating_sub(b.assert_failures),
+        }
+    }
+
+    /// SONiC clear semantics: counters to zero, watermarks restart from the current occupancy.
+    pub fn clear(&mut self, now_ns: u64) {
+        self.counters = CoreCounters::default();
+        if let Some(sw) = &self.switch {
+            self.engine_base = sw.stats();
+        }
+        if let Some(tm) = &mut self.tm {
+            tm.clear(now_ns);
+        }
+    }
+
+    /// A frame received on `port` at `now_ns`.
+    pub fn receive(&mut self, now_ns: u64, port: u32, frame: &[u8]) {
+        if let Some(tm) = &mut self.tm {
+            if tm.on_rx_frame(now_ns, port, frame) == RxVerdict::Consumed {
+                self.counters.mac_control_consumed += 1;
+                return;
+            }
+        } else if matches!(lossless_wire::pfc::MacControl::decode(frame), Ok(Some(_))) {
+            // Without a traffic manager there is no queue to pause, but MAC control frames are
+            // still link-local: a port never forwards them.
+            self.counters.mac_control_consumed += 1;
+            return;
+        }
+        let Some(sw) = self.switch.as_mut() else {
+            self.counters.no_pipeline += 1;
+            return;
+        };
+        *self.counters.rx_frames.entry(port).or_default() += 1;
+        if let Some(log) = &self.log {
+            log.packet("Processing packet received on port", port, frame);
+        }
+        let now_us = now_ns / 1000;
+        if self.tm.is_none() {
+            let mut outs = std::mem::take(&mut self.outs);
+            sw.process(port, frame, now_us, &mut outs);
+            for o in outs.drain(..) {
+                self.transmit(o);
+            }
+            self.outs = outs;
+            return;
+        }
+        let mut jobs = std::mem::take(&mut self.jobs);
+        sw.ingress(port, frame, now_us, &mut jobs);
+        for job in jobs.drain(..) {
+            self.enqueue(now_ns, job);
+        }
+        self.jobs = jobs;
+    }
+
+    fn enqueue(&mut self, now_ns: u64, job: EgressJob) {
+        let Some(tm) = self.tm.as_mut() else {
+            return;
+        };
+        // The engine already dropped priorities without a queue (`Stats::priority_drops`).
+        let queue = if self.priority_queues > 1 {
+            job.priority as usize
+        } else {
+            0
+        };
+        let (port, len) = (job.port, job.len());
+        // bmv2's enq_qdepth: the depth the packet finds, known before it is admitted.
+        let enq_qdepth = tm.queue_depth(port, queue).map_or(0, |d| d.packets);
+        if tm
+            .enqueue(now_ns, port, queue, len, Queued { job, enq_qdepth })
+            .is_err()
+        {
+            self.counters.tm_drops += 1;
+        }
+    }
+
+    /// Transmits every packet due at `now_ns` and returns when the traffic manager next needs
+    /// a call (a line frees up, a pause ends, a watchdog poll).
+    pub fn run_due(&mut self, now_ns: u64) -> Option<u64> {
+        self.tm.as_mut()?.advance(now_ns);
+        let mut next: Option<u64> = None;
+        let mut more = std::mem::take(&mut self.more);
+        for i in 0..self.tm_ports.len() {
+            let port = self.tm_ports[i];
+            loop {
+                let tm = self.tm.as_mut()?;
+                let Some(d) = tm.dequeue(now_ns, port) else {
+                    if let Some(t) = tm.next_event_ns(now_ns, port) {
+                        next = Some(next.map_or(t, |n| n.min(t)));
+                    }
+                    break;
+                };
+                let meta = QueueMeta {
+                    enq_timestamp_us: d.enq_ns / 1000,
+                    enq_qdepth: d.pkt.enq_qdepth & QDEPTH_MASK,
+                    deq_timedelta_us: d.deq_timedelta_ns / 1000,
+                    deq_qdepth: d.deq_qdepth & QDEPTH_MASK,
+                    qid: d.queue as u32,
+                };
+                let Some(sw) = self.switch.as_mut() else {
+                    break;
+                };
+                if let Some(o) = sw.egress(d.pkt.job, meta, now_ns / 1000, &mut more) {
+                    self.transmit(o);
+                }
+                // E2E clones and recirculated packets go back through the traffic manager.
+                while let Some(job) = more.pop() {
+                    self.enqueue(now_ns, job);
+                }
+            }
+        }
+        self.more = more;
+        next
+    }
+
+    /// Adds or changes a port of the traffic manager while running.
+    pub fn configure_port(&mut self, now_ns: u64, cfg: PortConfig) -> Result<(), String> {
+        let tm = self
+            .tm
+            .as_mut()
+            .ok_or("no traffic manager: start the switch with --port-config FILE")?;
+        tm.configure_port(now_ns, cfg).map_err(|e| e.to_string())?;
+        self.tm_ports = tm.port_numbers().collect();
+        Ok(())
+    }
+
+    fn transmit(&mut self, o: Output) {
+        if Some(o.port) == self.cpu_port {
+            if let Some(sink) = &self.cpu_sink {
+                self.counters.cpu_packet_in += 1;
+                sink(o.data);
+                return;
+            }
+        }
+        match self.ports.get(&o.port) {
+            Some(p) => {
+                if let Some(log) = &self.log {
+                    log.packet("Transmitting packet out of port", o.port, &o.data);
+                }
+                if p.send(&o.data).is_ok() {
+                    *self.counters.tx_frames.entry(o.port).or_default() += 1;
+                    *self.counters.tx_bytes.entry(o.port).or_default() += o.data.len() as u64;
+                } else {
+                    self.counters.tx_errors += 1;
+                }
+            }
+            None => self.counters.unknown_egress_port += 1,
+        }
+        if let Some(sw) = &mut self.switch {
+            sw.recycle_buffer(o.data);
+        }
+    }
+}

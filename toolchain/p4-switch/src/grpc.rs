@@ -1,0 +1,88 @@
+//! The P4Runtime server (`p4runtime-server`) on `--grpc-server-addr`, over the running dataplane.
+
+use crate::runtime::{EngineJob, Handle};
+use p4runtime_server::{CpuSink, Dataplane};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use tokio::sync::oneshot;
+
+impl Dataplane for Handle {
+    fn exec(&self, f: EngineJob) {
+        Handle::exec(self, f)
+    }
+    fn set_cpu_sink(&self, sink: CpuSink) {
+        Handle::set_cpu_sink(self, sink)
+    }
+    fn inject_cpu(&self, frame: Vec<u8>) {
+        Handle::inject_cpu(self, frame)
+    }
+    fn cpu_port(&self) -> Option<u32> {
+        Handle::cpu_port(self)
+    }
+    fn device_id(&self) -> u64 {
+        Handle::device_id(self)
+    }
+}
+
+pub struct GrpcServer {
+    addr: std::net::SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl GrpcServer {
+    /// Binds `addr` now (so a busy port is a start-up error) and serves on a thread of its own.
+    pub fn start(addr: &str, handle: Handle) -> Result<GrpcServer, String> {
+        let err = |e: std::io::Error| format!("--grpc-server-addr {addr}: {e}");
+        let listener = std::net::TcpListener::bind(addr).map_err(err)?;
+        listener.set_nonblocking(true).map_err(err)?;
+        let bound = listener.local_addr().map_err(err)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(err)?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("grpc".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            eprintln!("gRPC server on {bound}: {e}");
+                            return;
+                        }
+                    };
+                    let dp: Arc<dyn Dataplane> = Arc::new(handle);
+                    let shutdown = async {
+                        let _ = rx.await;
+                    };
+                    if let Err(e) = p4runtime_server::serve_listener(listener, dp, shutdown).await {
+                        eprintln!("{e}");
+                    }
+                })
+            })
+            .map_err(err)?;
+        Ok(GrpcServer {
+            addr: bound,
+            stop: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for GrpcServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! The software switch around `switch-engine`: bmv2 `simple_switch`/`simple_switch_grpc`
+//! command line, ports, the traffic manager between ingress and egress, the statistics and
+//! port-configuration endpoint, and the runtime CLI server.
+
+pub mod app;
+pub mod cli;
+pub mod cli_server;
+pub mod core;
+pub mod grpc;
+pub mod http;
+pub mod log;
+pub mod runtime;

@@ -1,0 +1,42 @@
+//! `p4-switch`, also run as `simple_switch` and `simple_switch_grpc` (same command line) and as
+//! `simple_switch_CLI` (the runtime CLI client).
+
+use clap::Parser;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn main() {
+    let argv0 = std::env::args().next().unwrap_or_default();
+    if argv0.ends_with("simple_switch_CLI") {
+        std::process::exit(p4_switch::cli_server::client_main());
+    }
+    let args = p4_switch::app::Args::parse();
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
+            eprintln!("installing a signal handler: {e}");
+            std::process::exit(1);
+        }
+    }
+    let running = match p4_switch::app::start(&args) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    eprintln!(
+        "p4-switch running; P4Runtime on {}, stats on http://{}{}",
+        running.grpc.addr(),
+        running.stats.addr(),
+        running
+            .cli
+            .as_ref()
+            .map_or(String::new(), |c| format!(", runtime CLI on {}", c.addr()))
+    );
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    running.shutdown();
+}

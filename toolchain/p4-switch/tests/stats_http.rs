@@ -1,0 +1,117 @@
+//! The stats and port-configuration endpoint, scraped over HTTP on an ephemeral port.
+
+mod common;
+use common::*;
+use p4_switch::core::Core;
+use p4_switch::http::StatsServer;
+use p4_switch::runtime::{Clock, ClockKind, Runtime};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use switch_ports::Port;
+
+/// One HTTP/1.0 request; returns (status, body). The server side is tiny_http.
+fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text[9..12].parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+    (status, body)
+}
+
+fn wait_for(mut f: impl FnMut() -> Result<(), String>) {
+    let t = Instant::now();
+    while let Err(last) = f() {
+        assert!(t.elapsed() < Duration::from_secs(10), "timed out: {last}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn metrics_stats_clear_and_port_configuration() {
+    let (ports, host) = ports(&[0, 1]);
+    let cfg = switch_tm::TmConfig::parse(
+        "buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n",
+        switch_tm::ConfigFormat::Yaml,
+    )
+    .unwrap();
+    let core = Core::new(Some(switch("l3")), Some(cfg), ports.clone(), None, 1, 0).unwrap();
+    let rt = Runtime::start(
+        core,
+        ports.into_iter().collect(),
+        Duration::ZERO,
+        Clock::new(ClockKind::Real),
+        0,
+    )
+    .unwrap();
+    let server = StatsServer::start("127.0.0.1:0", rt.handle()).unwrap();
+    let addr = server.addr().to_string();
+    for i in 0..20u8 {
+        host[&1].send(&frame(100, i)).unwrap();
+    }
+    // A truncated IPv4 header takes the parser-error path, is counted, and (as in
+    // simple_switch) goes on through ingress with egress_spec 0: 21 frames out of port 0.
+    host[&1].send(&ipv4_frame([10, 0, 0, 1])[..20]).unwrap();
+    wait_for(|| {
+        let (_, m) = request(&addr, "GET", "/metrics", "");
+        if m.contains("p4switch_port_tx_frames_total{port=\"0\"} 21") {
+            Ok(())
+        } else {
+            Err(m)
+        }
+    });
+    let (status, m) = request(&addr, "GET", "/metrics", "");
+    assert_eq!(status, 200);
+    assert!(m.contains("p4switch_parser_errors_total 1"), "{m}");
+    assert!(m.contains("lossless_tm_"), "{m}");
+    let (status, j) = request(&addr, "GET", "/stats", "");
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(v["engine"]["parser_errors"], 1);
+    assert_eq!(v["switch"]["tx_frames"]["0"], 21);
+    assert!(v["tm"].is_object());
+
+    let (status, _) = request(&addr, "POST", "/clear", "");
+    assert_eq!(status, 200);
+    let (_, j) = request(&addr, "GET", "/stats", "");
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(v["engine"]["parser_errors"], 0);
+    assert_eq!(
+        v["switch"]["tx_frames"].as_object().map(|m| m.len()),
+        Some(0)
+    );
+
+    let (status, body) = request(
+        &addr,
+        "PUT",
+        "/ports/0",
+        "{\"rate_bps\": 25000000000, \"mtu\": 9100}",
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = request(&addr, "GET", "/ports/0", "");
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["rate_bps"], 25_000_000_000u64);
+    assert_eq!(v["mtu"], 9100);
+    let (status, body) = request(&addr, "PUT", "/ports/0", "rate_bps: 0\n");
+    assert_eq!(status, 400);
+    assert!(body.contains("rate_bps"), "{body}");
+    let (status, body) = request(&addr, "PUT", "/ports/0", "port: 3\nrate_bps: 1000\n");
+    assert_eq!(status, 400);
+    assert!(body.contains("differs"), "{body}");
+    let (status, _) = request(&addr, "GET", "/ports/x", "");
+    assert_eq!(status, 404);
+    let (status, body) = request(&addr, "GET", "/ports", "");
+    assert_eq!(status, 200);
+    assert!(body.contains("25000000000"), "{body}");
+    rt.shutdown();
+    drop(server);
+}
