@@ -86,6 +86,10 @@ build: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 	@# p4c's bmv2 backend name (the compiler takes that tool's command line from argv[0]) and
 	@# our core.p4/v1model.p4 where the installed compiler looks for them.
 	@ln -sf p4-compile $(BIN)/p4c-bm2-ss
+	@# bmv2's names for the switch (it picks its command line from argv[0]); `make run` puts
+	@# $(BIN) last on PATH, so SWITCH=simple_switch_grpc finds an installed bmv2 first.
+	@ln -sf p4-switch $(BIN)/simple_switch
+	@ln -sf p4-switch $(BIN)/simple_switch_grpc
 	@mkdir -p $(BUILD)/share/p4c/p4include
 	@install -m 644 toolchain/p4-compile/p4include/*.p4 $(BUILD)/share/p4c/p4include/
 
@@ -155,7 +159,7 @@ QUICK ?=
 export TOPO EXP QUICK
 run: build deps
 	-@$(MAKE) --no-print-directory p4
-	PATH=$(BIN):$$PATH $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
+	PATH=$$PATH:$(BIN) $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
 	    --results $(RESULTS)
 
 # Each benchmark writes JSON under results/bench/ with its baseline measured in the same run
@@ -165,6 +169,7 @@ CARGO_EXAMPLE := $(CARGO) run -q --$(PROFILE) -p
 bench: build deps
 	@mkdir -p $(BENCH_OUT)
 	$(CARGO_EXAMPLE) switch-engine --example switch-engine-bench -- $(BENCH_OUT)/switch-engine.json
+	$(CARGO_EXAMPLE) p4-switch --example p4-switch-bench -- $(BENCH_OUT)/p4-switch.json
 	$(CARGO_EXAMPLE) p4runtime-server --example p4runtime-server-bench -- $(BENCH_OUT)/p4runtime-write.json
 	$(CARGO_EXAMPLE) switch-tables --example switch-tables-bench -- $(BENCH_OUT)/switch-tables.json
 	$(CARGO_EXAMPLE) switch-hash --example switch-hash-bench -- $(BENCH_OUT)/switch-hash.json

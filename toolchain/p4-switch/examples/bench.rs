@@ -1,6 +1,6 @@
 //! Packets/s through the dataplane core (ingress, TM, egress, transmit to a port that discards)
 //! with the traffic manager shaping a 100 Gb/s port, beside the same without a traffic manager.
-//! `cargo run --release -p p4-switch --example bench -- OUT.json [PACKETS]`
+//! `cargo run --release -p p4-switch --example p4-switch-bench -- OUT.json [PACKETS]`
 //!
 //! The TM run uses a simulated clock advanced to each next event, so it measures the switch's
 //! work per packet, not the line rate. Queue 0 only: the test programs do not set

@@ -11,7 +11,9 @@ fn main() {
     if argv0.ends_with("simple_switch_CLI") {
         std::process::exit(p4_switch::cli_server::client_main());
     }
-    let args = p4_switch::app::Args::parse();
+    // bmv2 takes its target-specific options (`--grpc-server-addr`, `--cpu-port`, ...) after a
+    // `--` separator; ours are all one command line, so the separator is only dropped.
+    let args = p4_switch::app::Args::parse_from(std::env::args_os().filter(|a| a != "--"));
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
