@@ -46,7 +46,8 @@ fn run(tm: bool, packets: u64) -> Result<f64, String> {
         })
         .transpose()
         .map_err(|e| e.to_string())?;
-    let mut core = Core::new(Some(sw), cfg, ports, None, 1, 0).map_err(|e| e.to_string())?;
+    let mut core =
+        Core::new(Some(sw), cfg, ports, SwitchConfig::default(), 0).map_err(|e| e.to_string())?;
     let mut frame = vec![0u8; 64];
     frame[12] = 0x08;
     frame[13] = 0x06;

@@ -146,7 +146,7 @@ pub fn start(args: &Args) -> Result<Running, String> {
             let text =
                 std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
             Some(
-                Switch::from_json(&text, config)
+                Switch::from_json(&text, config.clone())
                     .map_err(|e| format!("{}: {}: {}", path.display(), e.path, e.message))?,
             )
         }
@@ -189,8 +189,7 @@ pub fn start(args: &Args) -> Result<Running, String> {
         switch,
         tm,
         ports.iter().cloned().collect(),
-        args.cpu_port,
-        args.priority_queues,
+        config,
         clock.now_ns(),
     )
     .map_err(|e| e.to_string())?;

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use switch_engine::{EgressJob, Output, QueueMeta, Stats, Switch};
+use switch_engine::{EgressJob, Output, QueueMeta, Stats, Switch, SwitchConfig};
 use switch_ports::Port;
 use switch_tm::{PortConfig, RxVerdict, Tm, TmConfig, TmError};
 
@@ -52,10 +52,10 @@ pub struct Core {
     /// The traffic manager's ports, in its order (refreshed when one is added).
     tm_ports: Vec<u32>,
     ports: BTreeMap<u32, Arc<dyn Port>>,
-    cpu_port: Option<u32>,
+    /// The engine settings of this switch (`--cpu-port`, `--priority-queues`, `--drop-port`),
+    /// which every pipeline it runs gets, also one loaded later over P4Runtime.
+    engine: SwitchConfig,
     cpu_sink: Option<CpuSink>,
-    /// bmv2 `--priority-queues N`; 0 or 1 means one queue.
-    priority_queues: usize,
     jobs: Vec<EgressJob>,
     more: Vec<EgressJob>,
     outs: Vec<Output>,
@@ -76,8 +76,7 @@ impl Core {
         switch: Option<Switch>,
         tm: Option<TmConfig>,
         ports: BTreeMap<u32, Arc<dyn Port>>,
-        cpu_port: Option<u32>,
-        priority_queues: usize,
+        engine: SwitchConfig,
         now_ns: u64,
     ) -> Result<Core, TmError> {
         let tm = match tm {
@@ -87,7 +86,7 @@ impl Core {
                 let missing: Vec<u32> = ports
                     .keys()
                     .copied()
-                    .chain(cpu_port)
+                    .chain(engine.cpu_port)
                     .filter(|p| tm.port_config(*p).is_none())
                     .collect();
                 for p in missing {
@@ -104,9 +103,8 @@ impl Core {
             tm,
             tm_ports,
             ports,
-            cpu_port,
+            engine,
             cpu_sink: None,
-            priority_queues,
             jobs: Vec::new(),
             more: Vec::new(),
             outs: Vec::new(),
@@ -122,7 +120,11 @@ impl Core {
     }
 
     pub fn cpu_port(&self) -> Option<u32> {
-        self.cpu_port
+        self.engine.cpu_port
+    }
+
+    pub fn engine_config(&self) -> &SwitchConfig {
+        &self.engine
     }
 
     pub fn tm(&self) -> Option<&Tm<Queued>> {
@@ -219,7 +221,7 @@ impl Core {
             return;
         };
         // The engine already dropped priorities without a queue (`Stats::priority_drops`).
-        let queue = if self.priority_queues > 1 {
+        let queue = if self.engine.priority_queues > 1 {
             job.priority as usize
         } else {
             0
@@ -286,7 +288,7 @@ impl Core {
     }
 
     fn transmit(&mut self, o: Output) {
-        if Some(o.port) == self.cpu_port {
+        if Some(o.port) == self.engine.cpu_port {
             if let Some(sink) = &self.cpu_sink {
                 self.counters.cpu_packet_in += 1;
                 sink(o.data);

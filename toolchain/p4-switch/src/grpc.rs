@@ -4,6 +4,7 @@ use crate::runtime::{EngineJob, Handle};
 use p4runtime_server::{CpuSink, Dataplane};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use switch_engine::SwitchConfig;
 use tokio::sync::oneshot;
 
 impl Dataplane for Handle {
@@ -16,8 +17,8 @@ impl Dataplane for Handle {
     fn inject_cpu(&self, frame: Vec<u8>) {
         Handle::inject_cpu(self, frame)
     }
-    fn cpu_port(&self) -> Option<u32> {
-        Handle::cpu_port(self)
+    fn engine_config(&self) -> SwitchConfig {
+        Handle::engine_config(self)
     }
     fn device_id(&self) -> u64 {
         Handle::device_id(self)

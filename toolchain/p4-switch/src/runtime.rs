@@ -8,7 +8,7 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryS
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use switch_engine::Switch;
+use switch_engine::{Switch, SwitchConfig};
 use switch_ports::{Port, Recv, MAX_FRAME};
 
 /// Frames and closures waiting for the dataplane thread. Bounded: a full queue makes receive
@@ -68,7 +68,7 @@ struct Shared {
     tx: SyncSender<Msg>,
     pool: Mutex<Vec<Vec<u8>>>,
     stop: AtomicBool,
-    cpu_port: Option<u32>,
+    engine: SwitchConfig,
     device_id: u64,
     clock: Clock,
 }
@@ -130,13 +130,13 @@ impl Handle {
     }
 
     pub fn inject_cpu(&self, frame: Vec<u8>) {
-        if let Some(p) = self.shared.cpu_port {
+        if let Some(p) = self.shared.engine.cpu_port {
             self.inject(p, &frame);
         }
     }
 
-    pub fn cpu_port(&self) -> Option<u32> {
-        self.shared.cpu_port
+    pub fn engine_config(&self) -> SwitchConfig {
+        self.shared.engine.clone()
     }
 
     pub fn device_id(&self) -> u64 {
@@ -169,7 +169,7 @@ impl Runtime {
             tx,
             pool: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
-            cpu_port: core.cpu_port(),
+            engine: core.engine_config().clone(),
             device_id,
             clock,
         });

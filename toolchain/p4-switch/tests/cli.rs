@@ -7,6 +7,7 @@ use p4_switch::cli_server::{CliClient, CliServer};
 use p4_switch::core::Core;
 use p4_switch::runtime::{Clock, ClockKind, Runtime};
 use std::time::Duration;
+use switch_engine::SwitchConfig;
 
 fn core(
     prog: &str,
@@ -17,7 +18,7 @@ fn core(
 ) {
     let (ports, host) = ports(ports_);
     (
-        Core::new(Some(switch(prog)), None, ports, None, 1, 0).unwrap(),
+        Core::new(Some(switch(prog)), None, ports, SwitchConfig::default(), 0).unwrap(),
         host,
     )
 }
@@ -171,7 +172,14 @@ fn set_queue_depth_limits_tm_queues() {
         switch_tm::ConfigFormat::Yaml,
     )
     .unwrap();
-    let mut c = Core::new(Some(switch("l3")), Some(cfg), ports, None, 1, 0).unwrap();
+    let mut c = Core::new(
+        Some(switch("l3")),
+        Some(cfg),
+        ports,
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap();
     execute(&mut c, 0, "set_queue_depth 5 0").unwrap();
     for i in 0..8u8 {
         c.receive(0, 1, &frame(100, i));
@@ -182,7 +190,14 @@ fn set_queue_depth_limits_tm_queues() {
 #[test]
 fn commands_over_tcp() {
     let (ports, _host) = ports(&[0, 1]);
-    let core = Core::new(Some(switch("l3")), None, ports.clone(), None, 1, 0).unwrap();
+    let core = Core::new(
+        Some(switch("l3")),
+        None,
+        ports.clone(),
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap();
     let rt = Runtime::start(
         core,
         ports.into_iter().collect(),
@@ -214,7 +229,7 @@ fn action_profile_members_groups_and_indirect_entries() {
     let text = std::fs::read_to_string(&path).unwrap();
     let sw = switch_engine::Switch::from_json(&text, Default::default()).unwrap();
     let (ports, host) = ports(&[0, 1, 2]);
-    let mut c = Core::new(Some(sw), None, ports, None, 1, 0).unwrap();
+    let mut c = Core::new(Some(sw), None, ports, SwitchConfig::default(), 0).unwrap();
     let out = execute(
         &mut c,
         0,

@@ -4,6 +4,7 @@ mod common;
 use common::*;
 use lossless_wire::pfc::MacControl;
 use p4_switch::core::Core;
+use switch_engine::SwitchConfig;
 use switch_tm::{wire_bytes, ConfigFormat, TmConfig};
 
 const GBPS: u64 = 1_000_000_000;
@@ -25,7 +26,14 @@ fn run_until_idle(core: &mut Core, mut now: u64) -> u64 {
 fn rate_limited_port_drains_at_line_rate() {
     let (ports, host) = ports(&[0, 1]);
     let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n");
-    let mut core = Core::new(Some(switch("l3")), Some(cfg), ports, None, 1, 0).unwrap();
+    let mut core = Core::new(
+        Some(switch("l3")),
+        Some(cfg),
+        ports,
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap();
     for i in 0..100u8 {
         core.receive(0, 1, &frame(100, i));
     }
@@ -46,7 +54,14 @@ fn rate_limited_port_drains_at_line_rate() {
 fn pfc_frame_pauses_the_queue_until_quanta_expire() {
     let (ports, host) = ports(&[0, 1]);
     let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 0}}\n");
-    let mut core = Core::new(Some(switch("l3")), Some(cfg), ports, None, 1, 0).unwrap();
+    let mut core = Core::new(
+        Some(switch("l3")),
+        Some(cfg),
+        ports,
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap();
     let pfc = MacControl::pfc_xoff(1 << 3, 100).encode([2, 0, 0, 0, 0, 1]);
     core.receive(0, 0, &pfc);
     for i in 0..3u8 {
@@ -70,7 +85,14 @@ fn pfc_frame_pauses_the_queue_until_quanta_expire() {
 fn pfc_xon_resumes_at_once() {
     let (ports, host) = ports(&[0, 1]);
     let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 0}}\n");
-    let mut core = Core::new(Some(switch("l3")), Some(cfg), ports, None, 1, 0).unwrap();
+    let mut core = Core::new(
+        Some(switch("l3")),
+        Some(cfg),
+        ports,
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap();
     core.receive(0, 0, &MacControl::pfc_xoff(1 << 3, 0xffff).encode([2; 6]));
     core.receive(0, 1, &frame(64, 1));
     core.run_due(10);
@@ -84,7 +106,14 @@ fn pfc_xon_resumes_at_once() {
 fn overflow_is_dropped_and_counted_by_reason() {
     let (ports, host) = ports(&[0, 1]);
     let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - port: 0\n    rate_bps: 1000000000\n    queues: [{queue: 0, limit_packets: 10}]\n");
-    let mut core = Core::new(Some(switch("l3")), Some(cfg), ports, None, 1, 0).unwrap();
+    let mut core = Core::new(
+        Some(switch("l3")),
+        Some(cfg),
+        ports,
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap();
     for i in 0..30u8 {
         core.receive(0, 1, &frame(100, i));
     }
@@ -98,7 +127,7 @@ fn overflow_is_dropped_and_counted_by_reason() {
 #[test]
 fn without_a_traffic_manager_egress_follows_ingress_at_once() {
     let (ports, host) = ports(&[0, 1]);
-    let mut core = Core::new(Some(switch("l3")), None, ports, None, 1, 0).unwrap();
+    let mut core = Core::new(Some(switch("l3")), None, ports, SwitchConfig::default(), 0).unwrap();
     for i in 0..5u8 {
         core.receive(0, 1, &frame(100, i));
     }
@@ -114,7 +143,14 @@ fn without_a_traffic_manager_egress_follows_ingress_at_once() {
 fn live_port_reconfiguration_changes_the_rate() {
     let (ports, host) = ports(&[0, 1]);
     let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n");
-    let mut core = Core::new(Some(switch("l3")), Some(cfg), ports, None, 1, 0).unwrap();
+    let mut core = Core::new(
+        Some(switch("l3")),
+        Some(cfg),
+        ports,
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap();
     core.configure_port(0, switch_tm::PortConfig::new(0, 10 * GBPS))
         .unwrap();
     for i in 0..10u8 {
@@ -132,7 +168,17 @@ fn live_port_reconfiguration_changes_the_rate() {
 #[test]
 fn cpu_port_frames_go_to_the_sink() {
     let (ports, _host) = ports(&[1]);
-    let mut core = Core::new(Some(switch("l3")), None, ports, Some(0), 1, 0).unwrap();
+    let mut core = Core::new(
+        Some(switch("l3")),
+        None,
+        ports,
+        SwitchConfig {
+            cpu_port: Some(0),
+            ..SwitchConfig::default()
+        },
+        0,
+    )
+    .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let tx = std::sync::Mutex::new(tx);
     core.set_cpu_sink(Box::new(move |f| {

@@ -8,6 +8,7 @@ use p4_switch::runtime::{Clock, ClockKind, Runtime};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+use switch_engine::SwitchConfig;
 use switch_ports::Port;
 
 /// One HTTP/1.0 request; returns (status, body). The server side is tiny_http.
@@ -43,7 +44,14 @@ fn metrics_stats_clear_and_port_configuration() {
         switch_tm::ConfigFormat::Yaml,
     )
     .unwrap();
-    let core = Core::new(Some(switch("l3")), Some(cfg), ports.clone(), None, 1, 0).unwrap();
+    let core = Core::new(
+        Some(switch("l3")),
+        Some(cfg),
+        ports.clone(),
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap();
     let rt = Runtime::start(
         core,
         ports.into_iter().collect(),

@@ -25,6 +25,7 @@ use p4runtime_proto::p4runtime::{
 };
 use p4runtime_proto::{P4Runtime, P4RuntimeServer};
 use prost::Message;
+use switch_engine::SwitchConfig;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -48,8 +49,9 @@ pub trait Dataplane: Send + Sync + 'static {
     fn set_cpu_sink(&self, sink: CpuSink);
     /// Injects a frame as if received on the CPU port (PacketOut).
     fn inject_cpu(&self, frame: Vec<u8>);
-    /// The CPU port (`--cpu-port`), if the switch has one.
-    fn cpu_port(&self) -> Option<u32>;
+    /// The engine settings of the hosting switch (`--cpu-port`, `--priority-queues`,
+    /// `--drop-port`): a pipeline set over P4Runtime must run with them, not with defaults.
+    fn engine_config(&self) -> SwitchConfig;
     /// The P4Runtime device id this switch answers to.
     fn device_id(&self) -> u64;
 }
@@ -473,8 +475,13 @@ impl P4Runtime for Server {
             let p4info = c
                 .p4info
                 .ok_or_else(|| status(Code::InvalidArgument, "config without p4info"))?;
-            pipeline::verify(p4info, c.p4_device_config, c.cookie, self.dp.cpu_port())
-                .map_err(|m| status(Code::InvalidArgument, m))
+            pipeline::verify(
+                p4info,
+                c.p4_device_config,
+                c.cookie,
+                self.dp.engine_config(),
+            )
+            .map_err(|m| status(Code::InvalidArgument, m))
         };
         match action {
             ConfigAction::Unspecified => {

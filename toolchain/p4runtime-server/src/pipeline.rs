@@ -85,14 +85,10 @@ pub fn verify(
     p4info: P4Info,
     device_config: Vec<u8>,
     cookie: Option<Cookie>,
-    cpu_port: Option<u32>,
+    config: SwitchConfig,
 ) -> Result<(Pipeline, Switch), String> {
     let text = std::str::from_utf8(&device_config)
         .map_err(|e| format!("p4_device_config is not UTF-8 BMv2 JSON: {e}"))?;
-    let config = SwitchConfig {
-        cpu_port,
-        ..SwitchConfig::default()
-    };
     let sw = Switch::from_json(text, config)
         .map_err(|e| format!("p4_device_config (BMv2 JSON): {e}"))?;
     let engine_tables = sw.tables();

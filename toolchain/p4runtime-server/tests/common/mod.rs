@@ -54,8 +54,11 @@ impl Dataplane for TestDp {
             }
         }
     }
-    fn cpu_port(&self) -> Option<u32> {
-        Some(CPU_PORT)
+    fn engine_config(&self) -> SwitchConfig {
+        SwitchConfig {
+            cpu_port: Some(CPU_PORT),
+            ..SwitchConfig::default()
+        }
     }
     fn device_id(&self) -> u64 {
         DEVICE
