@@ -129,7 +129,7 @@ lint: $(STAMPS)/rust $(STAMPS)/venv
 
 # The PTF tests that pass against p4-switch today; `make ptf` runs them all. The others are
 # listed with what they observe in ptf-tests/README.md (issue 10).
-PTF_CI_TESTS := l3 ecmp.EcmpFiveTupleSpread learning punt.ArpNdIp2mePunt scale qos \
+PTF_CI_TESTS := l3 ecmp.EcmpFiveTupleSpread learning punt.ArpNdIp2mePunt scale \
 	sfc.SfcConversionAtSourceTorOnly
 
 test: build deps lint

@@ -10,6 +10,7 @@ use p4runtime_proto::p4runtime::{
     GetForwardingPipelineConfigRequest, PacketOut, ReadRequest, SetForwardingPipelineConfigRequest,
     StreamMessageRequest, TableAction, TableEntry, Update, WriteRequest,
 };
+use p4runtime_server::Dataplane;
 use prost::Message;
 
 fn lpm(field: u32, value: Vec<u8>, len: i32) -> FieldMatch {
@@ -234,6 +235,23 @@ async fn pipeline_set_and_get() {
         .config
         .unwrap();
     assert_eq!(cookie.cookie.unwrap().cookie, 42);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_runs_with_the_switch_engine_settings() {
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let l3 = L3::new();
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let want = dp.engine_config();
+    let guard = dp.sw.lock().unwrap();
+    let got = guard.as_ref().expect("a pipeline is installed").config();
+    assert_eq!(
+        (got.cpu_port, got.priority_queues, got.drop_port),
+        (want.cpu_port, want.priority_queues, want.drop_port)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -55,8 +55,11 @@ impl Dataplane for TestDp {
         }
     }
     fn engine_config(&self) -> SwitchConfig {
+        // Not the engine's defaults, so a pipeline set over P4Runtime shows whether it got them.
         SwitchConfig {
             cpu_port: Some(CPU_PORT),
+            priority_queues: 8,
+            drop_port: 500,
             ..SwitchConfig::default()
         }
     }
