@@ -6,38 +6,18 @@ Needs `make build` (build/bin/p4-compile and build/bin/p4-switch), which `make t
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from lossless_ctl.cli import main as ctl_main
+from lossless_topo.switch import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin"
 CONFIG = ROOT / "ptf-tests" / "config" / "config_db.json"
 DEVICE_ID = 1
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"p4-switch exited with {proc.returncode} before listening")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"p4-switch did not listen on 127.0.0.1:{port} within {timeout} s")
 
 
 @pytest.fixture(scope="module")
@@ -64,31 +44,33 @@ def pipeline(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def switch():
-    grpc_port, stats_port = _free_port(), _free_port()
-    proc = subprocess.Popen(
-        [
-            BIN / "p4-switch",
-            "--no-p4",
-            "--device-id",
-            str(DEVICE_ID),
-            "--cpu-port",
-            "255",
-            "--grpc-server-addr",
-            f"127.0.0.1:{grpc_port}",
-            "--stats-addr",
-            f"127.0.0.1:{stats_port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+def switch(tmp_path):
+    grpc_port, stats_port = free_port(), free_port()
+    log = tmp_path / "p4-switch.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [
+                BIN / "p4-switch",
+                "--no-p4",
+                "--device-id",
+                str(DEVICE_ID),
+                "--cpu-port",
+                "255",
+                "--grpc-server-addr",
+                f"127.0.0.1:{grpc_port}",
+                "--stats-addr",
+                f"127.0.0.1:{stats_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
-        _wait_listening(grpc_port, proc)
+        wait_for_port(grpc_port, proc, log, timeout_s=20)
         yield f"127.0.0.1:{grpc_port}"
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=10)
-        assert proc.returncode == 0, f"p4-switch exited {proc.returncode}: {err.decode()}"
+        proc.wait(timeout=10)
+        assert proc.returncode == 0, f"p4-switch exited {proc.returncode}: {log.read_text()}"
 
 
 def _load(switch: str, pipeline: Path, *extra: str) -> int:
