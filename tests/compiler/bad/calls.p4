@@ -62,6 +62,6 @@ extern void defaults(out bit<32> x = 0, @optional bit<32> y = 0);
 
 extern Dir { Dir(in bit<8> size); }
 control WithCtor(inout h_t h)(inout bit<8> k) {
-    action sw() { switch (h.a) { 1: { h.b = 1; } } }
+    action sw() { switch (h.a) { 1: { h.b = 1; } 1: { h.b = 2; } } }
     apply { }
 }

@@ -14,8 +14,8 @@ use num_bigint::BigInt;
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
-    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Stmt, StmtKind, Type,
-    TypeDeclKind, Value,
+    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Stmt, StmtKind, SwitchCase,
+    SwitchLabel, Type, TypeDeclKind, Value,
 };
 use p4_syntax::ast::Direction;
 use p4_syntax::Span;
@@ -35,6 +35,9 @@ pub(crate) struct Body {
     fixups: Vec<(usize, usize, usize)>,
     /// Innermost inlined callee: its end label and where its result goes.
     returns: Vec<(usize, Option<Place>)>,
+    /// Per inlined callee (innermost last), its `out`/`inout` copy-outs: `exit` performs them
+    /// all before ending the pipeline, as the specification requires.
+    copy_outs: Vec<Vec<(Place, Place, Span)>>,
     pub parser: bool,
 }
 
@@ -63,7 +66,7 @@ impl Body {
         self.labels[l] = Some(self.prims.len());
     }
 
-    fn jump(&mut self, l: usize) {
+    pub fn jump(&mut self, l: usize) {
         self.fixups.push((self.prims.len(), 0, l));
         self.push("_jump", vec![Tv::Int(0)]);
     }
@@ -135,6 +138,12 @@ impl Ctx<'_> {
                 if b.parser {
                     return unsupported(s.span, "`exit` in a parser");
                 }
+                for frame in b.copy_outs.clone().iter().rev() {
+                    for (dst, tmp, span) in frame {
+                        self.copy(b, dst, tmp, *span)?;
+                    }
+                }
+                self.exit_copy_outs(b)?;
                 b.push("exit", vec![]);
                 Ok(())
             }
@@ -148,11 +157,19 @@ impl Ctx<'_> {
                 b.jump(l);
                 Ok(())
             }
-            StmtKind::Switch(..) => unsupported(s.span, "`switch` inside an action or function"),
+            StmtKind::Switch(e, cases) => self.switch_stmt(b, e, cases),
             StmtKind::Empty | StmtKind::Const(_) => Ok(()),
             StmtKind::Var(d) => {
-                let pl = self.local_place(*d)?;
-                self.frame.env.insert(*d, Bind::Place(pl.clone()));
+                // A control's locals are bound before its statements are lowered (back to
+                // front, `lower_block`), so later statements already name that place.
+                let pl = match self.frame.env.get(d) {
+                    Some(Bind::Place(pl)) => pl.clone(),
+                    _ => {
+                        let pl = self.local_place(*d)?;
+                        self.frame.env.insert(*d, Bind::Place(pl.clone()));
+                        pl
+                    }
+                };
                 if let DeclKind::Var {
                     init: Some(init), ..
                 } = &self.p.decl(*d).kind
@@ -162,6 +179,54 @@ impl Ctx<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// The copy-outs of the sub-controls being inlined (innermost first), which `exit`
+    /// performs before ending the pipeline.
+    pub fn exit_copy_outs(&mut self, b: &mut Body) -> R<()> {
+        for frame in self.ctl_copy_outs.clone().iter().rev() {
+            for (dst, tmp, span) in frame {
+                self.copy(b, dst, tmp, *span)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `switch (e)` on a value inside an action or function: the value saved once, then one
+    /// test per group of labels sharing a body (first match wins, `default` last).
+    fn switch_stmt(&mut self, b: &mut Body, e: &Expr, cases: &[SwitchCase]) -> R<()> {
+        let tmp = self.scalar("switch", &repr(self, &e.ty), e.span)?;
+        self.assign_expr(b, &tmp, e)?;
+        let key = self.read(&tmp, e.span)?;
+        let end = b.new_label();
+        let mut labels: Vec<&SwitchLabel> = Vec::new();
+        for c in cases {
+            labels.push(&c.label);
+            let Some(body) = &c.body else { continue };
+            let next = b.new_label();
+            if !labels.iter().any(|l| matches!(l, SwitchLabel::Default)) {
+                let mut cond: Option<Tv> = None;
+                for l in &labels {
+                    let SwitchLabel::Value(v) = l else {
+                        return unsupported(e.span, "an action label in a switch on a value");
+                    };
+                    let t = op("==", key.clone(), self.rv(b, v)?);
+                    cond = Some(match cond {
+                        Some(c) => op("or", c, t),
+                        None => t,
+                    });
+                }
+                if let Some(cond) = cond {
+                    b.jump_if_zero(b2d(cond), next);
+                }
+            }
+            self.stmts(b, &body.stmts)?;
+            b.jump(end);
+            b.place_label(next);
+            labels.clear();
+        }
+        b.place_label(end);
+        Ok(())
     }
 
     /// `dst = rhs` for any type.
@@ -191,6 +256,16 @@ impl Ctx<'_> {
                     }
                     for (i, v) in vals.iter().enumerate() {
                         let fp = self.member(dst, i, rhs.span)?;
+                        if let Value::Tuple(_) = v {
+                            // A nested struct or header value.
+                            let inner = Expr {
+                                kind: ExprKind::Const(v.clone()),
+                                ty: rhs.ty.clone(),
+                                span: rhs.span,
+                            };
+                            self.assign_expr(b, &fp, &inner)?;
+                            continue;
+                        }
                         let tv = value_tv(v, rhs.span)?;
                         self.assign_tv(b, &fp, tv, rhs.span)?;
                     }
@@ -429,6 +504,21 @@ impl Ctx<'_> {
             let bind = match (prm.dir, arg) {
                 (None, None) if self.frame.env.contains_key(&prm.decl) => continue,
                 (_, None) => Bind::Place(self.fresh_place(&prm.name, &prm.ty, e.span)?),
+                // Directionless aggregates (a struct argument of a function) are copied in.
+                (None, Some(a))
+                    if matches!(
+                        prm.ty,
+                        Type::Header(_)
+                            | Type::Struct(_)
+                            | Type::HeaderUnion(_)
+                            | Type::Stack(..)
+                            | Type::Tuple(_)
+                    ) =>
+                {
+                    let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
+                    self.assign_expr(b, &tmp, a)?;
+                    Bind::Place(tmp)
+                }
                 (None, Some(a)) => {
                     let v = self.rv(b, a)?;
                     if matches!(a.kind, ExprKind::Const(_)) {
@@ -467,8 +557,10 @@ impl Ctx<'_> {
         };
         let end = b.new_label();
         b.returns.push((end, res.clone()));
+        b.copy_outs.push(copy_out.clone());
         let r = self.stmts(b, &body.stmts);
         b.returns.pop();
+        b.copy_outs.pop();
         r?;
         b.place_label(end);
         for (dst, tmp, span) in copy_out {
@@ -561,7 +653,7 @@ impl Ctx<'_> {
                 let fl = if name == "clone_preserving_field_list" {
                     self.field_list(self.arg(c, 2, e)?)?
                 } else if name == "clone3" {
-                    return unsupported(e.span, "clone3 (use clone_preserving_field_list)");
+                    self.data_field_list(b, self.arg(c, 2, e)?)?
                 } else {
                     0
                 };
@@ -571,6 +663,10 @@ impl Ctx<'_> {
                     "clone_egress_pkt_to_egress"
                 };
                 b.push(o, vec![session, hex_u(fl as u64)]);
+            }
+            "resubmit" | "recirculate" => {
+                let fl = self.data_field_list(b, self.arg(c, 0, e)?)?;
+                b.push(name, vec![hex_u(fl as u64)]);
             }
             "resubmit_preserving_field_list" | "recirculate_preserving_field_list" => {
                 let fl = self.field_list(self.arg(c, 0, e)?)?;
@@ -619,7 +715,43 @@ impl Ctx<'_> {
                 let err = self.rv(b, self.arg(c, 1, e)?)?;
                 b.push("verify", vec![v, err]);
             }
-            _ => return unsupported(e.span, format!("the extern `{name}` here")),
+            "verify_checksum"
+            | "update_checksum"
+            | "verify_checksum_with_payload"
+            | "update_checksum_with_payload"
+            | "verify" => return unsupported(e.span, format!("the extern `{name}` here")),
+            // A program's own extern function: a primitive of that name, as p4c emits it
+            // (bmv2 runs it when registered with BM_REGISTER_EXTERN_FUNCTION).
+            _ => {
+                if e.ty != Type::Void {
+                    return unsupported(e.span, "an extern function that returns a value");
+                }
+                let mut params = Vec::new();
+                let mut backs = Vec::new();
+                for (prm, a) in c.params.iter().zip(&c.args) {
+                    let Some(a) = a else {
+                        return unsupported(e.span, "a call with an omitted argument");
+                    };
+                    match prm.dir {
+                        Some(dir @ (Direction::Out | Direction::InOut)) => {
+                            let (tv, back) = self.out_field(b, a)?;
+                            if let (Direction::InOut, Some((dst, tmp))) = (dir, &back) {
+                                self.copy(b, tmp, dst, a.span)?;
+                            }
+                            params.push(tv);
+                            backs.push(back);
+                        }
+                        _ => {
+                            let v = self.rv(b, a)?;
+                            params.push(if a.ty == Type::Bool { b2d(v) } else { v });
+                        }
+                    }
+                }
+                b.push(name, params);
+                for back in backs {
+                    self.finish_out(b, back, e.span)?;
+                }
+            }
         }
         Ok(())
     }
@@ -751,6 +883,39 @@ impl Ctx<'_> {
         });
         self.field_lists.insert(n, id);
         Ok(id)
+    }
+
+    /// The field list of the deprecated `clone3`/`resubmit`/`recirculate` data argument (a
+    /// list or struct of metadata fields, p4c's `fl`): one new list per call.
+    fn data_field_list(&mut self, b: &mut Body, data: &Expr) -> R<i64> {
+        let items: Vec<&Expr> = match &data.kind {
+            ExprKind::Tuple(items) => items.iter().collect(),
+            _ => vec![data],
+        };
+        let mut elements = Vec::new();
+        for it in items {
+            let pl = self.place(b, it)?;
+            Self::preserved_fields(&pl, it.span, &mut elements)?;
+        }
+        let id = self.json.field_lists.len() as i64 + 1;
+        let name = self.fresh("fl");
+        self.json
+            .field_lists
+            .push(j::FieldList { name, id, elements });
+        Ok(id)
+    }
+
+    fn preserved_fields(pl: &Place, span: Span, out: &mut Vec<Tv>) -> R<()> {
+        match pl {
+            Place::Scalar { h, f, .. } => out.push(Tv::Field(j::FieldRef(h.clone(), f.clone()))),
+            Place::Struct { fields } => {
+                for f in fields {
+                    Self::preserved_fields(f, span, out)?;
+                }
+            }
+            _ => return unsupported(span, "preserving this value (only metadata fields)"),
+        }
+        Ok(())
     }
 
     fn collect_field_list(&self, ty: p4_sema::ir::TypeId, pl: &Place, n: u64, out: &mut Vec<Tv>) {

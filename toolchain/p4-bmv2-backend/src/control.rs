@@ -8,15 +8,15 @@
 //! `return` continuing after the call; `exit` ends the pipeline.
 
 use crate::body::{const_int, Body};
-use crate::expr::{has_call, hex, mask, unsigned};
+use crate::expr::{has_call, has_table_hit, hex, mask, unsigned};
 use crate::layout::Place;
 use crate::{unsupported, Bind, Ctx, Frame, R};
 use num_bigint::BigInt;
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
-    ActionRef, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Param, Stmt, StmtKind,
-    SwitchLabel, TableField, Type,
+    ActionRef, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Param, Program, Stmt, StmtKind,
+    SwitchLabel, TableField, Type, Value,
 };
 use p4_syntax::ast::{BinOp, UnOp};
 use p4_syntax::Span;
@@ -31,13 +31,38 @@ enum Succ {
     PerAction(HashMap<DeclId, Next>, Next),
 }
 
-fn is_straight(s: &Stmt) -> bool {
+fn is_straight(p: &Program, s: &Stmt) -> bool {
     match &s.kind {
-        StmtKind::Assign(..) | StmtKind::Var(_) | StmtKind::Const(_) | StmtKind::Empty => true,
+        StmtKind::Assign(_, r) => !has_table_hit(r),
+        StmtKind::Var(d) => match &p.decl(*d).kind {
+            DeclKind::Var { init: Some(i), .. } => !has_table_hit(i),
+            _ => true,
+        },
+        StmtKind::Const(_) | StmtKind::Empty => true,
         StmtKind::Call(e) => {
             !matches!(&e.kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Apply(_)))
         }
         _ => false,
+    }
+}
+
+/// The outermost operands of `e` that apply a table and that `value_node` evaluates as a
+/// whole (a hit/miss, `&&`, `||`, `?:`), in evaluation order.
+fn hit_operands<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    for c in crate::expr::children(e) {
+        if !has_table_hit(c) {
+            continue;
+        }
+        let whole = table_hit(c).is_some()
+            || matches!(
+                c.kind,
+                ExprKind::Ternary(..) | ExprKind::Binary(BinOp::And | BinOp::Or, _, _)
+            );
+        if whole {
+            out.push(c);
+        } else {
+            hit_operands(c, out);
+        }
     }
 }
 
@@ -114,7 +139,7 @@ impl Ctx<'_> {
             self.bind_locals(s)?;
         }
         for s in stmts.iter().rev() {
-            if is_straight(s) {
+            if is_straight(self.p, s) {
                 pending.push(s);
                 continue;
             }
@@ -224,7 +249,13 @@ impl Ctx<'_> {
     fn lower_ctl(&mut self, s: &Stmt, k: Next, ret: Next) -> R<Next> {
         match &s.kind {
             StmtKind::Block(b) => self.lower_block(&b.stmts, k, ret),
-            StmtKind::Exit => Ok(None),
+            StmtKind::Exit => {
+                // `exit` in a sub-control still copies its (and its callers') arguments out.
+                let mut b = Body::new(false);
+                b.open();
+                self.exit_copy_outs(&mut b)?;
+                self.action_node(b, None)
+            }
             StmtKind::Return(_) => Ok(ret),
             StmtKind::If(c, t, e) => {
                 let tn = self.lower_block(std::slice::from_ref(t), k.clone(), ret.clone())?;
@@ -236,6 +267,12 @@ impl Ctx<'_> {
                     let (h, m) = if hit { (tn, en) } else { (en, tn) };
                     return self.table_node(tbl, s.span, Succ::HitMiss(h, m));
                 }
+                if has_table_hit(c) {
+                    let tmp = self.scalar("cond", &Type::Bool, c.span)?;
+                    let cond = self.read(&tmp, c.span)?;
+                    let node = self.cond_node(cond, tn, en);
+                    return self.value_node(c, &tmp, node);
+                }
                 let mut pre = Body::new(false);
                 pre.open();
                 let cond = if has_call(c) {
@@ -245,23 +282,28 @@ impl Ctx<'_> {
                 } else {
                     self.rv(&mut pre, c)?
                 };
-                let name = self.fresh("node");
-                let id = self
-                    .json
-                    .pipelines
-                    .iter()
-                    .map(|p| p.conditionals.len())
-                    .sum::<usize>()
-                    + self.pipe.conditionals.len();
-                self.pipe.conditionals.push(j::Conditional {
-                    name: name.clone(),
-                    id: id as i64,
-                    expression: cond,
-                    true_next: tn,
-                    false_next: en,
-                    source_info: None,
-                });
-                self.action_node(pre, Some(name))
+                let node = self.cond_node(cond, tn, en);
+                self.action_node(pre, node)
+            }
+            // Reached only when the value applies a table (`is_straight`).
+            StmtKind::Assign(l, r) => {
+                let mut pre = Body::new(false);
+                pre.open();
+                let dst = self.place(&mut pre, l)?;
+                let node = self.value_node(r, &dst, k)?;
+                self.action_node(pre, node)
+            }
+            StmtKind::Var(d) => {
+                let (
+                    DeclKind::Var {
+                        init: Some(init), ..
+                    },
+                    Some(Bind::Place(dst)),
+                ) = (&self.p.decl(*d).kind, self.frame.env.get(d).cloned())
+                else {
+                    return unsupported(s.span, "this declaration");
+                };
+                self.value_node(init, &dst, k)
             }
             StmtKind::Switch(e, cases) => {
                 let ExprKind::TableApply(tbl, TableField::ActionRun) = &e.kind else {
@@ -303,6 +345,123 @@ impl Ctx<'_> {
             }
             _ => unsupported(s.span, "this statement in an apply block"),
         }
+    }
+
+    /// A conditional node on `cond`.
+    fn cond_node(&mut self, cond: Tv, true_next: Next, false_next: Next) -> Next {
+        let name = self.fresh("node");
+        let id = self
+            .json
+            .pipelines
+            .iter()
+            .map(|p| p.conditionals.len())
+            .sum::<usize>()
+            + self.pipe.conditionals.len();
+        self.pipe.conditionals.push(j::Conditional {
+            name: name.clone(),
+            id: id as i64,
+            expression: cond,
+            true_next,
+            false_next,
+            source_info: None,
+        });
+        Some(name)
+    }
+
+    /// Nodes computing `dst = e` then continuing at `k`, where `e` applies tables for their
+    /// `hit`/`miss` (as p4c's `SideEffectOrdering` does): `&&`, `||` and `?:` become
+    /// conditionals so that a table is applied only when the operator evaluates that operand.
+    fn value_node(&mut self, e: &Expr, dst: &Place, k: Next) -> R<Next> {
+        if !has_table_hit(e) {
+            let mut b = Body::new(false);
+            b.open();
+            self.assign_expr(&mut b, dst, e)?;
+            return self.action_node(b, k);
+        }
+        if let Some((tbl, hit)) = table_hit(e) {
+            let t = self.const_node(dst, hit, e.span, k.clone())?;
+            let f = self.const_node(dst, !hit, e.span, k)?;
+            return self.table_node(tbl, e.span, Succ::HitMiss(t, f));
+        }
+        match &e.kind {
+            ExprKind::Binary(op @ (BinOp::And | BinOp::Or), a, b) => {
+                // The left operand decides alone when it is false (`&&`) or true (`||`).
+                let tmp = self.scalar("cond", &Type::Bool, a.span)?;
+                let done = {
+                    let mut bd = Body::new(false);
+                    bd.open();
+                    let v = self.read(&tmp, e.span)?;
+                    self.assign_tv(&mut bd, dst, v, e.span)?;
+                    self.action_node(bd, k)?
+                };
+                let rest = self.value_node(b, &tmp, done.clone())?;
+                let cond = self.read(&tmp, a.span)?;
+                let node = if *op == BinOp::And {
+                    self.cond_node(cond, rest, done)
+                } else {
+                    self.cond_node(cond, done, rest)
+                };
+                self.value_node(a, &tmp, node)
+            }
+            ExprKind::Ternary(c, x, y) => {
+                let tmp = self.scalar("cond", &Type::Bool, c.span)?;
+                let xn = self.value_node(x, dst, k.clone())?;
+                let yn = self.value_node(y, dst, k)?;
+                let cond = self.read(&tmp, c.span)?;
+                let node = self.cond_node(cond, xn, yn);
+                self.value_node(c, &tmp, node)
+            }
+            _ => {
+                // Operands that apply a table are computed first (into temporaries), then
+                // the expression; other operands must not have side effects to reorder.
+                let mut subs = Vec::new();
+                hit_operands(e, &mut subs);
+                let mut rest_has_call = false;
+                crate::expr::children(e).iter().for_each(|c| {
+                    if !has_table_hit(c) && has_call(c) {
+                        rest_has_call = true;
+                    }
+                });
+                if rest_has_call || subs.is_empty() {
+                    return unsupported(
+                        e.span,
+                        "a table's hit/miss beside other side effects in an expression",
+                    );
+                }
+                let mut temps = Vec::new();
+                for sub in &subs {
+                    temps.push(self.scalar("tmp", &crate::expr::repr(self, &sub.ty), sub.span)?);
+                }
+                for (sub, t) in subs.iter().zip(&temps) {
+                    self.hoisted.insert(*sub as *const Expr, t.clone());
+                }
+                let mut b = Body::new(false);
+                b.open();
+                let r = self.assign_expr(&mut b, dst, e);
+                for sub in &subs {
+                    self.hoisted.remove(&(*sub as *const Expr));
+                }
+                r?;
+                let mut next = self.action_node(b, k)?;
+                for (sub, t) in subs.iter().zip(&temps).rev() {
+                    next = self.value_node(sub, t, next)?;
+                }
+                Ok(next)
+            }
+        }
+    }
+
+    /// A hidden action setting the boolean `dst` to `v`, then `k`.
+    fn const_node(&mut self, dst: &Place, v: bool, span: Span, k: Next) -> R<Next> {
+        let mut b = Body::new(false);
+        b.open();
+        let e = Expr {
+            kind: ExprKind::Const(Value::Bool(v)),
+            ty: Type::Bool,
+            span,
+        };
+        self.assign_expr(&mut b, dst, &e)?;
+        self.action_node(b, k)
     }
 
     /// `switch` on a value: a chain of conditionals, first label first; labels without a body
@@ -371,21 +530,15 @@ impl Ctx<'_> {
                 Some(Bind::Named(n)),
                 DeclKind::Instance {
                     ty: Type::Control(t, _),
-                    args,
                     ..
                 },
-            ) => {
-                if args.iter().any(|a| a.is_some()) {
-                    return unsupported(span, "a sub-control with constructor arguments");
-                }
-                match &self.p.ty(*t).kind {
-                    p4_sema::ir::TypeDeclKind::Block {
-                        implementation: Some(d),
-                        ..
-                    } => (n, *d),
-                    _ => return unsupported(span, "this control type"),
-                }
-            }
+            ) => match &self.p.ty(*t).kind {
+                p4_sema::ir::TypeDeclKind::Block {
+                    implementation: Some(d),
+                    ..
+                } => (n, *d),
+                _ => return unsupported(span, "this control type"),
+            },
             _ => return unsupported(span, "apply() of this control"),
         };
         let DeclKind::Control { apply, params, .. } = &self.p.decl(ctl).kind else {
@@ -394,7 +547,7 @@ impl Ctx<'_> {
         // Arguments are bound in the caller's frame.
         let mut pre = Body::new(false);
         pre.open();
-        let mut bound = Vec::new();
+        let mut bound = self.ctor_binds(*inst, ctl)?;
         let mut copy_out = Vec::new();
         for (prm, a) in params.iter().zip(&c.args) {
             let Some(a) = a else {
@@ -413,8 +566,10 @@ impl Ctx<'_> {
                 self.copy(&mut post, dst, tmp, *sp)?;
             }
             let after = self.action_node(post, k)?;
-            let entry = self.lower_block(&apply.stmts, after.clone(), after)?;
-            self.local_inits(ctl, entry)
+            self.ctl_copy_outs.push(copy_out.clone());
+            let entry = self.lower_block(&apply.stmts, after.clone(), after);
+            self.ctl_copy_outs.pop();
+            self.local_inits(ctl, entry?)
         })();
         self.frame = outer;
         let entry = r?;
@@ -791,18 +946,30 @@ impl Ctx<'_> {
         };
         match prop.name.as_str() {
             "implementation" => {
-                let Some((n, d)) = inst else {
-                    return unsupported(prop.span, "an action profile constructed in the table");
+                // A declared instance, or one constructed in the property (p4c names that one
+                // by the property's `@name`; without one we use the table's name).
+                let (n, annos, in_place, tid, args) = match (inst, &prop.value.kind) {
+                    (Some((n, d)), _) => match &self.p.decl(d).kind {
+                        DeclKind::Instance {
+                            ty: Type::Extern(tid, _),
+                            args,
+                            ..
+                        } => (n, &self.p.decl(d).annotations, false, *tid, args),
+                        _ => return unsupported(prop.span, "this implementation"),
+                    },
+                    (None, ExprKind::Call(c)) => match &c.target {
+                        CallTarget::Construct(Type::Extern(tid, _)) => {
+                            let n = p4_syntax::ast::find_annotation(&prop.annotations, "name")
+                                .and_then(|a| a.string_arg())
+                                .map(|n| n.strip_prefix('.').unwrap_or(n).to_string())
+                                .unwrap_or_else(|| table.name.clone());
+                            (n, &prop.annotations, true, *tid, &c.args)
+                        }
+                        _ => return unsupported(prop.span, "this implementation"),
+                    },
+                    _ => return unsupported(prop.span, "this implementation"),
                 };
-                let DeclKind::Instance {
-                    ty: Type::Extern(tid, _),
-                    args,
-                    ..
-                } = &self.p.decl(d).kind
-                else {
-                    return unsupported(prop.span, "this implementation");
-                };
-                let tname = self.p.ty(*tid).name.clone();
+                let tname = self.p.ty(tid).name.clone();
                 let size_arg = if tname == "action_selector" { 1 } else { 0 };
                 let size = args
                     .get(size_arg)
@@ -843,7 +1010,8 @@ impl Ctx<'_> {
                         max_size: size,
                         selector: selector.clone(),
                     });
-                    crate::p4info::profile(self, &n, d, selector.is_some(), size);
+                    let annos = annos.clone();
+                    crate::p4info::profile(self, &n, &annos, in_place, selector.is_some(), size);
                 }
             }
             "counters" => {

@@ -13,7 +13,7 @@ use num_traits::{One, Signed, Zero};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
-    Builtin, CallTarget, DeclKind, Expr, ExprKind, StackProp, Type, TypeDeclKind, Value,
+    Builtin, CallTarget, DeclKind, Expr, ExprKind, StackProp, TableField, Type, TypeDeclKind, Value,
 };
 use p4_syntax::ast::{BinOp, UnOp};
 
@@ -104,34 +104,50 @@ pub(crate) fn has_call(e: &Expr) -> bool {
     found
 }
 
+/// Whether `e` applies a table for its `hit`/`miss`.
+pub(crate) fn has_table_hit(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| {
+        if matches!(
+            x.kind,
+            ExprKind::TableApply(_, TableField::Hit | TableField::Miss)
+        ) {
+            found = true;
+        }
+    });
+    found
+}
+
 fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     f(e);
+    for c in children(e) {
+        walk(c, f);
+    }
+}
+
+/// The operands of `e`, in evaluation order.
+pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
     match &e.kind {
         ExprKind::Field(b, _)
         | ExprKind::StackProp(b, _)
         | ExprKind::Slice(b, _, _)
         | ExprKind::Unary(_, b)
-        | ExprKind::Cast(b) => walk(b, f),
-        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
-            walk(a, f);
-            walk(b, f);
-        }
-        ExprKind::Ternary(a, b, c) => {
-            walk(a, f);
-            walk(b, f);
-            walk(c, f);
-        }
-        ExprKind::Tuple(items) => items.iter().for_each(|i| walk(i, f)),
+        | ExprKind::Cast(b) => vec![b],
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => vec![a, b],
+        ExprKind::Ternary(a, b, c) => vec![a, b, c],
+        ExprKind::Tuple(items) => items.iter().collect(),
         ExprKind::Call(c) => {
+            let mut out = Vec::new();
             if let CallTarget::Method { receiver, .. }
             | CallTarget::Apply(receiver)
             | CallTarget::Builtin(receiver, _) = &c.target
             {
-                walk(receiver, f);
+                out.push(receiver);
             }
-            c.args.iter().flatten().for_each(|a| walk(a, f));
+            out.extend(c.args.iter().flatten());
+            out
         }
-        _ => {}
+        _ => vec![],
     }
 }
 
@@ -216,7 +232,11 @@ impl Ctx<'_> {
             }
             ExprKind::Slice(base, hi, lo) => {
                 let bp = self.place(b, base)?;
-                Ok(Place::Slice(Box::new(bp), *hi, *lo))
+                // `x[7:4][3:0]` is `x[7:4]`: bit positions relative to the outer slice.
+                match bp {
+                    Place::Slice(inner, _, ilo) => Ok(Place::Slice(inner, ilo + *hi, ilo + *lo)),
+                    bp => Ok(Place::Slice(Box::new(bp), *hi, *lo)),
+                }
             }
             ExprKind::Call(c) => match self.call(b, c, e)? {
                 Some(crate::body::CallValue::Place(p)) => Ok(p),
@@ -286,6 +306,9 @@ impl Ctx<'_> {
 
     /// An r-value; boolean expressions stay boolean (`d2b` of stored bits).
     pub fn rv(&mut self, b: &mut Body, e: &Expr) -> R<Tv> {
+        if let Some(pl) = self.hoisted.get(&(e as *const Expr)).cloned() {
+            return self.read(&pl, e.span);
+        }
         match &e.kind {
             ExprKind::Const(v) => value_tv(v, e.span),
             ExprKind::Ref(d) => {
@@ -349,7 +372,21 @@ impl Ctx<'_> {
             ExprKind::Binary(o, l, r) => self.binary(b, *o, l, r, e),
             ExprKind::Ternary(c, t, f) => {
                 if has_call(t) || has_call(f) {
-                    return unsupported(e.span, "a call inside a branch of `?:`");
+                    // Only the chosen branch is evaluated: branches into a temporary.
+                    if b.parser {
+                        return unsupported(e.span, "a call inside a branch of `?:` in a parser");
+                    }
+                    let tmp = self.scalar("tmp", &repr(self, &e.ty), e.span)?;
+                    let cv = self.rv(b, c)?;
+                    let else_l = b.new_label();
+                    let end = b.new_label();
+                    b.jump_if_zero(b2d(cv), else_l);
+                    self.assign_expr(b, &tmp, t)?;
+                    b.jump(end);
+                    b.place_label(else_l);
+                    self.assign_expr(b, &tmp, f)?;
+                    b.place_label(end);
+                    return self.read(&tmp, e.span);
                 }
                 let c = self.rv(b, c)?;
                 let t = self.rv(b, t)?;

@@ -120,6 +120,11 @@ pub(crate) struct Ctx<'p> {
     pub pipe: j::Pipeline,
     /// The standard_metadata parameter's type.
     pub std_meta: Option<ir::TypeId>,
+    /// Subexpressions (by address in the program) already computed into a place: operands
+    /// that apply a table, evaluated by graph nodes before the rest of their expression.
+    pub hoisted: HashMap<*const ir::Expr, layout::Place>,
+    /// Per sub-control being inlined (innermost last), its arguments' copy-outs.
+    pub ctl_copy_outs: Vec<Vec<(layout::Place, layout::Place, Span)>>,
 }
 
 impl<'p> Ctx<'p> {
@@ -138,6 +143,8 @@ impl<'p> Ctx<'p> {
             meter_targets: HashMap::new(),
             pipe: j::Pipeline::default(),
             std_meta: None,
+            hoisted: HashMap::new(),
+            ctl_copy_outs: Vec::new(),
         }
     }
 
@@ -263,6 +270,32 @@ impl<'p> Ctx<'p> {
         } else {
             format!("{prefix}.{base}")
         }
+    }
+
+    /// Bindings of a parser or control instance's constructor parameters to its arguments,
+    /// evaluated in the current frame: compile-time constants, or instances passed by name.
+    pub(crate) fn ctor_binds(&mut self, inst: DeclId, block: DeclId) -> R<Vec<(DeclId, Bind)>> {
+        let p = self.p;
+        let ((DeclKind::Instance { args, .. }, DeclKind::Parser { ctor_params, .. })
+        | (DeclKind::Instance { args, .. }, DeclKind::Control { ctor_params, .. })) =
+            (&p.decl(inst).kind, &p.decl(block).kind)
+        else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for (prm, a) in ctor_params.iter().zip(args) {
+            let Some(a) = a else { continue };
+            let bind = match &a.kind {
+                ExprKind::Const(v) => Bind::Value(expr::value_tv(v, a.span)?),
+                ExprKind::Ref(d) => match self.frame.env.get(d) {
+                    Some(b @ (Bind::Named(_) | Bind::Value(_))) => b.clone(),
+                    _ => return unsupported(a.span, "this constructor argument"),
+                },
+                _ => return unsupported(a.span, "this constructor argument"),
+            };
+            out.push((prm.decl, bind));
+        }
+        Ok(out)
     }
 
     /// Starts lowering a parser or control: binds its parameters to the layout's roots and its

@@ -442,8 +442,15 @@ fn direct_name(tbl: &ir::Table, cx: &Ctx, prop: &str) -> Option<String> {
     }
 }
 
-pub(crate) fn profile(cx: &mut Ctx, name: &str, d: DeclId, with_selector: bool, size: u32) {
-    let annos = annotations(&cx.p.decl(d).annotations);
+pub(crate) fn profile(
+    cx: &mut Ctx,
+    name: &str,
+    annos: &[p4_syntax::ast::Annotation],
+    in_place: bool,
+    with_selector: bool,
+    size: u32,
+) {
+    let annos = annotations(annos);
     cx.cp.model.action_profiles.push(m::ActionProfile {
         name: name.into(),
         annotations: annos,
@@ -451,7 +458,7 @@ pub(crate) fn profile(cx: &mut Ctx, name: &str, d: DeclId, with_selector: bool, 
         size: i64::from(size),
         max_group_size: None,
         selector_size_semantics: None,
-        in_place: false,
+        in_place,
     });
 }
 
@@ -511,6 +518,26 @@ pub(crate) fn finish(cx: &mut Ctx) -> R<()> {
         if let Some(t) = cx.cp.tables.remove(&n) {
             cx.cp.model.tables.push(t);
         }
+    }
+    // Profiles constructed in a table come in their tables' order (tables are lowered back
+    // to front); declared ones keep their places.
+    let model = &mut cx.cp.model;
+    let slots: Vec<usize> = (0..model.action_profiles.len())
+        .filter(|&i| model.action_profiles[i].in_place)
+        .collect();
+    let table_pos = |name: &str| {
+        model
+            .tables
+            .iter()
+            .position(|t| t.implementation.as_deref() == Some(name))
+    };
+    let mut in_place: Vec<m::ActionProfile> = slots
+        .iter()
+        .map(|&i| model.action_profiles[i].clone())
+        .collect();
+    in_place.sort_by_key(|a| table_pos(&a.name));
+    for (slot, a) in slots.into_iter().zip(in_place) {
+        model.action_profiles[slot] = a;
     }
     let p = cx.p;
     for (i, t) in p.types.iter().enumerate() {

@@ -133,9 +133,8 @@ impl Ctx<'_> {
                 }
                 DeclKind::Instance {
                     ty: p4_sema::ir::Type::Parser(..),
-                    args,
                     ..
-                } if args.iter().all(|a| a.is_none()) => {}
+                } => {}
                 DeclKind::Instance { .. } => {
                     return unsupported(p.decl(l).span, "this instance inside a parser");
                 }
@@ -258,6 +257,9 @@ impl Ctx<'_> {
         let DeclKind::Parser { params, .. } = &p.decl(sub).kind else {
             return unsupported(stmts[k].span, "not a parser");
         };
+        for (d, bind) in self.ctor_binds(inst, sub)? {
+            self.frame.env.insert(d, bind);
+        }
         // Arguments: `in` ones copied, the others passed by reference (p4c's inliner removes
         // the copies of those it can prove unaliased).
         for (prm, a) in params.iter().zip(&c.args) {

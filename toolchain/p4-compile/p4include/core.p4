@@ -35,6 +35,8 @@ extern packet_out {
 /* Ends parsing with toSignal when check is false. */
 extern void verify(in bool check, in error toSignal);
 
+/* p4c marks its core library's declarations @corelib; P4Info shows it on NoAction. */
+@corelib
 @noWarn("unused")
 action NoAction() {}
 

@@ -1,7 +1,8 @@
 //! The backend end to end: golden BMv2 JSON and P4Info for `tests/compiler/good/*.p4`
 //! (`P4_BLESS=1` rewrites them; a program the backend refuses has its expected `unsupported`
 //! diagnostics in `NAME.unsupported`), STF tests of compiled programs run in-process through
-//! switch-engine (`tests/stf/*.stf`), and the shipped pipeline `p4src/lossless.p4`.
+//! switch-engine (`tests/stf/*.stf`, and p4c's own test programs in `tests/stf/p4c/`), a
+//! program's own extern function, and the shipped pipeline `p4src/lossless.p4`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -90,10 +91,12 @@ fn golden_json_and_p4info() {
 
 #[test]
 fn stf_tests_of_compiled_programs_pass_in_switch_engine() {
-    let dir = root().join("tests/stf");
     let mut failures = Vec::new();
-    let stfs = files(&dir, "stf");
-    assert!(!stfs.is_empty());
+    // Ours, then p4c's own test programs (`tests/stf/p4c/README.md` says where from).
+    let mut stfs = files(&root().join("tests/stf"), "stf");
+    let p4c = files(&root().join("tests/stf/p4c"), "stf");
+    assert!(!stfs.is_empty() && !p4c.is_empty());
+    stfs.extend(p4c);
     for stf in stfs {
         let mut p4 = stf.with_extension("p4");
         if !p4.exists() {
@@ -124,4 +127,28 @@ fn lossless_pipeline_compiles_loads_and_has_p4info() {
     Switch::from_json(&text, SwitchConfig::default()).expect("switch-engine loads lossless.json");
     let info = std::fs::read_to_string(info).unwrap();
     assert!(info.contains("tables {"), "{info}");
+}
+
+/// A program's own extern function is a bmv2 primitive of its name with one parameter per
+/// argument (as p4c emits it, for a target that registers the function); our engine has no
+/// implementation and refuses the JSON naming the primitive.
+#[test]
+fn user_extern_function_is_a_named_primitive() {
+    let (ok, stderr, json, _) = compile(&root().join("tests/compiler/extern/user_extern.p4"));
+    assert!(ok, "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let program = p4_bmv2_json::Program::from_json(&text).expect("valid BMv2 JSON");
+    let prim = program
+        .actions
+        .iter()
+        .flat_map(|a| &a.primitives)
+        .find(|p| p.op == "my_extern")
+        .expect("a my_extern primitive");
+    use p4_bmv2_json::{FieldRef, Tv};
+    let field = |h: &str, f: &str| Tv::Field(FieldRef(h.into(), f.into()));
+    assert_eq!(prim.parameters, vec![field("h", "a"), field("h", "b")]);
+    let Err(err) = Switch::from_json(&text, SwitchConfig::default()) else {
+        panic!("the engine loaded a program calling my_extern");
+    };
+    assert!(err.to_string().contains("my_extern"), "{err}");
 }

@@ -1605,9 +1605,18 @@ impl<'d> Checker<'d> {
             (ExprKind::Ref(_), Type::Extern(id, _)) => wanted.contains(&me.p.ty(*id).name.as_str()),
             _ => false,
         };
+        // `implementation = action_selector(...)` constructs the profile in the table.
+        let constructed = |me: &Self, wanted: &[&str]| match (&value.kind, &value.ty) {
+            (ExprKind::Call(c), Type::Extern(id, _)) => {
+                matches!(c.target, CallTarget::Construct(_))
+                    && wanted.contains(&me.p.ty(*id).name.as_str())
+            }
+            _ => false,
+        };
+        let profiles = ["action_profile", "action_selector"];
         let problem = match name {
-            "implementation" if !instance_of(self, &["action_profile", "action_selector"]) => {
-                Some("an action_profile or action_selector instance")
+            "implementation" if !instance_of(self, &profiles) && !constructed(self, &profiles) => {
+                Some("an action_profile or action_selector instance or constructor call")
             }
             "counters" if !instance_of(self, &["direct_counter"]) => {
                 Some("a direct_counter instance")
@@ -1826,10 +1835,6 @@ impl<'d> Checker<'d> {
     }
 
     fn switch(&mut self, e: &ast::Expr, cases: &[ast::SwitchCase]) -> StmtKind {
-        if self.ctx.in_action {
-            self.d
-                .error(e.span, "switch statements are not allowed in actions");
-        }
         self.ctx.switch_expr = true;
         let x = self.expr(e);
         self.ctx.switch_expr = false;

@@ -2216,13 +2216,20 @@ pub(crate) fn unify(want: &Type, got: &Type, sub: &mut Subst, p: &Program) -> bo
                 && pa
                     .iter()
                     .zip(&pb)
-                    .all(|(x, y)| x.dir == y.dir && unify(&x.ty, &y.ty, sub, p))
+                    .all(|(x, y)| dir_fits(x.dir, y.dir) && unify(&x.ty, &y.ty, sub, p))
         }
         (Type::Package(a, xs), Type::Package(b, ys)) => {
             a == b && xs.iter().zip(ys).all(|(x, y)| unify(x, y, sub, p))
         }
         _ => want == got,
     }
+}
+
+/// Whether a block parameter of direction `got` implements one declared `want`: the same
+/// direction, or `in` for `inout` (the block only reads it; p4c's test programs pass
+/// `control vrfy(in H h, inout M m)` as V1Switch's `VerifyChecksum`).
+fn dir_fits(want: Option<Direction>, got: Option<Direction>) -> bool {
+    want == got || (want == Some(Direction::InOut) && got == Some(Direction::In))
 }
 
 /// Whether `t` (with `sub` applied) contains the type variable `v`.

@@ -923,6 +923,10 @@ impl<'a> Parser<'a> {
     fn table_decl(&mut self, annos: Vec<Annotation>) -> PResult<TableDecl> {
         self.expect_kw("table")?;
         let name = self.name()?;
+        // Older P4_16 programs (and p4c, which still parses them) write `table t() { ... }`.
+        if self.eat("(") {
+            self.expect(")")?;
+        }
         let open = self.expect("{")?;
         let props = self.list_until_close(open, |p| p.table_property().map(Some))?;
         Ok(TableDecl {
