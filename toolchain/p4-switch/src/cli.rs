@@ -1,11 +1,10 @@
 //! bmv2 runtime CLI commands (`simple_switch_CLI`), run by the switch on its engine. Names are
-//! resolved as bmv2 does (full name or unique suffix); values are parsed as bmv2's CLI does
+//! resolved as bmv2 does (full name or unique dot-separated suffix); values are parsed as bmv2's CLI does
 //! (decimal, `0x` hex, IPv4 for 32-bit, MAC for 48-bit, IPv6 for 128-bit fields; `&&&` masks,
 //! `/len` prefixes, `->` ranges; priority last, lower number wins).
 
 use crate::core::Core;
 use p4_bmv2_json::MatchType;
-use p4_stf::resolve_name;
 use switch_engine::{EntryAction, FieldMatch, MeterRate, MirrorSession, Switch, TableDesc};
 use switch_tables::{priority_from_bmv2, EntryHandle};
 
@@ -16,14 +15,7 @@ pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, Strin
         return Ok(String::new());
     };
     match cmd {
-        "set_queue_depth" => return set_queue_depth(core, now_ns, args),
-        "set_queue_rate" => {
-            return Err(
-                "set_queue_rate: per-queue packet rates are not modelled; give ports a \
-                 line rate (rate_bps) with --port-config or PUT /ports/N"
-                    .into(),
-            )
-        }
+        "set_queue_depth" | "set_queue_rate" => return set_queue(core, now_ns, cmd, args),
         _ => {}
     }
     let sw = core
@@ -81,9 +73,10 @@ pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, Strin
                     "act_prof_create_member <action profile name> <action_name> [action parameters]",
                 ));
             };
+            let prof = resolve(&sw.profile_names(), prof, "action profile")?;
             let (action, data) = profile_action(sw, a, params)?;
             let m = sw
-                .profile_add_member(prof, &action, &data)
+                .profile_add_member(&prof, &action, &data)
                 .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
             Ok(format!("Member has been created with handle {m}\n"))
         }
@@ -91,11 +84,12 @@ pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, Strin
             let [prof] = args else {
                 return Err(usage("act_prof_create_group <action profile name>"));
             };
-            let next = core.cli_groups.keys().filter(|(p, _)| p == prof).count() as u32;
+            let prof = resolve(&sw.profile_names(), prof, "action profile")?;
+            let next = core.cli_groups.keys().filter(|(p, _)| *p == prof).count() as u32;
             let sw = core.switch.as_mut().ok_or("no pipeline loaded")?;
-            sw.profile_set_group(prof, next, &[])
+            sw.profile_set_group(&prof, next, &[])
                 .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
-            core.cli_groups.insert((prof.to_string(), next), Vec::new());
+            core.cli_groups.insert((prof, next), Vec::new());
             Ok(format!("Group has been created with handle {next}\n"))
         }
         "act_prof_add_member_to_group" => {
@@ -104,17 +98,18 @@ pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, Strin
                     "act_prof_add_member_to_group <action profile name> <member handle> <group handle>",
                 ));
             };
+            let prof = resolve(&sw.profile_names(), prof, "action profile")?;
             let (m, g) = (
                 number(m, "member handle")? as u32,
                 number(g, "group handle")? as u32,
             );
-            let key = (prof.to_string(), g);
+            let key = (prof.clone(), g);
             let mut members = core.cli_groups.get(&key).cloned().ok_or_else(|| {
                 format!("no group {g} created with act_prof_create_group in {prof}")
             })?;
             members.push((m, 1));
             let sw = core.switch.as_mut().ok_or("no pipeline loaded")?;
-            sw.profile_set_group(prof, g, &members)
+            sw.profile_set_group(&prof, g, &members)
                 .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
             core.cli_groups.insert(key, members);
             Ok(String::new())
@@ -157,7 +152,8 @@ pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, Strin
                 data_reflected: flag(refin)?,
                 remainder_reflected: flag(refout)?,
             };
-            sw.set_crc_parameters(name, params)
+            let name = resolve(&sw.calculation_names(), name, "calculation")?;
+            sw.set_crc_parameters(&name, params)
                 .map_err(|e| e.to_string())?;
             Ok(String::new())
         }
@@ -305,6 +301,36 @@ fn usage(u: &str) -> String {
 
 fn resolve(names: &[String], wanted: &str, what: &str) -> Result<String, String> {
     resolve_name(names.iter().map(String::as_str), wanted, what).map(str::to_string)
+}
+
+/// bmv2's runtime CLI lookup: the full name, or the one name whose trailing dot-separated
+/// components are `wanted` (`ecmp_ap` and `ingress.ecmp_ap` find `ingress.ecmp_ap`, `ap` does
+/// not); a suffix shared by several names is refused, as bmv2 drops it from its lookup map.
+fn resolve_name<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    wanted: &str,
+    what: &str,
+) -> Result<&'a str, String> {
+    let mut hits = Vec::new();
+    for name in names {
+        if name == wanted {
+            return Ok(name);
+        }
+        if name
+            .strip_suffix(wanted)
+            .is_some_and(|head| head.ends_with('.'))
+        {
+            hits.push(name);
+        }
+    }
+    match hits.as_slice() {
+        [one] => Ok(one),
+        [] => Err(format!("no {what} named '{wanted}'")),
+        many => Err(format!(
+            "{what} name '{wanted}' is ambiguous: {}",
+            many.join(", ")
+        )),
+    }
 }
 
 fn table(sw: &Switch, name: &str) -> Result<TableDesc, String> {
@@ -591,38 +617,97 @@ fn describe(a: &EntryAction) -> String {
     }
 }
 
-fn set_queue_depth(core: &mut Core, now_ns: u64, args: &[&str]) -> Result<String, String> {
-    let (depth, port) = match args {
-        [d] => (number(d, "depth")?, None),
-        [d, p] => (number(d, "depth")?, Some(number(p, "port")? as u32)),
-        _ => return Err(usage("set_queue_depth <nb_pkts> [<egress_port>]")),
+/// bmv2's `set_queue_depth <nb_pkts>` and `set_queue_rate <rate_pps>`, each with an optional
+/// `[<egress_port> [<priority>]]`: every queue of every port, every queue of one port, or the
+/// queue of one priority (queue = priority, as `--priority-queues` maps them). They set the
+/// traffic manager's `limit_packets` and `rate_pps` for those queues.
+fn set_queue(core: &mut Core, now_ns: u64, cmd: &str, args: &[&str]) -> Result<String, String> {
+    let depth = cmd == "set_queue_depth";
+    let what = if depth { "nb_pkts" } else { "rate_pps" };
+    let (value, port, priority) = match args {
+        [v] => (v, None, None),
+        [v, p] => (v, Some(p), None),
+        [v, p, q] => (v, Some(p), Some(q)),
+        _ => {
+            return Err(usage(&format!(
+                "{cmd} <{what}> [<egress_port> [<priority>]]"
+            )))
+        }
     };
-    let depth = u32::try_from(depth).map_err(|_| format!("depth {depth} out of range"))?;
+    let value = number(value, what)?;
+    let port = port.map(|p| number(p, "egress port")).transpose()?;
+    let queues: Vec<u8> = match priority {
+        None => (0..switch_tm::QUEUES_PER_PORT as u8).collect(),
+        Some(q) => {
+            let q = number(q, "priority")?;
+            let n = core.engine_config().priority_queues;
+            if q >= n as u128 {
+                return Err(format!(
+                    "{cmd}: priority {q} out of range: the switch has {n} priority queue(s) \
+                     (--priority-queues)"
+                ));
+            }
+            vec![q as u8]
+        }
+    };
     let tm = core
         .tm()
-        .ok_or("set_queue_depth: no traffic manager (start with --port-config FILE)")?;
+        .ok_or_else(|| format!("{cmd}: no traffic manager (start with --port-config FILE)"))?;
     let ports: Vec<u32> = match port {
-        Some(p) => vec![p],
+        Some(p) => vec![u32::try_from(p).map_err(|_| format!("port {p} out of range"))?],
         None => tm.port_numbers().collect(),
     };
     for p in ports {
         let mut cfg = core
             .tm()
             .and_then(|tm| tm.port_config(p).cloned())
-            .ok_or_else(|| format!("port {p} is not configured"))?;
-        for q in 0..switch_tm::QUEUES_PER_PORT as u8 {
-            match cfg.queues.iter_mut().find(|c| c.queue == q) {
-                Some(c) => c.limit_packets = Some(depth),
+            .ok_or_else(|| format!("{cmd}: port {p} is not configured"))?;
+        for &q in &queues {
+            let c = match cfg.queues.iter().position(|c| c.queue == q) {
+                Some(i) => &mut cfg.queues[i],
                 None => {
-                    let mut c: switch_tm::QueueConfig =
-                        serde_json::from_value(serde_json::json!({ "queue": q }))
-                            .map_err(|e| e.to_string())?;
-                    c.limit_packets = Some(depth);
+                    let c = serde_json::from_value(serde_json::json!({ "queue": q }))
+                        .map_err(|e| e.to_string())?;
                     cfg.queues.push(c);
+                    cfg.queues.last_mut().ok_or("queue list")?
                 }
+            };
+            if depth {
+                c.limit_packets =
+                    Some(u32::try_from(value).map_err(|_| format!("depth {value} out of range"))?);
+            } else {
+                c.rate_pps =
+                    Some(u64::try_from(value).map_err(|_| format!("rate {value} out of range"))?);
             }
         }
-        core.configure_port(now_ns, cfg)?;
+        core.configure_port(now_ns, cfg)
+            .map_err(|e| format!("{cmd}: port {p}: {e}"))?;
     }
     Ok(String::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_name;
+
+    #[test]
+    fn names_resolve_by_full_name_or_unique_dot_separated_suffix() {
+        let names = [
+            "ingress.ecmp_ap",
+            "ingress.acl.drop",
+            "egress.acl.drop",
+            "drop",
+        ];
+        let r = |w: &str| resolve_name(names, w, "x");
+        assert_eq!(r("ecmp_ap"), Ok("ingress.ecmp_ap"));
+        assert_eq!(r("ingress.ecmp_ap"), Ok("ingress.ecmp_ap"));
+        assert_eq!(r("ingress.acl.drop"), Ok("ingress.acl.drop"));
+        // The full name wins over suffixes of other names.
+        assert_eq!(r("drop"), Ok("drop"));
+        assert_eq!(r("ap"), Err("no x named 'ap'".to_string()));
+        assert_eq!(
+            r("acl.drop"),
+            Err("x name 'acl.drop' is ambiguous: ingress.acl.drop, egress.acl.drop".to_string())
+        );
+    }
 }

@@ -113,7 +113,11 @@ fn bad_input_gets_clear_errors() {
         ("register_read nosuch 0", "no register named 'nosuch'"),
         ("frobnicate 1 2", "Unknown syntax"),
         ("set_queue_depth 64", "no traffic manager"),
-        ("set_queue_rate 1000", "not modelled"),
+        ("set_queue_rate 1000", "no traffic manager"),
+        (
+            "set_queue_rate",
+            "usage: set_queue_rate <rate_pps> [<egress_port> [<priority>]]",
+        ),
     ] {
         let err = execute(&mut c, 0, line).expect_err(line);
         assert!(err.contains(wanted), "{line}: {err}");
@@ -185,6 +189,56 @@ fn set_queue_depth_limits_tm_queues() {
         c.receive(0, 1, &frame(100, i));
     }
     assert_eq!(c.counters().tm_drops, 3);
+    // One queue (no --priority-queues): a priority other than 0 has no queue.
+    let e = execute(&mut c, 0, "set_queue_depth 5 0 3").unwrap_err();
+    assert!(e.contains("priority 3 out of range"), "{e}");
+    let e = execute(&mut c, 0, "set_queue_rate 0 0").unwrap_err();
+    assert!(e.contains("rate_pps: must be at least 1"), "{e}");
+    let e = execute(&mut c, 0, "set_queue_rate 10 7").unwrap_err();
+    assert!(e.contains("port 7 is not configured"), "{e}");
+}
+
+/// bmv2's `set_queue_rate`/`set_queue_depth` with `[<egress_port> [<priority>]]`, on the TM.
+#[test]
+fn set_queue_rate_and_depth_per_port_and_priority() {
+    let (ports, host) = ports(&[0, 1]);
+    let cfg = switch_tm::TmConfig::parse(
+        "buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n",
+        switch_tm::ConfigFormat::Yaml,
+    )
+    .unwrap();
+    let engine = SwitchConfig {
+        priority_queues: 8,
+        ..SwitchConfig::default()
+    };
+    let mut c = Core::new(Some(switch("l3")), Some(cfg), ports, engine, 0).unwrap();
+    let queue = |c: &Core, port: u32, q: u8| {
+        let cfg = c.tm().unwrap().port_config(port).unwrap().clone();
+        let qc = cfg.queues.into_iter().find(|x| x.queue == q);
+        qc.map_or((None, None), |x| (x.limit_packets, x.rate_pps))
+    };
+    execute(&mut c, 0, "set_queue_depth 7 0 3").unwrap();
+    assert_eq!(queue(&c, 0, 3), (Some(7), None));
+    assert_eq!(queue(&c, 0, 2), (None, None));
+    execute(&mut c, 0, "set_queue_rate 2000 1").unwrap();
+    assert!((0..8).all(|q| queue(&c, 1, q) == (None, Some(2000))));
+    assert_eq!(queue(&c, 0, 0), (None, None));
+    execute(&mut c, 0, "set_queue_rate 1000 0 0").unwrap();
+    assert_eq!(queue(&c, 0, 0), (None, Some(1000)));
+    assert_eq!(queue(&c, 0, 3), (Some(7), None));
+    // l3.json leaves non-IPv4 frames on port 0, priority 0: now one every millisecond.
+    for i in 0..3u8 {
+        c.receive(0, 1, &frame(100, i));
+    }
+    assert_eq!(c.run_due(0), Some(1_000_000));
+    assert_eq!(drain(&host[&0]).len(), 1);
+    assert_eq!(c.run_due(1_000_000), Some(2_000_000));
+    assert_eq!(drain(&host[&0]).len(), 1);
+    // Without a port: every queue of every port.
+    execute(&mut c, 0, "set_queue_depth 9").unwrap();
+    assert!([0, 1]
+        .iter()
+        .all(|&p| (0..8).all(|q| queue(&c, p, q).0 == Some(9))));
 }
 
 #[test]
@@ -230,12 +284,7 @@ fn action_profile_members_groups_and_indirect_entries() {
     let sw = switch_engine::Switch::from_json(&text, Default::default()).unwrap();
     let (ports, host) = ports(&[0, 1, 2]);
     let mut c = Core::new(Some(sw), None, ports, SwitchConfig::default(), 0).unwrap();
-    let out = execute(
-        &mut c,
-        0,
-        "act_prof_create_member ingress.ecmp_ap set_nhop 1 0x1",
-    )
-    .unwrap();
+    let out = execute(&mut c, 0, "act_prof_create_member ecmp_ap set_nhop 1 0x1").unwrap();
     assert_eq!(out, "Member has been created with handle 0\n");
     execute(
         &mut c,
@@ -243,7 +292,8 @@ fn action_profile_members_groups_and_indirect_entries() {
         "act_prof_create_member ingress.ecmp_ap set_nhop 2 0x2",
     )
     .unwrap();
-    let out = execute(&mut c, 0, "act_prof_create_group ingress.ecmp_ap").unwrap();
+    // Profile names by unique suffix, as bmv2's CLI resolves them.
+    let out = execute(&mut c, 0, "act_prof_create_group ecmp_ap").unwrap();
     assert_eq!(out, "Group has been created with handle 0\n");
     execute(
         &mut c,
@@ -251,12 +301,7 @@ fn action_profile_members_groups_and_indirect_entries() {
         "act_prof_add_member_to_group ingress.ecmp_ap 0 0",
     )
     .unwrap();
-    execute(
-        &mut c,
-        0,
-        "act_prof_add_member_to_group ingress.ecmp_ap 1 0",
-    )
-    .unwrap();
+    execute(&mut c, 0, "act_prof_add_member_to_group ecmp_ap 1 0").unwrap();
     let out = execute(
         &mut c,
         0,
@@ -287,7 +332,27 @@ fn action_profile_members_groups_and_indirect_entries() {
         "set_crc16_parameters nosuch 0x1021 0 0 false false",
     )
     .unwrap_err();
-    assert!(e.contains("no calculation"), "{e}");
+    assert!(e.contains("no calculation named 'nosuch'"), "{e}");
+    let e = execute(&mut c, 0, "act_prof_create_group zz").unwrap_err();
+    assert!(e.contains("no action profile named 'zz'"), "{e}");
+}
+
+/// Calculation names as bmv2's CLI finds them: full name or a dot-separated suffix.
+#[test]
+fn crc_parameters_resolve_calculation_names() {
+    let (mut c, _host) = core("hashes", &[0]);
+    // `c16` ends calc_c16 but is not a dot-separated suffix of it.
+    let e = execute(&mut c, 0, "set_crc16_parameters c16 0x1021 0 0 false false").unwrap_err();
+    assert!(e.contains("no calculation named 'c16'"), "{e}");
+    // calc_c16 is a plain crc16: the engine refuses to change it (not a custom CRC).
+    let e = execute(
+        &mut c,
+        0,
+        "set_crc16_parameters calc_c16 0x1021 0 0 false false",
+    )
+    .unwrap_err();
+    assert!(!e.contains("no calculation named"), "{e}");
+    assert!(e.contains("calc_c16") || e.contains("custom"), "{e}");
     let e = execute(
         &mut c,
         0,

@@ -5,28 +5,9 @@ use common::*;
 use p4_switch::core::Core;
 use p4_switch::http::StatsServer;
 use p4_switch::runtime::{Clock, ClockKind, Runtime};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use switch_engine::SwitchConfig;
 use switch_ports::Port;
-
-/// One HTTP/1.0 request; returns (status, body). The server side is tiny_http.
-fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let status = text[9..12].parse().unwrap();
-    let body = text.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
-    (status, body)
-}
 
 fn wait_for(mut f: impl FnMut() -> Result<(), String>) {
     let t = Instant::now();

@@ -161,6 +161,8 @@ pub struct TableDesc {
     pub has_profile: bool,
     pub has_selector: bool,
     pub max_size: usize,
+    /// JSON `support_timeout`: entries record hits (`take_hits`).
+    pub support_timeout: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,6 +274,28 @@ impl Switch {
             }
             cells[i] = Default::default();
         }
+        if self.prog.tables[t].support_timeout {
+            let hits = &mut self.rt.ext.hits[t];
+            if hits.len() <= i {
+                hits.resize(i + 1, false);
+            }
+            hits[i] = false;
+        }
+    }
+
+    /// The entries of a `support_timeout` table hit since the last call, which clears them
+    /// (hit bits, as an ASIC's ageing poll reads them).
+    pub fn take_hits(&mut self, table: &str) -> Result<Vec<EntryHandle>, ApiError> {
+        let t = self.table_index(table)?;
+        let hits = &mut self.rt.ext.hits[t];
+        let out = hits
+            .iter()
+            .enumerate()
+            .filter(|(_, hit)| **hit)
+            .map(|(i, _)| EntryHandle(i as u32))
+            .collect();
+        hits.fill(false);
+        Ok(out)
     }
 
     fn insert_entry(
@@ -316,6 +340,7 @@ impl Switch {
                     .profile
                     .is_some_and(|p| self.prog.profiles[p as usize].selector.is_some()),
                 max_size: t.max_size,
+                support_timeout: t.support_timeout,
             })
             .collect()
     }
@@ -335,6 +360,14 @@ impl Switch {
     }
     pub fn meter_names(&self) -> Vec<String> {
         self.prog.meters.iter().map(|r| r.name.clone()).collect()
+    }
+    /// Action profiles and selectors (`action_profiles` of the JSON).
+    pub fn profile_names(&self) -> Vec<String> {
+        self.prog.profiles.iter().map(|r| r.name.clone()).collect()
+    }
+    /// The JSON's `calculations` (what `set_crc16_parameters` names).
+    pub fn calculation_names(&self) -> Vec<String> {
+        self.prog.calc_names.clone()
     }
 
     /// Adds an entry. `priority`: larger wins (P4Runtime); required exactly when the table has
@@ -735,6 +768,91 @@ impl Switch {
             None => cells.iter_mut().for_each(|c| c.set_rates(rates, now)),
         }
         Ok(())
+    }
+
+    /// Unconfigures one cell (`Some(index)`) or every cell: they mark every packet green again.
+    pub fn meter_reset_rates(&mut self, name: &str, index: Option<u64>) -> Result<(), ApiError> {
+        let m = self.meter_index(name)?;
+        let now = self.rt.ext.now_us;
+        let cells = &mut self.rt.ext.meters[m];
+        match index {
+            Some(i) => Self::cell(cells, i, name)?.set_rates(&[], now),
+            None => cells.iter_mut().for_each(|c| c.set_rates(&[], now)),
+        }
+        Ok(())
+    }
+
+    /// The direct meter cell of `table`'s entry `handle`, checked to exist.
+    fn direct_meter_cell(
+        &mut self,
+        table: &str,
+        handle: EntryHandle,
+    ) -> Result<&mut crate::state::MeterCell, ApiError> {
+        let t = self.table_index(table)?;
+        let Some(m) = self.prog.tables[t].direct_meter else {
+            return fail(
+                ErrorCode::InvalidMeterName,
+                format!("table \"{table}\" has no direct meter"),
+            );
+        };
+        if self.rt.tables[t]
+            .table
+            .as_ref()
+            .and_then(|tb| tb.get(handle))
+            .is_none()
+        {
+            return fail(
+                ErrorCode::InvalidHandle,
+                format!("no entry with handle {}", handle.0),
+            );
+        }
+        let cells = &mut self.rt.ext.meters[m as usize];
+        let i = handle.0 as usize;
+        if cells.len() <= i {
+            cells.resize(i + 1, Default::default());
+        }
+        Ok(&mut cells[i])
+    }
+
+    /// Sets (committed first, then peak) or, with no rates, unconfigures the direct meter of an
+    /// installed entry.
+    pub fn direct_meter_set_rates(
+        &mut self,
+        table: &str,
+        handle: EntryHandle,
+        rates: &[MeterRate],
+    ) -> Result<(), ApiError> {
+        let t = self.table_index(table)?;
+        if let Some(m) = self.prog.tables[t].direct_meter {
+            let want = self.prog.meters[m as usize].rate_count;
+            if !rates.is_empty() && rates.len() != want {
+                return fail(
+                    ErrorCode::BadValue,
+                    format!(
+                        "direct meter of \"{table}\" takes {want} rates, got {}",
+                        rates.len()
+                    ),
+                );
+            }
+        }
+        let now = self.rt.ext.now_us;
+        self.direct_meter_cell(table, handle)?.set_rates(rates, now);
+        Ok(())
+    }
+
+    /// The rates of an installed entry's direct meter; empty when it was never configured.
+    pub fn direct_meter_get_rates(
+        &mut self,
+        table: &str,
+        handle: EntryHandle,
+    ) -> Result<Vec<MeterRate>, ApiError> {
+        Ok(self.direct_meter_cell(table, handle)?.rates.clone())
+    }
+
+    /// The table a direct meter is attached to, if `name` is a direct meter.
+    pub fn direct_meter_table(&self, name: &str) -> Option<String> {
+        let m = self.prog.meters.iter().find(|m| m.name == name)?;
+        Some(self.prog.tables[m.direct? as usize].name.clone())
     }
 
     pub fn meter_get_rates(&mut self, name: &str, index: u64) -> Result<Vec<MeterRate>, ApiError> {

@@ -856,6 +856,13 @@ fn apply_table(
     }
     let (action, next) = match hit {
         Some((h, v)) => {
+            if let Some(b) = ext
+                .hits
+                .get_mut(t as usize)
+                .and_then(|hits| hits.get_mut(h.0 as usize))
+            {
+                *b = true;
+            }
             if let Some(c) = ti.direct_counter {
                 let cells = &mut ext.counters[c as usize];
                 if let Some(cell) = cells.get_mut(h.0 as usize) {

@@ -1776,6 +1776,7 @@ impl<'a> L<'a> {
             immutable_entries: !t.entries.is_empty(),
             direct_counter: None,
             direct_meter: None,
+            support_timeout: t.support_timeout,
         })
     }
 

@@ -203,6 +203,8 @@ pub(crate) struct TableInfo {
     pub immutable_entries: bool,
     pub direct_counter: Option<u32>,
     pub direct_meter: Option<u32>,
+    /// JSON `support_timeout`: entries record hits for idle-timeout polling.
+    pub support_timeout: bool,
 }
 
 #[derive(Debug)]

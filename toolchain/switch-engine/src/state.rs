@@ -83,6 +83,8 @@ pub(crate) struct Ext {
     pub meters: Vec<Vec<MeterCell>>,
     pub registers: Vec<Vec<u128>>,
     pub digests: Vec<Digest>,
+    /// Per table with `support_timeout`: hit since the last `take_hits`, by entry handle.
+    pub hits: Vec<Vec<bool>>,
     pub logs: Vec<String>,
     pub rng: u64,
     pub now_us: u64,
@@ -114,6 +116,7 @@ impl Ext {
                 .collect(),
             registers: prog.registers.iter().map(|r| vec![0; r.size]).collect(),
             digests: Vec::new(),
+            hits: vec![Vec::new(); prog.tables.len()],
             logs: Vec::new(),
             rng: 0x9e37_79b9_7f4a_7c15,
             now_us: 0,

@@ -6,81 +6,20 @@
 //!
 //! Needs root (CAP_NET_ADMIN for the namespace, CAP_NET_RAW for the sockets).
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use netns_test_support::Netns;
 use switch_ports::{AfPacketPort, Port, PortError, Recv, MAX_FRAME};
 
 const WAIT: Duration = Duration::from_secs(5);
 /// IEEE 802 local experimental EtherType: nothing else in the namespace sends it.
 const TEST_ETHERTYPE: [u8; 2] = [0x88, 0xb5];
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A namespace holding veth pair va/vb, deleted (with the veths) when dropped, even on panic.
-struct VethNs {
-    name: String,
-}
-
-impl VethNs {
-    fn new(mtu: u32) -> VethNs {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let name = format!(
-            "swp-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        ip(&["netns", "add", &name]);
-        let ns = VethNs { name };
-        // IPv6 autoconfiguration would put router solicitations on the wire.
-        let disable = "/proc/sys/net/ipv6/conf/default/disable_ipv6";
-        let _ = Command::new("ip")
-            .args(["netns", "exec", &ns.name, "sh", "-c"])
-            .arg(format!("[ -e {disable} ] && echo 1 > {disable}; true"))
-            .status();
-        let mtu = mtu.to_string();
-        let n = ns.name.as_str();
-        ip(&[
-            "-n", n, "link", "add", "va", "mtu", &mtu, "type", "veth", "peer", "name", "vb", "mtu",
-            &mtu,
-        ]);
-        ip(&["-n", n, "link", "set", "va", "up"]);
-        ip(&["-n", n, "link", "set", "vb", "up"]);
-        ns
-    }
-
-    /// Runs `f` on a thread that has entered the namespace, so its sockets live there.
-    fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = format!("/var/run/netns/{}", self.name);
-        std::thread::spawn(move || {
-            let ns = File::open(&path).expect("open netns");
-            // SAFETY: setns on a valid namespace descriptor; it affects this thread only.
-            let rc = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-            f()
-        })
-        .join()
-        .expect("test thread")
-    }
-}
-
-impl Drop for VethNs {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
+/// A namespace holding veth pair va/vb with `mtu`, deleted (with the veths) when dropped.
+fn veth_ns(mtu: u32) -> Netns {
+    let ns = Netns::new("swp");
+    ns.veth("va", "vb", Some(mtu));
+    ns
 }
 
 fn frame(payload_len: usize, tag: u8) -> Vec<u8> {
@@ -115,7 +54,7 @@ fn recv_test_frame(port: &AfPacketPort) -> Vec<u8> {
 
 #[test]
 fn frames_cross_a_veth_pair_and_own_copies_are_not_received() {
-    let ns = VethNs::new(1500);
+    let ns = veth_ns(1500);
     ns.run(|| {
         let a = AfPacketPort::open("va").unwrap();
         let b = AfPacketPort::open("vb").unwrap();
@@ -133,7 +72,7 @@ fn frames_cross_a_veth_pair_and_own_copies_are_not_received() {
 
 #[test]
 fn jumbo_frames_and_vlan_tags_survive() {
-    let ns = VethNs::new(9000);
+    let ns = veth_ns(9000);
     ns.run(|| {
         let a = AfPacketPort::open("va").unwrap();
         let b = AfPacketPort::open("vb").unwrap();
@@ -155,7 +94,7 @@ fn jumbo_frames_and_vlan_tags_survive() {
 
 #[test]
 fn small_buffer_reports_the_frame_length_and_missing_interface_is_named() {
-    let ns = VethNs::new(1500);
+    let ns = veth_ns(1500);
     ns.run(|| {
         let a = AfPacketPort::open("va").unwrap();
         let b = AfPacketPort::open("vb").unwrap();

@@ -111,6 +111,10 @@ pub struct QueueConfig {
     /// SONiC BUFFER_PROFILE `dynamic_th`: the queue may hold at most 2^dynamic_th x free buffer.
     #[serde(default)]
     pub dynamic_th: Option<i8>,
+    /// bmv2-style rate limit in packets/s (`set_queue_rate`): the queue sends its packets at
+    /// least 1/rate_pps apart, whatever their size; the port's line rate still applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_pps: Option<u64>,
 }
 
 /// SCHEDULER `type`. STRICT queues are served before the DWRR/WRR group, higher queue first
@@ -313,6 +317,9 @@ impl PortConfig {
                 if !(-8..=8).contains(&th) {
                     return Err(invalid(format!("{qat}.dynamic_th"), "out of range -8..=8"));
                 }
+            }
+            if q.rate_pps == Some(0) {
+                return Err(invalid(format!("{qat}.rate_pps"), "must be at least 1"));
             }
         }
         for (j, &p) in self.pfc_enable.iter().enumerate() {

@@ -8,7 +8,7 @@ use crate::stats::{
     BufferStats, DropCounts, DropReason, PfcwdQueueStats, PortStats, QueueStats, TmStats,
 };
 use lossless_wire::pfc::{quanta_to_ns, MacControl};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// FCS the port appends to every frame the pipeline hands over.
 const FCS_BYTES: u64 = 4;
@@ -21,6 +21,8 @@ const L2_HEADER_ALLOWANCE: u32 = 18;
 /// Watchdog events kept for [`Tm::take_pfcwd_events`]; older ones are discarded first.
 const MAX_PENDING_EVENTS: usize = 4096;
 const NS_PER_S: u128 = 1_000_000_000;
+/// DWRR quantum per unit of weight, in bytes (the smallest Ethernet frame).
+const DWRR_QUANTUM_BYTES: u64 = 64;
 
 /// Bytes one frame of `len` (as the pipeline sees it: no FCS) occupies on the line.
 pub fn wire_bytes(len: u32) -> u64 {
@@ -131,6 +133,10 @@ struct Queue<P> {
     limit_cells: Option<u64>,
     limit_packets: Option<u32>,
     dynamic_th: Option<i8>,
+    /// Gap between two transmissions of a rate-limited queue (`rate_pps`), and when it may
+    /// send next.
+    rate_gap_ns: Option<u64>,
+    next_ok_ns: u64,
     bytes: u64,
     cells: u64,
     peak_bytes: u64,
@@ -161,6 +167,8 @@ impl<P> Queue<P> {
             limit_cells: None,
             limit_packets: None,
             dynamic_th: None,
+            rate_gap_ns: None,
+            next_ok_ns: 0,
             bytes: 0,
             cells: 0,
             peak_bytes: 0,
@@ -177,6 +185,14 @@ impl<P> Queue<P> {
             drops: DropCounts::default(),
             pfc: false,
             wd: WdState::default(),
+        }
+    }
+
+    /// What sending the head frame costs the deficit: bytes for DWRR, one for WRR.
+    fn cost(&self) -> u64 {
+        match self.sched {
+            SchedulerType::Dwrr => self.fifo.front().map_or(0, |e| e.len as u64),
+            _ => 1,
         }
     }
 
@@ -288,10 +304,11 @@ impl<P> Port<P> {
             let qc = cfg.queues.iter().find(|c| c.queue as usize == qi);
             q.sched = qc.map_or(SchedulerType::Strict, |c| c.scheduler);
             let weight = qc.and_then(|c| c.weight).unwrap_or(1) as u64;
-            // A DWRR quantum of weight x largest frame lets every visit send at least one frame,
-            // so picking a queue never loops; shares over time follow the weights exactly.
+            // A small DWRR quantum (weight x 64 bytes) keeps the shares by weight even when a
+            // queue holds less than one MTU-sized quantum: with weight x MTU, a shallow queue
+            // empties within its turn and every congested queue ends up with the same share.
             q.quantum = match q.sched {
-                SchedulerType::Dwrr => weight * self.max_frame as u64,
+                SchedulerType::Dwrr => weight * DWRR_QUANTUM_BYTES,
                 _ => weight,
             };
             q.limit_cells = qc
@@ -299,6 +316,9 @@ impl<P> Port<P> {
                 .map(|b| b / cell_bytes as u64);
             q.limit_packets = qc.and_then(|c| c.limit_packets);
             q.dynamic_th = qc.and_then(|c| c.dynamic_th);
+            q.rate_gap_ns = qc
+                .and_then(|c| c.rate_pps)
+                .map(|pps| NS_PER_S.div_ceil(pps as u128) as u64);
             q.pfc = (0..8).any(|p| self.honoured & (1 << p) != 0 && self.prio_queue[p] == qi);
         }
         self.cfg = cfg;
@@ -343,7 +363,21 @@ impl<P> Port<P> {
 
     fn eligible(&self, qi: usize, now: u64) -> bool {
         let q = &self.queues[qi];
-        !q.fifo.is_empty() && (q.pause_end <= now || self.ignores_pause(qi))
+        !q.fifo.is_empty()
+            && (q.pause_end <= now || self.ignores_pause(qi))
+            && (q.rate_gap_ns.is_none() || q.next_ok_ns <= now)
+    }
+
+    /// When a queue held back by a pause or its rate limit may send again.
+    fn ready_at(&self, qi: usize) -> u64 {
+        let q = &self.queues[qi];
+        let pause = if self.ignores_pause(qi) {
+            0
+        } else {
+            q.pause_end
+        };
+        let rate = q.rate_gap_ns.map_or(0, |_| q.next_ok_ns);
+        pause.max(rate)
     }
 
     /// Strict queues first, highest number first; then one deficit round robin over the
@@ -360,26 +394,64 @@ impl<P> Port<P> {
             return None;
         }
         loop {
-            let qi = self.rr;
-            if weighted(self, qi) && self.eligible(qi, now) {
-                let q = &mut self.queues[qi];
-                if self.rr_fresh {
-                    q.deficit += q.quantum;
-                    self.rr_fresh = false;
+            for _ in 0..QUEUES_PER_PORT {
+                let qi = self.rr;
+                if weighted(self, qi) && self.eligible(qi, now) {
+                    let q = &mut self.queues[qi];
+                    if self.rr_fresh {
+                        q.deficit += q.quantum;
+                        self.rr_fresh = false;
+                    }
+                    let cost = q.cost();
+                    if cost <= q.deficit {
+                        q.deficit -= cost;
+                        return Some(qi);
+                    }
+                } else if self.queues[qi].fifo.is_empty() {
+                    self.queues[qi].deficit = 0;
                 }
-                let cost = match q.sched {
-                    SchedulerType::Dwrr => q.fifo.front().map_or(0, |e| e.len as u64),
-                    _ => 1,
-                };
-                if cost <= q.deficit {
-                    q.deficit -= cost;
-                    return Some(qi);
-                }
-            } else if self.queues[qi].fifo.is_empty() {
-                self.queues[qi].deficit = 0;
+                self.rr = (qi + 1) % QUEUES_PER_PORT;
+                self.rr_fresh = true;
             }
-            self.rr = (qi + 1) % QUEUES_PER_PORT;
-            self.rr_fresh = true;
+            // A whole round and no queue could afford its head frame (quanta smaller than
+            // frames): play the rounds until the first one can at once, all but the last by
+            // adding their quanta, the last by visiting in ring order as usual.
+            let rounds = (0..QUEUES_PER_PORT)
+                .filter(|&qi| weighted(self, qi) && self.eligible(qi, now))
+                .map(|qi| {
+                    let q = &self.queues[qi];
+                    q.cost()
+                        .saturating_sub(q.deficit)
+                        .div_ceil(q.quantum.max(1))
+                })
+                .min()
+                .unwrap_or(1);
+            for qi in 0..QUEUES_PER_PORT {
+                if weighted(self, qi) && self.eligible(qi, now) {
+                    let q = &mut self.queues[qi];
+                    q.deficit += (rounds - 1) * q.quantum;
+                }
+            }
+        }
+    }
+}
+
+/// Port number -> position in `Tm::ports`: a sorted vector searched by bisection. Every
+/// enqueue, dequeue and received frame looks a port up, and for the few ports of a switch this
+/// costs a fraction of hashing the number with the standard library's SipHash.
+#[derive(Default)]
+struct PortIndex(Vec<(u32, usize)>);
+
+impl PortIndex {
+    fn get(&self, port: &u32) -> Option<&usize> {
+        let i = self.0.binary_search_by_key(port, |e| e.0).ok()?;
+        self.0.get(i).map(|e| &e.1)
+    }
+
+    fn insert(&mut self, port: u32, at: usize) {
+        match self.0.binary_search_by_key(&port, |e| e.0) {
+            Ok(i) => self.0[i].1 = at,
+            Err(i) => self.0.insert(i, (port, at)),
         }
     }
 }
@@ -395,7 +467,7 @@ pub struct Tm<P> {
     next_poll_ns: u64,
     catch_up_ns: u64,
     ports: Vec<Port<P>>,
-    index: HashMap<u32, usize>,
+    index: PortIndex,
     unknown_port_drops: u64,
     unknown_port_rx: u64,
     events: VecDeque<PfcwdEvent>,
@@ -417,7 +489,7 @@ impl<P> Tm<P> {
             next_poll_ns: now_ns + poll_ns,
             catch_up_ns: cfg.catch_up_ns,
             ports: Vec::new(),
-            index: HashMap::new(),
+            index: PortIndex::default(),
             unknown_port_drops: 0,
             unknown_port_rx: 0,
             events: VecDeque::new(),
@@ -582,6 +654,11 @@ impl<P> Tm<P> {
         q.tx_packets += 1;
         q.tx_bytes += e.len as u64;
         q.tx_lifetime += 1;
+        if let Some(gap) = q.rate_gap_ns {
+            // As bmv2's rate-limited queues: the next packet no sooner than one gap after this
+            // one, or now if the queue has been idle longer.
+            q.next_ok_ns = q.next_ok_ns.max(now_ns) + gap;
+        }
         let deq = (q.fifo.len() as u32, q.bytes, q.cells);
         p.used_cells -= e.cells as u64;
         p.tx_packets += 1;
@@ -626,7 +703,7 @@ impl<P> Tm<P> {
             if p.eligible(qi, now_ns) {
                 consider(busy);
             } else {
-                consider(q.pause_end.max(busy));
+                consider(p.ready_at(qi).max(busy));
                 watch |= q.pfc;
             }
         }

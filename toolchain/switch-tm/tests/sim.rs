@@ -34,6 +34,7 @@ fn queue(queue: u8, scheduler: SchedulerType, weight: Option<u8>) -> QueueConfig
         limit_bytes: None,
         limit_packets: None,
         dynamic_th: None,
+        rate_pps: None,
     }
 }
 
@@ -192,6 +193,80 @@ fn dwrr_shares_bytes_by_weight_within_five_percent() {
     let mut tm = tm_with(vec![port], 16 << 20, 200);
     // Different frame sizes: DWRR is fair in bytes, not packets.
     let s = shares(&mut tm, &mut [backlogged(1, 1500), backlogged(2, 200)]);
+    assert!(within(s[1], 0.25, 0.05), "queue 1 {}", s[1]);
+    assert!(within(s[2], 0.75, 0.05), "queue 2 {}", s[2]);
+}
+
+#[test]
+fn rate_pps_spaces_a_queues_packets_and_lets_other_queues_use_the_line() {
+    // bmv2's set_queue_rate: queue 7 (strict, highest) limited to 1000 packets/s, so queue 0
+    // (backlogged) gets the line between them; the limit applies whatever the packet size.
+    let mut port = PortConfig::new(1, G10);
+    port.queues = vec![QueueConfig {
+        rate_pps: Some(1000),
+        ..queue(7, SchedulerType::Strict, None)
+    }];
+    let mut tm = tm_with(vec![port], 16 << 20, 200);
+    let sent = run(
+        &mut tm,
+        1,
+        &mut [backlogged(7, 100), backlogged(0, 1500)],
+        0,
+        100 * MS,
+    );
+    // 100 ms at 1000 packets/s: the first at t = 0, then one per ms.
+    assert_eq!(sent[7], 100 * 100);
+    let line = G10 as f64 / 8.0 * 0.1;
+    let q0 = sent[0] as f64 * wire_bytes(1500) as f64 / 1500.0;
+    assert!(q0 > line * 0.98, "queue 0 sent {} bytes", sent[0]);
+    // A limited queue waits for its gap: next_event_ns says when.
+    let mut tm = tm_with(
+        vec![PortConfig {
+            queues: vec![QueueConfig {
+                rate_pps: Some(1000),
+                ..queue(0, SchedulerType::Strict, None)
+            }],
+            ..PortConfig::new(1, G10)
+        }],
+        1 << 20,
+        200,
+    );
+    for _ in 0..2 {
+        tm.enqueue(0, 1, 0, 64, 0).unwrap();
+    }
+    assert!(tm.dequeue(0, 1).is_some());
+    assert!(tm.dequeue(500_000, 1).is_none());
+    assert_eq!(tm.next_event_ns(500_000, 1), Some(MS));
+    assert!(tm.dequeue(MS, 1).is_some());
+    let bad = "ports:\n  - {port: 1, rate_bps: 1000, queues: [{queue: 0, rate_pps: 0}]}\nbuffer: {total_bytes: 1024}\n";
+    let err = TmConfig::parse(bad, ConfigFormat::Yaml)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ports[0].queues[0].rate_pps"), "{err}");
+}
+
+#[test]
+fn dwrr_shares_follow_weights_with_shallow_queues() {
+    // Each queue holds at most 4 frames (less than one MTU of 9100 bytes) and is offered 75 % of
+    // the line: both are congested, so the shares must still follow the weights, even though a
+    // queue can empty within its turn.
+    let mut port = PortConfig::new(1, G10);
+    port.queues = vec![
+        QueueConfig {
+            limit_packets: Some(4),
+            ..queue(1, SchedulerType::Dwrr, Some(1))
+        },
+        QueueConfig {
+            limit_packets: Some(4),
+            ..queue(2, SchedulerType::Dwrr, Some(3))
+        },
+    ];
+    let mut tm = tm_with(vec![port], 16 << 20, 200);
+    let every = wire_bytes(1500) * 8 * S / G10 * 4 / 3;
+    let s = shares(
+        &mut tm,
+        &mut [periodic(1, 1500, every), periodic(2, 1500, every)],
+    );
     assert!(within(s[1], 0.25, 0.05), "queue 1 {}", s[1]);
     assert!(within(s[2], 0.75, 0.05), "queue 2 {}", s[2]);
 }

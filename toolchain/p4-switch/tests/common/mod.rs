@@ -5,6 +5,8 @@ use std::sync::Arc;
 use switch_engine::{Switch, SwitchConfig};
 use switch_ports::{ChannelPort, Port};
 
+pub mod fixture;
+
 pub fn program(name: &str) -> String {
     let path = format!(
         "{}/../switch-engine/tests/stf/{name}.json",
@@ -58,4 +60,26 @@ pub fn drain(p: &ChannelPort) -> Vec<Vec<u8>> {
         out.push(buf[..n].to_vec());
     }
     out
+}
+
+/// One HTTP/1.1 request (`Connection: close`); returns (status, body). The server is tiny_http.
+pub fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{addr}: {e}"));
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("set a read timeout");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send the request");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read the answer");
+    let status = text
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {text}"));
+    let body = text.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+    (status, body)
 }
