@@ -133,9 +133,8 @@ impl Poller {
                     })),
                 };
                 d.outstanding.insert((id, list_id), (now, data));
-                let a = lock(&arb);
-                if let Some(c) = a.primary.and_then(|p| a.conns.get(&p)) {
-                    let _ = c.tx.try_send(Ok(msg));
+                for tx in lock(&arb).primaries() {
+                    let _ = tx.try_send(Ok(msg.clone()));
                 }
             }
         }

@@ -3,6 +3,7 @@
 
 mod bytes;
 mod digest;
+mod idle;
 mod pipeline;
 mod read;
 mod write;
@@ -97,6 +98,7 @@ pub async fn serve_listener(
     })?;
     let server = Server::new(dp);
     tokio::spawn(server.digest_poller());
+    tokio::spawn(server.idle_poller());
     tonic::transport::Server::builder()
         .add_service(
             P4RuntimeServer::new(server)
@@ -115,43 +117,67 @@ type StreamTx = mpsc::Sender<Result<StreamMessageResponse, Status>>;
 
 struct Controller {
     election_id: Option<u128>,
+    /// Role name; "" = the default role.
+    role: String,
     tx: StreamTx,
 }
 
+/// Election per role (spec 5): each role has its own primary.
 #[derive(Default)]
 struct Arbitration {
     next_conn: u64,
     conns: HashMap<u64, Controller>,
-    primary: Option<u64>,
+    primary: HashMap<String, u64>,
 }
 
 impl Arbitration {
-    fn highest(&self) -> Option<(u64, u128)> {
+    fn highest(&self, role: &str) -> Option<(u64, u128)> {
         self.conns
             .iter()
+            .filter(|(_, s)| s.role == role)
             .filter_map(|(c, s)| s.election_id.map(|e| (*c, e)))
             .max_by_key(|(_, e)| *e)
     }
 
-    fn primary_election(&self) -> Option<u128> {
+    fn primary_election(&self, role: &str) -> Option<u128> {
         self.primary
-            .and_then(|c| self.conns.get(&c))
+            .get(role)
+            .and_then(|c| self.conns.get(c))
             .and_then(|c| c.election_id)
     }
 
-    /// Recomputes the primary; true when it changed.
-    fn elect(&mut self) -> bool {
-        let new = self.highest().map(|(c, _)| c);
-        let changed = new != self.primary;
-        self.primary = new;
+    fn is_primary(&self, conn: u64) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| self.primary.get(&c.role) == Some(&conn))
+    }
+
+    /// The streams of every role's primary: every role has the whole pipeline (no role
+    /// configs), so each gets PacketIns, digests and idle-timeout notifications.
+    fn primaries(&self) -> impl Iterator<Item = &StreamTx> + '_ {
+        self.primary
+            .values()
+            .filter_map(|c| self.conns.get(c))
+            .map(|c| &c.tx)
+    }
+
+    /// Recomputes the role's primary; true when it changed.
+    fn elect(&mut self, role: &str) -> bool {
+        let new = self.highest(role).map(|(c, _)| c);
+        let changed = new != self.primary.get(role).copied();
+        match new {
+            Some(c) => self.primary.insert(role.to_string(), c),
+            None => self.primary.remove(role),
+        };
         changed
     }
 
     fn update_for(&self, conn: u64, device_id: u64) -> StreamMessageResponse {
-        let highest = self.highest().map(|(_, e)| e).unwrap_or(0);
-        let (code, message) = if Some(conn) == self.primary {
+        let role = self.conns.get(&conn).map_or("", |c| c.role.as_str());
+        let highest = self.highest(role).map(|(_, e)| e).unwrap_or(0);
+        let (code, message) = if self.primary.get(role) == Some(&conn) {
             (Code::Ok, "this controller is primary")
-        } else if self.primary.is_some() {
+        } else if self.primary.contains_key(role) {
             (Code::AlreadyExists, "a primary controller is connected")
         } else {
             (Code::NotFound, "no primary controller")
@@ -160,7 +186,10 @@ impl Arbitration {
             update: Some(stream_message_response::Update::Arbitration(
                 MasterArbitrationUpdate {
                     device_id,
-                    role: None,
+                    role: (!role.is_empty()).then(|| p4runtime_proto::p4runtime::Role {
+                        name: role.to_string(),
+                        ..Default::default()
+                    }),
                     election_id: Some(u128_to(highest)),
                     status: Some(rpc::Status {
                         code: code as i32,
@@ -172,9 +201,9 @@ impl Arbitration {
         }
     }
 
-    fn announce(&self, device_id: u64) {
+    fn announce(&self, role: &str, device_id: u64) {
         for (c, s) in &self.conns {
-            if s.election_id.is_some() {
+            if s.election_id.is_some() && s.role == role {
                 let _ = s.tx.try_send(Ok(self.update_for(*c, device_id)));
             }
         }
@@ -243,9 +272,8 @@ impl Server {
             let Some(msg) = pipeline.and_then(|p| packet_in(&p, frame)) else {
                 return;
             };
-            let arb = lock(&ar);
-            if let Some(c) = arb.primary.and_then(|p| arb.conns.get(&p)) {
-                let _ = c.tx.try_send(Ok(msg));
+            for tx in lock(&ar).primaries() {
+                let _ = tx.try_send(Ok(msg.clone()));
             }
         }));
         Server {
@@ -271,6 +299,18 @@ impl Server {
         .run()
     }
 
+    /// The IdleTimeoutNotification task; it ends when the server is dropped. [`serve`] runs it;
+    /// call it when mounting the service yourself.
+    pub fn idle_poller(&self) -> impl Future<Output = ()> + Send + 'static {
+        idle::Poller {
+            dp: self.dp.clone(),
+            state: Arc::downgrade(&self.state),
+            index: Arc::downgrade(&self.index),
+            arb: Arc::downgrade(&self.arb),
+        }
+        .run()
+    }
+
     fn check_device(&self, device_id: u64) -> Result<(), Status> {
         if device_id != self.dp.device_id() {
             return Err(status(
@@ -285,13 +325,7 @@ impl Server {
     }
 
     fn check_primary(&self, role: &str, election_id: &Option<Uint128>) -> Result<(), Status> {
-        if !role.is_empty() {
-            return Err(status(
-                Code::Unimplemented,
-                format!("role \"{role}\": only the default role is implemented"),
-            ));
-        }
-        let primary = lock(&self.arb).primary_election();
+        let primary = lock(&self.arb).primary_election(role);
         match (u128_of(election_id), primary) {
             (Some(e), Some(p)) if e == p => Ok(()),
             (e, p) => Err(status(
@@ -578,6 +612,7 @@ impl P4Runtime for Server {
                 c,
                 Controller {
                     election_id: None,
+                    role: String::new(),
                     tx: tx.clone(),
                 },
             );
@@ -597,7 +632,7 @@ impl P4Runtime for Server {
                         }
                     }
                     Some(stream_message_request::Update::Packet(po)) => {
-                        let is_primary = lock(&arb).primary == Some(conn);
+                        let is_primary = lock(&arb).is_primary(conn);
                         let pipeline = lock(&state).pipeline.clone();
                         let r = match (is_primary, pipeline) {
                             (false, _) => Err((
@@ -636,9 +671,10 @@ impl P4Runtime for Server {
                 }
             }
             let mut a = lock(&arb);
-            a.conns.remove(&conn);
-            if a.elect() {
-                a.announce(dp.device_id());
+            if let Some(gone) = a.conns.remove(&conn) {
+                if a.elect(&gone.role) {
+                    a.announce(&gone.role, dp.device_id());
+                }
             }
         });
         Ok(Response::new(ReceiverStream::new(rx)))
@@ -671,29 +707,43 @@ fn arbitrate(
             ),
         ));
     }
-    if a.role.as_ref().is_some_and(|r| !r.name.is_empty()) {
+    if a.role.as_ref().is_some_and(|r| r.config.is_some()) {
+        // A role config's format is target-specific (spec 15); roles here see everything.
         return Err(status(
             Code::Unimplemented,
-            "named roles are not implemented; use the default role",
+            "role configs are not implemented: a named role has the whole pipeline",
         ));
     }
+    let role = a.role.as_ref().map_or(String::new(), |r| r.name.clone());
     let election = u128_of(&a.election_id).unwrap_or(0);
     let mut arb = lock(arb);
+    if let Some(c) = arb.conns.get(&conn) {
+        if c.election_id.is_some() && c.role != role {
+            return Err(status(
+                Code::InvalidArgument,
+                format!(
+                    "this stream is in role \"{}\"; a stream keeps its role",
+                    c.role
+                ),
+            ));
+        }
+    }
     if arb
         .conns
         .iter()
-        .any(|(c, s)| *c != conn && s.election_id == Some(election))
+        .any(|(c, s)| *c != conn && s.role == role && s.election_id == Some(election))
     {
         return Err(status(
             Code::InvalidArgument,
-            format!("election id {election} is used by another controller"),
+            format!("election id {election} is used by another controller of this role"),
         ));
     }
     if let Some(c) = arb.conns.get_mut(&conn) {
         c.election_id = Some(election);
+        c.role = role.clone();
     }
-    if arb.elect() {
-        arb.announce(dp.device_id());
+    if arb.elect(&role) {
+        arb.announce(&role, dp.device_id());
     } else if let Some(c) = arb.conns.get(&conn) {
         let _ = c.tx.try_send(Ok(arb.update_for(conn, dp.device_id())));
     }

@@ -37,6 +37,16 @@ pub struct TableInfo {
     pub supports_timeout: bool,
     /// The action profile (engine name) of an indirect table.
     pub profile: Option<String>,
+    /// The P4Info id of the table's direct meter.
+    pub direct_meter: Option<u32>,
+}
+
+/// A parser value set: engine name, (match field id, bitwidth) in P4Info order, size.
+#[derive(Debug, Clone)]
+pub struct ValueSetInfo {
+    pub name: String,
+    pub fields: Vec<(u32, u32)>,
+    pub size: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -78,6 +88,9 @@ pub struct Pipeline {
     pub meters: HashMap<u32, (String, u64)>,
     /// Digests: id → learn list name (p4c names both after the digested type).
     pub digests: HashMap<u32, String>,
+    /// Direct meters: id → the P4Info id of their table.
+    pub direct_meters: HashMap<u32, u32>,
+    pub value_sets: HashMap<u32, ValueSetInfo>,
 }
 
 /// Loads the JSON and checks the P4Info against it; returns the mapping and a fresh engine.
@@ -200,6 +213,19 @@ pub fn verify(
             }
             ids.push(r.id);
         }
+        // Ageing needs the engine's hit bits, which only `support_timeout` tables keep.
+        let supports_timeout = t.idle_timeout_behavior != 0;
+        if supports_timeout != et.support_timeout {
+            return Err(format!(
+                "{here}: idle timeout {} in P4Info but support_timeout is {} in the JSON",
+                if supports_timeout {
+                    "NOTIFY_CONTROL"
+                } else {
+                    "NO_TIMEOUT"
+                },
+                et.support_timeout
+            ));
+        }
         let needs_priority = keys
             .iter()
             .any(|k| matches!(k.kind, Kind::Ternary | Kind::Range | Kind::Optional));
@@ -213,7 +239,7 @@ pub fn verify(
                 needs_priority,
                 is_const: t.is_const_table,
                 indirect: et.has_profile,
-                supports_timeout: t.idle_timeout_behavior != 0,
+                supports_timeout,
                 profile: p4info
                     .action_profiles
                     .iter()
@@ -221,6 +247,53 @@ pub fn verify(
                         pre_id(&ap.preamble) == t.implementation_id && t.implementation_id != 0
                     })
                     .map(|ap| pre_name(&ap.preamble)),
+                direct_meter: p4info
+                    .direct_meters
+                    .iter()
+                    .map(|m| pre_id(&m.preamble))
+                    .find(|id| t.direct_resource_ids.contains(id)),
+            },
+        );
+    }
+    let mut direct_meters = HashMap::new();
+    for m in &p4info.direct_meters {
+        let here = format!("P4Info direct meter \"{}\"", pre_name(&m.preamble));
+        if sw.direct_meter_table(&pre_name(&m.preamble)).is_none() {
+            return Err(format!("{here}: no such direct meter in the BMv2 JSON"));
+        }
+        let Some(t) = tables.get(&m.direct_table_id) else {
+            return Err(format!(
+                "{here}: direct_table_id {} is not a P4Info table",
+                m.direct_table_id
+            ));
+        };
+        if sw.direct_meter_table(&pre_name(&m.preamble)).as_deref() != Some(t.name.as_str()) {
+            return Err(format!(
+                "{here}: attached to \"{}\" in P4Info but not in the BMv2 JSON",
+                t.name
+            ));
+        }
+        direct_meters.insert(pre_id(&m.preamble), m.direct_table_id);
+    }
+    let mut value_sets = HashMap::new();
+    for v in &p4info.value_sets {
+        let name = pre_name(&v.preamble);
+        let mut fields = Vec::new();
+        for f in &v.r#match {
+            if !matches!(f.r#match, Some(match_field::Match::MatchType(2)) | None) {
+                return Err(format!(
+                    "P4Info value set \"{name}\": field \"{}\" is not an exact match (bmv2 value sets match exactly)",
+                    f.name
+                ));
+            }
+            fields.push((f.id, u32::try_from(f.bitwidth).unwrap_or(0)));
+        }
+        value_sets.insert(
+            pre_id(&v.preamble),
+            ValueSetInfo {
+                name,
+                fields,
+                size: usize::try_from(v.size).unwrap_or(0),
             },
         );
     }
@@ -346,6 +419,8 @@ pub fn verify(
             profiles,
             digests,
             meters,
+            direct_meters,
+            value_sets,
         },
         sw,
     ))

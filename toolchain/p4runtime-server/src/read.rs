@@ -7,11 +7,11 @@ use std::sync::Mutex;
 
 use p4runtime_proto::p4runtime::{
     entity, field_match, p4_data, packet_replication_engine_entry as pre, table_action, Action,
-    CounterData, CounterEntry, DigestEntry, DirectCounterEntry, Entity, FieldMatch, Index,
-    MeterConfig, MeterEntry, P4Data, PacketReplicationEngineEntry, RegisterEntry, TableAction,
-    TableEntry,
+    CounterData, CounterEntry, DigestEntry, DirectCounterEntry, DirectMeterEntry, Entity,
+    FieldMatch, Index, MeterConfig, MeterEntry, P4Data, PacketReplicationEngineEntry,
+    RegisterEntry, TableAction, TableEntry, ValueSetEntry,
 };
-use switch_engine::{EntryAction, EntryDesc, FieldMatch as EM};
+use switch_engine::{EntryAction, EntryDesc, EntryHandle, FieldMatch as EM, MeterRate};
 use tonic::Status;
 
 use crate::bytes::{all_ones, canonical};
@@ -78,6 +78,39 @@ struct Query {
     table: u32,
     key: Option<(Vec<EM>, i32)>,
     default: bool,
+    /// `time_since_last_hit` asked for (tables that support idle timeout).
+    since_hit: bool,
+}
+
+/// A meter config as P4Runtime gives it; `None` for an unconfigured meter.
+fn meter_config(r: &[MeterRate]) -> Option<MeterConfig> {
+    match r {
+        [c, p] => Some(MeterConfig {
+            cir: (c.rate_per_us * 1e6).round() as i64,
+            cburst: c.burst as i64,
+            pir: (p.rate_per_us * 1e6).round() as i64,
+            pburst: p.burst as i64,
+            eburst: 0,
+        }),
+        _ => None,
+    }
+}
+
+/// Records hits the engine saw since the last poll as hits now (the ageing resolution is the
+/// poll interval); returns when that was.
+pub fn note_hits(store: &mut Store, hits: Vec<(String, Vec<EntryHandle>)>) -> std::time::Instant {
+    let now = std::time::Instant::now();
+    for (table, hs) in hits {
+        let Some(last) = store.last_hit.get_mut(&table) else {
+            continue;
+        };
+        for h in hs {
+            if let Some(t) = last.get_mut(&h) {
+                *t = now;
+            }
+        }
+    }
+    now
 }
 
 pub fn read(
@@ -189,16 +222,7 @@ pub fn read(
                 })
                 .unwrap_or_default();
                 out.extend(got.into_iter().map(|(id, i, r)| {
-                    let config = match r.as_slice() {
-                        [c, p] => Some(MeterConfig {
-                            cir: (c.rate_per_us * 1e6).round() as i64,
-                            cburst: c.burst as i64,
-                            pir: (p.rate_per_us * 1e6).round() as i64,
-                            pburst: p.burst as i64,
-                            eburst: 0,
-                        }),
-                        _ => None,
-                    };
+                    let config = meter_config(&r);
                     Entity {
                         entity: Some(entity::Entity::MeterEntry(MeterEntry {
                             meter_id: id,
@@ -208,6 +232,88 @@ pub fn read(
                         })),
                     }
                 }));
+            }
+            Some(entity::Entity::DirectMeterEntry(dm)) => {
+                let te = dm.table_entry.clone().unwrap_or_default();
+                for id in table_ids(p, te.table_id)? {
+                    let t = &p.tables[&id];
+                    if t.direct_meter.is_none() {
+                        if te.table_id == 0 {
+                            continue;
+                        }
+                        return Err(status(
+                            Code::InvalidArgument,
+                            format!("table \"{}\" has no direct meter", t.name),
+                        ));
+                    }
+                    let key = if te.r#match.is_empty() {
+                        None
+                    } else {
+                        Some(crate::write::translate_match(t, &te).map_err(|(c, m)| status(c, m))?)
+                    };
+                    let name = t.name.clone();
+                    let got = exec_on(dp, move |sw| {
+                        let Some(sw) = sw else { return Vec::new() };
+                        let entries = sw.table_entries(&name).unwrap_or_default();
+                        entries
+                            .into_iter()
+                            .filter(|e| {
+                                key.as_ref().map_or(true, |k| {
+                                    k.0 == e.matches && k.1 == e.priority.unwrap_or(0)
+                                })
+                            })
+                            .filter_map(|e| {
+                                sw.direct_meter_get_rates(&name, e.handle)
+                                    .ok()
+                                    .map(|r| (e, r))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default();
+                    for (e, r) in got {
+                        let prio = e.priority.unwrap_or(0);
+                        let m = matches_of(t, &e.matches);
+                        let Some(entity::Entity::TableEntry(mut te)) =
+                            table_entity(p, t, &handles, id, (m, prio), &e.action, false).entity
+                        else {
+                            continue;
+                        };
+                        te.action = None;
+                        out.push(Entity {
+                            entity: Some(entity::Entity::DirectMeterEntry(DirectMeterEntry {
+                                table_entry: Some(te),
+                                config: meter_config(&r),
+                                counter_data: None,
+                            })),
+                        });
+                    }
+                }
+            }
+            Some(entity::Entity::ValueSetEntry(v)) => {
+                let mut ids: Vec<u32> = p.value_sets.keys().copied().collect();
+                ids.sort_unstable();
+                if v.value_set_id != 0 && !ids.contains(&v.value_set_id) {
+                    return Err(status(
+                        Code::NotFound,
+                        format!("no value set with id {}", v.value_set_id),
+                    ));
+                }
+                let idx = index.lock().unwrap_or_else(|e| e.into_inner());
+                for id in ids {
+                    if v.value_set_id != 0 && v.value_set_id != id {
+                        continue;
+                    }
+                    let entry = idx.value_sets.get(&id).map_or(
+                        ValueSetEntry {
+                            value_set_id: id,
+                            members: Vec::new(),
+                        },
+                        |(e, _)| e.clone(),
+                    );
+                    out.push(Entity {
+                        entity: Some(entity::Entity::ValueSetEntry(entry)),
+                    });
+                }
             }
             Some(entity::Entity::RegisterEntry(r)) => {
                 let cells = cells(
@@ -339,6 +445,7 @@ pub fn read(
                             table: id,
                             key,
                             default: te.is_default_action,
+                            since_hit: te.time_since_last_hit.is_some() && t.supports_timeout,
                         },
                         t.name.clone(),
                     ));
@@ -353,28 +460,59 @@ pub fn read(
             None => return Err(status(Code::InvalidArgument, "read of an empty entity")),
         }
     }
-    let names: Vec<(String, bool)> = queries
+    let names: Vec<(String, bool, bool, bool)> = queries
         .iter()
-        .map(|(q, n)| (n.clone(), q.default))
+        .map(|(q, n)| {
+            let t = &p.tables[&q.table];
+            (n.clone(), q.default, q.since_hit, t.direct_meter.is_some())
+        })
         .collect();
+    type Raw = (
+        Vec<EntryDesc>,
+        Option<EntryAction>,
+        Vec<EntryHandle>,
+        HashMap<EntryHandle, Vec<MeterRate>>,
+    );
     let raw = exec_on(dp, move |sw| {
         let Some(sw) = sw else { return Vec::new() };
         names
             .iter()
-            .map(|(n, default)| {
+            .map(|(n, default, since_hit, metered)| {
                 if *default {
                     let d = sw.table_default(n).ok().flatten();
-                    (Vec::new(), d)
-                } else {
-                    (sw.table_entries(n).unwrap_or_default(), None)
+                    return (Vec::new(), d, Vec::new(), HashMap::new());
                 }
+                let entries = sw.table_entries(n).unwrap_or_default();
+                let hits = if *since_hit {
+                    sw.take_hits(n).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                let meters = if *metered {
+                    entries
+                        .iter()
+                        .filter_map(|e| {
+                            let r = sw.direct_meter_get_rates(n, e.handle).ok()?;
+                            (!r.is_empty()).then_some((e.handle, r))
+                        })
+                        .collect()
+                } else {
+                    HashMap::new()
+                };
+                (entries, None, hits, meters)
             })
-            .collect::<Vec<(Vec<EntryDesc>, Option<EntryAction>)>>()
+            .collect::<Vec<Raw>>()
     })
     .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
-    let idle_guard = index.lock().unwrap_or_else(|e| e.into_inner());
-    let idle = &idle_guard.idle;
-    for ((q, _), (entries, default)) in queries.iter().zip(raw) {
+    let mut store = index.lock().unwrap_or_else(|e| e.into_inner());
+    let hits: Vec<(String, Vec<EntryHandle>)> = queries
+        .iter()
+        .zip(&raw)
+        .map(|((_, n), r)| (n.clone(), r.2.clone()))
+        .collect();
+    let now = note_hits(&mut store, hits);
+    let store = &*store;
+    for ((q, _), (entries, default, _, meters)) in queries.iter().zip(raw) {
         let t = &p.tables[&q.table];
         if q.default {
             if let Some(a) = default {
@@ -399,12 +537,27 @@ pub fn read(
             }
             let m = matches_of(t, &e.matches);
             let mut ent = table_entity(p, t, &handles, q.table, (m, prio), &e.action, false);
-            if let (Some(ns), Some(entity::Entity::TableEntry(te))) = (
-                idle.get(&t.name)
-                    .and_then(|i| i.get(&(e.matches.clone(), prio))),
-                ent.entity.as_mut(),
-            ) {
-                te.idle_timeout_ns = *ns;
+            if let Some(entity::Entity::TableEntry(te)) = ent.entity.as_mut() {
+                let key = (e.matches.clone(), prio);
+                if let Some(i) = store.idle.get(&t.name).and_then(|i| i.get(&key)) {
+                    te.idle_timeout_ns = i.timeout_ns;
+                }
+                if let Some(o) = store.oneshot.get(&t.name).and_then(|o| o.get(&key)) {
+                    te.action = Some(TableAction {
+                        r#type: Some(table_action::Type::ActionProfileActionSet(o.set.clone())),
+                    });
+                }
+                te.meter_config = meters.get(&e.handle).and_then(|r| meter_config(r));
+                if q.since_hit {
+                    te.time_since_last_hit = store
+                        .last_hit
+                        .get(&t.name)
+                        .and_then(|l| l.get(&e.handle))
+                        .map(|at| p4runtime_proto::p4runtime::table_entry::IdleTimeout {
+                            elapsed_ns: i64::try_from(now.duration_since(*at).as_nanos())
+                                .unwrap_or(i64::MAX),
+                        });
+                }
             }
             out.push(ent);
         }
@@ -412,7 +565,7 @@ pub fn read(
     Ok(out)
 }
 
-fn matches_of(t: &TableInfo, ms: &[EM]) -> Vec<FieldMatch> {
+pub(crate) fn matches_of(t: &TableInfo, ms: &[EM]) -> Vec<FieldMatch> {
     t.keys
         .iter()
         .zip(ms)

@@ -2,13 +2,14 @@
 //! applied in one `Dataplane::exec`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use p4runtime_proto::google::rpc::Code;
 pub use p4runtime_proto::p4runtime::digest_entry::Config as DigestConfig;
 use p4runtime_proto::p4runtime::{
     entity, field_match::FieldMatchType, p4_data, packet_replication_engine_entry as pre, replica,
-    table_action, update, ActionProfileGroup, ActionProfileMember, CloneSessionEntry, Entity,
-    MulticastGroupEntry, TableEntry, Update,
+    table_action, update, ActionProfileActionSet, ActionProfileGroup, ActionProfileMember,
+    CloneSessionEntry, Entity, MeterConfig, MulticastGroupEntry, TableEntry, Update, ValueSetEntry,
 };
 use switch_engine::{ApiError, EntryHandle, ErrorCode, FieldMatch, Switch};
 
@@ -18,20 +19,50 @@ use crate::pipeline::{Kind, Pipeline, TableInfo};
 /// A per-update failure: canonical code and message.
 pub type UpdateError = (Code, String);
 
+/// A table entry's match key and priority.
+pub type Key = (Vec<FieldMatch>, i32);
+
+/// An entry's idle timeout, and the last hit whose idle period was already notified (one
+/// notification per idle period: a hit starts a new one).
+#[derive(Debug, Clone, Copy)]
+pub struct Idle {
+    pub timeout_ns: i64,
+    pub notified_for: Option<Instant>,
+}
+
+/// A one-shot entry's hidden objects, which the server creates and owns (as PI does): engine
+/// member handles, and the engine group id for a selector.
+#[derive(Debug, Clone)]
+pub struct OneShot {
+    pub profile: String,
+    pub set: ActionProfileActionSet,
+    pub members: Vec<u32>,
+    pub group: Option<u32>,
+}
+
 /// What the server keeps beside the engine: match key → handle per engine table (P4Runtime
 /// addresses entries by key, the engine by handle), and the PRE entries as written (with the
 /// engine's node handles) so they read back unchanged.
 #[derive(Default)]
 pub struct Index {
-    pub tables: HashMap<String, HashMap<(Vec<FieldMatch>, i32), EntryHandle>>,
+    pub tables: HashMap<String, HashMap<Key, EntryHandle>>,
     pub mcast: BTreeMap<u32, (MulticastGroupEntry, Vec<u32>)>,
     pub clones: BTreeMap<u32, CloneSessionEntry>,
     /// Per action profile: P4Runtime member id → (engine member handle, member as written),
     /// and the groups as written.
     pub members: HashMap<String, BTreeMap<u32, (u32, ActionProfileMember)>>,
     pub groups: HashMap<String, BTreeMap<u32, ActionProfileGroup>>,
-    /// idle_timeout_ns of entries that set one, per engine table.
-    pub idle: HashMap<String, HashMap<(Vec<FieldMatch>, i32), i64>>,
+    /// Entries that set an idle_timeout_ns, per engine table.
+    pub idle: HashMap<String, HashMap<Key, Idle>>,
+    /// Last hit (or insertion) of every entry of a table that supports idle timeout.
+    pub last_hit: HashMap<String, HashMap<EntryHandle, Instant>>,
+    /// One-shot entries per table, and how many each action profile has.
+    pub oneshot: HashMap<String, HashMap<Key, OneShot>>,
+    pub oneshot_count: HashMap<String, usize>,
+    /// The last engine group id given to a hidden one-shot group.
+    pub oneshot_group: u32,
+    /// Value sets as written, with their engine values.
+    pub value_sets: BTreeMap<u32, (ValueSetEntry, Vec<Vec<u8>>)>,
     /// DigestEntry configs by digest id (only configured digests are streamed).
     pub digests: BTreeMap<u32, DigestConfig>,
 }
@@ -50,22 +81,48 @@ pub enum Act {
         profile: String,
         id: u32,
     },
+    /// A one-shot action set: (action, args, weight) for the hidden members.
+    OneShot {
+        profile: String,
+        selector: bool,
+        actions: Vec<(String, Vec<Vec<u8>>, u32)>,
+        set: ActionProfileActionSet,
+    },
 }
+
+/// Rates for the engine (committed first, then peak, per microsecond); `None` = unconfigured.
+pub type Rates = Option<Vec<switch_engine::MeterRate>>;
 
 #[derive(Debug, Clone)]
 pub enum Op {
     Insert {
         table: String,
-        key: (Vec<FieldMatch>, i32),
+        key: Key,
         needs_priority: bool,
         act: Act,
         idle_ns: i64,
+        /// The table supports idle timeout: the entry's hits are tracked.
+        ageing: bool,
+        /// `meter_config` given: the direct meter's rates.
+        meter: Option<Rates>,
     },
     Modify {
         table: String,
-        key: (Vec<FieldMatch>, i32),
+        key: Key,
         act: Act,
         idle_ns: i64,
+        meter: Option<Rates>,
+    },
+    DirectMeter {
+        table: String,
+        key: Key,
+        rates: Rates,
+    },
+    ValueSet {
+        id: u32,
+        name: String,
+        values: Vec<Vec<u8>>,
+        entry: ValueSetEntry,
     },
     Delete {
         table: String,
@@ -105,7 +162,7 @@ pub enum Op {
     Meter {
         name: String,
         index: Option<u64>,
-        rates: Vec<switch_engine::MeterRate>,
+        rates: Rates,
     },
     Digest {
         ty: update::Type,
@@ -187,28 +244,61 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                 None => None,
                 Some(i) => Some(cell_index(Some(i.index), *size, name)?),
             };
-            let c = m.config.unwrap_or_default();
-            if [c.cir, c.cburst, c.pir, c.pburst].iter().any(|v| *v < 0) || c.cir > c.pir {
-                return Err((
-                    Code::InvalidArgument,
-                    format!("meter \"{name}\": rates must be >= 0 and cir <= pir"),
-                ));
-            }
-            // bmv2's order: committed rate first, then peak; rates per microsecond.
-            let rates = vec![
-                switch_engine::MeterRate {
-                    rate_per_us: c.cir as f64 / 1e6,
-                    burst: c.cburst as u64,
-                },
-                switch_engine::MeterRate {
-                    rate_per_us: c.pir as f64 / 1e6,
-                    burst: c.pburst as u64,
-                },
-            ];
             Ok(Op::Meter {
                 name: name.clone(),
                 index,
-                rates,
+                rates: meter_rates(m.config.as_ref(), name)?,
+            })
+        }
+        entity::Entity::DirectMeterEntry(d) => {
+            let te = d.table_entry.clone().unwrap_or_default();
+            let Some(t) = p.tables.get(&te.table_id) else {
+                return Err((Code::NotFound, format!("no table with id {}", te.table_id)));
+            };
+            modify_only(ty, "DirectMeterEntry")?;
+            if t.direct_meter.is_none() {
+                return Err((
+                    Code::InvalidArgument,
+                    format!("table \"{}\" has no direct meter", t.name),
+                ));
+            }
+            Ok(Op::DirectMeter {
+                table: t.name.clone(),
+                key: translate_match(t, &te)?,
+                rates: meter_rates(d.config.as_ref(), &t.name)?,
+            })
+        }
+        entity::Entity::ValueSetEntry(v) => {
+            let Some(info) = p.value_sets.get(&v.value_set_id) else {
+                return Err((
+                    Code::NotFound,
+                    format!("no value set with id {}", v.value_set_id),
+                ));
+            };
+            // Spec 9.8: a value set is written whole, by MODIFY.
+            modify_only(ty, "ValueSetEntry")?;
+            if v.members.len() > info.size {
+                return Err((
+                    Code::ResourceExhausted,
+                    format!(
+                        "value set \"{}\": {} members, size {}",
+                        info.name,
+                        v.members.len(),
+                        info.size
+                    ),
+                ));
+            }
+            let values = v
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| value_set_member(info, i, &m.r#match))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Op::ValueSet {
+                id: v.value_set_id,
+                name: info.name.clone(),
+                values,
+                entry: v.clone(),
             })
         }
         entity::Entity::DigestEntry(d) => {
@@ -373,6 +463,60 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
     }
 }
 
+/// A P4Runtime meter config as engine rates; `None` (no config) resets the meter to
+/// unconfigured, which marks every packet green (spec 9.5).
+fn meter_rates(c: Option<&MeterConfig>, name: &str) -> Result<Rates, UpdateError> {
+    let Some(c) = c else { return Ok(None) };
+    if [c.cir, c.cburst, c.pir, c.pburst].iter().any(|v| *v < 0) || c.cir > c.pir {
+        return Err((
+            Code::InvalidArgument,
+            format!("meter \"{name}\": rates must be >= 0 and cir <= pir"),
+        ));
+    }
+    // bmv2's order: committed rate first, then peak; rates per microsecond.
+    Ok(Some(vec![
+        switch_engine::MeterRate {
+            rate_per_us: c.cir as f64 / 1e6,
+            burst: c.cburst as u64,
+        },
+        switch_engine::MeterRate {
+            rate_per_us: c.pir as f64 / 1e6,
+            burst: c.pburst as u64,
+        },
+    ]))
+}
+
+/// One value set member as the engine takes it: the fields' values concatenated, MSB first,
+/// right-aligned in whole bytes.
+fn value_set_member(
+    info: &crate::pipeline::ValueSetInfo,
+    i: usize,
+    fms: &[p4runtime_proto::p4runtime::FieldMatch],
+) -> Result<Vec<u8>, UpdateError> {
+    let inv = |m: String| (Code::InvalidArgument, m);
+    let what = format!("value set \"{}\" member {i}", info.name);
+    if let Some(f) = fms
+        .iter()
+        .find(|f| !info.fields.iter().any(|(id, _)| *id == f.field_id))
+    {
+        return Err(inv(format!("{what}: no match field id {}", f.field_id)));
+    }
+    let total: u32 = info.fields.iter().map(|f| f.1).sum();
+    let mut fields = vec![(vec![0u8], total.div_ceil(8) * 8 - total)];
+    for (id, width) in &info.fields {
+        let mut given = fms.iter().filter(|f| f.field_id == *id);
+        let (Some(f), None) = (given.next(), given.next()) else {
+            return Err(inv(format!("{what}: field id {id} must be given once")));
+        };
+        let Some(FieldMatchType::Exact(e)) = &f.field_match_type else {
+            return Err(inv(format!("{what}: field id {id} must be an exact match")));
+        };
+        let v = to_engine(&e.value, *width, &format!("{what} field id {id}")).map_err(inv)?;
+        fields.push((v, *width));
+    }
+    Ok(crate::bytes::pack_bits(&fields))
+}
+
 fn modify_only(ty: update::Type, what: &str) -> Result<(), UpdateError> {
     if ty != update::Type::Modify {
         return Err((
@@ -472,6 +616,16 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
             }
         )));
     }
+    let meter = match (&te.meter_config, t.direct_meter) {
+        (None, _) => None,
+        (Some(c), Some(_)) => Some(meter_rates(Some(c), &t.name)?),
+        (Some(_), None) => {
+            return Err(inv(format!(
+                "table \"{}\" has no direct meter: meter_config not allowed",
+                t.name
+            )))
+        }
+    };
     match ty {
         update::Type::Insert => Ok(Op::Insert {
             table,
@@ -479,12 +633,15 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
             needs_priority: t.needs_priority,
             act: translate_action(p, t, te)?,
             idle_ns,
+            ageing: t.supports_timeout,
+            meter,
         }),
         update::Type::Modify => Ok(Op::Modify {
             table,
             key,
             act: translate_action(p, t, te)?,
             idle_ns,
+            meter,
         }),
         _ => Ok(Op::Delete { table, key }),
     }
@@ -636,10 +793,46 @@ fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act,
             id: *m,
         }),
         table_action::Type::ActionProfileGroupId(g) if t.indirect => Ok(Act::Group(*g)),
-        table_action::Type::ActionProfileActionSet(_) => Err((
-            Code::Unimplemented,
-            "one-shot action profile action sets are not implemented".into(),
-        )),
+        table_action::Type::ActionProfileActionSet(set) if t.indirect => {
+            let profile = t.profile.clone().unwrap_or_default();
+            let prof = p.profiles.values().find(|pr| pr.name == profile);
+            let selector = prof.is_some_and(|pr| pr.with_selector);
+            let max = prof.map_or(0, |pr| pr.max_group_size);
+            if set.action_profile_actions.is_empty() {
+                return Err(inv(format!("table \"{}\": empty action set", t.name)));
+            }
+            if !selector && set.action_profile_actions.len() != 1 {
+                return Err(inv(format!(
+                    "table \"{}\": its action profile has no selector, so an action set holds one action",
+                    t.name
+                )));
+            }
+            let mut actions = Vec::with_capacity(set.action_profile_actions.len());
+            let mut total: i64 = 0;
+            for (i, pa) in set.action_profile_actions.iter().enumerate() {
+                let Some(a) = &pa.action else {
+                    return Err(inv(format!("action set entry {i} without an action")));
+                };
+                if pa.weight <= 0 {
+                    return Err(inv(format!("action set entry {i}: weight must be > 0")));
+                }
+                total += i64::from(pa.weight);
+                let (name, args) = action_args(p, a, &t.actions, &format!("table \"{}\"", t.name))?;
+                actions.push((name, args, pa.weight as u32));
+            }
+            if max > 0 && total > i64::from(max) {
+                return Err((
+                    Code::ResourceExhausted,
+                    format!("action set of total weight {total} exceeds max_group_size {max}"),
+                ));
+            }
+            Ok(Act::OneShot {
+                profile,
+                selector,
+                actions,
+                set: set.clone(),
+            })
+        }
         _ => Err(inv(format!("table \"{}\" is not indirect", t.name))),
     }
 }
@@ -745,7 +938,9 @@ fn add(
         Act::Action { name, args } => sw.table_add(table, key.0.clone(), prio, name, args),
         Act::Member(m) => sw.table_add_member_entry(table, key.0.clone(), prio, *m),
         Act::Group(g) => sw.table_add_group_entry(table, key.0.clone(), prio, *g),
-        Act::P4Member { .. } => unreachable!("member ids are resolved before the engine sees them"),
+        Act::P4Member { .. } | Act::OneShot { .. } => {
+            unreachable!("member ids and action sets are resolved before the engine sees them")
+        }
     }
 }
 
@@ -768,10 +963,12 @@ fn modify(sw: &mut Switch, table: &str, h: EntryHandle, act: &Act) -> Result<(),
     match act {
         Act::Action { name, args } => sw.table_modify(table, h, name, args),
         // The engine modifies direct actions only; a member/group change re-adds the entry.
-        Act::Member(_) | Act::Group(_) | Act::P4Member { .. } => Err(ApiError {
-            code: ErrorCode::WrongTableType,
-            message: "modifying an indirect entry's member or group is not supported".into(),
-        }),
+        Act::Member(_) | Act::Group(_) | Act::P4Member { .. } | Act::OneShot { .. } => {
+            Err(ApiError {
+                code: ErrorCode::WrongTableType,
+                message: "modifying an indirect entry's member or group is not supported".into(),
+            })
+        }
     }
 }
 
@@ -788,7 +985,19 @@ pub fn apply(
         .into_iter()
         .map(|op| match op {
             Ok(
-                Op::Counter { .. }
+                Op::Insert {
+                    act: Act::OneShot { .. },
+                    ..
+                }
+                | Op::Modify {
+                    act: Act::OneShot { .. },
+                    ..
+                }
+                | Op::Insert { meter: Some(_), .. }
+                | Op::Modify { meter: Some(_), .. }
+                | Op::DirectMeter { .. }
+                | Op::ValueSet { .. }
+                | Op::Counter { .. }
                 | Op::Register { .. }
                 | Op::Mcast { .. }
                 | Op::Clone { .. }
@@ -799,7 +1008,9 @@ pub fn apply(
                 | Op::SetDefault { .. },
             ) if rollback => Err((
                 Code::Unimplemented,
-                "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches support table entries only".into(),
+                "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches support table entries (without \
+                 action sets or meter configs) only"
+                    .into(),
             )),
             op => op,
         })
@@ -861,19 +1072,107 @@ pub fn apply(
     results
 }
 
-/// Records an entry's idle timeout (stored and read back; the engine does not age entries).
-fn set_idle(index: &mut Index, table: &str, key: &(Vec<FieldMatch>, i32), ns: i64) {
+/// Records an entry's idle timeout; a new timeout is a new idle period (not yet notified).
+fn set_idle(index: &mut Index, table: &str, key: &Key, ns: i64) {
     if ns == 0 {
         if let Some(t) = index.idle.get_mut(table) {
             t.remove(key);
         }
     } else {
-        index
-            .idle
-            .entry(table.to_string())
-            .or_default()
-            .insert(key.clone(), ns);
+        index.idle.entry(table.to_string()).or_default().insert(
+            key.clone(),
+            Idle {
+                timeout_ns: ns,
+                notified_for: None,
+            },
+        );
     }
+}
+
+/// Creates the hidden members (and group) of a one-shot action set; on failure nothing is
+/// left behind.
+fn create_oneshot(
+    sw: &mut Switch,
+    index: &mut Index,
+    profile: &str,
+    selector: bool,
+    actions: &[(String, Vec<Vec<u8>>, u32)],
+    group: Option<u32>,
+) -> Result<(Vec<u32>, Option<u32>), UpdateError> {
+    let mut members = Vec::with_capacity(actions.len());
+    let undo = |sw: &mut Switch, members: &[u32]| {
+        for h in members {
+            let _ = sw.profile_delete_member(profile, *h);
+        }
+    };
+    for (name, args, _) in actions {
+        match sw.profile_add_member(profile, name, args) {
+            Ok(h) => members.push(h),
+            Err(e) => {
+                undo(sw, &members);
+                return Err(api(e));
+            }
+        }
+    }
+    if !selector {
+        return Ok((members, None));
+    }
+    let gid = group.unwrap_or_else(|| {
+        index.oneshot_group = index.oneshot_group.wrapping_add(1).max(1);
+        index.oneshot_group
+    });
+    let list: Vec<(u32, u32)> = members
+        .iter()
+        .zip(actions)
+        .map(|(h, (_, _, w))| (*h, *w))
+        .collect();
+    if let Err(e) = sw.profile_set_group(profile, gid, &list) {
+        undo(sw, &members);
+        return Err(api(e));
+    }
+    Ok((members, Some(gid)))
+}
+
+/// Deletes a one-shot entry's hidden group and members (after its entry is gone).
+fn delete_oneshot(sw: &mut Switch, index: &mut Index, o: &OneShot) {
+    if let Some(g) = o.group {
+        let _ = sw.profile_delete_group(&o.profile, g);
+    }
+    for h in &o.members {
+        let _ = sw.profile_delete_member(&o.profile, *h);
+    }
+    if let Some(n) = index.oneshot_count.get_mut(&o.profile) {
+        *n = n.saturating_sub(1);
+    }
+}
+
+/// Spec 9.2.3: an action profile is programmed either by members and groups or by one-shot
+/// action sets, not both at once.
+fn check_profile_mode(index: &Index, profile: &str, oneshot: bool) -> Result<(), UpdateError> {
+    let manual = index.members.get(profile).is_some_and(|m| !m.is_empty())
+        || index.groups.get(profile).is_some_and(|g| !g.is_empty());
+    let shots = index.oneshot_count.get(profile).copied().unwrap_or(0) > 0;
+    match (oneshot, manual, shots) {
+        (true, true, _) => Err((
+            Code::InvalidArgument,
+            format!("action profile \"{profile}\" has members or groups: no one-shot action sets"),
+        )),
+        (false, _, true) => Err((
+            Code::InvalidArgument,
+            format!("action profile \"{profile}\" is programmed by one-shot action sets: no members or groups"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn set_direct_meter(
+    sw: &mut Switch,
+    table: &str,
+    h: EntryHandle,
+    rates: &Rates,
+) -> Result<(), UpdateError> {
+    sw.direct_meter_set_rates(table, h, rates.as_deref().unwrap_or_default())
+        .map_err(api)
 }
 
 /// A P4Runtime member id to the engine's member handle.
@@ -905,23 +1204,29 @@ fn apply_one(
             needs_priority,
             act,
             idle_ns,
+            ageing,
+            meter,
         } => Op::Insert {
             table,
             key,
             needs_priority,
             act: resolve(index, act)?,
             idle_ns,
+            ageing,
+            meter,
         },
         Op::Modify {
             table,
             key,
             act,
             idle_ns,
+            meter,
         } => Op::Modify {
             table,
             key,
             act: resolve(index, act)?,
             idle_ns,
+            meter,
         },
         op => op,
     };
@@ -932,16 +1237,80 @@ fn apply_one(
             needs_priority,
             act,
             idle_ns,
+            ageing,
+            meter,
         } => {
-            let t = index.tables.entry(table.clone()).or_default();
-            if t.contains_key(&key) {
+            if index
+                .tables
+                .get(&table)
+                .is_some_and(|t| t.contains_key(&key))
+            {
                 return Err((
                     Code::AlreadyExists,
                     format!("table \"{table}\": an entry with this match key exists"),
                 ));
             }
-            let h = add(sw, &table, &key, needs_priority, &act).map_err(api)?;
-            t.insert(key.clone(), h);
+            let (act, shot) = match act {
+                Act::OneShot {
+                    profile,
+                    selector,
+                    actions,
+                    set,
+                } => {
+                    check_profile_mode(index, &profile, true)?;
+                    let (members, group) =
+                        create_oneshot(sw, index, &profile, selector, &actions, None)?;
+                    let act = match (group, members.first()) {
+                        (Some(g), _) => Act::Group(g),
+                        (None, Some(m)) => Act::Member(*m),
+                        (None, None) => unreachable!("an action set has at least one action"),
+                    };
+                    let shot = OneShot {
+                        profile,
+                        set,
+                        members,
+                        group,
+                    };
+                    (act, Some(shot))
+                }
+                act => (act, None),
+            };
+            let h = match add(sw, &table, &key, needs_priority, &act).map_err(api) {
+                Ok(h) => h,
+                Err(e) => {
+                    if let Some(s) = &shot {
+                        *index.oneshot_count.entry(s.profile.clone()).or_default() += 1;
+                        delete_oneshot(sw, index, s);
+                    }
+                    return Err(e);
+                }
+            };
+            if let Some(rates) = &meter {
+                if let Err(e) = set_direct_meter(sw, &table, h, rates) {
+                    let _ = sw.table_delete(&table, h);
+                    return Err(e);
+                }
+            }
+            index
+                .tables
+                .entry(table.clone())
+                .or_default()
+                .insert(key.clone(), h);
+            if let Some(s) = shot {
+                *index.oneshot_count.entry(s.profile.clone()).or_default() += 1;
+                index
+                    .oneshot
+                    .entry(table.clone())
+                    .or_default()
+                    .insert(key.clone(), s);
+            }
+            if ageing {
+                index
+                    .last_hit
+                    .entry(table.clone())
+                    .or_default()
+                    .insert(h, Instant::now());
+            }
             set_idle(index, &table, &key, idle_ns);
             if let Some(u) = undo {
                 u.push(Undo::Delete { table, key });
@@ -951,8 +1320,63 @@ fn apply_one(
         Op::Modify {
             table,
             key,
+            act:
+                Act::OneShot {
+                    selector,
+                    actions,
+                    set,
+                    ..
+                },
+            idle_ns,
+            meter,
+        } => {
+            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
+                return Err((
+                    Code::NotFound,
+                    format!("table \"{table}\": no entry with this match key"),
+                ));
+            };
+            let Some(old) = index.oneshot.get(&table).and_then(|t| t.get(&key)).cloned() else {
+                return Err((
+                    Code::InvalidArgument,
+                    format!("table \"{table}\": the entry points at a member or group; an action set cannot replace it"),
+                ));
+            };
+            let profile = old.profile.clone();
+            let (members, group) = if selector {
+                // The entry keeps its hidden group; the group gets new members.
+                let created = create_oneshot(sw, index, &profile, selector, &actions, old.group)?;
+                for m in &old.members {
+                    let _ = sw.profile_delete_member(&profile, *m);
+                }
+                created
+            } else {
+                let (name, args, _) = &actions[0];
+                sw.profile_modify_member(&profile, old.members[0], name, args)
+                    .map_err(api)?;
+                (old.members.clone(), None)
+            };
+            if let Some(rates) = &meter {
+                set_direct_meter(sw, &table, h, rates)?;
+            }
+            index.oneshot.entry(table.clone()).or_default().insert(
+                key.clone(),
+                OneShot {
+                    profile,
+                    set,
+                    members,
+                    group,
+                },
+            );
+            set_idle(index, &table, &key, idle_ns);
+            Ok(())
+        }
+        Op::Modify {
+            table,
+            key,
             act,
             idle_ns,
+            meter,
         } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
                 return Err((
@@ -962,6 +1386,9 @@ fn apply_one(
             };
             let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
             modify(sw, &table, h, &act).map_err(api)?;
+            if let Some(rates) = &meter {
+                set_direct_meter(sw, &table, h, rates)?;
+            }
             set_idle(index, &table, &key, idle_ns);
             if let (Some(u), Some((old, _))) = (undo, old) {
                 u.push(Undo::Restore {
@@ -985,6 +1412,12 @@ fn apply_one(
             set_idle(index, &table, &key, 0);
             if let Some(t) = index.tables.get_mut(&table) {
                 t.remove(&key);
+            }
+            if let Some(t) = index.last_hit.get_mut(&table) {
+                t.remove(&h);
+            }
+            if let Some(s) = index.oneshot.get_mut(&table).and_then(|t| t.remove(&key)) {
+                delete_oneshot(sw, index, &s);
             }
             if let (Some(u), Some((old, prio))) = (undo, old) {
                 u.push(Undo::Restore {
@@ -1059,6 +1492,9 @@ fn apply_one(
             action: (name, args),
         } => {
             let id = entry.member_id;
+            if ty == update::Type::Insert {
+                check_profile_mode(index, &profile, false)?;
+            }
             let members = index.members.entry(profile.clone()).or_default();
             let h = members.get(&id).map(|m| m.0);
             match (ty, h) {
@@ -1086,6 +1522,9 @@ fn apply_one(
         }
         Op::Group { ty, profile, entry } => {
             let id = entry.group_id;
+            if ty == update::Type::Insert {
+                check_profile_mode(index, &profile, false)?;
+            }
             let exists = index
                 .groups
                 .get(&profile)
@@ -1124,8 +1563,48 @@ fn apply_one(
         Op::Meter {
             name,
             index: i,
-            rates,
+            rates: Some(rates),
         } => sw.meter_set_rates(&name, i, &rates).map_err(api),
+        Op::Meter {
+            name,
+            index: i,
+            rates: None,
+        } => sw.meter_reset_rates(&name, i).map_err(api),
+        Op::DirectMeter { table, key, rates } => {
+            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
+                return Err((
+                    Code::NotFound,
+                    format!("table \"{table}\": no entry with this match key"),
+                ));
+            };
+            set_direct_meter(sw, &table, h, &rates)
+        }
+        Op::ValueSet {
+            id,
+            name,
+            values,
+            entry,
+        } => {
+            sw.parse_vset_clear(&name).map_err(api)?;
+            for v in &values {
+                if let Err(e) = sw.parse_vset_add(&name, v) {
+                    // Leave the set as it was rather than half written.
+                    let _ = sw.parse_vset_clear(&name);
+                    for old in index
+                        .value_sets
+                        .get(&id)
+                        .map(|o| &o.1)
+                        .into_iter()
+                        .flatten()
+                    {
+                        let _ = sw.parse_vset_add(&name, old);
+                    }
+                    return Err(api(e));
+                }
+            }
+            index.value_sets.insert(id, (entry, values));
+            Ok(())
+        }
         Op::Digest { ty, id, config } => {
             let exists = index.digests.contains_key(&id);
             match (ty, config) {

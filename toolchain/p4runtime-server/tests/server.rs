@@ -336,10 +336,11 @@ async fn table_insert_modify_delete_read() {
     )
     .await;
     assert_eq!(d, vec![def]);
-    // With NOTIFY_CONTROL the timeout is accepted, stored and read back (no ageing yet).
+    // With NOTIFY_CONTROL (and support_timeout in the JSON) the timeout is accepted, stored
+    // and read back.
     let mut info = l3.info.clone();
     info.tables[0].idle_timeout_behavior = 1;
-    c.set_pipeline(&info, &stf_json("l3.json")).await.unwrap();
+    c.set_pipeline(&info, &l3_with_timeout()).await.unwrap();
     write(
         &mut c,
         vec![upd(update::Type::Insert, timed.clone())],
@@ -1227,4 +1228,820 @@ async fn direct_counters_count_hits() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(got, vec![want]);
+}
+
+fn exact(field: u32, value: Vec<u8>) -> FieldMatch {
+    FieldMatch {
+        field_id: field,
+        field_match_type: Some(field_match::FieldMatchType::Exact(field_match::Exact {
+            value,
+        })),
+    }
+}
+
+fn ent(e: entity::Entity, ty: update::Type) -> Update {
+    Update {
+        r#type: ty as i32,
+        entity: Some(Entity { entity: Some(e) }),
+    }
+}
+
+/// Waits until the data plane has sent `n` frames to front-panel ports; returns them.
+async fn sent_frames(dp: &TestDp, n: usize) -> Vec<switch_engine::Output> {
+    for _ in 0..200 {
+        if dp.sent.lock().unwrap().len() >= n {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let sent = dp.sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), n, "frames sent");
+    sent
+}
+
+async fn packet_out(c: &mut Controller, payload: Vec<u8>) {
+    c.tx.send(StreamMessageRequest {
+        update: Some(stream_message_request::Update::Packet(PacketOut {
+            payload,
+            metadata: vec![],
+        })),
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_meters_and_meter_resets() {
+    use p4runtime_proto::p4info::DirectMeter;
+    use p4runtime_proto::p4runtime::{DirectMeterEntry, Index, MeterConfig, MeterEntry};
+    use update::Type::*;
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("externs.json");
+    let mut info = p4info_for(&json);
+    let t_op = table_id(&info, "ingress.t_op");
+    let t_dm = table_id(&info, "ingress.t_dm");
+    let dm_id = 0x1500_0001;
+    info.direct_meters.push(DirectMeter {
+        preamble: Some(p4runtime_proto::p4info::Preamble {
+            id: dm_id,
+            name: "ingress.dm".into(),
+            ..Default::default()
+        }),
+        direct_table_id: t_dm,
+        ..Default::default()
+    });
+    for t in info.tables.iter_mut() {
+        if t.preamble.as_ref().unwrap().id == t_dm {
+            t.direct_resource_ids.push(dm_id);
+        }
+    }
+    c.set_pipeline(&info, &json).await.unwrap();
+    // Committed burst 13 bytes, peak burst 26 bytes, rates of 1 byte/s: with 13-byte packets
+    // green, yellow, red (the test data plane's clock stands still).
+    let config = MeterConfig {
+        cir: 1,
+        cburst: 13,
+        pir: 1,
+        pburst: 26,
+        eburst: 0,
+    };
+    let dm_entry = TableEntry {
+        table_id: t_dm,
+        r#match: vec![exact(1, vec![0])],
+        action: act(action_id(&info, "NoAction"), vec![]),
+        meter_config: Some(config),
+        ..Default::default()
+    };
+    write(
+        &mut c,
+        vec![
+            upd(
+                Insert,
+                TableEntry {
+                    table_id: t_op,
+                    r#match: vec![exact(1, vec![8])],
+                    action: act(action_id(&info, "ingress.to_dm"), vec![]),
+                    ..Default::default()
+                },
+            ),
+            upd(Insert, dm_entry.clone()),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // h = op idx val(32) out(32) color hash(16): the colour is byte 10.
+    let frame = |op: u8| {
+        let mut p = vec![op, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0, 0];
+        p.truncate(13);
+        p
+    };
+    for _ in 0..3 {
+        packet_out(&mut c, frame(8)).await;
+    }
+    let colours: Vec<u8> = sent_frames(&dp, 3)
+        .await
+        .iter()
+        .map(|o| o.data[10])
+        .collect();
+    assert_eq!(colours, vec![0, 1, 2], "green, yellow, red");
+    // The entry reads back with its meter config; so does its DirectMeterEntry.
+    let got = read_all(
+        &mut c,
+        TableEntry {
+            table_id: t_dm,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(got, vec![dm_entry.clone()]);
+    let key_only = TableEntry {
+        table_id: t_dm,
+        r#match: vec![exact(1, vec![0])],
+        ..Default::default()
+    };
+    let direct = |config: Option<MeterConfig>| {
+        entity::Entity::DirectMeterEntry(DirectMeterEntry {
+            table_entry: Some(key_only.clone()),
+            config,
+            counter_data: None,
+        })
+    };
+    let query = entity::Entity::DirectMeterEntry(DirectMeterEntry {
+        table_entry: Some(TableEntry {
+            table_id: t_dm,
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    assert_eq!(
+        read_entities(&mut c, query.clone()).await,
+        vec![direct(Some(config))]
+    );
+    // A DirectMeterEntry without a config resets the meter: every packet green again.
+    write(
+        &mut c,
+        vec![ent(direct(None), Modify)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        read_entities(&mut c, query.clone()).await,
+        vec![direct(None)]
+    );
+    packet_out(&mut c, frame(8)).await;
+    assert_eq!(sent_frames(&dp, 4).await[3].data[10], 0);
+    // And one with a config sets it again.
+    write(
+        &mut c,
+        vec![ent(direct(Some(config)), Modify)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        read_entities(&mut c, query).await,
+        vec![direct(Some(config))]
+    );
+    // Errors, per update: INSERT of a DirectMeterEntry, a missing entry, a table without a
+    // direct meter, meter_config on such a table, cir > pir.
+    let missing = entity::Entity::DirectMeterEntry(DirectMeterEntry {
+        table_entry: Some(TableEntry {
+            table_id: t_dm,
+            r#match: vec![exact(1, vec![9])],
+            ..Default::default()
+        }),
+        config: Some(config),
+        counter_data: None,
+    });
+    let no_meter = entity::Entity::DirectMeterEntry(DirectMeterEntry {
+        table_entry: Some(TableEntry {
+            table_id: t_op,
+            r#match: vec![exact(1, vec![8])],
+            ..Default::default()
+        }),
+        config: Some(config),
+        counter_data: None,
+    });
+    let bad_rates = entity::Entity::DirectMeterEntry(DirectMeterEntry {
+        table_entry: Some(key_only.clone()),
+        config: Some(MeterConfig {
+            cir: 10,
+            pir: 5,
+            ..config
+        }),
+        counter_data: None,
+    });
+    let e = write(
+        &mut c,
+        vec![
+            ent(direct(Some(config)), Insert),
+            ent(missing, Modify),
+            ent(no_meter, Modify),
+            upd(
+                Insert,
+                TableEntry {
+                    table_id: t_op,
+                    r#match: vec![exact(1, vec![5])],
+                    action: act(action_id(&info, "ingress.do_meter"), vec![]),
+                    meter_config: Some(config),
+                    ..Default::default()
+                },
+            ),
+            ent(bad_rates, Modify),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![
+            Code::InvalidArgument as i32,
+            Code::NotFound as i32,
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+        ]
+    );
+    // An indexed meter cell written without a config is unconfigured again (spec 9.5): it
+    // reads back without a config and marks packets green.
+    let mtr = info.meters[0].preamble.as_ref().unwrap().id;
+    let cell = |config: Option<MeterConfig>| {
+        entity::Entity::MeterEntry(MeterEntry {
+            meter_id: mtr,
+            index: Some(Index { index: 0 }),
+            config,
+            counter_data: None,
+        })
+    };
+    write(
+        &mut c,
+        vec![
+            upd(
+                Insert,
+                TableEntry {
+                    table_id: t_op,
+                    r#match: vec![exact(1, vec![5])],
+                    action: act(action_id(&info, "ingress.do_meter"), vec![]),
+                    ..Default::default()
+                },
+            ),
+            ent(
+                cell(Some(MeterConfig {
+                    cir: 1,
+                    cburst: 1,
+                    pir: 1,
+                    pburst: 1,
+                    eburst: 0,
+                })),
+                Modify,
+            ),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    for _ in 0..2 {
+        packet_out(&mut c, frame(5)).await;
+    }
+    let sent = sent_frames(&dp, 6).await;
+    assert_eq!(
+        (sent[4].data[10], sent[5].data[10]),
+        (0, 2),
+        "burst of 1, then red"
+    );
+    write(
+        &mut c,
+        vec![ent(cell(None), Modify)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_entities(&mut c, cell(None)).await, vec![cell(None)]);
+    packet_out(&mut c, frame(5)).await;
+    assert_eq!(
+        sent_frames(&dp, 7).await[6].data[10],
+        0,
+        "unconfigured: green"
+    );
+}
+
+fn ipv4_frame(dst: [u8; 4]) -> Vec<u8> {
+    let mut p = vec![0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0, 0x0b, 0xbb, 0x08, 0x00];
+    p.extend([
+        0x45, 0, 0, 0x14, 0, 0, 0, 0, 0x40, 0x06, 0, 0, 0xc0, 0xa8, 0, 1,
+    ]);
+    p.extend(dst);
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_shot_action_sets() {
+    use p4runtime_proto::p4info::ActionProfile;
+    use p4runtime_proto::p4runtime::{
+        ActionProfileAction, ActionProfileActionSet, ActionProfileGroup, ActionProfileMember,
+    };
+    use update::Type::*;
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = std::fs::read_to_string(format!(
+        "{}/../switch-engine/tests/programs/ecmp.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let mut info = p4info_for(&json);
+    let table = table_id(&info, "ingress.ipv4_lpm");
+    let set_nhop = action_id(&info, "ingress.set_nhop");
+    let ap = 0x1100_0001;
+    info.action_profiles.push(ActionProfile {
+        preamble: Some(p4runtime_proto::p4info::Preamble {
+            id: ap,
+            name: "ingress.ecmp_ap".into(),
+            ..Default::default()
+        }),
+        table_ids: vec![table],
+        with_selector: true,
+        size: 64,
+        max_group_size: 4,
+        ..Default::default()
+    });
+    info.tables[0].implementation_id = ap;
+    c.set_pipeline(&info, &json).await.unwrap();
+    let set = |ports: &[(u8, i32)]| {
+        Some(TableAction {
+            r#type: Some(table_action::Type::ActionProfileActionSet(
+                ActionProfileActionSet {
+                    action_profile_actions: ports
+                        .iter()
+                        .map(|&(port, weight)| ActionProfileAction {
+                            action: act(set_nhop, vec![vec![port], vec![port]]).and_then(
+                                |a| match a.r#type {
+                                    Some(table_action::Type::Action(a)) => Some(a),
+                                    _ => None,
+                                },
+                            ),
+                            weight,
+                            watch_kind: None,
+                        })
+                        .collect(),
+                    ..Default::default()
+                },
+            )),
+        })
+    };
+    let entry = |prefix: u8, action| TableEntry {
+        table_id: table,
+        r#match: vec![lpm(1, vec![prefix, 0, 0, 0], 8)],
+        action,
+        ..Default::default()
+    };
+    let spread = entry(10, set(&[(1, 1), (2, 1)]));
+    write(
+        &mut c,
+        vec![upd(Insert, spread.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    // The entry reads back with its action set; the hidden members and group are not visible.
+    assert_eq!(read_all(&mut c, TableEntry::default()).await, vec![spread]);
+    let members = entity::Entity::ActionProfileMember(ActionProfileMember {
+        action_profile_id: ap,
+        ..Default::default()
+    });
+    let groups = entity::Entity::ActionProfileGroup(ActionProfileGroup {
+        action_profile_id: ap,
+        ..Default::default()
+    });
+    assert_eq!(read_entities(&mut c, members.clone()).await, vec![]);
+    assert_eq!(read_entities(&mut c, groups).await, vec![]);
+    // Flows spread over both actions of the set.
+    for i in 0..32u8 {
+        packet_out(&mut c, ipv4_frame([10, 0, i, 1])).await;
+    }
+    let mut ports: Vec<u32> = sent_frames(&dp, 32).await.iter().map(|o| o.port).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(ports, vec![1, 2]);
+    // MODIFY replaces the set: everything now goes to port 3.
+    let moved = entry(10, set(&[(3, 2)]));
+    write(
+        &mut c,
+        vec![upd(Modify, moved.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_all(&mut c, TableEntry::default()).await, vec![moved]);
+    for i in 0..8u8 {
+        packet_out(&mut c, ipv4_frame([10, 0, i, 1])).await;
+    }
+    assert!(sent_frames(&dp, 40).await[32..].iter().all(|o| o.port == 3));
+    // Errors per update: zero weight, an empty set, a weight over max_group_size, an action
+    // not of the table, and a member while the profile is programmed by action sets.
+    let member = entity::Entity::ActionProfileMember(ActionProfileMember {
+        action_profile_id: ap,
+        member_id: 1,
+        action: act(set_nhop, vec![vec![1], vec![1]]).and_then(|a| match a.r#type {
+            Some(table_action::Type::Action(a)) => Some(a),
+            _ => None,
+        }),
+    });
+    let e = write(
+        &mut c,
+        vec![
+            upd(Insert, entry(11, set(&[(1, 0)]))),
+            upd(Insert, entry(12, set(&[]))),
+            upd(Insert, entry(13, set(&[(1, 3), (2, 2)]))),
+            upd(
+                Insert,
+                TableEntry {
+                    action: Some(TableAction {
+                        r#type: Some(table_action::Type::ActionProfileActionSet(
+                            ActionProfileActionSet {
+                                action_profile_actions: vec![ActionProfileAction {
+                                    action: Some(Action {
+                                        action_id: 0x0100_0999,
+                                        params: vec![],
+                                    }),
+                                    weight: 1,
+                                    watch_kind: None,
+                                }],
+                                ..Default::default()
+                            },
+                        )),
+                    }),
+                    ..entry(14, None)
+                },
+            ),
+            ent(member.clone(), Insert),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+            Code::ResourceExhausted as i32,
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+        ]
+    );
+    // DELETE removes the entry and its hidden objects: the profile takes members again.
+    write(
+        &mut c,
+        vec![upd(Delete, entry(10, None))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    write(
+        &mut c,
+        vec![ent(member.clone(), Insert)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_entities(&mut c, members).await, vec![member]);
+    // ... and then refuses action sets.
+    let e = write(
+        &mut c,
+        vec![upd(Insert, entry(10, set(&[(1, 1)])))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::InvalidArgument as i32]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn value_sets() {
+    use p4runtime_proto::p4info::{self, match_field, ValueSet};
+    use p4runtime_proto::p4runtime::{ValueSetEntry, ValueSetMember};
+    use update::Type::*;
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("parser.json");
+    let mut info = p4info_for(&json);
+    let vs = 0x0300_0001;
+    info.value_sets.push(ValueSet {
+        preamble: Some(p4runtime_proto::p4info::Preamble {
+            id: vs,
+            name: "pvs".into(),
+            ..Default::default()
+        }),
+        r#match: vec![p4info::MatchField {
+            id: 1,
+            name: "v".into(),
+            bitwidth: 8,
+            r#match: Some(match_field::Match::MatchType(2)),
+            ..Default::default()
+        }],
+        size: 4,
+    });
+    c.set_pipeline(&info, &json).await.unwrap();
+    let entry = |values: &[u8]| {
+        entity::Entity::ValueSetEntry(ValueSetEntry {
+            value_set_id: vs,
+            members: values
+                .iter()
+                .map(|v| ValueSetMember {
+                    r#match: vec![exact(1, vec![*v])],
+                })
+                .collect(),
+        })
+    };
+    // parser.stf: after EtherType 0x88b7, a first byte in the value set selects parse_set,
+    // which records a 16-bit lookahead in out.la (bytes 18..20 of the output).
+    let frame = vec![0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0x88, 0xb7, 0x30, 0x99];
+    packet_out(&mut c, frame.clone()).await;
+    assert_eq!(
+        &sent_frames(&dp, 1).await[0].data[18..20],
+        &[0, 0],
+        "empty set"
+    );
+    write(
+        &mut c,
+        vec![ent(entry(&[0x30, 0x40]), Modify)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let query = entity::Entity::ValueSetEntry(ValueSetEntry {
+        value_set_id: 0,
+        members: vec![],
+    });
+    assert_eq!(
+        read_entities(&mut c, query.clone()).await,
+        vec![entry(&[0x30, 0x40])]
+    );
+    packet_out(&mut c, frame.clone()).await;
+    assert_eq!(
+        &sent_frames(&dp, 2).await[1].data[18..20],
+        &[0x30, 0x99],
+        "0x30 in the set"
+    );
+    // A MODIFY replaces the whole set.
+    write(
+        &mut c,
+        vec![ent(entry(&[0x40]), Modify)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    packet_out(&mut c, frame).await;
+    assert_eq!(
+        &sent_frames(&dp, 3).await[2].data[18..20],
+        &[0, 0],
+        "0x30 removed"
+    );
+    // Errors: INSERT, too many members, a too-wide value, a non-exact match, unknown id.
+    let ternary = entity::Entity::ValueSetEntry(ValueSetEntry {
+        value_set_id: vs,
+        members: vec![ValueSetMember {
+            r#match: vec![FieldMatch {
+                field_id: 1,
+                field_match_type: Some(field_match::FieldMatchType::Ternary(
+                    field_match::Ternary {
+                        value: vec![1],
+                        mask: vec![1],
+                    },
+                )),
+            }],
+        }],
+    });
+    let unknown = entity::Entity::ValueSetEntry(ValueSetEntry {
+        value_set_id: 0x0300_0099,
+        members: vec![],
+    });
+    let e = write(
+        &mut c,
+        vec![
+            ent(entry(&[1]), Insert),
+            ent(entry(&[1, 2, 3, 4, 5]), Modify),
+            ent(
+                entity::Entity::ValueSetEntry(ValueSetEntry {
+                    value_set_id: vs,
+                    members: vec![ValueSetMember {
+                        r#match: vec![exact(1, vec![1, 0])],
+                    }],
+                }),
+                Modify,
+            ),
+            ent(ternary, Modify),
+            ent(unknown, Modify),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![
+            Code::InvalidArgument as i32,
+            Code::ResourceExhausted as i32,
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+            Code::NotFound as i32,
+        ]
+    );
+    assert_eq!(read_entities(&mut c, query).await, vec![entry(&[0x40])]);
+}
+
+/// l3.json with `support_timeout` on ingress.ipv4_lpm, as p4c emits for `support_timeout = true`.
+fn l3_with_timeout() -> String {
+    let mut doc: serde_json::Value = serde_json::from_str(&stf_json("l3.json")).unwrap();
+    for t in doc["pipelines"][0]["tables"].as_array_mut().unwrap() {
+        if t["name"] == "ingress.ipv4_lpm" {
+            t["support_timeout"] = serde_json::Value::Bool(true);
+        }
+    }
+    doc.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_timeout_notifications() {
+    use p4runtime_proto::p4runtime::table_entry::IdleTimeout;
+    use std::time::Duration;
+    use update::Type::*;
+    let (addr, dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = l3_with_timeout();
+    let mut l3 = L3::new();
+    for t in l3.info.tables.iter_mut() {
+        if t.preamble.as_ref().unwrap().id == l3.table {
+            t.idle_timeout_behavior = 1; // NOTIFY_CONTROL
+        }
+    }
+    // The engine keeps hit bits only for support_timeout tables: a P4Info asking for
+    // notifications on a table without it is refused.
+    let e = c
+        .set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+    c.set_pipeline(&l3.info, &json).await.unwrap();
+    let timeout_ns = 300_000_000;
+    let ageing = TableEntry {
+        idle_timeout_ns: timeout_ns,
+        ..l3.route([10, 1, 0, 0], 16, 2, 2)
+    };
+    // Another entry without a timeout is never reported.
+    let lasting = l3.route([10, 2, 0, 0], 16, 3, 3);
+    let start = std::time::Instant::now();
+    write(
+        &mut c,
+        vec![upd(Insert, ageing.clone()), upd(Insert, lasting)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    async fn next_notification(
+        c: &mut Controller,
+        within: Duration,
+    ) -> Option<p4runtime_proto::p4runtime::IdleTimeoutNotification> {
+        tokio::time::timeout(within, async {
+            loop {
+                let m = c.rx.message().await.unwrap().unwrap();
+                if let Some(stream_message_response::Update::IdleTimeoutNotification(n)) = m.update
+                {
+                    return n;
+                }
+            }
+        })
+        .await
+        .ok()
+    }
+    let n = next_notification(&mut c, Duration::from_secs(3))
+        .await
+        .expect("a notification for the idle entry");
+    let idle_for = start.elapsed();
+    assert!(
+        idle_for >= Duration::from_nanos(timeout_ns as u64),
+        "{idle_for:?}"
+    );
+    let key = TableEntry {
+        action: None,
+        ..ageing.clone()
+    };
+    assert_eq!(n.table_entry, vec![key.clone()]);
+    assert!(n.timestamp > 0);
+    // Once per idle period: nothing more while the entry stays idle.
+    assert!(next_notification(&mut c, Duration::from_millis(600))
+        .await
+        .is_none());
+    // Reads report the time since the last hit when asked: at least the timeout by now.
+    let since = |te: &TableEntry| te.time_since_last_hit.map(|t| t.elapsed_ns);
+    let asking = TableEntry {
+        table_id: l3.table,
+        time_since_last_hit: Some(IdleTimeout { elapsed_ns: 0 }),
+        ..Default::default()
+    };
+    let got = read_all(&mut c, asking.clone()).await;
+    assert_eq!(got.len(), 2);
+    let aged = got
+        .iter()
+        .find(|t| t.idle_timeout_ns == timeout_ns)
+        .unwrap();
+    assert!(since(aged).unwrap() >= timeout_ns, "{aged:?}");
+    // Without asking, no time_since_last_hit.
+    assert!(read_all(&mut c, TableEntry::default())
+        .await
+        .iter()
+        .all(|t| t.time_since_last_hit.is_none()));
+    // A hit starts a new idle period: the elapsed time restarts, and a new notification follows.
+    let hit_at = std::time::Instant::now();
+    packet_out(&mut c, ipv4_frame([10, 1, 2, 3])).await;
+    sent_frames(&dp, 1).await;
+    let got = read_all(&mut c, asking).await;
+    let aged = got
+        .iter()
+        .find(|t| t.idle_timeout_ns == timeout_ns)
+        .unwrap();
+    assert!(since(aged).unwrap() < timeout_ns, "{aged:?}");
+    let n = next_notification(&mut c, Duration::from_secs(3))
+        .await
+        .expect("a second notification after the hit");
+    assert!(hit_at.elapsed() >= Duration::from_nanos(timeout_ns as u64));
+    assert_eq!(n.table_entry, vec![key]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_roles_elect_their_own_primary() {
+    use update::Type::*;
+    let (addr, _dp) = start().await;
+    let l3 = L3::new();
+    // The default role's primary sets the pipeline.
+    let (mut d, code) = Controller::connect(addr, 1).await;
+    assert_eq!(code, Code::Ok as i32);
+    d.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    // Each role elects its own primary, whatever the election ids of other roles.
+    let (mut a, code) = Controller::connect_role(addr, 7, "routes").await;
+    assert_eq!(code, Code::Ok as i32, "first of role routes");
+    let (mut b, code) = Controller::connect_role(addr, 3, "acl").await;
+    assert_eq!(code, Code::Ok as i32, "first of role acl, with a lower id");
+    let (a_backup, code) = Controller::connect_role(addr, 5, "routes").await;
+    assert_eq!(code, Code::AlreadyExists as i32, "a backup of role routes");
+    let write_as = |role: &str, election: u64, prefix: u8| WriteRequest {
+        device_id: DEVICE,
+        role: role.into(),
+        election_id: eid(election),
+        updates: vec![upd(Insert, l3.route([prefix, 0, 0, 0], 8, 1, 1))],
+        atomicity: Atomicity::ContinueOnError as i32,
+        ..Default::default()
+    };
+    a.client.write(write_as("routes", 7, 10)).await.unwrap();
+    b.client.write(write_as("acl", 3, 11)).await.unwrap();
+    d.client.write(write_as("", 1, 12)).await.unwrap();
+    // A backup of the role, or another role's election id: PERMISSION_DENIED.
+    let e = a.client.write(write_as("routes", 5, 13)).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    let e = a.client.write(write_as("routes", 3, 13)).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    // The role's primary leaves: its backup is promoted, and told so.
+    let mut a_backup = a_backup;
+    drop(a);
+    assert_eq!(a_backup.next_arbitration().await, Code::Ok as i32);
+    a_backup
+        .client
+        .write(write_as("routes", 5, 13))
+        .await
+        .unwrap();
+    assert_eq!(read_all(&mut d, TableEntry::default()).await.len(), 4);
+    // Role configs are target-specific: refused, and the stream is closed.
+    let mut client = p4runtime_proto::P4RuntimeClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let mut stream = client
+        .stream_channel(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    tx.send(StreamMessageRequest {
+        update: Some(stream_message_request::Update::Arbitration(
+            p4runtime_proto::p4runtime::MasterArbitrationUpdate {
+                device_id: DEVICE,
+                election_id: eid(9),
+                role: Some(p4runtime_proto::p4runtime::Role {
+                    name: "acl".into(),
+                    config: Some(prost_types::Any::default()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )),
+    })
+    .await
+    .unwrap();
+    let e = stream.message().await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unimplemented);
 }

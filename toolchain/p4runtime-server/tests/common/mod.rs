@@ -250,6 +250,11 @@ pub fn eid(v: u64) -> Option<Uint128> {
 impl Controller {
     /// Connects and sends a MasterArbitrationUpdate; returns with the first reply's status code.
     pub async fn connect(addr: SocketAddr, election_id: u64) -> (Controller, i32) {
+        Controller::connect_role(addr, election_id, "").await
+    }
+
+    /// [`Controller::connect`] in a named role ("" = the default role).
+    pub async fn connect_role(addr: SocketAddr, election_id: u64, role: &str) -> (Controller, i32) {
         let mut client = P4RuntimeClient::connect(format!("http://{addr}"))
             .await
             .unwrap()
@@ -271,6 +276,10 @@ impl Controller {
                 MasterArbitrationUpdate {
                     device_id: DEVICE,
                     election_id: eid(election_id),
+                    role: (!role.is_empty()).then(|| p4runtime_proto::p4runtime::Role {
+                        name: role.into(),
+                        ..Default::default()
+                    }),
                     ..Default::default()
                 },
             )),
