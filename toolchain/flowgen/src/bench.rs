@@ -165,34 +165,20 @@ pub fn measure(
     })
 }
 
-/// The best of `repeat` measurements of one point.
-pub fn measure_best(
-    variant: &Variant,
-    active: u64,
-    packets: u64,
-    multiplier: f64,
-    repeat: u32,
-) -> Result<Point, String> {
-    let mut best: Option<Point> = None;
-    let mut runs = Vec::new();
-    let mut rss_max = 0f64;
-    for _ in 0..repeat.max(1) {
-        let p = measure(variant, active, packets, multiplier)?;
-        runs.push(p.mpps_per_core);
-        rss_max = rss_max.max(p.rss_bytes_per_flow);
-        let better = match &best {
-            Some(b) => p.mpps_per_core > b.mpps_per_core,
-            None => true,
-        };
-        if better {
-            best = Some(p);
-        }
-    }
-    let mut best = best.ok_or("no measurement")?;
-    best.runs_mpps_per_core = runs;
+/// The best of several measurements of one point, with every run's rate.
+fn best_of(runs: Vec<Point>) -> Option<Point> {
+    let rates: Vec<f64> = runs.iter().map(|p| p.mpps_per_core).collect();
     // The allocator reuses what an earlier run freed, so only the largest growth tells.
-    best.rss_bytes_per_flow = rss_max;
-    Ok(best)
+    let rss = runs
+        .iter()
+        .map(|p| p.rss_bytes_per_flow)
+        .fold(0.0, f64::max);
+    let mut best = runs
+        .into_iter()
+        .max_by(|a, b| a.mpps_per_core.total_cmp(&b.mpps_per_core))?;
+    best.runs_mpps_per_core = rates;
+    best.rss_bytes_per_flow = rss;
+    Some(best)
 }
 
 /// The null sink, noting on the first packet how much resident memory the prefilled table took.
@@ -311,14 +297,25 @@ pub fn bench(
 ) -> Result<BenchReport, String> {
     let tw = seed_variant("tw", None)?.profile.tw;
     let variants = [seed_variant("pq", None)?, seed_variant("tw", Some(tw))?];
-    let mut points = Vec::new();
-    for &n in flows {
-        for v in &variants {
-            let p = measure_best(v, n, packets, SEED_MULTIPLIER, repeat)?;
-            progress(&p);
-            points.push(p);
+    // Repetitions go round all the points rather than one point at a time: on a shared machine
+    // the load changes over the minutes a bench takes, and each point's best run should come
+    // from the same stretch of time as the others', or the ratios measure the load.
+    let mut runs: Vec<Vec<Point>> = (0..flows.len() * variants.len())
+        .map(|_| Vec::new())
+        .collect();
+    for _ in 0..repeat.max(1) {
+        for (i, &n) in flows.iter().enumerate() {
+            for (j, v) in variants.iter().enumerate() {
+                let p = measure(v, n, packets, SEED_MULTIPLIER)?;
+                progress(&p);
+                runs[i * variants.len() + j].push(p);
+            }
         }
     }
+    let points = runs
+        .into_iter()
+        .map(|r| best_of(r).ok_or("no measurement"))
+        .collect::<Result<Vec<_>, _>>()?;
     let ratio = |sched: &str| {
         let of = |n: Option<&u64>| {
             points

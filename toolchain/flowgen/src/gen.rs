@@ -16,6 +16,14 @@ pub trait Sink {
     /// Sends `frame` out of port pair `pair` at generator time `t_ns`. `Ok(false)`: the
     /// output queue was full and the frame was dropped (counted as a queue-full event).
     fn send(&mut self, pair: usize, frame: &[u8], t_ns: u64) -> Result<bool, String>;
+    /// Hands on whatever `send` batched up (the driver calls it after every step).
+    fn flush(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Frames accepted by `send` that were lost further on (an interface's queue was full).
+    fn dropped(&self) -> u64 {
+        0
+    }
 }
 
 /// Discards frames: the in-process sink that measures the generator alone.

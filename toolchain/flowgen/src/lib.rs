@@ -4,11 +4,12 @@
 //! ([`template::Template`]); the [`gen::Generator`] starts flows at each template's rate and
 //! fires every flow's packets through a [`sched::Scheduler`] (a hierarchical [`sched::TimerWheel`]
 //! or the [`sched::HeapScheduler`] baseline) into a [`gen::Sink`]: Linux interfaces, a pcap file
-//! or the in-process null sink. [`run`] drives it and reports; [`bench`] is seed 004's sweep.
+//! or the in-process null sink; interfaces send through [`ring::TxRing`]s. [`run`] drives it and reports; [`bench`] is seed 004's sweep.
 
 pub mod bench;
 pub mod gen;
 pub mod profile;
+pub mod ring;
 pub mod run;
 pub mod sched;
 pub mod template;

@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use flowgen::bench::{self, Variant};
 use flowgen::gen::NullSink;
 use flowgen::profile::{Buckets, Levels, Positive, Profile};
-use flowgen::run::{self, Pace, PcapSink, PortSink, RunConfig, SchedChoice, Setup};
+use flowgen::run::{self, Pace, PcapSink, PortSink, RunConfig, SchedChoice, Setup, TxMethod};
 
 #[derive(Parser)]
 #[command(
@@ -91,6 +91,13 @@ struct RunArgs {
     /// Send on this interface (AF_PACKET, needs CAP_NET_RAW); repeat for more port pairs.
     #[arg(short = 'i', long = "iface")]
     ifaces: Vec<String>,
+    /// How frames go out on interfaces: a PACKET_MMAP TX ring (falls back to plain sends when
+    /// the ring cannot be set up) or one send() per frame.
+    #[arg(long, value_enum, default_value_t = TxMethod::Ring)]
+    tx: TxMethod,
+    /// Frame slots of each interface's TX ring.
+    #[arg(long, default_value_t = run::DEFAULT_RING_SLOTS)]
+    tx_ring_slots: u32,
     /// Discard frames in-process (measures the generator).
     #[arg(long, conflicts_with_all = ["ifaces", "pcap_out"])]
     sink: bool,
@@ -192,8 +199,10 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         progress: !a.quiet,
     };
     let report = if !a.ifaces.is_empty() {
-        let mut sink = PortSink::open(&a.ifaces)?;
-        run::run(&setup, &mut sink, &cfg(Pace::Realtime))?
+        let mut sink = PortSink::open(&a.ifaces, a.tx, a.tx_ring_slots)?;
+        let mut report = run::run(&setup, &mut sink, &cfg(Pace::Realtime))?;
+        report.tx_methods = sink.methods();
+        report
     } else if let Some(path) = &a.pcap_out {
         let mut sink = PcapSink::create(path)?;
         run::run(&setup, &mut sink, &cfg(Pace::Max))?

@@ -10,6 +10,7 @@ use switch_ports::{AfPacketPort, Port, PortError};
 
 use crate::gen::{self, Generator, Sink};
 use crate::profile::{Profile, ProfileError, TwConfig};
+use crate::ring::TxRing;
 use crate::sched::{HeapScheduler, Scheduler, TimerWheel};
 use crate::template::Template;
 
@@ -41,26 +42,76 @@ pub enum Pace {
     Realtime,
 }
 
+/// How frames go out on an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxMethod {
+    /// A `PACKET_TX_RING` (TPACKET_V2): one `send()` per batch of frames.
+    Ring,
+    /// One `send()` per frame on a plain AF_PACKET socket.
+    Plain,
+}
+
+/// Ring slots per interface when not told otherwise (8 MiB with 2 KiB slots).
+pub const DEFAULT_RING_SLOTS: u32 = 4096;
+
+enum Tx {
+    Ring(TxRing),
+    Plain(AfPacketPort),
+}
+
 /// Sends on Linux interfaces, one per port pair, through AF_PACKET sockets.
 pub struct PortSink {
-    ports: Vec<AfPacketPort>,
+    ports: Vec<Tx>,
 }
 
 impl PortSink {
-    /// Opens every interface; fails with one line naming the interface and the cause.
-    pub fn open(ifaces: &[String]) -> Result<Self, String> {
+    /// Opens every interface; fails with one line naming the interface and the cause. With
+    /// `TxMethod::Ring`, an interface whose ring cannot be set up falls back to plain sends and
+    /// says so in one line on stderr.
+    pub fn open(ifaces: &[String], method: TxMethod, ring_slots: u32) -> Result<Self, String> {
+        let plain = |i: &String| {
+            AfPacketPort::open(i)
+                .map(Tx::Plain)
+                .map_err(|e| e.to_string())
+        };
         let ports = ifaces
             .iter()
-            .map(|i| AfPacketPort::open(i).map_err(|e| e.to_string()))
+            .map(|i| match method {
+                TxMethod::Plain => plain(i),
+                TxMethod::Ring => match TxRing::open(i, ring_slots) {
+                    Ok(r) => Ok(Tx::Ring(r)),
+                    Err(e) => {
+                        let port = plain(i)?;
+                        eprintln!("flowgen: TX ring unavailable ({e}); {i} sends one frame per send()");
+                        Ok(port)
+                    }
+                },
+            })
             .collect::<Result<_, _>>()?;
         Ok(PortSink { ports })
+    }
+
+    /// The method each interface ended up with.
+    pub fn methods(&self) -> Vec<TxMethod> {
+        self.ports
+            .iter()
+            .map(|p| match p {
+                Tx::Ring(_) => TxMethod::Ring,
+                Tx::Plain(_) => TxMethod::Plain,
+            })
+            .collect()
     }
 }
 
 impl Sink for PortSink {
     fn send(&mut self, pair: usize, frame: &[u8], _t: u64) -> Result<bool, String> {
-        let Some(port) = self.ports.get(pair) else {
+        let Some(port) = self.ports.get_mut(pair) else {
             return Err(format!("no interface for port pair {pair}"));
+        };
+        let port = match port {
+            Tx::Ring(r) => return r.send(frame),
+            Tx::Plain(p) => p,
         };
         match port.send(frame) {
             Ok(()) => Ok(true),
@@ -71,6 +122,25 @@ impl Sink for PortSink {
             }
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    fn flush(&mut self) -> Result<(), String> {
+        for p in &mut self.ports {
+            if let Tx::Ring(r) = p {
+                r.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn dropped(&self) -> u64 {
+        self.ports
+            .iter()
+            .map(|p| match p {
+                Tx::Ring(r) => r.dropped(),
+                Tx::Plain(_) => 0,
+            })
+            .sum()
     }
 }
 
@@ -128,6 +198,9 @@ pub struct Measurement {
     pub flows_ended: u64,
     pub active_flows: u64,
     pub queue_full: u64,
+    /// Of `packets`, frames the output accepted but lost further on (a TX ring's frame that the
+    /// interface's queue refused).
+    pub tx_dropped: u64,
     pub tx_pps: f64,
     pub tx_bps: f64,
     pub cpu_util: f64,
@@ -203,6 +276,7 @@ pub fn drive<S: Scheduler, K: Sink>(
             }
         };
         gen.advance(vt, sink)?;
+        sink.flush()?;
         let c = gen.counters();
         let now = Instant::now();
         if now >= next_sample {
@@ -245,6 +319,7 @@ pub fn drive<S: Scheduler, K: Sink>(
     let wall = wall0.elapsed().as_secs_f64();
     let cpu = (thread_cpu() - cpu0).as_secs_f64();
     let c = gen.counters();
+    let tx_dropped = sink.dropped();
     let active = gen.active_flows() as u64;
     Ok(Measurement {
         generator_s: (vt - origin_ns) as f64 / 1e9,
@@ -256,6 +331,7 @@ pub fn drive<S: Scheduler, K: Sink>(
         flows_ended: c.flows_ended,
         active_flows: active,
         queue_full: c.queue_full,
+        tx_dropped,
         tx_pps: c.packets as f64 / wall.max(1e-9),
         tx_bps: c.bytes as f64 * 8.0 / wall.max(1e-9),
         cpu_util: cpu / wall.max(1e-9),
@@ -293,6 +369,9 @@ pub struct Report {
     pub gap_scale: f64,
     pub clients: u32,
     pub pace: Pace,
+    /// Per interface, how it sent (empty for the sink and pcap files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tx_methods: Vec<TxMethod>,
     #[serde(flatten)]
     pub measurement: Measurement,
 }
@@ -370,6 +449,7 @@ pub fn run<K: Sink>(setup: &Setup, sink: &mut K, cfg: &RunConfig) -> Result<Repo
         gap_scale,
         clients,
         pace: cfg.pace,
+        tx_methods: Vec::new(),
         measurement,
     })
 }

@@ -42,10 +42,33 @@ pub struct FlowTable {
     active: usize,
 }
 
+/// Asks the kernel to back `[ptr, ptr + len)` with 2 MiB pages where it can (transparent huge
+/// pages in `madvise` mode). With millions of flows every flow touched is a random access into
+/// hundreds of megabytes: with 4 KiB pages each one also misses the TLB and walks the page
+/// tables, while 2 MiB pages keep the whole table within the TLB's reach (DPDK, and so TRex,
+/// run on huge pages for the same reason). Only whole huge pages inside the range are advised;
+/// failure (no THP support) just leaves small pages.
+fn advise_huge_pages(ptr: *const u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let start = (ptr as usize).next_multiple_of(HUGE);
+    let end = (ptr as usize + len) & !(HUGE - 1);
+    if end > start {
+        // SAFETY: the range lies inside an allocation this process owns; MADV_HUGEPAGE only
+        // changes how its future page faults are served, never its contents.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
 impl FlowTable {
     pub fn with_capacity(n: usize) -> Self {
+        let flows: Vec<Flow> = Vec::with_capacity(n);
+        // Before the first fault on it, so the table is built from huge pages.
+        advise_huge_pages(
+            flows.as_ptr().cast(),
+            flows.capacity() * std::mem::size_of::<Flow>(),
+        );
         FlowTable {
-            flows: Vec::with_capacity(n),
+            flows,
             free: NIL,
             active: 0,
         }
@@ -131,10 +154,8 @@ impl Scheduler for HeapScheduler {
     }
 }
 
-/// Flows fetched ahead while firing a bucket, and while cascading one (re-filing is much less
-/// work per flow than sending, so it must look further ahead to cover a miss).
+/// Flows fetched ahead while firing a bucket.
 const PREFETCH_FIRE: usize = 16;
-const PREFETCH_CASCADE: usize = 32;
 
 /// Asks the CPU to load a flow's cache line: bucket walks know which flows come next, so their
 /// misses overlap instead of queuing one after the other.
@@ -187,6 +208,17 @@ impl Divider {
 /// A drained level-0 bucket keeps its array for the next round unless it grew this large.
 const KEEP_CAPACITY: usize = 4096;
 
+/// Drained coarse-bucket arrays kept for the next coarse buckets to fill.
+const SPARE_ARRAYS: usize = 4;
+
+/// An entry of a coarse bucket: the flow and the low 32 bits of its tick, so that cascading
+/// re-files it without reading the flow.
+#[derive(Debug, Clone, Copy)]
+struct Coarse {
+    id: u32,
+    tick: u32,
+}
+
 /// A hierarchical timer wheel (Varghese and Lauck's scheme 7, TRex's `tw` section).
 ///
 /// Level 0 has `B` buckets of `bucket_ns` each; a bucket of level `l` spans `B^l` level-0 ticks.
@@ -196,13 +228,24 @@ const KEEP_CAPACITY: usize = 4096;
 /// Events beyond `B^levels` ticks park in the farthest top-level bucket and are re-filed from
 /// their real due time when they come up.
 ///
-/// A bucket is an array of flow ids rather than a list linked through the flows: walking an
-/// array tells which flows come next, so their cache misses are prefetched and overlap (with
-/// millions of flows nearly every flow touched is a miss). Within a bucket the order is
-/// unspecified (last in, first out).
+/// With millions of flows nearly every flow touched is a cache miss, so the wheel is laid out
+/// to touch each flow once per event, when it fires:
+/// - a level-0 bucket is an array of flow ids, so firing knows which flows come next and
+///   prefetches them (the misses overlap instead of queuing behind each other);
+/// - a coarse bucket holds the flow id *and* its tick (low 32 bits: a coarse bucket is
+///   cascaded within `B^levels <= 2^32` ticks of its events), so a cascade streams through
+///   one array into others and never reads the flow table;
+/// - a drained coarse array goes to a small pool that the next coarse bucket to fill takes,
+///   so the multi-megabyte arrays of a busy wheel are not allocated, grown by copying and
+///   page-faulted in again every bucket time.
+///
+/// Within a bucket the order is unspecified (last in, first out).
 pub struct TimerWheel {
-    /// `levels * B` buckets, level-major.
-    buckets: Vec<Vec<u32>>,
+    /// Level 0: `B` buckets of flow ids.
+    fine: Vec<Vec<u32>>,
+    /// Levels 1..: `(levels - 1) * B` buckets, level-major.
+    coarse: Vec<Vec<Coarse>>,
+    spare: Vec<Vec<Coarse>>,
     levels: u32,
     /// log2(B).
     shift: u32,
@@ -217,19 +260,20 @@ pub struct TimerWheel {
 }
 
 impl TimerWheel {
-    /// `buckets` must be a power of two and `levels * log2(buckets)` at most 48.
+    /// `buckets` must be a power of two from 2 to 2^32. Levels whose reach would exceed 2^32
+    /// ticks (`levels * log2(buckets) > 32`) are not built: coarse buckets keep 32 bits of an
+    /// event's tick, and events beyond the reach are parked and re-filed anyway.
     pub fn new(buckets: u32, levels: u32, bucket_ns: u64) -> Self {
         assert!(
             buckets.is_power_of_two() && buckets >= 2,
             "buckets {buckets}"
         );
         let shift = buckets.trailing_zeros();
-        assert!(
-            (1..=8).contains(&levels) && shift * levels <= 48,
-            "levels {levels}"
-        );
+        let levels = levels.clamp(1, (32 / shift).max(1));
         TimerWheel {
-            buckets: (0..buckets * levels).map(|_| Vec::new()).collect(),
+            fine: (0..buckets).map(|_| Vec::new()).collect(),
+            coarse: (0..buckets * (levels - 1)).map(|_| Vec::new()).collect(),
+            spare: Vec::new(),
             levels,
             shift,
             level_of_bit: std::array::from_fn(|i| (i as u32 / shift) as u8),
@@ -244,44 +288,70 @@ impl TimerWheel {
         self.bucket.d
     }
 
-    fn slot(&self, level: u32, tick: u64) -> usize {
-        ((level as u64) << self.shift | ((tick >> (level * self.shift)) & self.mask)) as usize
+    /// The coarse bucket of `tick` at `level` (1..levels).
+    fn coarse_slot(&self, level: u32, tick: u64) -> usize {
+        (((level - 1) as u64) << self.shift | ((tick >> (level * self.shift)) & self.mask)) as usize
     }
 
-    fn file(&mut self, flows: &[Flow], id: u32) {
-        let tick = self.bucket.div(flows[id as usize].due).max(self.cur);
+    /// Files flow `id`, due in `tick` (never before the current one).
+    fn file(&mut self, id: u32, tick: u64) {
         let delta = tick - self.cur;
         let level = if delta == 0 {
             0
         } else {
             self.level_of_bit[(63 - delta.leading_zeros()) as usize] as u32
         };
-        let slot = if level < self.levels {
-            self.slot(level, tick)
+        // Beyond the top level's reach: park in its farthest bucket (re-filed from the flow's
+        // due time when it fires).
+        let (level, tick) = if level < self.levels {
+            (level, tick)
         } else {
-            let top = self.levels - 1;
             let reach = 1u64 << (self.levels * self.shift);
-            self.slot(top, self.cur + reach - 1)
+            (self.levels - 1, self.cur + reach - 1)
         };
-        self.buckets[slot].push(id);
+        if level == 0 {
+            self.fine[(tick & self.mask) as usize].push(id);
+            return;
+        }
+        let slot = self.coarse_slot(level, tick);
+        let b = &mut self.coarse[slot];
+        if b.capacity() == 0 {
+            if let Some(v) = self.spare.pop() {
+                *b = v;
+            }
+        }
+        b.push(Coarse {
+            id,
+            tick: tick as u32,
+        });
     }
 
     /// Moves to the next tick and cascades every level whose bucket boundary it crosses.
-    fn step(&mut self, flows: &[Flow]) {
+    fn step(&mut self) {
         self.cur += 1;
         for level in (1..self.levels).rev() {
             let span_mask = (1u64 << (level * self.shift)) - 1;
             if self.cur & span_mask != 0 {
                 continue;
             }
-            let slot = self.slot(level, self.cur);
-            // Taken, not cleared: a coarse bucket's memory goes back until it fills again.
-            let ids = std::mem::take(&mut self.buckets[slot]);
-            for (i, &id) in ids.iter().enumerate() {
-                if let Some(&ahead) = ids.get(i + PREFETCH_CASCADE) {
-                    prefetch(flows, ahead);
+            let slot = self.coarse_slot(level, self.cur);
+            let mut entries = std::mem::take(&mut self.coarse[slot]);
+            if level == 1 {
+                // Everything in a level-1 bucket lands in level 0 (every packet of a long-gap
+                // flow comes this way): its index is the tick's low bits.
+                for e in &entries {
+                    self.fine[(e.tick as u64 & self.mask) as usize].push(e.id);
                 }
-                self.file(flows, id);
+            } else {
+                for e in &entries {
+                    // Every entry's tick lies in [cur, cur + B^level), within 2^32 ticks.
+                    let tick = self.cur + e.tick.wrapping_sub(self.cur as u32) as u64;
+                    self.file(e.id, tick);
+                }
+            }
+            entries.clear();
+            if self.spare.len() < SPARE_ARRAYS && entries.capacity() > 0 {
+                self.spare.push(entries);
             }
         }
     }
@@ -291,21 +361,22 @@ impl Scheduler for TimerWheel {
     fn push(&mut self, flows: &mut [Flow], id: u32, due: u64) {
         flows[id as usize].due = due;
         self.len += 1;
-        self.file(flows, id);
+        let tick = self.bucket.div(due).max(self.cur);
+        self.file(id, tick);
     }
 
     fn pop(&mut self, flows: &mut [Flow], now: u64) -> Option<u32> {
         let target = self.bucket.div(now);
         loop {
-            let slot = self.slot(0, self.cur);
-            let b = &mut self.buckets[slot];
+            let b = &mut self.fine[(self.cur & self.mask) as usize];
             if let Some(id) = b.pop() {
                 if let Some(&ahead) = b.len().checked_sub(PREFETCH_FIRE).and_then(|i| b.get(i)) {
                     prefetch(flows, ahead);
                 }
-                if self.bucket.div(flows[id as usize].due) > self.cur {
-                    // Parked beyond the reach of a one-level wheel: file it again.
-                    self.file(flows, id);
+                let tick = self.bucket.div(flows[id as usize].due);
+                if tick > self.cur {
+                    // Parked beyond the wheel's reach: file it again.
+                    self.file(id, tick);
                     continue;
                 }
                 self.len -= 1;
@@ -322,7 +393,7 @@ impl Scheduler for TimerWheel {
                 self.cur = target;
                 continue;
             }
-            self.step(flows);
+            self.step();
         }
     }
 
@@ -331,10 +402,20 @@ impl Scheduler for TimerWheel {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.buckets
+        let fine: usize = self
+            .fine
             .iter()
             .map(|b| std::mem::size_of::<Vec<u32>>() + b.capacity() * 4)
-            .sum()
+            .sum();
+        let coarse: usize = self
+            .coarse
+            .iter()
+            .chain(&self.spare)
+            .map(|b| {
+                std::mem::size_of::<Vec<Coarse>>() + b.capacity() * std::mem::size_of::<Coarse>()
+            })
+            .sum();
+        fine + coarse
     }
 }
 
@@ -427,6 +508,17 @@ mod tests {
     fn wheel_with_one_level_and_many_buckets() {
         check_against_reference(TimerWheel::new(1024, 1, 20), 20, 5, 1_000_000);
         check_against_reference(TimerWheel::new(2, 8, 1), 1, 6, 100_000);
+    }
+
+    #[test]
+    fn wheel_shapes_beyond_32_bits_of_reach_drop_levels() {
+        // 2^20 x 3 would reach 2^60 ticks: built as one level, parked events re-filed.
+        let w = TimerWheel::new(1 << 20, 3, 5);
+        assert_eq!(w.levels, 1);
+        check_against_reference(w, 5, 8, 50_000_000);
+        let w = TimerWheel::new(1 << 16, 3, 5);
+        assert_eq!(w.levels, 2);
+        check_against_reference(w, 5, 9, 50_000_000);
     }
 
     #[test]

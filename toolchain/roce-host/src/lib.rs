@@ -6,6 +6,7 @@
 //! - [`pause`]: PFC/PAUSE as the transmitter honours them;
 //! - [`arp`]: ARP requests and replies;
 //! - [`perftest`]: perftest's bandwidth and latency reports;
+//! - [`route`]: whether a peer is on a directly connected network;
 //! - [`nic`]: an endpoint on a [`switch_ports::Port`] and the monotonic clock (the binary's loop).
 
 pub mod arp;
@@ -14,6 +15,7 @@ pub mod endpoint;
 pub mod nic;
 pub mod pause;
 pub mod perftest;
+pub mod route;
 
 pub use endpoint::{
     Completion, Counters, Endpoint, EndpointConfig, Incoming, IncomingKind, Peer, PostError,

@@ -16,6 +16,7 @@ use roce_host::nic::Nic;
 use roce_host::perftest::{
     BwReport, LatReport, BW_HEADER, BW_HEADER_GBITS, LAT_HEADER, RESULT_LINE,
 };
+use roce_host::route;
 use roce_host::{
     Counters, Endpoint, EndpointConfig, IncomingKind, Peer, QpInfo, WcStatus, WorkRequest, WrOp,
 };
@@ -145,6 +146,10 @@ struct Opts {
     /// Peer MAC (skips ARP; the gateway's MAC when routed)
     #[arg(long, value_parser = parse_mac)]
     peer_mac: Option<[u8; 6]>,
+    /// Client: allow peers that this host reaches only through a gateway or the default route
+    /// (routed fabrics); without it such a peer is refused before any packet is sent
+    #[arg(long)]
+    allow_remote: bool,
     /// Report bandwidth in Gb/sec instead of MB/sec (perftest's --report_gbits)
     #[arg(long = "report_gbits", alias = "report-gbits")]
     report_gbits: bool,
@@ -309,6 +314,8 @@ struct Run {
     iters: u64,
     nic: Nic<AfPacketPort>,
     deadline: Instant,
+    /// write_bw client: the `--samples` file, created before any network activity.
+    samples: Option<io::BufWriter<std::fs::File>>,
 }
 
 impl Run {
@@ -394,15 +401,15 @@ fn iface_ipv4(dev: &str) -> Option<[u8; 4]> {
     found
 }
 
-fn endpoint_config(o: &Opts, mac: [u8; 6], ip: [u8; 4]) -> Result<EndpointConfig, String> {
+/// Every check an option allows on its own, before the interface is touched or a packet sent.
+fn check_options(mode: Mode, o: &Opts) -> Result<(), String> {
     if !(o.rate > 0.0 && o.rate.is_finite()) {
         return Err(format!(
             "--rate {}: must be a positive number of Gb/s",
             o.rate
         ));
     }
-    let rate_bps = (o.rate * 1e9) as u64;
-    if rate_bps < 1_000_000 {
+    if ((o.rate * 1e9) as u64) < 1_000_000 {
         return Err(format!("--rate {}: below 1 Mb/s", o.rate));
     }
     let positive = [
@@ -433,6 +440,67 @@ fn endpoint_config(o: &Opts, mac: [u8; 6], ip: [u8; 4]) -> Result<EndpointConfig
             o.dcqcn_byte_counter
         ));
     }
+    if !(o.time_limit > 0.0 && o.time_limit < 1e9) {
+        return Err(format!(
+            "--time-limit {}: must be a positive number of seconds",
+            o.time_limit
+        ));
+    }
+    if let Some(d) = o.duration {
+        if mode != Mode::WriteBw {
+            return Err("-D/--duration is for write_bw".to_string());
+        }
+        if !(d > 0.0 && d < o.time_limit) {
+            return Err(format!(
+                "-D {d}: must be positive and below --time-limit {}",
+                o.time_limit
+            ));
+        }
+    }
+    let client = !(o.server || o.peers.is_empty());
+    if o.server && !o.peers.is_empty() {
+        return Err("--server takes no PEER_IP".to_string());
+    }
+    if o.qps == 0 {
+        return Err("-q/--qps: at least 1".to_string());
+    }
+    if o.clients == 0 {
+        return Err("--clients: at least 1".to_string());
+    }
+    if o.samples.is_some() && !(client && mode == Mode::WriteBw) {
+        return Err("--samples is for the write_bw client".to_string());
+    }
+    let (size, iters) = sizes(mode, o);
+    let buffers = o.qps.saturating_mul(o.peers.len().max(1));
+    if o.qps.saturating_mul(o.peers.len()) > MAX_QPS {
+        return Err(format!(
+            "{} QPs to {} servers: at most {MAX_QPS} QPs per process",
+            o.qps,
+            o.peers.len()
+        ));
+    }
+    check_memory(size, buffers).map_err(|e| format!("-s {size} with {buffers} QPs: {e}"))?;
+    let total = iters.saturating_mul(buffers as u64);
+    if client && mode == Mode::WriteBw && o.duration.is_none() && total > MAX_RECORDED {
+        return Err(format!(
+            "-n {iters} with {buffers} QPs: {total} messages, at most {MAX_RECORDED} in an \
+             iteration run; use -D"
+        ));
+    }
+    Ok(())
+}
+
+/// Message size and iterations, with the mode's defaults.
+fn sizes(mode: Mode, o: &Opts) -> (usize, u64) {
+    match mode {
+        Mode::WriteBw => (o.size.unwrap_or(65536), o.iters.unwrap_or(5000)),
+        Mode::WriteLat => (o.size.unwrap_or(2), o.iters.unwrap_or(1000)),
+    }
+}
+
+/// The endpoint for options that passed [`check_options`].
+fn endpoint_config(o: &Opts, mac: [u8; 6], ip: [u8; 4]) -> EndpointConfig {
+    let rate_bps = (o.rate * 1e9) as u64;
     let us = |v: f64| (v * 1000.0) as u64;
     let dcqcn = (o.dcqcn == OnOff::On).then(|| DcqcnConfig {
         line_rate_bps: rate_bps as f64,
@@ -447,7 +515,7 @@ fn endpoint_config(o: &Opts, mac: [u8; 6], ip: [u8; 4]) -> Result<EndpointConfig
         initial_alpha: 1.0,
         cnp_interval_ns: us(o.cnp_interval_us),
     });
-    Ok(EndpointConfig {
+    EndpointConfig {
         rate_bps,
         mtu: o.mtu,
         dscp: o.dscp,
@@ -462,47 +530,35 @@ fn endpoint_config(o: &Opts, mac: [u8; 6], ip: [u8; 4]) -> Result<EndpointConfig
         max_outstanding: 256,
         qpn_base: o.qpn_base.unwrap_or_else(default_qpn_base),
         ..EndpointConfig::new(mac, ip)
-    })
+    }
 }
 
+/// Checks everything (options, interface, the peers' routes), and only then opens the
+/// interface: nothing goes on any network before the whole command line is known good.
 fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
+    check_options(mode, &opts)?;
     let mac = iface_mac(&opts.dev)?;
     let ip = match opts.ip {
         Some(ip) => ip.octets(),
         None => iface_ipv4(&opts.dev)
             .ok_or_else(|| format!("{} has no IPv4 address; give --ip", opts.dev))?,
     };
-    let cfg = endpoint_config(&opts, mac, ip)?;
-    if !(opts.time_limit > 0.0 && opts.time_limit < 1e9) {
-        return Err(format!(
-            "--time-limit {}: must be a positive number of seconds",
-            opts.time_limit
-        ));
-    }
-    if let Some(d) = opts.duration {
-        if mode != Mode::WriteBw {
-            return Err("-D/--duration is for write_bw".to_string());
-        }
-        if !(d > 0.0 && d < opts.time_limit) {
-            return Err(format!(
-                "-D {d}: must be positive and below --time-limit {}",
-                opts.time_limit
-            ));
+    if !opts.allow_remote {
+        for &peer in &opts.peers {
+            route::check_local_peer(peer)?;
         }
     }
-    let (size, iters) = match mode {
-        Mode::WriteBw => (opts.size.unwrap_or(65536), opts.iters.unwrap_or(5000)),
-        Mode::WriteLat => (opts.size.unwrap_or(2), opts.iters.unwrap_or(1000)),
+    let samples = match &opts.samples {
+        Some(path) => {
+            let err = |e: io::Error| format!("--samples {}: {e}", path.display());
+            let mut w = io::BufWriter::new(std::fs::File::create(path).map_err(err)?);
+            writeln!(w, "qpn,wr_id,posted_ns,completed_ns").map_err(err)?;
+            Some(w)
+        }
+        None => None,
     };
-    let buffers = opts.qps.max(1).saturating_mul(opts.peers.len().max(1));
-    if opts.qps.saturating_mul(opts.peers.len()) > MAX_QPS {
-        return Err(format!(
-            "{} QPs to {} servers: at most {MAX_QPS} QPs per process",
-            opts.qps,
-            opts.peers.len()
-        ));
-    }
-    check_memory(size, buffers).map_err(|e| format!("-s {size} with {buffers} QPs: {e}"))?;
+    let (size, iters) = sizes(mode, &opts);
+    let cfg = endpoint_config(&opts, mac, ip);
     let port = AfPacketPort::open(&opts.dev).map_err(|e| e.to_string())?;
     Ok(Run {
         mode,
@@ -510,6 +566,7 @@ fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
         iters,
         deadline: Instant::now() + Duration::from_secs_f64(opts.time_limit.max(0.0)),
         opts,
+        samples,
         nic: Nic::new(Endpoint::new(cfg), port),
     })
 }
@@ -571,7 +628,11 @@ fn client(mut run: Run) -> Result<(), String> {
     let mut dests = Vec::new();
     for &peer in &run.opts.peers.clone() {
         let stream = loop {
-            match TcpStream::connect((peer, run.opts.port)) {
+            // Bounded by the time limit: a peer that drops SYNs must not hold the run for the
+            // kernel's minutes of retries.
+            let left = run.deadline.saturating_duration_since(Instant::now());
+            let addr = std::net::SocketAddr::from((peer, run.opts.port));
+            match TcpStream::connect_timeout(&addr, left.max(Duration::from_millis(10))) {
                 Ok(s) => break s,
                 Err(e) => {
                     run.check_deadline(&format!("connecting to {peer}:{} ({e})", run.opts.port))?;
@@ -706,11 +767,6 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
         .duration
         .map(|d| start.saturating_add((d * 1e9) as u64));
     let total = run.iters.saturating_mul(qps.len() as u64);
-    if until.is_none() && total > MAX_RECORDED {
-        return Err(format!(
-            "{total} messages: at most {MAX_RECORDED} in an iteration run; use -D"
-        ));
-    }
     let record = until.is_none();
     let hint = total.min(1 << 20) as usize;
     let mut posted_at = Vec::with_capacity(if record { hint } else { 0 });
@@ -718,17 +774,7 @@ fn client_bw(run: &mut Run, dests: &[Dest]) -> Result<(BwReport, LatReport), Str
     let mut lat = Vec::with_capacity(hint);
     let (mut completed, mut last_completion) = (0u64, start);
     let depth = run.opts.tx_depth;
-    let mut samples = match &run.opts.samples {
-        Some(path) => {
-            let f = std::fs::File::create(path)
-                .map_err(|e| format!("--samples {}: {e}", path.display()))?;
-            let mut w = io::BufWriter::new(f);
-            writeln!(w, "qpn,wr_id,posted_ns,completed_ns")
-                .map_err(|e| format!("--samples {}: {e}", path.display()))?;
-            Some(w)
-        }
-        None => None,
-    };
+    let mut samples = run.samples.take();
     loop {
         let now = run.nic.now();
         let posting = match until {
@@ -1094,11 +1140,16 @@ fn main() -> ExitCode {
         ModeArgs::WriteLat(o) => (Mode::WriteLat, o),
     };
     let is_server = opts.server || opts.peers.is_empty();
-    // Without a socket on the RoCEv2 port the kernel answers every datagram to an address it
-    // owns with ICMP port unreachable; a socket nobody reads makes it drop them quietly.
-    let _quiet = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, lossless_wire::rocev2::UDP_PORT));
-    let result =
-        start(mode, opts).and_then(|run| if is_server { server(run) } else { client(run) });
+    let result = start(mode, opts).and_then(|run| {
+        // Without a socket on the RoCEv2 port the kernel answers every datagram to an address
+        // it owns with ICMP port unreachable; a socket nobody reads makes it drop them quietly.
+        let _quiet = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, lossless_wire::rocev2::UDP_PORT));
+        if is_server {
+            server(run)
+        } else {
+            client(run)
+        }
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

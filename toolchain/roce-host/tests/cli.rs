@@ -53,3 +53,101 @@ fn bad_options_are_named() {
         "at most 4096 QPs per process",
     );
 }
+
+/// Options that used to be checked only after the TCP exchange started (the message count of
+/// an iteration run, the samples file, options of the other role) fail before any connection:
+/// a listener standing in for the server sees none.
+#[test]
+fn options_are_checked_before_any_connection() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    let base = ["-d", "lo", "127.0.0.1", "-p", &port, "--time-limit", "2"];
+    let missing = std::env::temp_dir().join("roce-host-no-such-dir/samples.csv");
+    let cases: [(&str, &[&str], &str); 5] = [
+        (
+            "write_bw",
+            &["-n", "60000000"],
+            "at most 50000000 in an iteration run",
+        ),
+        ("write_bw", &["-q", "0"], "-q/--qps: at least 1"),
+        ("write_bw", &["--server"], "--server takes no PEER_IP"),
+        (
+            "write_lat",
+            &["--samples", "/tmp/x.csv"],
+            "--samples is for the write_bw client",
+        ),
+        (
+            "write_bw",
+            &["--samples", missing.to_str().expect("utf-8 path")],
+            "--samples",
+        ),
+    ];
+    for (mode, extra, expect) in cases {
+        let args: Vec<&str> = [mode].iter().chain(&base).chain(extra).copied().collect();
+        fails_with(&args, expect);
+    }
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("a client connected before its options were checked: {other:?}"),
+    }
+}
+
+/// Runs the binary in a fresh network namespace (its own sysfs, gone when the process exits)
+/// where d0 holds 10.1.0.1/24, 10.2.0.0/24 is routed via 10.1.0.2 and the default route goes
+/// via 10.1.0.254; d0's veth peer swallows whatever is sent.
+fn in_routed_netns(args: &[&str]) -> (bool, String) {
+    let setup = "mount -t sysfs none /sys && ip link set lo up \
+        && ip link add d0 type veth peer name d1 && ip addr add 10.1.0.1/24 dev d0 \
+        && ip link set d1 up && ip link set d0 up \
+        && ip route add 10.2.0.0/24 via 10.1.0.2 && ip route add default via 10.1.0.254 \
+        && exec \"$@\"";
+    let out = Command::new("unshare")
+        .args(["-n", "-m", "sh", "-c", setup, "sh", BIN])
+        .args(args)
+        .output()
+        .expect("run unshare (root needed)");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn peers_beyond_a_gateway_need_allow_remote() {
+    let refused = [
+        (
+            "10.2.0.5",
+            "roce-host: peer 10.2.0.5 is not on a directly connected network (it is reached by \
+             route 10.2.0.0/24 via 10.1.0.2 dev d0); give --allow-remote to test across routers\n",
+        ),
+        (
+            "1.2.3.4",
+            "roce-host: peer 1.2.3.4 is not on a directly connected network (it is reached by \
+             the default route via 10.1.0.254 dev d0); give --allow-remote to test across \
+             routers\n",
+        ),
+    ];
+    for (peer, expect) in refused {
+        let (ok, err) = in_routed_netns(&["write_bw", "-d", "d0", "10.1.0.9", peer]);
+        assert!(!ok);
+        assert_eq!(err, expect);
+    }
+    // An on-link peer, and with --allow-remote a routed one, pass the checks and get as far as
+    // the TCP exchange (nobody answers inside the namespace).
+    for args in [
+        &["10.1.0.9"][..],
+        &["10.2.0.5", "--allow-remote"][..],
+        &["1.2.3.4", "--allow-remote"][..],
+    ] {
+        let mut all = vec!["write_bw", "-d", "d0", "--time-limit", "0.3"];
+        all.extend_from_slice(args);
+        let (ok, err) = in_routed_netns(&all);
+        assert!(!ok);
+        assert!(
+            err.starts_with("roce-host: time limit of 0.3 s reached while connecting to"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}

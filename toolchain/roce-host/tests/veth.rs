@@ -7,60 +7,36 @@
 //!
 //! Needs root (namespaces, AF_PACKET). The namespaces are deleted on drop, panics included.
 
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Child, Output, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use netns_test_support::{ip, veth_between, Netns};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_roce-host");
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Network namespaces (deleted, with their veths and bridge, when dropped, panics included).
 struct Lab {
-    hosts: Vec<String>,
-    bridge: Option<String>,
+    hosts: Vec<Netns>,
+    /// Holds the bridge; kept for its drop.
+    _bridge: Option<Netns>,
 }
 
-fn lab_name() -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "rh-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-fn host_up(ns: &str, dev: &str, addr: &str) {
-    ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
-    ip(&["-n", ns, "link", "set", dev, "up"]);
-    ip(&["-n", ns, "link", "set", "lo", "up"]);
+fn host_up(ns: &Netns, dev: &str, addr: &str) {
+    ip(&["-n", ns.name(), "addr", "add", addr, "dev", dev]);
+    ip(&["-n", ns.name(), "link", "set", dev, "up"]);
 }
 
 impl Lab {
     /// Two hosts, `va` 10.77.0.1 and `vb` 10.77.0.2, on one veth pair.
     fn pair() -> Lab {
-        let base = lab_name();
         let lab = Lab {
-            hosts: vec![format!("{base}-a"), format!("{base}-b")],
-            bridge: None,
+            hosts: vec![Netns::new("rh"), Netns::new("rh")],
+            _bridge: None,
         };
-        for h in &lab.hosts {
-            ip(&["netns", "add", h]);
-        }
         let (a, b) = (&lab.hosts[0], &lab.hosts[1]);
-        ip(&[
-            "link", "add", "va", "netns", a, "type", "veth", "peer", "name", "vb", "netns", b,
-        ]);
+        veth_between(a, "va", b, "vb");
         host_up(a, "va", "10.77.0.1/24");
         host_up(b, "vb", "10.77.0.2/24");
         lab
@@ -68,45 +44,30 @@ impl Lab {
 
     /// `n` hosts with `eth0` at 10.78.0.(i+1), each on a port of a Linux bridge.
     fn bridged(n: usize) -> Lab {
-        let base = lab_name();
-        let lab = Lab {
-            hosts: (0..n).map(|i| format!("{base}-h{i}")).collect(),
-            bridge: Some(format!("{base}-br")),
-        };
-        let br = lab.bridge.as_deref().unwrap_or_default();
-        ip(&["netns", "add", br]);
-        ip(&["-n", br, "link", "add", "br0", "type", "bridge"]);
-        ip(&["-n", br, "link", "set", "br0", "up"]);
-        for (i, h) in lab.hosts.iter().enumerate() {
-            ip(&["netns", "add", h]);
+        let br = Netns::new("rh");
+        ip(&["-n", br.name(), "link", "add", "br0", "type", "bridge"]);
+        ip(&["-n", br.name(), "link", "set", "br0", "up"]);
+        let hosts: Vec<Netns> = (0..n).map(|_| Netns::new("rh")).collect();
+        for (i, h) in hosts.iter().enumerate() {
             let port = format!("p{i}");
-            ip(&[
-                "link", "add", "eth0", "netns", h, "type", "veth", "peer", "name", &port, "netns",
-                br,
-            ]);
-            ip(&["-n", br, "link", "set", &port, "master", "br0"]);
-            ip(&["-n", br, "link", "set", &port, "up"]);
+            veth_between(h, "eth0", &br, &port);
+            ip(&["-n", br.name(), "link", "set", &port, "master", "br0"]);
             host_up(h, "eth0", &format!("10.78.0.{}/24", i + 1));
         }
-        lab
+        Lab {
+            hosts,
+            _bridge: Some(br),
+        }
     }
 
     fn spawn(&self, host: usize, args: &[&str]) -> Child {
-        Command::new("ip")
-            .args(["netns", "exec", &self.hosts[host], BIN])
+        self.hosts[host]
+            .command(BIN)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn roce-host")
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in self.hosts.iter().chain(&self.bridge) {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
     }
 }
 
@@ -482,15 +443,10 @@ fn pfc_frames_on_the_wire_are_counted_per_priority() {
         ],
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let ns = format!("/var/run/netns/{}", lab.hosts[1]);
     let flag = stop.clone();
     // From the server's side of the veth: XOFF for priority 3 (DSCP 26), 1000 quanta
     // (51.2 us at 10 Gb/s), every 2 ms.
-    let sender = std::thread::spawn(move || {
-        let f = std::fs::File::open(&ns).expect("open netns");
-        // SAFETY: setns on a valid namespace descriptor; it affects this thread only.
-        let rc = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+    let sender = lab.hosts[1].spawn(move || {
         let port = AfPacketPort::open("vb").expect("open vb");
         let frame =
             lossless_wire::pfc::MacControl::pfc_xoff(1 << 3, 1000).encode([2, 0, 0, 0, 0, 9]);
