@@ -13,15 +13,16 @@ control LosslessEgress(inout headers_t hdr,
 
     mac_t port_mac = 0;
     bit<1> host_facing = 0;
-    bit<16> quanta_per_us = 0;
+    bit<32> quanta_per_us = 0;
 
     // host_facing: the port leads to hosts, so this switch is their source ToR and turns SFC
-    // signals for them into PFC. quanta_per_us: pause quanta in one microsecond at the port's
-    // rate (port bps / 512 / 1e6, e.g. 48 at 25G).
-    action set_egress_port(mac_t mac, bit<1> sfc_host_facing, bit<16> pause_quanta_per_us) {
+    // signals for them into PFC. pause_quanta_per_us_q16: pause quanta in one microsecond at the
+    // port's rate (port bps / 512 / 1e6) in Q16.16, so that lab rates below 512 Mb/s, where it
+    // is below 1, keep their precision (1280 at 10 Mb/s, 3200000 at 25G).
+    action set_egress_port(mac_t mac, bit<1> sfc_host_facing, bit<32> pause_quanta_per_us_q16) {
         port_mac = mac;
         host_facing = sfc_host_facing;
-        quanta_per_us = pause_quanta_per_us;
+        quanta_per_us = pause_quanta_per_us_q16;
     }
 
     table egress_port {

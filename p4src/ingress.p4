@@ -15,13 +15,16 @@ control LosslessIngress(inout headers_t hdr,
     counter(512, CounterType.packets) sfc_suppressed;
     meter(PUNT_REASONS, MeterType.packets) copp;
 
-    // Last time (us) an SFC signal went to a source, by a hash of its address. A hash collision
-    // only suppresses a signal early, never sends an extra one.
+    // Last time (us) an SFC signal went to a source, plus one (0: never), by a hash of its
+    // address. A hash collision only suppresses a signal early, never sends an extra one.
     register<bit<48>>(4096) sfc_last_sent;
 
     // Set by the controller: thresholds of this packet's (ingress port, PG).
     bit<32> xoff_th = 0;
-    bit<32> limit = 0;
+    bit<32> headroom_bytes = 0;
+    bit<32> xon_floor = 0;
+    bit<32> xon_offset_bytes = 0;
+    bit<1> lossless_dynamic = 0;
     bit<48> refresh_us = 0;
     bit<32> lossy_static_th = 0;
     bit<8> dyn_shift_left = 0;
@@ -177,7 +180,10 @@ control LosslessIngress(inout headers_t hdr,
     }
 
     // RoCEv2 puts its entropy in the UDP source port, so the 5-tuple spreads QPs over members.
-    action_selector(HashAlgorithm.crc16, ECMP_MEMBERS, 16) ecmp_selector;
+    // CRC32, not CRC16: bmv2 picks member hash % n, and flipping any of the low 11 bits of the
+    // UDP source port flips only bit 0 of CRC-16/ARC's low 4 bits here, so QPs that differ in
+    // the source port alone reach 2 of 4, 8 or 16 members; CRC-32 spreads them over all.
+    action_selector(HashAlgorithm.crc32, ECMP_MEMBERS, 32) ecmp_selector;
 
     table ecmp_group {
         key = {
@@ -237,15 +243,24 @@ control LosslessIngress(inout headers_t hdr,
 
     // --- buffer admission per (ingress port, PG), SONiC BUFFER_PG semantics -------------
 
-    // Lossless: pause above xoff_threshold (refreshing every refresh_us while above), resume
-    // below xon_threshold, absorb in-flight bytes in headroom up to drop_limit.
-    action set_lossless(bit<32> xoff_threshold, bit<32> xon_threshold, bit<32> drop_limit,
-                        bit<8> class_enable, bit<16> quanta, bit<48> refresh_interval_us) {
+    // Lossless (SONiC BUFFER_PROFILE with xoff): the PG may hold xoff_threshold (size plus a
+    // static shared threshold) plus, when shared_dynamic, 2^dynamic_th x the free shared buffer;
+    // above that it pauses (refreshing every refresh_us while at or above XON) and absorbs
+    // in-flight bytes in xoff_size of headroom. It resumes below max(xon, pause point -
+    // xon_offset), or below xon when xon_offset is 0.
+    action set_lossless(bit<32> xoff_threshold, bit<32> xoff_size, bit<32> xon_threshold,
+                        bit<32> xon_offset, bit<1> shared_dynamic, bit<8> shift_left,
+                        bit<8> shift_right, bit<8> class_enable, bit<16> quanta,
+                        bit<48> refresh_interval_us) {
         has_profile = 1;
         meta.lossless = 1;
         xoff_th = xoff_threshold;
-        meta.xon_th = xon_threshold;
-        limit = drop_limit;
+        headroom_bytes = xoff_size;
+        xon_floor = xon_threshold;
+        xon_offset_bytes = xon_offset;
+        lossless_dynamic = shared_dynamic;
+        dyn_shift_left = shift_left;
+        dyn_shift_right = shift_right;
         meta.class_enable = class_enable;
         meta.pause_quanta = quanta;
         refresh_us = refresh_interval_us;
@@ -422,13 +437,30 @@ control LosslessIngress(inout headers_t hdr,
         meta.acct_len = standard_metadata.packet_length;
         bit<32> after = occupancy + meta.acct_len;
         pg_profile.apply();
+        // SONiC dynamic_th: 2^dynamic_th x the shared buffer still free (saturated to 32 bits).
+        bit<32> free = 0;
+        if (pool_bytes > pool_used) {
+            free = pool_bytes - pool_used;
+        }
+        bit<64> dynamic_wide = ((bit<64>)free << dyn_shift_left) >> dyn_shift_right;
+        bit<32> dynamic_th = dynamic_wide > 0xffffffff ? 32w0xffffffff : (bit<32>)dynamic_wide;
         if (has_profile == 1 && meta.lossless == 1) {
+            // The PG pauses once it holds more than its reserved size and shared threshold.
+            bit<32> pause_at = xoff_th;
+            if (lossless_dynamic == 1) {
+                pause_at = xoff_th |+| dynamic_th;
+            }
+            bit<32> limit = pause_at |+| headroom_bytes;
+            meta.xon_th = xon_floor;
+            if (xon_offset_bytes != 0 && (pause_at |-| xon_offset_bytes) > xon_floor) {
+                meta.xon_th = pause_at |-| xon_offset_bytes;
+            }
             if (after > limit) {
                 lossless_violations.count(pg_index);
                 drop_for(DROP_LOSSLESS_VIOLATION);
                 exit;
             }
-            if (after > xoff_th) {
+            if (after > pause_at) {
                 headroom_admits.count(pg_index);
             }
             bit<1> paused;
@@ -437,7 +469,7 @@ control LosslessIngress(inout headers_t hdr,
             pg_last_pause.read(last, pg_index);
             bit<48> now = standard_metadata.ingress_global_timestamp;
             bit<1> send_pause = 0;
-            if (paused == 0 && after > xoff_th) {
+            if (paused == 0 && after > pause_at) {
                 xoff_transitions.count(pg_index);
                 pg_paused.write(pg_index, 1);
                 send_pause = 1;
@@ -454,11 +486,7 @@ control LosslessIngress(inout headers_t hdr,
         } else if (has_profile == 1) {
             bit<32> threshold = lossy_static_th;
             if (lossy_dynamic == 1) {
-                bit<32> free = 0;
-                if (pool_bytes > pool_used) {
-                    free = pool_bytes - pool_used;
-                }
-                threshold = (free << dyn_shift_left) >> dyn_shift_right;
+                threshold = dynamic_th;
             }
             if (after > threshold) {
                 drop_for(DROP_LOSSY_THRESHOLD);
@@ -483,11 +511,13 @@ control LosslessIngress(inout headers_t hdr,
                 hash(slot, HashAlgorithm.crc16, (bit<12>)0, { hdr.ipv4.src_addr }, (bit<13>)4096);
                 bit<48> last_signal;
                 sfc_last_sent.read(last_signal, (bit<32>)slot);
-                bit<48> now = standard_metadata.ingress_global_timestamp;
-                if (last_signal != 0 && now - last_signal < sfc_interval_us) {
+                // The slot holds the time of the last signal plus one, so that 0 means none
+                // yet even for a signal at time 0, and the interval is exact.
+                bit<48> now_plus_1 = standard_metadata.ingress_global_timestamp + 1;
+                if (last_signal != 0 && now_plus_1 - last_signal < sfc_interval_us) {
                     sfc_suppressed.count((bit<32>)standard_metadata.ingress_port);
                 } else {
-                    sfc_last_sent.write((bit<32>)slot, now | 1);
+                    sfc_last_sent.write((bit<32>)slot, now_plus_1);
                     bit<64> duration = 0;
                     if (queue_depth > sfc_target) {
                         duration = ((bit<64>)(queue_depth - sfc_target)

@@ -26,9 +26,10 @@ bit<16> csum16_replace(in bit<16> csum, in bit<16> old_word, in bit<16> new_word
     return ~(bit<16>)sum;
 }
 
-// Pause quanta covering duration_us at a port's rate, capped at the largest PFC timer.
-bit<16> pause_quanta_for(in bit<16> duration_us, in bit<16> quanta_per_us) {
-    bit<32> quanta = (bit<32>)duration_us * (bit<32>)quanta_per_us;
+// Pause quanta covering duration_us at a port's rate (quanta per microsecond in Q16.16),
+// rounded up so that the pause lasts at least duration_us, capped at the largest PFC timer.
+bit<16> pause_quanta_for(in bit<16> duration_us, in bit<32> quanta_per_us_q16) {
+    bit<64> quanta = ((bit<64>)duration_us * (bit<64>)quanta_per_us_q16 + 0xffff) >> 16;
     return quanta > 0xffff ? 16w0xffff : (bit<16>)quanta;
 }
 
