@@ -1,24 +1,28 @@
-"""Programming time at seed 002's scale points, as JSON.
+"""Programming time at seed 002's scale points and neighbour learning time, against the real
+p4-switch running the compiled pipeline, as JSON.
 
-    python -m lossless_ctl.bench [--switch ADDR --pipeline DIR] [--points ipv4_10k,...]
+    python -m lossless_ctl.bench [--pipeline DIR] [--switch ADDR] [--points ipv4_10k,...]
                                  [--batch-size N] [--in-flight N] [-o results/bench/control.json]
 
-For each point: generate the config_db fragment, validate it, derive the SAI objects, map them
-to P4Runtime updates, and write them. Without --switch the writes go to an in-process fake
-P4Runtime server that accepts and discards them, so the figures are the controller's own cost
-(the ceiling it puts on a switch), not a switch's; with --switch they include the switch, and
-the neighbour table is read back (the `show arp` analog). Beside them: seed 002's SONiC figures.
+The pipeline is `--pipeline` (e.g. build/p4) or p4src/ compiled by build/bin/p4-compile. Scale
+points: for each, generate the config_db fragment, validate it, derive the SAI objects, map them
+to P4Runtime updates and write them to a p4-switch this program starts (or `--switch ADDR`),
+a fresh pipeline per point; the neighbour table is read back (the `show arp` analog). Beside
+them: seed 002's SONiC figures.
 
-Neighbour learning (`learn_arp_8k` ... `learn_nd_16k`) always runs against the in-process fake,
-since only it can be made to punt thousands of ARP requests or NSs: the config has the
-interfaces but no NEIGH, one request per host goes in as a PacketIn, and the time is until
-every neighbour entry is on the (fake) switch and every reply has gone out.
+Neighbour learning (`learn_arp_8k` ... `learn_nd_16k`, root: veths) runs p4-switch on 4 veth
+ports with the config's interfaces and no NEIGH: one ARP request or NS per host goes into the
+switch's port, the pipeline punts it through the CPU port (PacketIn), the learner installs the
+neighbour and answers (PacketOut), and the time is until every answer has come out of the
+switch's ports and every neighbour entry is on the switch. Requests are paced by a window of
+answers outstanding, as hosts would retry; a request left unanswered for a second is sent again.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import time
 from pathlib import Path
@@ -26,7 +30,6 @@ from typing import Any
 
 from lossless_ctl import config_db
 from lossless_ctl.client import P4RuntimeClient
-from lossless_ctl.fake_switch import FakeSwitch
 from lossless_ctl.loader import Pipeline, load, read_pipeline
 from lossless_ctl.neighbor import (
     ND_NS,
@@ -37,10 +40,11 @@ from lossless_ctl.neighbor import (
     serve,
     solicited_node,
 )
-from lossless_ctl.p4info import P4InfoIndex, read_p4info
+from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4map import to_p4
 from lossless_ctl.routegen import SCALE_POINTS, ScalePoint, generate
 from lossless_ctl.sai import derive
+from lossless_ctl.switchlab import BIN, SwitchLab, compile_pipeline
 
 # Seed 002 (SONiC L3 scaling HLD, 2019, AS7712 Tomahawk): route programming time in seconds.
 SONIC_2019_SECONDS = {
@@ -51,11 +55,10 @@ SONIC_2019_SECONDS = {
     "ipv6_10k": 11,
     "ipv6_30k": 30,
 }
-FIXTURE_P4INFO = Path(__file__).resolve().parents[1] / "tests" / "data" / "lossless.p4info.txtpb"
 
 
 def run_point(
-    name: str, pipeline: Pipeline, client: P4RuntimeClient, batch: int, in_flight: int, real: bool
+    name: str, pipeline: Pipeline, client: P4RuntimeClient, batch: int, in_flight: int
 ) -> dict[str, Any]:
     point = SCALE_POINTS[name]
     times: dict[str, float] = {}
@@ -94,7 +97,7 @@ def run_point(
         "routes_per_s": round(routes / controller) if routes else None,
         "sonic_2019_s": SONIC_2019_SECONDS.get(name),
     }
-    if real and point.arp + point.nd:
+    if point.arp + point.nd:
         start = time.perf_counter()
         n = len(client.read_table(index.table("LosslessIngress.neighbor").preamble.id))
         record["read_neighbors_s"] = round(time.perf_counter() - start, 4)
@@ -102,27 +105,20 @@ def run_point(
     return record
 
 
+# Four ports: the hosts are spread over them, and the learner answers on the one asked.
 LEARN_POINTS = {
-    **{f"learn_arp_{n // 1000}k": ScalePoint(arp=n) for n in (8_000, 16_000, 32_000)},
-    **{f"learn_nd_{n // 1000}k": ScalePoint(nd=n) for n in (8_000, 16_000)},
+    **{f"learn_arp_{n // 1000}k": ScalePoint(arp=n, ports=4) for n in (8_000, 16_000, 32_000)},
+    **{f"learn_nd_{n // 1000}k": ScalePoint(nd=n, ports=4) for n in (8_000, 16_000)},
 }
+WINDOW = 256  # requests in flight: hosts retry, they do not flood
 
 
-def run_learning(name: str, pipeline: Pipeline) -> dict[str, Any]:
+def _requests(cfg: config_db.ConfigDb, hosts: dict[str, dict[str, str]]) -> dict[bytes, tuple]:
+    """Host MAC -> (port, ARP request or NS for the router address of its interface)."""
     import ipaddress
-    import threading
 
-    point = LEARN_POINTS[name]
-    tables = generate(point)
-    hosts = tables.pop("NEIGH")
-    cfg = config_db.parse_checked(tables)
-    index = P4InfoIndex(pipeline.p4info)
-    program = to_p4(derive(cfg), index)
-    routers = {}
-    for rip in cfg.router_ips:
-        routers[(rip.ifname, rip.ip.version)] = rip.ip.ip
-    port_field = index.packet_metadata("packet_in")["ingress_port"]
-    frames = []
+    routers = {(rip.ifname, rip.ip.version): rip.ip.ip for rip in cfg.router_ips}
+    out = {}
     for key, fields in hosts.items():
         ifname, _, ip_text = key.partition("|")
         ip = ipaddress.ip_address(ip_text)
@@ -133,54 +129,111 @@ def run_learning(name: str, pipeline: Pipeline) -> dict[str, Any]:
         else:
             group, group_mac = solicited_node(router)
             frame = nd_frame(ND_NS, mac, group_mac, ip, group, router)
-        port = cfg.ports[ifname].index
-        frames.append((frame, [(port_field.id, port.to_bytes(2, "big"))]))
+        out[mac] = (cfg.ports[ifname].index, frame)
+    return out
+
+
+def run_learning(name: str, pipeline: Pipeline, workdir: Path) -> dict[str, Any]:
+    import select
+    import threading
+
+    point = LEARN_POINTS[name]
+    tables = generate(point)
+    hosts = tables.pop("NEIGH")
+    cfg = config_db.parse_checked(tables)
+    index = P4InfoIndex(pipeline.p4info)
+    program = to_p4(derive(cfg), index)
+    requests = _requests(cfg, hosts)
     neighbor_table = index.table("LosslessIngress.neighbor").preamble.id
-    with FakeSwitch() as fake, P4RuntimeClient(fake.address, timeout=600) as client:
+    with (
+        SwitchLab(point.ports, workdir) as lab,
+        P4RuntimeClient(lab.grpc_addr, timeout=600) as client,
+    ):
         client.arbitrate()
         load(client, pipeline, program)
+        before = len(client.read_table(neighbor_table))
         learner = NeighborLearner(cfg, program, index, age_s=3600)
         stop = threading.Event()
         thread = threading.Thread(target=serve, args=(client, learner, stop), kwargs={"log": len})
         thread.start()
-        before = len(fake.servicer.packet_outs)
+        by_fd = {s.fileno(): s for s in lab.sockets.values()}
+        pending = list(requests)  # host MACs not asked yet
+        asked: dict[bytes, float] = {}  # host MAC -> when last asked, until answered
+        answered: set[bytes] = set()
+        resent = 0
         start = time.perf_counter()
-        for frame, metadata in frames:
-            fake.servicer.send_packet_in(frame, metadata)
         deadline = time.monotonic() + 600
-        installed = replies = 0
+        while len(answered) < len(requests) and time.monotonic() < deadline:
+            now = time.monotonic()
+            while pending and len(asked) < WINDOW:
+                mac = pending.pop()
+                port, frame = requests[mac]
+                lab.send(port, frame)
+                asked[mac] = now
+            ready, _, _ = select.select(list(by_fd), [], [], 0.05)
+            for fd in ready:
+                sock = by_fd[fd]
+                while True:
+                    try:
+                        frame = sock.recv(65536, socket.MSG_DONTWAIT)
+                    except BlockingIOError:
+                        break
+                    mac = frame[:6]
+                    if mac in asked:
+                        del asked[mac]
+                        answered.add(mac)
+            for mac, when in list(asked.items()):
+                if now - when > 1.0:
+                    port, frame = requests[mac]
+                    lab.send(port, frame)
+                    asked[mac] = now
+                    resent += 1
+        answered_s = time.perf_counter() - start
+        installed = 0
         while time.monotonic() < deadline:
-            # Count entries only once every reply is out: counting holds the fake's lock.
-            replies = len(fake.servicer.packet_outs) - before
-            if replies >= len(frames):
-                with fake.servicer.lock:
-                    installed = sum(
-                        1
-                        for e in fake.servicer.entities.values()
-                        if e.WhichOneof("entity") == "table_entry"
-                        and e.table_entry.table_id == neighbor_table
-                    )
-                if installed >= len(frames):
-                    break
+            installed = len(client.read_table(neighbor_table)) - before
+            if installed >= len(requests):
+                break
             time.sleep(0.05)
         seconds = time.perf_counter() - start
         stop.set()
         thread.join(timeout=30)
     return {
         "point": name,
-        "neighbors": len(frames),
+        "neighbors": len(requests),
         "installed": installed,
-        "replies": replies,
+        "replies": len(answered),
+        "resent": resent,
+        "window": WINDOW,
+        "replies_s": round(answered_s, 4),
         "learn_s": round(seconds, 4),
         "neighbors_per_s": round(installed / seconds),
-        "target": "in-process fake P4Runtime server",
+        "target": "p4-switch, 4 veth ports, requests punted through the CPU port",
     }
 
 
+def _start_switch(workdir: Path):
+    """A p4-switch without ports for the scale points: P4Runtime only."""
+    import subprocess
+
+    from lossless_topo.switch import free_port, wait_for_port
+
+    port = free_port()
+    log = workdir / "p4-switch.log"
+    cmd = [str(BIN / "p4-switch"), "--no-p4", "--device-id", "1", "--cpu-port", "255"]
+    cmd += ["--grpc-server-addr", f"127.0.0.1:{port}", "--stats-addr", "127.0.0.1:0"]
+    with log.open("wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+    wait_for_port(port, proc, log, timeout_s=30)
+    return proc, f"127.0.0.1:{port}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    import tempfile
+
     parser = argparse.ArgumentParser(prog="python -m lossless_ctl.bench", description=__doc__)
-    parser.add_argument("--switch", help="P4Runtime server (default: in-process fake)")
-    parser.add_argument("--pipeline", help="compiler output dir (needed with --switch)")
+    parser.add_argument("--switch", help="a running P4Runtime server (default: start p4-switch)")
+    parser.add_argument("--pipeline", help="compiler output dir (default: compile p4src/)")
     parser.add_argument(
         "--points", default=",".join([*SCALE_POINTS, *LEARN_POINTS]), help="comma list"
     )
@@ -193,41 +246,36 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         known = ", ".join([*SCALE_POINTS, *LEARN_POINTS])
         parser.error(f"unknown points {unknown} (known: {known})")
-    if args.switch and not args.pipeline:
-        parser.error("--switch needs --pipeline")
-    if args.pipeline:
-        pipeline = read_pipeline(args.pipeline)
-    else:
-        pipeline = Pipeline(read_p4info(FIXTURE_P4INFO), b"{}", FIXTURE_P4INFO, FIXTURE_P4INFO)
     results = []
-    fake = None if args.switch else FakeSwitch(record=False)
-    try:
-        if fake is not None:
-            fake.__enter__()
-        address = args.switch or fake.address
-        for name in names:
-            if name in LEARN_POINTS:
-                results.append(run_learning(name, pipeline))
-                print(json.dumps(results[-1]), file=sys.stderr)
-                continue
-            # A fresh session and pipeline per point, so points do not see each other's entries.
-            with P4RuntimeClient(address, timeout=600) as client:
-                client.arbitrate()
-                client.set_pipeline(pipeline.p4info, pipeline.device_config)
-                record = run_point(
-                    name, pipeline, client, args.batch_size, args.in_flight, fake is None
-                )
-            results.append(record)
-            print(json.dumps(record), file=sys.stderr)
-    finally:
-        if fake is not None:
-            fake.__exit__(None, None, None)
+    with tempfile.TemporaryDirectory(prefix="llctl-bench-") as tmp:
+        work = Path(tmp)
+        pipeline_dir = Path(args.pipeline) if args.pipeline else compile_pipeline(work / "p4")
+        pipeline = read_pipeline(pipeline_dir)
+        proc, address = (None, args.switch)
+        if address is None and any(n in SCALE_POINTS for n in names):
+            proc, address = _start_switch(work)
+        try:
+            for name in names:
+                if name in LEARN_POINTS:
+                    record = run_learning(name, pipeline, work)
+                else:
+                    # A fresh pipeline per point, so points do not see each other's entries.
+                    with P4RuntimeClient(address, timeout=600) as client:
+                        client.arbitrate()
+                        client.set_pipeline(pipeline.p4info, pipeline.device_config)
+                        record = run_point(name, pipeline, client, args.batch_size, args.in_flight)
+                results.append(record)
+                print(json.dumps(record), file=sys.stderr)
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     report = {
-        "bench": "lossless-ctl programming time at seed 002 scale points",
-        "target": args.switch or "in-process fake P4Runtime server (controller cost only)",
-        "p4info": str(pipeline.p4info_path),
+        "bench": "lossless-ctl programming and neighbour learning at seed 002 scale points",
+        "target": args.switch or "p4-switch started by the bench (build/bin/p4-switch)",
+        "pipeline": str(pipeline_dir if args.pipeline else "p4src/ compiled by p4-compile"),
         "batch_size": args.batch_size,
         "in_flight": args.in_flight,
         "results": results,

@@ -221,13 +221,17 @@ SHOW_COMMANDS = ("arp", "ndp", "ip route summary", "ipv6 route summary")
 
 
 def _show(args: argparse.Namespace) -> int:
+    import time
+
+    from lossless_ctl import counters
     from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
     from lossless_ctl.p4info import P4InfoIndex
     from lossless_ctl.show import neighbors, render_neighbors, route_summary
 
     what = " ".join(args.what)
-    if what not in SHOW_COMMANDS:
-        raise ValueError(f"show {what!r}: known are {', '.join(SHOW_COMMANDS)}")
+    known = (*SHOW_COMMANDS, *counters.COMMANDS, *counters.ALIASES)
+    if what not in known:
+        raise ValueError(f"show {what!r}: known are {', '.join(known)}")
     port_names: dict[int, str] = {}
     if args.config:
         cfg = _read_config(args)
@@ -241,10 +245,18 @@ def _show(args: argparse.Namespace) -> int:
             if what in ("arp", "ndp"):
                 rows = neighbors(client, index, port_names)
                 print(render_neighbors(rows, 4 if what == "arp" else 6))
-            else:
+            elif what in SHOW_COMMANDS:
                 print(route_summary(client, index, 4 if what.startswith("ip ") else 6))
-    except P4RuntimeError as err:
-        print(f"show: {args.switch}: {err}", file=sys.stderr)
+            else:
+                before = None
+                if args.period:
+                    before = counters.take_snapshot(client, index, args.stats, port_names)
+                    time.sleep(args.period)
+                snap = counters.take_snapshot(client, index, args.stats, port_names)
+                data, text = counters.show(what, snap, before, args.period or 0.0)
+                print(json.dumps(data, indent=2) if args.json else text)
+    except (P4RuntimeError, counters.StatsError) as err:
+        print(f"show: {err}", file=sys.stderr)
         return 1
     return 0
 
@@ -384,9 +396,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_run)
 
-    show = sub.add_parser("show", help="SONiC show commands: " + ", ".join(SHOW_COMMANDS))
-    show.add_argument("what", nargs="+", help="e.g. arp, ndp, ip route summary")
+    show = sub.add_parser(
+        "show",
+        help="SONiC show commands: arp, ndp, ip|ipv6 route summary, pfc counters, queue "
+        "counters|wredcounters|watermark, priority-group watermark shared|headroom, "
+        "interfaces counters, pfcwd stats",
+    )
+    show.add_argument("what", nargs="+", help="e.g. arp, pfc counters, queue watermark")
     show.add_argument("--switch", required=True, metavar="ADDR", help="P4Runtime server")
+    show.add_argument(
+        "--stats",
+        default="127.0.0.1:9090",
+        metavar="ADDR",
+        help="the switch's statistics endpoint (p4-switch --stats-addr) for counter commands",
+    )
+    show.add_argument("--json", action="store_true", help="counter commands: JSON output")
+    show.add_argument(
+        "-p",
+        "--period",
+        type=float,
+        metavar="SECONDS",
+        help="counter commands: counts over this period (rates for interfaces counters)",
+    )
     show.add_argument("--device-id", type=int, default=1)
     show.add_argument("--config", action="append", metavar="FILE", help="for port names")
     show.add_argument("--chip", choices=sorted(CHIPS), help=argparse.SUPPRESS)

@@ -955,16 +955,32 @@ class _Parser:
                 ):
                     self.cfg.sfc_host_ports.add(key)
             else:
-                threshold = self.number(t, key, fields, "threshold", 1, 2**32 - 1, required=True)
+                given = "threshold" in fields
+                threshold = self.number(t, key, fields, "threshold", 1, 2**32 - 1)
                 target = self.number(t, key, fields, "target", 0, 2**32 - 1) or 0
-                if threshold is not None and target > threshold:
-                    self.error(t, key, "target", f"target {target} > threshold {threshold}")
+                if given and threshold is None:
                     continue
                 for port, queue in self.port_class_key(t, key):
-                    if threshold is not None:
-                        self.cfg.sfc_queues[(port, queue)] = SfcQueue(
-                            port, queue, threshold, target
-                        )
+                    th = threshold if given else self.sfc_default_threshold(port, queue)
+                    if th is None:
+                        self.error(
+                            t, key, "threshold",
+                            f"missing, and {port} queue {queue} has no WRED_PROFILE with ECN "
+                            f"whose 2 x green_max_threshold could be the default",
+                        )  # fmt: skip
+                        break
+                    if target > th:
+                        self.error(t, key, "target", f"target {target} > threshold {th}")
+                        break
+                    self.cfg.sfc_queues[(port, queue)] = SfcQueue(port, queue, th, target)
+
+    def sfc_default_threshold(self, port: str, queue: int) -> int | None:
+        """Seed 003: the remote PFC threshold is 2 x Kmax of the queue's ECN marking."""
+        settings = self.cfg.queues.get((port, queue))
+        wred = self.cfg.wred_profiles.get(settings.wred_profile or "") if settings else None
+        if wred is None or not wred.ecn_green:
+            return None
+        return min(2 * wred.green_max, 2**32 - 1)
 
     def pfc_checks(self) -> None:
         """Cross-table checks: PFC priorities, their PGs' profiles, the chip's limits."""

@@ -1,10 +1,12 @@
-"""A fake P4Runtime server: the controller's stand-in switch for unit tests and benchmarks.
+"""A fake P4Runtime server for unit tests that check the requests the controller sends.
 
-A real grpcio server implementing the P4Runtime service in-process: it records every request,
-answers arbitration (the highest election id is primary), stores written entities for Read,
-and rejects chosen updates the way the P4Runtime spec asks (status UNKNOWN whose details hold
-one p4.v1.Error per update of the batch). It runs no P4 program and checks nothing about one:
-integration tests against p4-switch do that.
+A real grpcio server implementing the P4Runtime service in-process: it records every request
+(writes, pipelines, PacketOuts), answers arbitration (the highest election id is primary),
+stores written entities for Read, and rejects chosen updates the way the P4Runtime spec asks
+(status UNKNOWN whose details hold one p4.v1.Error per update of the batch), so a test can
+assert the exact WriteRequests, their order and the error handling. It runs no P4 program and
+checks nothing about one: whatever claims to work with a switch is tested against p4-switch
+(test_switch_integration.py, test_counters_switch.py, the benchmarks).
 """
 
 from __future__ import annotations
@@ -21,11 +23,9 @@ from lossless_ctl.p4rt_proto import bindings
 
 
 class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
-    def __init__(self, record: bool = True):
+    def __init__(self):
         self.pb = bindings().p4runtime_pb2
         self.lock = threading.Lock()
-        # A benchmark turns recording off: it measures the client, not the fake's memory.
-        self.record = record
         self.writes: list = []
         self.pipelines: list = []
         self.entities: dict[tuple, object] = {}
@@ -129,8 +129,6 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def Write(self, request, context):
         self._check_primary(request, context)
-        if not self.record:
-            return self.pb.WriteResponse()
         with self.lock:
             self.writes.append(request)
         errors = []
@@ -188,8 +186,8 @@ class FakeP4Runtime(bindings().p4runtime_pb2_grpc.P4RuntimeServicer):
 class FakeSwitch:
     """A running FakeP4Runtime on 127.0.0.1 (an ephemeral port); a context manager."""
 
-    def __init__(self, record: bool = True, workers: int = 8):
-        self.servicer = FakeP4Runtime(record)
+    def __init__(self, workers: int = 8):
+        self.servicer = FakeP4Runtime()
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers),
             options=[("grpc.max_receive_message_length", 256 * 1024 * 1024)],

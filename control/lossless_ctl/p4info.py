@@ -74,6 +74,12 @@ class P4InfoIndex:
     def meter(self, name: str) -> Any:
         return self._get("meters", name)
 
+    def counter(self, name: str) -> Any:
+        return self._get("counters", name)
+
+    def register(self, name: str) -> Any:
+        return self._get("registers", name)
+
     def packet_metadata(self, header: str) -> dict[str, Any]:
         """Fields of a controller header (`packet_in`, `packet_out`) by name."""
         for cpm in self.info.controller_packet_metadata:

@@ -100,9 +100,10 @@ def us_per_byte_q24(bps: int) -> int:
     return round((1 << 24) * 8_000_000 / bps)
 
 
-def pause_quanta_per_us(bps: int) -> int:
-    """Pause quanta (512 bit times) in one microsecond: 48 at 25G, 97 at 50G, 195 at 100G."""
-    return bps // 512 // 1_000_000
+def pause_quanta_per_us_q16(bps: int) -> int:
+    """Pause quanta (512 bit times) in one microsecond, Q16.16 (p4src/README.md): bps / 512 / 1e6
+    x 2^16 = bps x 128 / 1e6, rounded; 1280 at 10 Mb/s (0.0195 quanta/us), 3200000 at 25G."""
+    return (bps * 128 + 500_000) // 1_000_000
 
 
 def mark_slope(probability_percent: int, kmin: int, kmax: int) -> int:
@@ -421,17 +422,22 @@ class _Mapper:
             match = {"port": dev, "pg": pg}
             label = f"INGRESS_PRIORITY_GROUP {ipg.key} ({prof.key})"
             if prof.get("SAI_BUFFER_PROFILE_ATTR_XOFF_TH") is not None:
-                xoff = prof["SAI_BUFFER_PROFILE_ATTR_XOFF_TH"]
-                xon = prof["SAI_BUFFER_PROFILE_ATTR_XON_TH"]
-                offset = prof["SAI_BUFFER_PROFILE_ATTR_XON_OFFSET_TH"]
-                xon_threshold = max(xon, size - offset) if offset else xon
                 classes = classes_of_pg(self.m, port, pg)
                 if not classes:
                     self.notes.append(f"{label}: lossless profile, but no PFC priority maps here")
+                # The PG pauses once it holds its reserved size plus its shared threshold
+                # (static_th bytes, or 2^dynamic_th x the free shared buffer, computed by the
+                # pipeline), and resumes below max(xon, that point - xon_offset).
+                dynamic = prof.get("SAI_BUFFER_PROFILE_ATTR_SHARED_DYNAMIC_TH")
+                static = prof.get("SAI_BUFFER_PROFILE_ATTR_SHARED_STATIC_TH") or 0
                 params = {
-                    "xoff_threshold": size,
-                    "xon_threshold": xon_threshold,
-                    "drop_limit": size + xoff,
+                    "xoff_threshold": size + (static if dynamic is None else 0),
+                    "xoff_size": prof["SAI_BUFFER_PROFILE_ATTR_XOFF_TH"],
+                    "xon_threshold": prof["SAI_BUFFER_PROFILE_ATTR_XON_TH"],
+                    "xon_offset": prof["SAI_BUFFER_PROFILE_ATTR_XON_OFFSET_TH"] or 0,
+                    "shared_dynamic": int(dynamic is not None),
+                    "shift_left": max(dynamic or 0, 0),
+                    "shift_right": max(-(dynamic or 0), 0),
                     "class_enable": sum(1 << c for c in classes),
                     "quanta": PAUSE_QUANTA,
                     "refresh_interval_us": refresh_interval_us(self.port_bps[port.key]),
@@ -477,7 +483,7 @@ class _Mapper:
                 {
                     "mac": mac,
                     "sfc_host_facing": int(host),
-                    "pause_quanta_per_us": pause_quanta_per_us(self.port_bps[port.key]),
+                    "pause_quanta_per_us_q16": pause_quanta_per_us_q16(self.port_bps[port.key]),
                 },
             )
         for queue in self.m.of_type("QUEUE"):

@@ -1,7 +1,9 @@
-"""Fixtures: a fake P4Runtime server (lossless_ctl.fake_switch) and a pipeline directory."""
+"""Fixtures: a copy of the compiled pipeline (../../conftest.py), and a fake P4Runtime server
+(lossless_ctl.fake_switch) for the unit tests that check the requests the controller sends."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,11 +21,8 @@ def fake_switch():
 
 
 @pytest.fixture
-def pipeline_dir(tmp_path):
-    """A pipeline directory as `make p4` lays it out: the P4Info fixture and a BMv2 JSON."""
+def pipeline_dir(tmp_path, compiled_pipeline):
+    """A pipeline directory of the compiler's output, which a test may change."""
     d = tmp_path / "p4"
-    d.mkdir()
-    (d / "lossless.p4info.txtpb").write_text((DATA / "lossless.p4info.txtpb").read_text())
-    # The fake server does not run the program; any bytes stand for the BMv2 JSON.
-    (d / "lossless.json").write_text('{"program": "p4src/lossless.p4"}\n')
+    shutil.copytree(compiled_pipeline, d)
     return d

@@ -256,3 +256,24 @@ def test_copp_tables_are_checked():
         "error: COPP_GROUP|queue1_group1|cir: not a number: 'fast'",
         "error: COPP_TRAP|arp|trap_group: missing reference: COPP_GROUP|queue9 does not exist",
     ]
+
+
+def test_sfc_threshold_defaults_to_twice_the_queues_kmax():
+    # Seed 003: remote PFC threshold = 2 x Kmax. t1's AZURE_LOSSLESS has Kmax 2097152.
+    tables = load("t1_as7816.json")
+    del tables["SFC"]["Ethernet0,Ethernet4,Ethernet8,Ethernet12|3-4"]["threshold"]
+    cfg, issues = config_db.parse(tables)
+    assert [str(i) for i in issues if i.error] == []
+    assert {q.threshold for q in cfg.sfc_queues.values()} == {2 * 2097152}
+    assert len(cfg.sfc_queues) == 8
+
+
+def test_sfc_threshold_without_an_ecn_queue_to_default_from_is_an_error():
+    tables = load("t1_as7816.json")
+    del tables["SFC"]["Ethernet0,Ethernet4,Ethernet8,Ethernet12|3-4"]["threshold"]
+    tables["WRED_PROFILE"]["AZURE_LOSSLESS"]["ecn"] = "ecn_none"
+    assert errors_of(tables) == [
+        "error: SFC|Ethernet0,Ethernet4,Ethernet8,Ethernet12|3-4|threshold: missing, and "
+        "Ethernet0 queue 3 has no WRED_PROFILE with ECN whose 2 x green_max_threshold could be "
+        "the default"
+    ]

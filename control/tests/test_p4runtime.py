@@ -61,9 +61,9 @@ def lpm(value, plen):
 
 
 # The mini config (data/mini.json) as the P4Runtime writes it should come out, phase by phase.
-# Values by p4src/README.md: pg_profile xoff_threshold = size 69632, xon_threshold = xon 512,
-# drop_limit = size + xoff = 82688, class_enable = bit 3, refresh = 65535 quanta at 25G / 2
-# = 671 us; pause quanta per us at 25G = 48; shared pool = 10875072 - 4194112 = 6680960.
+# Values by p4src/README.md: pg_profile xoff_threshold = size 69632 + static_th 0, xoff_size =
+# xoff 13056, xon_threshold = xon 512, no xon_offset, static, class_enable = bit 3, refresh =
+# 65535 quanta at 25G / 2 = 671 us; shared pool = 10875072 - 4194112 = 6680960.
 MAC = 0x001122334455
 NB_MAC = 0x525400000001
 EXPECTED = [
@@ -80,10 +80,11 @@ EXPECTED = [
         ING + "pg_profile",
         [(1, ex(1)), (2, ex(3))],
         ING + "set_lossless",
-        [69632, 512, 82688, 8, 65535, 671],
+        [69632, 13056, 512, 0, 0, 0, 0, 8, 65535, 671],
     ),
-    exact(EG + "egress_port", [(1, ex(1))], EG + "set_egress_port", [MAC, 0, 48])
-    + exact(EG + "egress_port", [(1, ex(2))], EG + "set_egress_port", [MAC, 0, 48]),
+    # 25G: 48.828125 pause quanta (512 bit times) per microsecond, in Q16.16.
+    exact(EG + "egress_port", [(1, ex(1))], EG + "set_egress_port", [MAC, 0, 3_200_000])
+    + exact(EG + "egress_port", [(1, ex(2))], EG + "set_egress_port", [MAC, 0, 3_200_000]),
     exact(ING + "router_interface", [(1, ex(1))], ING + "set_port_and_src_mac", [1, MAC])
     + exact(ING + "nexthop", [(1, ex(1))], ING + "set_ip_nexthop", [1, 0x0A000001])
     + exact(ING + "neighbor", [(1, ex(1)), (2, ex(0x0A000001))], ING + "set_dst_mac", [NB_MAC]),

@@ -9,7 +9,13 @@ import pytest
 
 from lossless_ctl import config_db
 from lossless_ctl.p4info import P4InfoIndex, read_p4info
-from lossless_ctl.p4map import MappingError, mark_slope, pause_quanta_per_us, to_p4, us_per_byte_q24
+from lossless_ctl.p4map import (
+    MappingError,
+    mark_slope,
+    pause_quanta_per_us_q16,
+    to_p4,
+    us_per_byte_q24,
+)
 from lossless_ctl.p4rt_proto import bindings
 from lossless_ctl.port_config import tm_config
 from lossless_ctl.sai import classes_of_pg, derive
@@ -19,8 +25,8 @@ ING = "LosslessIngress."
 
 
 @pytest.fixture(scope="module")
-def p4info():
-    return P4InfoIndex(read_p4info(DATA / "lossless.p4info.txtpb"))
+def p4info(compiled_pipeline):
+    return P4InfoIndex(read_p4info(compiled_pipeline / "lossless.p4info.txtpb"))
 
 
 def model_of(name):
@@ -127,12 +133,14 @@ def test_t0_mapping(p4info):
     assert cells == [(1, 8000, 8000, 8000), (2, 8000, 8000, 8000), (3, 6000, 6000, 6000)]
     modify = bindings().p4runtime_pb2.Update.MODIFY
     assert {u.type for u in copp.updates} == {modify}  # meter cells always exist
-    # Lossless PG 3 of port 1 (Ethernet0, 100G): xoff_threshold = size 1248, xon_threshold =
-    # max(xon 1248, size - xon_offset < 0) = 1248, drop_limit = 1248 + 96928 = 98176,
-    # class_enable = bit 3, refresh = 65535 x 512 bit / 100G / 2 = 167 us.
+    # Lossless PG 3 of port 1 (Ethernet0, 100G), profile size 1248, xoff 96928, xon 1248,
+    # xon_offset 2496, dynamic_th -3: pause above 1248 + free / 8 (shift right 3, computed by the
+    # pipeline), headroom 96928, XON below max(1248, that point - 2496); class_enable = bit 3,
+    # refresh = 65535 x 512 bit / 100G / 2 = 167 us.
     pg = {m: (a, p) for m, a, p in entries(program, p4info, ING + "pg_profile")}
-    assert pg[(1, 3)] == (ING + "set_lossless", (1248, 1248, 98176, 8, 65535, 167))
-    assert pg[(1, 4)] == (ING + "set_lossless", (1248, 1248, 98176, 16, 65535, 167))
+    lossless = (1248, 96928, 1248, 2496, 1, 0, 3)
+    assert pg[(1, 3)] == (ING + "set_lossless", (*lossless, 8, 65535, 167))
+    assert pg[(1, 4)] == (ING + "set_lossless", (*lossless, 16, 65535, 167))
     assert pg[(1, 0)] == (ING + "set_lossy_dynamic", (3, 0))  # dynamic_th 3: x 2^3
     # WRED AZURE_LOSSLESS: Kmin 1 MiB, Kmax 2 MiB, Pmax 5 %: slope 5% x 2^32 / 1 MiB = 204.
     wred = entries(program, p4info, "LosslessEgress.queue_wred")
@@ -155,6 +163,16 @@ def test_t0_mapping(p4info):
     assert port_qos[0] == ((1,), ING + "set_port_qos", (1, 1, 0, 1, 1, 0))
 
 
+def test_lossless_shared_static_th_moves_the_pause_point(p4info):
+    raw = config_db.load_files([DATA / "t1_as7816.json"])
+    raw["BUFFER_PROFILE"]["pg_lossless_100000_300m_profile"]["static_th"] = "20000"
+    program = to_p4(derive(config_db.parse_checked(raw)), p4info)
+    pg = {m: p for m, _, p in entries(program, p4info, ING + "pg_profile")}
+    # SONiC: the PG pauses once it holds its reserved size (139264) plus its shared threshold;
+    # the headroom (xoff 26112) comes on top, the static threshold needs no pipeline help.
+    assert pg[(8, 3)][:5] == (139264 + 20000, 26112, 2496, 0, 0)
+
+
 def test_t1_sfc_and_port_config(p4info):
     cfg, model = model_of("t1_as7816.json")
     program = to_p4(model, p4info)
@@ -164,9 +182,10 @@ def test_t1_sfc_and_port_config(p4info):
     assert len(sfc) == 8
     switch = entries(program, p4info, ING + "switch_config")
     assert switch == [((), ING + "set_switch_config", (10875072 - 4194112, 100))]
-    # Static lossless profile (seed 000 style): thresholds straight from size, xoff, xon.
+    # Static lossless profile (seed 000 style): pause above size + static_th 0, headroom xoff,
+    # XON below xon.
     pg = {m: p for m, _, p in entries(program, p4info, ING + "pg_profile")}
-    assert pg[(8, 3)] == (139264, 2496, 139264 + 26112, 8, 65535, 167)
+    assert pg[(8, 3)] == (139264, 26112, 2496, 0, 0, 0, 0, 8, 65535, 167)
     assert pg[(8, 0)] == (1048576,)
     tm = tm_config(model, cfg.chip)
     assert tm["buffer"] == {"total_bytes": 12766208, "cell_bytes": 208}
@@ -178,13 +197,22 @@ def test_t1_sfc_and_port_config(p4info):
 
 
 @pytest.mark.parametrize(
-    ("bps", "q24", "quanta"),
-    # p4src/README.md: 5369 at 25G; 48 quanta/us at 25G, 97 at 50G, 195 at 100G.
-    [(25_000_000_000, 5369, 48), (50_000_000_000, 2684, 97), (100_000_000_000, 1342, 195)],
+    ("bps", "q24", "quanta_per_us"),
+    # p4src/README.md: 5369 at 25G. A pause quantum is 512 bit times (IEEE 802.1Qbb), so a
+    # microsecond holds bps / 512e6 quanta: 48.828125 at 25G, 0.01953125 at 10 Mb/s.
+    [
+        (25_000_000_000, 5369, 48.828125),
+        (50_000_000_000, 2684, 97.65625),
+        (100_000_000_000, 1342, 195.3125),
+        (1_000_000_000, 134218, 1.953125),
+        (10_000_000, 13421773, 0.01953125),
+    ],
 )
-def test_rate_constants_match_the_pipeline_readme(bps, q24, quanta):
+def test_rate_constants_match_the_pipeline_readme(bps, q24, quanta_per_us):
     assert us_per_byte_q24(bps) == q24
-    assert pause_quanta_per_us(bps) == quanta
+    # These rates are exact in Q16.16: nothing is lost at lab rates below 512 Mb/s.
+    assert pause_quanta_per_us_q16(bps) == quanta_per_us * 2**16
+    assert pause_quanta_per_us_q16(bps) > 0
 
 
 def test_mark_slope_reaches_pmax_at_kmax():

@@ -21,26 +21,10 @@ DEVICE_ID = 1
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory) -> Path:
+def pipeline(compiled_pipeline) -> Path:
     for tool in ("p4-compile", "p4-switch"):
         assert (BIN / tool).is_file(), f"{BIN / tool} missing: run `make build` first"
-    out = tmp_path_factory.mktemp("p4")
-    subprocess.run(
-        [
-            BIN / "p4-compile",
-            "--target",
-            "bmv2",
-            "--arch",
-            "v1model",
-            "-o",
-            out,
-            "--p4runtime-files",
-            out / "lossless.p4info.txtpb",
-            ROOT / "p4src" / "lossless.p4",
-        ],
-        check=True,
-    )
-    return out
+    return compiled_pipeline
 
 
 @pytest.fixture

@@ -1,0 +1,454 @@
+"""SONiC's counter and watermark show commands, from the pipeline's P4 counters and registers
+(read over P4Runtime) and the switch's statistics endpoint (`p4-switch --stats-addr`, `/stats`).
+
+A `Snapshot` is everything read once; each `show_*` function turns it into the rows SONiC's
+tool prints (pfcstat, queuestat, watermarkstat, portstat, pfcwd) and into a JSON document.
+Which source feeds which column is in control/README.md ("Counter and watermark commands").
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from lossless_ctl.client import P4RuntimeClient
+from lossless_ctl.p4info import P4InfoIndex
+
+CLASSES = 8  # priorities, PGs and queues per port; P4 counters are indexed port * 8 + class
+NA = "N/A"  # what SONiC prints for a counter the platform does not provide
+
+# p4src/README.md "Counters and registers" (index port * 8 + class unless said otherwise).
+PIPELINE_COUNTERS = (
+    "pfc_sent",
+    "ecn_marked",
+    "xoff_transitions",
+    "xon_transitions",
+    "headroom_admits",
+    "lossless_violations",
+    "drop_reasons",  # index: reason (DROP_* in p4src/headers.p4)
+)
+PIPELINE_REGISTERS = ("pg_bytes", "queue_bytes")
+
+# p4src/headers.p4 DROP_*: the drop_reasons counter's index.
+DROP_REASONS = (
+    "parser_error",
+    "not_router_mac",
+    "no_route",
+    "ttl_expired",
+    "no_neighbor",
+    "lossy_threshold",
+    "lossless_violation",
+    "copp",
+    "route_action",
+    "mac_control",
+)
+
+
+class StatsError(Exception):
+    pass
+
+
+@dataclass
+class Snapshot:
+    """One reading of the switch. `counters[name][i]` is (packets, bytes); `registers[name][i]`
+    the cell's value; `stats` the `/stats` document (its `tm` is None without a traffic
+    manager, i.e. a switch started without `--port-config`)."""
+
+    counters: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    registers: dict[str, dict[int, int]] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    port_names: dict[int, str] = field(default_factory=dict)
+
+    def name(self, port: int) -> str:
+        return self.port_names.get(port, f"port{port}")
+
+    @property
+    def tm_ports(self) -> dict[int, dict[str, Any]]:
+        tm = self.stats.get("tm") or {}
+        return {p["port"]: p for p in tm.get("ports", [])}
+
+    def ports(self) -> list[int]:
+        """The front-panel ports: the config's when given, else every port the switch knows."""
+        if self.port_names:
+            return sorted(self.port_names)
+        sw = self.stats.get("switch") or {}
+        known = set(self.tm_ports)
+        for key in ("rx_frames", "tx_frames"):
+            known |= {int(p) for p in (sw.get(key) or {})}
+        return sorted(known)
+
+    def counter(self, name: str, index: int) -> tuple[int, int]:
+        return self.counters.get(name, {}).get(index, (0, 0))
+
+    def per_class(self, name: str, port: int, what: int = 0) -> list[int]:
+        """A port's 8 cells of a `port * 8 + class` counter; what = 0 packets, 1 bytes."""
+        return [self.counter(name, port * CLASSES + c)[what] for c in range(CLASSES)]
+
+    def queue(self, port: int, queue: int) -> dict[str, Any] | None:
+        for q in self.tm_ports.get(port, {}).get("queues", []):
+            if q["queue"] == queue:
+                return q
+        return None
+
+
+def fetch_stats(address: str, timeout: float = 10.0) -> dict[str, Any]:
+    """GET http://ADDRESS/stats from p4-switch."""
+    url = f"http://{address}/stats"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return json.loads(resp.read())
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        raise StatsError(f"{url}: {err}") from err
+
+
+def read_pipeline(client: P4RuntimeClient, index: P4InfoIndex, snap: Snapshot) -> None:
+    """Every cell of the counters and registers above (one wildcard Read each)."""
+    pb = client.pb
+    for name in PIPELINE_COUNTERS:
+        entity = pb.Entity()
+        entity.counter_entry.counter_id = index.counter(name).preamble.id
+        cells = {}
+        for e in client.read([entity]):
+            c = e.counter_entry
+            cells[c.index.index] = (c.data.packet_count, c.data.byte_count)
+        snap.counters[name] = cells
+    for name in PIPELINE_REGISTERS:
+        entity = pb.Entity()
+        entity.register_entry.register_id = index.register(name).preamble.id
+        regs = {}
+        for e in client.read([entity]):
+            r = e.register_entry
+            regs[r.index.index] = int.from_bytes(r.data.bitstring, "big")
+        snap.registers[name] = regs
+
+
+# --- layout ---------------------------------------------------------------------------------
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    """tabulate's "simple" format with every column right-aligned, as SONiC's tools print."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(lines)
+
+
+def comma(n: int | str) -> str:
+    """SONiC's format_number_with_comma."""
+    return f"{n:,}" if isinstance(n, int) else n
+
+
+# --- show pfc counters (pfcstat) ------------------------------------------------------------
+
+
+def pfc_counters(snap: Snapshot) -> dict[str, dict[str, list[int]]]:
+    """Rx: PFC frames received with the priority's class-enable bit (traffic manager);
+    Tx: PFC frames the pipeline generated, per priority they pause (`pfc_sent`)."""
+    tm = snap.tm_ports
+    out = {}
+    for port in snap.ports():
+        rx = list(tm[port]["pfc_rx"]) if port in tm else [0] * CLASSES
+        out[snap.name(port)] = {"rx": rx, "tx": snap.per_class("pfc_sent", port)}
+    return out
+
+
+def render_pfc_counters(data: dict[str, dict[str, list[int]]]) -> str:
+    blocks = []
+    for direction, title in (("rx", "Port Rx"), ("tx", "Port Tx")):
+        header = [title] + [f"PFC{p}" for p in range(CLASSES)]
+        rows = [[name] + [comma(v) for v in d[direction]] for name, d in data.items()]
+        blocks.append(table(header, rows))
+    return "\n\n".join(blocks)
+
+
+# --- show queue counters (queuestat) --------------------------------------------------------
+
+
+def queue_counters(snap: Snapshot) -> dict[str, dict[str, dict[str, int | str]]]:
+    """Per unicast queue: transmitted packets and bytes and tail drops (traffic manager; it
+    does not count dropped bytes), ECN marks (`ecn_marked`)."""
+    out: dict[str, dict[str, dict[str, int | str]]] = {}
+    for port in snap.ports():
+        marked = snap.per_class("ecn_marked", port, 0)
+        marked_bytes = snap.per_class("ecn_marked", port, 1)
+        queues: dict[str, dict[str, int | str]] = {}
+        for qi in range(CLASSES):
+            q = snap.queue(port, qi)
+            queues[f"UC{qi}"] = {
+                "totalpacket": q["tx_packets"] if q else NA,
+                "totalbytes": q["tx_bytes"] if q else NA,
+                "droppacket": sum(q["drops"].values()) if q else NA,
+                "dropbytes": NA,
+                "ecnmarkedpacket": marked[qi],
+                "ecnmarkedbytes": marked_bytes[qi],
+            }
+        out[snap.name(port)] = queues
+    return out
+
+
+def render_queue_counters(data: dict[str, dict[str, dict[str, int | str]]]) -> str:
+    header = ["Port", "TxQ", "Counter/pkts", "Counter/bytes", "Drop/pkts", "Drop/bytes"]
+    keys = ("totalpacket", "totalbytes", "droppacket", "dropbytes")
+    blocks = [
+        table(header, [[name, q] + [comma(c[k]) for k in keys] for q, c in queues.items()])
+        for name, queues in data.items()
+    ]
+    return "\n\n".join(blocks)
+
+
+def render_wred_counters(data: dict[str, dict[str, dict[str, int | str]]]) -> str:
+    """SONiC's `show queue wredcounters`: the pipeline marks and never WRED-drops."""
+    header = ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"]
+    blocks = [
+        table(
+            header,
+            [
+                [name, q, NA, NA, comma(c["ecnmarkedpacket"]), comma(c["ecnmarkedbytes"])]
+                for q, c in queues.items()
+            ],
+        )
+        for name, queues in data.items()
+    ]
+    return "\n\n".join(blocks)
+
+
+# --- watermarks (watermarkstat) -------------------------------------------------------------
+
+
+def queue_watermarks(snap: Snapshot) -> dict[str, dict[str, int | str]]:
+    """The traffic manager's per-queue peak occupancy in bytes since start or the last clear."""
+    out: dict[str, dict[str, int | str]] = {}
+    for port in snap.ports():
+        row: dict[str, int | str] = {}
+        for qi in range(CLASSES):
+            q = snap.queue(port, qi)
+            row[f"UC{qi}"] = q["peak_bytes"] if q else NA
+        out[snap.name(port)] = row
+    return out
+
+
+def pg_watermarks(snap: Snapshot) -> dict[str, dict[str, dict[str, int | str]]]:
+    """No switch offers a PG watermark: the pipeline keeps the PG's current occupancy
+    (`pg_bytes`) but no peak, and the traffic manager has no ingress accounting. The current
+    occupancy and the packets admitted into headroom go into the JSON beside the N/A."""
+    out: dict[str, dict[str, dict[str, int | str]]] = {}
+    for port in snap.ports():
+        occupancy = snap.registers.get("pg_bytes", {})
+        admits = snap.per_class("headroom_admits", port)
+        out[snap.name(port)] = {
+            f"PG{pg}": {
+                "shared": NA,
+                "headroom": NA,
+                "occupancy_bytes": occupancy.get(port * CLASSES + pg, 0),
+                "headroom_admits": admits[pg],
+            }
+            for pg in range(CLASSES)
+        }
+    return out
+
+
+def render_watermarks(title: str, data: dict[str, list[int | str]], prefix: str) -> str:
+    """watermarkstat's layout: a title line, then a port per row and a class per column."""
+    header = ["Port", *(f"{prefix}{i}" for i in range(CLASSES))]
+    return f"{title}:\n" + table(header, [[port, *cells] for port, cells in data.items()])
+
+
+# --- show interfaces counters (portstat) ----------------------------------------------------
+
+
+def _port_value(port: int, key: str, sw_key: str | None, tm: dict, sw: dict) -> int | None:
+    """A port's count from the traffic manager's stats, else from the switch's own maps."""
+    if port in tm:
+        return int(tm[port][key])
+    if sw_key is not None and str(port) in (sw.get(sw_key) or {}):
+        return int(sw[sw_key][str(port)])
+    return None
+
+
+def interface_counters(
+    snap: Snapshot, before: Snapshot | None = None, period_s: float = 0.0
+) -> dict[str, dict[str, int | str]]:
+    """Frames and bytes per port from the traffic manager (every frame on the wire, MAC
+    control included), else the switch's per-port frame counts; TX_DRP = the port's egress
+    queue drops. With `before` (SONiC's `--period`) counts are the difference and rates are
+    computed over the period."""
+    sw = snap.stats.get("switch") or {}
+    tm = snap.tm_ports
+    old_tm = before.tm_ports if before else {}
+    old_sw = (before.stats.get("switch") or {}) if before else {}
+    out: dict[str, dict[str, int | str]] = {}
+    for port in snap.ports():
+        attached = port in tm or str(port) in (sw.get("rx_frames") or {})
+        row: dict[str, int | str] = {"state": "U" if attached else "X"}
+        for direction, pk, bk, swp, swb in (
+            ("rx", "rx_packets", "rx_bytes", "rx_frames", None),
+            ("tx", "tx_packets", "tx_bytes", "tx_frames", "tx_bytes"),
+        ):
+            pkts = _port_value(port, pk, swp, tm, sw)
+            byts = _port_value(port, bk, swb, tm, sw)
+            if before is not None:
+                old_p = _port_value(port, pk, swp, old_tm, old_sw)
+                old_b = _port_value(port, bk, swb, old_tm, old_sw)
+                pkts = None if pkts is None or old_p is None else pkts - old_p
+                byts = None if byts is None or old_b is None else byts - old_b
+            row[f"{direction}_ok"] = pkts if pkts is not None else NA
+            row[f"{direction}_bytes"] = byts if byts is not None else NA
+            rate = byts / period_s if before is not None and byts is not None and period_s else None
+            row[f"{direction}_bps"] = rate if rate is not None else NA
+            speed = tm.get(port, {}).get("rate_bps")
+            row[f"{direction}_util"] = rate * 8 * 100 / speed if rate is not None and speed else NA
+            row[f"{direction}_err"] = NA
+            row[f"{direction}_ovr"] = NA
+        drops = sum(tm[port]["drops"].values()) if port in tm else None
+        if before is not None and drops is not None and port in old_tm:
+            drops -= sum(old_tm[port]["drops"].values())
+        row["rx_drp"] = NA
+        row["tx_drp"] = drops if drops is not None else NA
+        out[snap.name(port)] = row
+    return out
+
+
+def _rate(bps: float | str) -> str:
+    """portstat's byte rate with two decimals: B/s, KB/s, MB/s or GB/s (steps of 1000)."""
+    if isinstance(bps, str):
+        return bps
+    for unit in ("B/s", "KB/s", "MB/s"):
+        if bps < 1000:
+            return f"{bps:.2f} {unit}"
+        bps /= 1000
+    return f"{bps:.2f} GB/s"
+
+
+def render_interface_counters(data: dict[str, dict[str, int | str]]) -> str:
+    header = [
+        "IFACE", "STATE",
+        "RX_OK", "RX_BPS", "RX_UTIL", "RX_ERR", "RX_DRP", "RX_OVR",
+        "TX_OK", "TX_BPS", "TX_UTIL", "TX_ERR", "TX_DRP", "TX_OVR",
+    ]  # fmt: skip
+    rows = []
+    for name, r in data.items():
+        row: list[Any] = [name, r["state"]]
+        for d in ("rx", "tx"):
+            util = r[f"{d}_util"]
+            row += [
+                comma(r[f"{d}_ok"]),
+                _rate(r[f"{d}_bps"]),
+                f"{util:.2f}%" if not isinstance(util, str) else util,
+                comma(r[f"{d}_err"]),
+                comma(r[f"{d}_drp"]),
+                comma(r[f"{d}_ovr"]),
+            ]
+        rows.append(row)
+    return table(header, rows)
+
+
+# --- show pfcwd stats -----------------------------------------------------------------------
+
+
+def pfcwd_stats(snap: Snapshot) -> dict[str, dict[str, int | str]]:
+    """Queues with the watchdog enabled (traffic manager): state, storms detected/restored,
+    packets sent and dropped by the watchdog at the queue. Ingress (RX) and last-storm
+    counts are not kept by the switch."""
+    out: dict[str, dict[str, int | str]] = {}
+    for port in snap.ports():
+        for q in snap.tm_ports.get(port, {}).get("queues", []):
+            wd = q["pfcwd"]
+            if not wd["enabled"]:
+                continue
+            out[f"{snap.name(port)}:{q['queue']}"] = {
+                "status": "stormed" if wd["stormed"] else "operational",
+                "storm_detected": wd["storms_detected"],
+                "storm_restored": wd["restorations"],
+                "tx_ok": q["tx_packets"],
+                "tx_drop": q["drops"].get("pfc_watchdog", 0),
+                "rx_ok": NA,
+                "rx_drop": NA,
+                "tx_last_ok": NA,
+                "tx_last_drop": NA,
+                "rx_last_ok": NA,
+                "rx_last_drop": NA,
+            }
+    return out
+
+
+def render_pfcwd_stats(data: dict[str, dict[str, int | str]]) -> str:
+    header = [
+        "QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX OK/DROP", "RX OK/DROP",
+        "TX LAST OK/DROP", "RX LAST OK/DROP",
+    ]  # fmt: skip
+    rows = [
+        [
+            queue,
+            s["status"],
+            f"{s['storm_detected']}/{s['storm_restored']}",
+            f"{s['tx_ok']}/{s['tx_drop']}",
+            f"{s['rx_ok']}/{s['rx_drop']}",
+            f"{s['tx_last_ok']}/{s['tx_last_drop']}",
+            f"{s['rx_last_ok']}/{s['rx_last_drop']}",
+        ]
+        for queue, s in data.items()
+    ]
+    return table(header, rows)
+
+
+# --- dispatch -------------------------------------------------------------------------------
+
+
+def take_snapshot(
+    client: P4RuntimeClient, index: P4InfoIndex, stats_addr: str, port_names: dict[int, str]
+) -> Snapshot:
+    snap = Snapshot(port_names=dict(port_names))
+    read_pipeline(client, index, snap)
+    snap.stats = fetch_stats(stats_addr)
+    return snap
+
+
+def _queue_wm(snap: Snapshot) -> tuple[Any, str]:
+    data = queue_watermarks(snap)
+    rows = {port: list(cells.values()) for port, cells in data.items()}
+    return data, render_watermarks("Egress shared pool occupancy per unicast queue", rows, "UC")
+
+
+def _pg_wm(kind: str, title: str) -> Any:
+    def run(snap: Snapshot) -> tuple[Any, str]:
+        data = pg_watermarks(snap)
+        rows = {port: [pg[kind] for pg in pgs.values()] for port, pgs in data.items()}
+        return data, render_watermarks(title, rows, "PG")
+
+    return run
+
+
+def _simple(build: Any, render: Any) -> Any:
+    def run(snap: Snapshot) -> tuple[Any, str]:
+        data = build(snap)
+        return data, render(data)
+
+    return run
+
+
+COMMANDS = {
+    "pfc counters": _simple(pfc_counters, render_pfc_counters),
+    "queue counters": _simple(queue_counters, render_queue_counters),
+    "queue wredcounters": _simple(queue_counters, render_wred_counters),
+    "queue watermark unicast": _queue_wm,
+    "priority-group watermark shared": _pg_wm("shared", "Ingress shared pool occupancy per PG"),
+    "priority-group watermark headroom": _pg_wm("headroom", "Ingress headroom per PG"),
+    "interfaces counters": _simple(interface_counters, render_interface_counters),
+    "pfcwd stats": _simple(pfcwd_stats, render_pfcwd_stats),
+}
+# SONiC accepts the queue type as optional in `show queue watermark`; unicast is all we have.
+ALIASES = {"queue watermark": "queue watermark unicast"}
+
+
+def show(what: str, snap: Snapshot, before: Snapshot | None = None, period_s: float = 0.0):
+    """(JSON-able data, SONiC text) of `show WHAT`."""
+    what = ALIASES.get(what, what)
+    if what == "interfaces counters":
+        data = interface_counters(snap, before, period_s)
+        return data, render_interface_counters(data)
+    return COMMANDS[what](snap)
