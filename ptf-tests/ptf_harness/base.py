@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import time
+import urllib.request
 from typing import Any
 
 import ptf
@@ -51,6 +52,17 @@ class SuiteConfig:
                 return ip, mac
         raise KeyError(f"no IPv{family} neighbour on port {port}")
 
+    def pfc_queue(self, port: int, priority: int) -> int:
+        """The queue a PFC frame for `priority` received on `port` pauses (the port's
+        pfc_to_queue_map; identity without one)."""
+        for names, qos in self.tables["PORT_QOS_MAP"].items():
+            if any(self.port_index.get(n) == port for n in names.split(",")):
+                ref = qos.get("pfc_to_queue_map")
+                if ref:
+                    table, name = ref.strip("[]").split("|")
+                    return int(self.tables[table][name][str(priority)])
+        return priority
+
     def profile(self, name: str) -> dict[str, int]:
         return {k: int(v) for k, v in self.tables["BUFFER_PROFILE"][name].items() if k != "pool"}
 
@@ -83,8 +95,45 @@ class SuiteConfig:
         return int(g["cir"]), int(g["cbs"])
 
 
+def outcome_of(test: object, result: Any) -> tuple[str, str]:
+    """("pass" | "fail" | "error" | "skip", why) of `test` in a unittest result: what the runner
+    needs to tell a behavioural failure (an assertion) from a broken test (an exception)."""
+    for kind, entries in (
+        ("fail", result.failures),
+        ("error", result.errors),
+        ("skip", result.skipped),
+    ):
+        for case, detail in entries:
+            if case is test:
+                return kind, _first_line(kind, detail)
+    return "pass", ""
+
+
+def _first_line(kind: str, detail: str) -> str:
+    if kind == "skip":
+        return detail
+    if kind == "fail" and "AssertionError: " in detail:
+        line = detail.rsplit("AssertionError: ", 1)[1].strip().splitlines()[0]
+        return line.removeprefix("False is not true : ")  # assertTrue's prefix says nothing
+    lines = [line for line in detail.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
 class LosslessTest(BaseTest):
     """setUp flushes the dataplane and opens a P4Runtime session as primary."""
+
+    def run(self, result: Any = None) -> Any:
+        """unittest's run, then this test's outcome appended to the runner's outcomes file
+        (JSON lines), from which it counts passes and checks expected failures."""
+        if result is None:
+            result = self.defaultTestResult()
+        super().run(result)  # PTF's BaseTest.run returns nothing
+        path = test_params_get().get("outcomes")
+        if path:
+            kind, why = outcome_of(self, result)
+            with open(path, "a") as out:
+                out.write(json.dumps({"test": str(self), "outcome": kind, "why": why}) + "\n")
+        return result
 
     def setUp(self) -> None:
         BaseTest.setUp(self)
@@ -177,6 +226,65 @@ class LosslessTest(BaseTest):
         for e in self.client.read([entity]):
             return int.from_bytes(e.register_entry.data.bitstring, "big")
         raise AssertionError(f"register {name}[{index}] not returned by the switch")
+
+    # --- the switch's statistics (p4-switch's --stats-addr) ------------------------------
+
+    def switch_stats(self) -> dict[str, Any]:
+        """p4-switch's `GET /stats` (`{"switch", "engine", "tm"}`, p4-switch's README)."""
+        url = self.params.get("stats_url")
+        if not url:
+            self.fail("the runner gave no statistics endpoint (stats_url) for this switch")
+        with urllib.request.urlopen(f"{url}/stats", timeout=5) as reply:
+            return json.loads(reply.read())
+
+    def tm_port(self, port: int) -> dict[str, Any]:
+        """The traffic manager's statistics of `port` (switch-tm's PortStats)."""
+        tm = self.switch_stats()["tm"]
+        if tm is None:
+            self.fail("the switch runs without a traffic manager (no --port-config)")
+        for p in tm["ports"]:
+            if p["port"] == port:
+                return p
+        self.fail(f"the traffic manager has no port {port}")
+        raise AssertionError  # unreachable: fail() raises
+
+    def wait_paused(
+        self, port: int, queues: list[int] | None, what: str, timeout: float = 2.0
+    ) -> None:
+        """Until the switch reports `queues` of `port` (None: all, for 802.3x PAUSE) paused.
+        A PAUSE/PFC frame sent into `port` and data sent into another port reach the switch's
+        dataplane in no set order (each port has its own receive thread), so a test that
+        needs the pause in place before its data must see it take effect first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            p = self.tm_port(port)
+            paused = sorted(q["queue"] for q in p["queues"] if q["paused"])
+            wanted = queues if queues is not None else [q["queue"] for q in p["queues"]]
+            if set(wanted) <= set(paused):
+                return
+            if time.monotonic() > deadline:
+                self.fail(
+                    f"{what}: port {port} queue(s) {wanted} not paused {timeout} s after the "
+                    f"frame (paused: {paused or 'none'}; received PFC per priority "
+                    f"{p['pfc_rx']}, PAUSE {p['pause_rx']})"
+                )
+            time.sleep(0.01)
+
+    def wait_queued(self, port: int, packets: int, what: str, timeout: float = 2.0) -> None:
+        """Until `packets` packets wait in `port`'s queues: data sent into other ports arrives
+        in no set order with a release frame sent into `port`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            p = self.tm_port(port)
+            depth = {q["queue"]: q["depth_packets"] for q in p["queues"] if q["depth_packets"]}
+            if sum(depth.values()) >= packets:
+                return
+            if time.monotonic() > deadline:
+                self.fail(
+                    f"{what}: {packets} packet(s) expected queued on port {port} within "
+                    f"{timeout} s, queued by queue: {depth or 'none'}"
+                )
+            time.sleep(0.01)
 
     # --- packets --------------------------------------------------------------------------
 

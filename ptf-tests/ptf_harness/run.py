@@ -1,13 +1,18 @@
-"""`make ptf` / `make test-scale`: set up the namespaces, start $SWITCH, program it with
-lossless-ctl from config_db.json, run PTF on the veth peers, and tear everything down, also
-when something fails or the run is interrupted.
+"""`make ptf` / `make test-scale` / `make ptf-negative`: set up the namespaces, start $SWITCH,
+program it with lossless-ctl from config_db.json, run PTF on the veth peers, and tear everything
+down, also when something fails or the run is interrupted.
 
     python -m ptf_harness.run [--switch BIN] [--pipeline DIR] [--overlay FILE ...]
-                              [--scale ci|full] [--results DIR] [TEST ...]
+                              [--scale ci|full] [--results DIR] [--expect-fail] [TEST ...]
+    python -m ptf_harness.run --negative [--baseline] [OVERLAY ...]
 
 TEST names PTF tests (`l3`, `pfc.XoffAtThreshold`); none runs the whole suite. Overlays are
 config_db.json fragments merged over the suite's config before loading (`config/no_pfc.json`
 turns PFC off): the tests still expect the suite's config, so they show what breaks.
+`--expect-fail` succeeds only if every selected test fails with an assertion; `--negative` runs
+negative.NEGATIVE (each mechanism-off overlay with the tests that must then fail) and succeeds
+only if all of them fail; with `--baseline` they must also pass without the overlays first.
+Each test's outcome is kept in RESULTS/outcomes.jsonl.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ import sys
 import time
 from pathlib import Path
 
+from ptf_harness.negative import NEGATIVE, TESTS, Verdict, module_tests
 from ptf_harness.switch import SwitchError, SwitchProcess, is_bmv2
 from ptf_harness.topology import PTF_MGMT_IP, SWITCH_MGMT_IP, Topology, TopologyError
 
 HERE = Path(__file__).resolve().parent.parent  # ptf-tests/
 ROOT = HERE.parent
 GRPC_PORT = 9559
+STATS_PORT = 9090
 
 
 class RunError(Exception):
@@ -70,21 +77,28 @@ def tee(cmd: list[str], env: dict[str, str], path: Path) -> int:
         return proc.wait()
 
 
-def run(args: argparse.Namespace) -> int:
-    results = Path(args.results).resolve()
+def session(
+    args: argparse.Namespace, overlays: list[Path], tests: list[str], results: Path
+) -> tuple[int, dict[str, tuple[str, str]]]:
+    """One run: topology, switch, load, PTF on `tests`, teardown. PTF's exit status and each
+    test's (outcome, why)."""
     results.mkdir(parents=True, exist_ok=True)
     pipeline = Path(args.pipeline).resolve()
     check_inputs(args.switch, pipeline)
-    configs = [HERE / "config" / "config_db.json", *(Path(o).resolve() for o in args.overlay)]
+    configs = [HERE / "config" / "config_db.json", *(p.resolve() for p in overlays)]
     ports_json = results / "ports.json"
     port_config(configs, ports_json)
+    outcomes = results / "outcomes.jsonl"
+    outcomes.write_text("")
 
     topo = Topology(ports=4, prefix=args.prefix)
+    bmv2 = is_bmv2(args.switch)
     switch = SwitchProcess(
         binary=shutil.which(args.switch) or args.switch,
         interfaces={p: topo.switch_iface(p) for p in topo.port_numbers()},
         grpc_port=GRPC_PORT,
         port_config=ports_json,
+        stats_addr=f"{SWITCH_MGMT_IP}:{STATS_PORT}",
         exec_prefix=topo.exec_prefix(topo.switch_ns),
         log_path=results / "switch.log",
     )
@@ -113,10 +127,12 @@ def run(args: argparse.Namespace) -> int:
             "pipeline": str(pipeline),
             "config": str(configs[0]),
             "configs": ",".join(str(c) for c in configs),
-            "target": "bmv2" if is_bmv2(args.switch) else "p4-switch",
+            "target": "bmv2" if bmv2 else "p4-switch",
             "scale": args.scale,
             "results": str(results),
             "ptf_mgmt_ip": PTF_MGMT_IP,
+            "stats_url": "" if bmv2 else f"http://{SWITCH_MGMT_IP}:{STATS_PORT}",
+            "outcomes": str(outcomes),
         }
         cmd = [
             *topo.exec_prefix(topo.ptf_ns), python, str(Path(python).parent / "ptf"),
@@ -126,13 +142,76 @@ def run(args: argparse.Namespace) -> int:
         ]  # fmt: skip
         for p in topo.port_numbers():
             cmd += ["--interface", f"{p}@{topo.ptf_iface(p)}"]
-        cmd += args.tests
-        return tee(cmd, env, results / "ptf.txt")
+        cmd += tests
+        code = tee(cmd, env, results / "ptf.txt")
     finally:
-        code = switch.stop()
-        if code not in (None, 0, -signal.SIGTERM):
-            print(f"ptf: the switch exited with status {code}; see {switch.log_path}")
+        status = switch.stop()
+        if status not in (None, 0, -signal.SIGTERM):
+            print(f"ptf: the switch exited with status {status}; see {switch.log_path}")
         topo.down()
+    return code, read_outcomes(outcomes)
+
+
+def read_outcomes(path: Path) -> dict[str, tuple[str, str]]:
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            out[rec["test"]] = (rec["outcome"], rec["why"])
+    return out
+
+
+def expand(tests: list[str], tests_dir: Path = TESTS) -> list[str]:
+    """Module names to their tests (`pfc` -> `pfc.XoffRefresh`, ...); tests as they are."""
+    return [n for t in tests for n in (module_tests(tests_dir, t) if "." not in t else [t])]
+
+
+def summary(outcomes: dict[str, tuple[str, str]]) -> str:
+    counts: dict[str, int] = {}
+    for outcome, _why in outcomes.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no test ran"
+
+
+def run(args: argparse.Namespace) -> int:
+    results = Path(args.results).resolve()
+    overlays = [Path(o) for o in args.overlay]
+    if args.negative:
+        chosen = [n for n in NEGATIVE if not args.tests or n.overlay in args.tests]
+        unknown = set(args.tests) - {n.overlay for n in NEGATIVE}
+        if unknown or not chosen:
+            raise RunError(
+                f"--negative takes overlay names from {[n.overlay for n in NEGATIVE]}, "
+                f"not {sorted(unknown)}"
+            )
+        reports, ok = [], True
+        baseline = None
+        if args.baseline:
+            union = list(dict.fromkeys(t for n in chosen for t in n.must_fail()))
+            print(f"ptf: negative check baseline: {len(union)} tests must pass")
+            _code, baseline = session(args, overlays, union, results / "negative" / "baseline")
+        for neg in chosen:
+            expected = neg.must_fail()
+            print(f"ptf: negative check {neg.overlay}: {len(expected)} tests must fail")
+            _code, outcomes = session(
+                args, [*overlays, neg.path], expected, results / "negative" / neg.overlay
+            )
+            verdict = Verdict(expected, outcomes, baseline)
+            ok = ok and verdict.ok
+            reports.append(verdict.report(f"with {neg.path.name}"))
+            reports += [f"  (not run: {t}: {why})" for t, why in neg.unaffected.items()]
+        text = "\n".join(reports)
+        (results / "negative.txt").write_text(text + "\n")
+        print(text)
+        return 0 if ok else 1
+    code, outcomes = session(args, overlays, args.tests, results)
+    print(f"ptf: {summary(outcomes)}")
+    if args.expect_fail:
+        expected = expand(args.tests) if args.tests else sorted(outcomes)
+        verdict = Verdict(expected, outcomes)
+        print(verdict.report("--expect-fail"))
+        return 0 if verdict.ok else 1
+    return code
 
 
 def _terminate(signum: int, _frame: object) -> None:
@@ -150,12 +229,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default=str(ROOT / "results" / "ptf"))
     p.add_argument("--prefix", default="llptf", help="namespace name prefix")
     p.add_argument("--ready-timeout", type=float, default=30.0)
+    p.add_argument(
+        "--expect-fail", action="store_true",
+        help="succeed only if every selected test fails with an assertion",
+    )  # fmt: skip
+    p.add_argument(
+        "--negative", action="store_true",
+        help="each mechanism-off overlay (or those named) with the tests that must fail",
+    )  # fmt: skip
+    p.add_argument(
+        "--baseline", action="store_true",
+        help="with --negative: the same tests must first pass without the overlays",
+    )  # fmt: skip
     p.add_argument("tests", nargs="*")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     try:
         return run(args)
-    except (RunError, SwitchError, TopologyError) as err:
+    except (RunError, SwitchError, TopologyError, ValueError) as err:
         print(f"ptf: {err}", file=sys.stderr)
         return 2
 

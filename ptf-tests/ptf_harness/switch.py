@@ -3,7 +3,8 @@
 Both switches take simple_switch_grpc's command line: `-i PORT@IFACE`, `--device-id`,
 `--no-p4` (the pipeline comes over P4Runtime), and after `--` the target options
 `--grpc-server-addr`, `--cpu-port`, `--priority-queues`. p4-switch also reads the traffic
-manager's port configuration (`--port-config`, from `lossless-ctl port-config`).
+manager's port configuration (`--port-config`, from `lossless-ctl port-config`) and serves its
+statistics (`--stats-addr`, `GET /stats`), which tests use to see that a pause took effect.
 
 Ready means: the process is alive and its network namespace has a TCP socket listening on the
 P4Runtime port, read from /proc/PID/net/tcp{,6} (which show the sockets of the process's own
@@ -39,6 +40,7 @@ class SwitchProcess:
     grpc_port: int = 9559
     grpc_host: str = "0.0.0.0"
     port_config: Path | None = None
+    stats_addr: str | None = None
     exec_prefix: list[str] = field(default_factory=list)
     log_path: Path = Path("switch.log")
     device_id: int = 1
@@ -51,8 +53,11 @@ class SwitchProcess:
         cmd += ["--no-p4", "--"]
         cmd += ["--grpc-server-addr", f"{self.grpc_host}:{self.grpc_port}"]
         cmd += ["--cpu-port", str(CPU_PORT), "--priority-queues", "8"]
-        if self.port_config is not None and not is_bmv2(self.binary):
-            cmd += ["--port-config", str(self.port_config)]
+        if not is_bmv2(self.binary):
+            if self.port_config is not None:
+                cmd += ["--port-config", str(self.port_config)]
+            if self.stats_addr is not None:
+                cmd += ["--stats-addr", self.stats_addr]
         return cmd
 
     def start(self) -> None:

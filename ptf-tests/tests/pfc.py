@@ -63,13 +63,16 @@ class PfcBase(LosslessTest):
         super().tearDown()
 
     def hold(self, priority: int | None) -> None:
-        """Pause port 3's queue for `priority` (None: the whole port with 802.3x PAUSE)."""
-        frame = (
-            pause_frame(PEER_MAC, 0xFFFF)
-            if priority is None
-            else pfc_frame(PEER_MAC, {priority: 0xFFFF})
-        )
-        self.dataplane.send(0, 3, frame)
+        """Pause port 3's queue for `priority` (None: the whole port with 802.3x PAUSE), and
+        wait until the switch reports it paused: the frame and the data sent next into port 1
+        are received by different threads, in no set order."""
+        if priority is None:
+            self.dataplane.send(0, 3, pause_frame(PEER_MAC, 0xFFFF))
+            self.wait_paused(3, None, "802.3x PAUSE into port 3")
+        else:
+            self.dataplane.send(0, 3, pfc_frame(PEER_MAC, {priority: 0xFFFF}))
+            queue = self.cfg.pfc_queue(3, priority)
+            self.wait_paused(3, [queue], f"PFC XOFF for priority {priority} into port 3")
 
     def release(self, priority: int | None) -> None:
         frame = pause_frame(PEER_MAC, 0) if priority is None else pfc_frame(PEER_MAC, {priority: 0})
@@ -200,11 +203,13 @@ class LossyDropAboveThreshold(PfcBase):
         self.expect_nothing("port 3 paused; a lossy PG sends no PFC", timeout=0.3)
         self.release(None)
         out = self.drain(quiet=0.5)
+        ids = {self.routed(p): p[IP].id for p in sent}
         self.assertEqual(
-            [f for p, f in out],
-            [self.routed(p) for p in sent[:admitted]],
-            f"the first {admitted} packets ({admitted * FRAME} B <= static_th {threshold}) "
-            "leave port 3 in order, the rest are dropped, and nothing goes to port 1",
+            [(port, ids.get(f, "?")) for port, f in out],
+            [(3, p[IP].id) for p in sent[:admitted]],
+            f"(port, IP id) of what left: the first {admitted} packets ({admitted * FRAME} B <= "
+            f"static_th {threshold}) leave port 3 in order, the other {extra} are dropped, and "
+            "nothing goes to port 1",
         )
         dropped = self.counter("drop_reasons", DROP_LOSSY_THRESHOLD)[0] - before
         self.assertEqual(dropped, extra, "drop_reasons[LOSSY_THRESHOLD]")
@@ -240,6 +245,7 @@ class PfcWatchdogStorm(LosslessTest):
         _ip, mac = self.cfg.host(4)
         stuck = data(3, 1, dst="10.4.0.1")
         self.dataplane.send(0, 4, pfc_frame(peer, {3: 0xFFFF}))
+        self.wait_paused(4, [self.cfg.pfc_queue(4, 3)], "PFC XOFF for priority 3 into port 4")
         self.send(1, stuck)
         end = time.monotonic() + detection * 3
         while time.monotonic() < end:  # the storm: keep refreshing the pause

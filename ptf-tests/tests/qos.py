@@ -26,8 +26,13 @@ class QosBase(LosslessTest):
         _ip, mac = self.cfg.host(3)
         self.dataplane.send(0, 3, pause_frame(PEER_MAC, 0xFFFF))
         try:
+            # The PAUSE (port 3) and the data (another port) are received by different
+            # threads: see the pause in place before sending, and every packet queued before
+            # the release.
+            self.wait_paused(3, None, "802.3x PAUSE into port 3")
             for _queue, pkt in packets:
                 self.send(ingress, pkt)
+            self.wait_queued(3, len(packets), "one packet per class held on paused port 3")
             self.expect_nothing("port 3 is paused", timeout=0.2)
         finally:
             self.dataplane.send(0, 3, pause_frame(PEER_MAC, 0))

@@ -4,7 +4,7 @@ conversion to PFC at the source ToR only (p4src/README.md, "Source Flow Control"
 Queue depth is set exactly by writing the pipeline's `queue_bytes` for (host port, queue 3).
 The expected pause is the README's: duration_us = min(65535, (depth - target) x
 us_per_byte_q24 >> 24) with us_per_byte_q24 = round(2^24 x 8e6 / port bps), quanta =
-min(65535, duration_us x (port bps / 512 / 1e6)).
+min(65535, ceil(duration_us x port bps / 512e6)) (pause quanta per us in Q16.16, rounded up).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def duration_us(depth: int, target: int, bps: int) -> int:
 
 
 def quanta(duration: int, bps: int) -> int:
-    return min(0xFFFF, duration * (bps // 512 // 1_000_000))
+    return min(0xFFFF, -(-duration * bps // 512_000_000))
 
 
 class SfcBase(LosslessTest):
@@ -49,6 +49,26 @@ class SfcBase(LosslessTest):
         index = port * 8 + 3
         self.touched.append(index)
         self.register_write("queue_bytes", index, self.depth)
+
+    def expect_both(self, wanted: list[tuple[int, object, str]], timeout: float = 2.0) -> None:
+        """Wait for every (port, frame, what). The data packet and the frame its signal
+        generates leave different ports from one ingress event, in no defined order, so
+        expecting them one after the other would discard whichever comes first."""
+        missing = [(port, bytes(frame), what) for port, frame, what in wanted]
+        seen: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + timeout
+        while missing and (left := deadline - time.monotonic()) > 0:
+            got = self.receive(timeout=left)
+            if got is None:
+                break
+            match = next((m for m in missing if (m[0], m[1]) == got), None)
+            if match is None:
+                seen.append(got)
+            else:
+                missing.remove(match)
+        if missing:
+            port, want, what = missing[0]
+            self.fail(self._explain(f"{what}: expected on port {port}", port, want, seen))
 
     def roce(self, src_mac: str, src: str, dst: str, seq: int) -> object:
         return (
@@ -74,22 +94,43 @@ class SfcSignalAndRateLimit(SfcBase):
             "suppressed": self.counter("sfc_suppressed", 3)[0],
             "sent": self.counter("sfc_sent", 3)[0],
         }
+        interval = self.sfc["interval_us"] / 1e6
         first = self.roce(SPINE_MAC, "20.9.9.9", "10.1.0.2", 1)
-        self.send(3, first)
-        self.expect(1, routed(first, self.cfg.router_mac, h1_mac), "the data packet")
-        self.expect(
-            3,
-            sfc_message(first, self.sfc["dscp"], dur),
-            f"SFC message to 20.9.9.9 (duration {dur} us for depth {self.depth} B)",
-        )
+        # Taken before the first packet enters the switch, so `now - start` bounds the switch's
+        # time between the first signal and any later packet from above: while it is below the
+        # interval, a second signal is a failure; after it, the machine was too slow to tell.
         start = time.monotonic()
+        self.send(3, first)
+        self.expect_both(
+            [
+                (1, routed(first, self.cfg.router_mac, h1_mac), "the data packet"),
+                (
+                    3,
+                    sfc_message(first, self.sfc["dscp"], dur),
+                    f"SFC message to 20.9.9.9 (duration {dur} us for depth {self.depth} B)",
+                ),
+            ]
+        )
         repeats = 4
+        within = True
         for i in range(repeats):
             pkt = self.roce(SPINE_MAC, "20.9.9.9", "10.1.0.2", 2 + i)
             self.send(3, pkt)
-            self.expect(1, routed(pkt, self.cfg.router_mac, h1_mac), f"data packet {2 + i}")
-        within = time.monotonic() - start < self.sfc["interval_us"] / 1e6
-        self.expect_nothing("no second signal within min_interval_us", timeout=0.1)
+            want = (1, bytes(routed(pkt, self.cfg.router_mac, h1_mac)))
+            got = self.receive(timeout=2.0)
+            if got is not None and got != want and got[0] == 3:
+                # A signal: wrong within the interval, allowed (and proving nothing) after it.
+                self.assertGreaterEqual(
+                    time.monotonic() - start, interval, f"second signal before packet {2 + i}"
+                )
+                within = False
+                got = self.receive(timeout=2.0)
+            self.assertEqual(got, want, f"data packet {2 + i}")
+        within = within and time.monotonic() - start < interval
+        if within:  # a machine too slow to send 4 packets in the interval proves nothing
+            self.expect_nothing("no second signal within min_interval_us", timeout=0.1)
+        else:
+            self.drain(quiet=0.1)
         after = {
             "triggered": self.counter("sfc_triggered", 3)[0],
             "suppressed": self.counter("sfc_suppressed", 3)[0],
@@ -101,11 +142,15 @@ class SfcSignalAndRateLimit(SfcBase):
                 {"triggered": 1, "suppressed": repeats, "sent": 1},
                 "SFC counters on port 3",
             )
-        time.sleep(self.sfc["interval_us"] / 1e6)
+        time.sleep(interval)
         late = self.roce(SPINE_MAC, "20.9.9.9", "10.1.0.2", 9)
         self.send(3, late)
-        self.expect(1, routed(late, self.cfg.router_mac, h1_mac), "the data packet")
-        self.expect(3, sfc_message(late, self.sfc["dscp"], dur), "a new signal after the interval")
+        self.expect_both(
+            [
+                (1, routed(late, self.cfg.router_mac, h1_mac), "the data packet"),
+                (3, sfc_message(late, self.sfc["dscp"], dur), "a new signal after the interval"),
+            ]
+        )
 
 
 class SfcSourceOnOwnHostPort(SfcBase):
@@ -119,11 +164,15 @@ class SfcSourceOnOwnHostPort(SfcBase):
         before = self.counter("sfc_converted", 1)[0]
         pkt = self.roce(H1_MAC, "10.1.0.2", "10.2.0.2", 1)
         self.send(1, pkt)
-        self.expect(2, routed(pkt, self.cfg.router_mac, h2_mac), "the data packet")
-        self.expect(
-            1,
-            pfc_frame(self.cfg.router_mac, {3: quanta(dur, self.cfg.port_bps[1])}),
-            f"PFC toward h1 for priority 3 ({dur} us)",
+        self.expect_both(
+            [
+                (2, routed(pkt, self.cfg.router_mac, h2_mac), "the data packet"),
+                (
+                    1,
+                    pfc_frame(self.cfg.router_mac, {3: quanta(dur, self.cfg.port_bps[1])}),
+                    f"PFC toward h1 for priority 3 ({dur} us)",
+                ),
+            ]
         )
         self.assertEqual(self.counter("sfc_converted", 1)[0] - before, 1, "sfc_converted[1]")
 

@@ -11,16 +11,17 @@ from ptf_harness import run
 from ptf_harness.topology import Topology
 
 HERE = Path(__file__).resolve().parent
-P4INFO = HERE.parents[1] / "control" / "tests" / "data" / "lossless.p4info.txtpb"
 
 
-def test_runner_programs_runs_ptf_and_tears_down(tmp_path, capsys):
+def test_runner_programs_runs_ptf_and_tears_down(tmp_path, capsys, compiled_pipeline):
     switch = tmp_path / "p4-switch"
     switch.write_text(f"#!{sys.executable}\n" + (HERE / "standin_p4runtime.py").read_text())
     switch.chmod(0o755)
     pipeline = tmp_path / "p4"
     pipeline.mkdir()
-    (pipeline / "lossless.p4info.txtpb").write_text(P4INFO.read_text())
+    (pipeline / "lossless.p4info.txtpb").write_text(
+        (compiled_pipeline / "lossless.p4info.txtpb").read_text()
+    )
     (pipeline / "lossless.json").write_text("{}")
     results = tmp_path / "results"
     prefix = "llrun"

@@ -11,16 +11,18 @@ from lossless_ctl.p4info import read_p4info
 from ptf_harness.base import SuiteConfig
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"
-P4INFO = (
-    Path(__file__).resolve().parents[2] / "control" / "tests" / "data" / "lossless.p4info.txtpb"
-)
+
+
+@pytest.fixture(scope="module")
+def p4info(compiled_pipeline):
+    return read_p4info(compiled_pipeline / "lossless.p4info.txtpb")
 
 
 @pytest.mark.parametrize("overlay", [None, "no_pfc.json", "no_ecn.json", "no_sfc.json"])
-def test_config_validates_and_maps(overlay):
+def test_config_validates_and_maps(overlay, p4info):
     files = [CONFIG / "config_db.json"] + ([CONFIG / overlay] if overlay else [])
     cfg = config_db.parse_checked(config_db.load_files(files))
-    _model, program = plan(cfg, read_p4info(P4INFO))
+    _model, program = plan(cfg, p4info)
     assert program.updates() > 100
 
 
@@ -46,13 +48,12 @@ def test_expectations_from_the_profile():
     assert cfg.port_bps[3] == 10_000_000
 
 
-def actions_written(*overlays: str) -> dict[str, int]:
+def actions_written(info, *overlays: str) -> dict[str, int]:
     """How many table entries of each action the controller writes for the merged config."""
     from collections import Counter
 
     from lossless_ctl.p4info import P4InfoIndex
 
-    info = read_p4info(P4INFO)
     files = [CONFIG / "config_db.json", *(CONFIG / o for o in overlays)]
     _model, program = plan(config_db.parse_checked(config_db.load_files(files)), info)
     index = P4InfoIndex(info)
@@ -65,9 +66,9 @@ def actions_written(*overlays: str) -> dict[str, int]:
     return out
 
 
-def test_overlays_remove_the_mechanism_from_the_pipeline_entries():
-    base = actions_written()
+def test_overlays_remove_the_mechanism_from_the_pipeline_entries(p4info):
+    base = actions_written(p4info)
     # 4 ports x PGs 3-4 lossless; 4 ports x queues 3-4 with WRED ECN; 2 SFC queues.
     assert (base["set_lossless"], base["set_wred_ecn"], base["set_sfc"]) == (8, 8, 2)
-    assert actions_written("no_pfc.json")["set_lossless"] == 0
-    assert actions_written("no_ecn.json")["set_wred_ecn"] == 0
+    assert actions_written(p4info, "no_pfc.json")["set_lossless"] == 0
+    assert actions_written(p4info, "no_ecn.json")["set_wred_ecn"] == 0

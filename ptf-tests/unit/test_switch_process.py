@@ -30,14 +30,20 @@ def standin(tmp_path, monkeypatch, mode, **kw):
 
 
 def test_command_line_is_simple_switch_grpc_s():
-    sw = SwitchProcess("build/bin/p4-switch", {2: "sw2", 1: "sw1"}, port_config=Path("p.json"))
+    sw = SwitchProcess(
+        "build/bin/p4-switch", {2: "sw2", 1: "sw1"}, port_config=Path("p.json"),
+        stats_addr="169.254.77.1:9090",
+    )  # fmt: skip
     assert sw.command() == [
         "build/bin/p4-switch", "--device-id", "1", "-i", "1@sw1", "-i", "2@sw2", "--no-p4",
         "--", "--grpc-server-addr", "0.0.0.0:9559", "--cpu-port", "255",
-        "--priority-queues", "8", "--port-config", "p.json",
+        "--priority-queues", "8", "--port-config", "p.json", "--stats-addr", "169.254.77.1:9090",
     ]  # fmt: skip
-    bmv2 = SwitchProcess("/usr/bin/simple_switch_grpc", {1: "sw1"}, port_config=Path("p.json"))
-    assert is_bmv2(bmv2.binary) and "--port-config" not in bmv2.command()
+    bmv2 = SwitchProcess(
+        "/usr/bin/simple_switch_grpc", {1: "sw1"}, port_config=Path("p.json"), stats_addr="x:1"
+    )
+    cmd = bmv2.command()
+    assert is_bmv2(bmv2.binary) and "--port-config" not in cmd and "--stats-addr" not in cmd
 
 
 def test_ready_when_listening_then_stopped_by_pid(tmp_path, monkeypatch):
