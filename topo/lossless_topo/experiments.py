@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import configdb
-from .lab import Lab, LabError
+from .lab import HOST_QUEUE_MS, Lab, LabError
 from .model import Scale
 from .results import (
     Measurement,
@@ -24,6 +24,7 @@ from .results import (
     iperf3_throughput,
     latency_samples_from_csv,
     queue_usage,
+    roce_counters,
     table,
 )
 
@@ -34,6 +35,10 @@ DCQCN_RAI_MBPS = 40.0
 DCQCN_RHAI_MBPS = 400.0
 DCQCN_MIN_RATE_MBPS = 1.0
 TOOL_TIME_LIMIT_S = 600
+# perftest's default retransmission timeout: 4.096 us x 2^14 (IB local ACK timeout 14).
+RETRY_TIMEOUT_US = 67108.864
+# QPNs of the incast's processes (two per sender, 4096 apart), clear of the other experiments'.
+INCAST_QPN_BASE = 1 << 20
 
 
 @dataclass
@@ -63,6 +68,19 @@ class Runner:
         self._port += 1
         return self._qpn, self._port
 
+    def retry_timeout_us(self) -> float:
+        """The retransmission timeout: perftest's, or twice the longest queueing delay.
+
+        Queueing delays are dilated with the rates (a full buffer drains in buffer / (R x
+        factor)), so perftest's 67 ms, far above any queueing delay at the nominal rate, would
+        fire on a merely deep queue in the lab and turn congestion into spurious go-back-N
+        retransmissions. The timeout is kept above a full switch buffer draining through the
+        slowest lab link plus the host's shaper queue, and is otherwise not dilated.
+        """
+        slowest = min(self.scale.rate_mbps(link.rate_mbps) for link in self.topo.links)
+        worst_queue_us = self.topo.buffer_bytes * 8 / slowest + HOST_QUEUE_MS * 1000
+        return max(RETRY_TIMEOUT_US, 2 * worst_queue_us)
+
     def roce_args(self, host: str, dscp: int, dcqcn: bool) -> list[str]:
         _, _, rate = self.topo.host_link(host)
         sc = self.scale
@@ -71,10 +89,14 @@ class Runner:
             f"{host}-eth0",
             "--rate",
             f"{sc.rate_mbps(rate) / 1000:g}",
+            "--timeout-us",
+            f"{self.retry_timeout_us():.0f}",
             "--dscp",
             str(dscp),
             "--peer-mac",
             self.topo.switches[self.topo.hosts[host].switch].mac,
+            # Every host sits in its own subnet behind its ToR: peers are always routed.
+            "--allow-remote",
             "--time-limit",
             str(TOOL_TIME_LIMIT_S),
             "--json",
@@ -218,14 +240,13 @@ class Runner:
                     ["-s", str(p["lat_size"]), "-n", str(p["lat_iters"])],
                     f"lat-{label.replace(' ', '-')}",
                 )
-                lat = self.finish(cli)["latency"]
-                for s in srv:
-                    self.finish(s)
+                lat_report = self.finish(cli)
+                lat = lat_report["latency"]
+                reports = [lat_report, *(self.finish(s) for s in srv)]
                 bw_gbps = None
                 if bw is not None:
                     bw_report = self.finish(bw[1])
-                    for s in bw[0]:
-                        self.finish(s)
+                    reports += [bw_report, *(self.finish(s) for s in bw[0])]
                     bw_gbps = bw_report["bw"]["bw_average_gbps"]
                 nominal = self.scale.nominal_latency_us(lat["t_avg_usec"])
                 results.measurements.append(
@@ -237,6 +258,7 @@ class Runner:
                             "lat_t_typical_us_measured": lat["t_typical_usec"],
                             "lat_t_avg_us_nominal": nominal,
                             "bw_gbps_lab": bw_gbps,
+                            **roce_counters(reports),
                         },
                     )
                 )
@@ -256,73 +278,94 @@ class Runner:
             + table("write_lat t_avg (us at the nominal rate)", trs[0], trs[1:])
         )
 
+    def outcome(self, hp: HostProc) -> tuple[dict | None, str | None]:
+        """A tool's JSON report, or None and the reason it failed (its last stderr line).
+
+        For the experiments whose point is that a mechanism is off (PFC-off incast), a QP
+        that gives up (RetryExceeded) is a result, not a lab failure.
+        """
+        try:
+            return self.finish(hp), None
+        except LabError as e:
+            lines = hp.out.with_suffix(".err").read_text(errors="replace").strip().splitlines()
+            return None, (lines[-1] if lines else str(e))
+
     def incast(self, results: Results) -> None:
         p = self.params
         rows = []
+        recv_ip = str(self.topo.hosts[p["receiver"]].ip.ip)
         for case in p["cases"]:
             self.lab.load(
                 configdb.Variant(pfc=case["pfc"], buffers=case["buffers"], roce_mtu=p["roce_mtu"])
             )
             before = self.stats_now()
-            _, port = self._next()
-            srv = self.start(
-                p["receiver"],
-                f"incast-{case['name']}-server",
-                [
-                    "roce-host",
-                    "write_bw",
-                    *self.roce_args(p["receiver"], p["priority"] * 8, True),
-                    "-p",
-                    str(port),
-                    "--clients",
-                    str(len(p["senders"])),
-                    "-m",
-                    str(p["roce_mtu"]),
-                ],
-            )
-            clients = []
+            # One server process per sender (perftest runs one ib_write_bw server per client):
+            # a sender whose QP fails then ends only its own test, not the other fifteen.
+            servers = []
             for i, s in enumerate(p["senders"]):
-                csv = self.workdir / "logs" / f"incast-{case['name']}-{s}.csv"
-                clients.append(
-                    (
-                        csv,
-                        self.start(
-                            s,
-                            f"incast-{case['name']}-{s}",
-                            [
-                                "roce-host",
-                                "write_bw",
-                                *self.roce_args(s, p["priority"] * 8, True),
-                                "-p",
-                                str(port),
-                                "--qpn-base",
-                                str(4096 * (i + 2)),
-                                "-s",
-                                str(p["size"]),
-                                "-n",
-                                str(p["iters"]),
-                                "-m",
-                                str(p["roce_mtu"]),
-                                "--samples",
-                                str(csv),
-                                str(self.topo.hosts[p["receiver"]].ip.ip),
-                            ],
-                        ),
-                    )
+                _, port = self._next()
+                srv = self.start(
+                    p["receiver"],
+                    f"incast-{case['name']}-server-{s}",
+                    [
+                        "roce-host",
+                        "write_bw",
+                        *self.roce_args(p["receiver"], p["priority"] * 8, True),
+                        "-p",
+                        str(port),
+                        "--qpn-base",
+                        str(INCAST_QPN_BASE + 4096 * (2 * i + 1)),
+                        "-m",
+                        str(p["roce_mtu"]),
+                    ],
                 )
-            reports = [self.finish(c) for _, c in clients]
-            self.finish(srv)
+                servers.append((port, srv))
+            for port, _ in servers:
+                self.wait_listening(p["receiver"], port)
+            clients = []
+            started = time.monotonic()
+            for i, (s, (port, _)) in enumerate(zip(p["senders"], servers, strict=True)):
+                csv = self.workdir / "logs" / f"incast-{case['name']}-{s}.csv"
+                hp = self.start(
+                    s,
+                    f"incast-{case['name']}-{s}",
+                    [
+                        "roce-host",
+                        "write_bw",
+                        *self.roce_args(s, p["priority"] * 8, True),
+                        "-p",
+                        str(port),
+                        "--qpn-base",
+                        str(INCAST_QPN_BASE + 4096 * 2 * i),
+                        "-s",
+                        str(p["size"]),
+                        "-n",
+                        str(p["iters"]),
+                        "-m",
+                        str(p["roce_mtu"]),
+                        "--samples",
+                        str(csv),
+                        recv_ip,
+                    ],
+                )
+                clients.append((s, csv, hp))
+            outcomes = {s: self.outcome(hp) for s, _, hp in clients}
+            elapsed = time.monotonic() - started
+            # a server whose client failed exits with an error too
+            server_reports = [self.outcome(srv)[0] for _, srv in servers]
             after = self.stats_now()
-            lat = [
-                self.scale.nominal_latency_us(x)
-                for csv, _ in clients
-                for x in latency_samples_from_csv(csv)
-            ]
+            samples = {s: latency_samples_from_csv(csv) for s, csv, _ in clients}
+            lat = [self.scale.nominal_latency_us(x) for xs in samples.values() for x in xs]
+            completed = sum(len(xs) for xs in samples.values())
             tm_drops = sum(drops(a, p["priority"]) for a in after.values()) - sum(
                 drops(b, p["priority"]) for b in before.values()
             )
-            retrans = sum(r["counters"].get("tx_retransmitted_pkts", 0) for r in reports)
-            bw = sum(r["bw"]["bw_average_gbps"] for r in reports) * 1000
+            failed = {s: err for s, (rep, err) in outcomes.items() if rep is None}
+            counters = roce_counters(
+                [r for r in [*(rep for rep, _ in outcomes.values()), *server_reports] if r]
+            )
+            # Goodput of the incast: bytes of completed messages over the case's wall time.
+            bw = completed * p["size"] * 8 / elapsed / 1e6
             avg = sum(lat) / len(lat) if lat else None
             results.measurements.append(
                 Measurement(
@@ -333,8 +376,13 @@ class Runner:
                         "bw_mbps_lab": bw,
                         "bw_mbps_nominal": bw / float(self.scale.factor),
                         "latency_avg_us_nominal": avg,
+                        "messages_posted": p["iters"] * len(p["senders"]),
+                        "messages_completed": completed,
                         "drops_lossless": tm_drops,
-                        "retransmissions": retrans,
+                        **counters,
+                        "qps_failed": len(failed),
+                        "failures": failed,
+                        "seconds_lab": elapsed,
                     },
                 )
             )
@@ -345,12 +393,22 @@ class Runner:
                     bw / float(self.scale.factor),
                     avg,
                     tm_drops,
+                    f"{completed}/{p['iters'] * len(p['senders'])}",
+                    len(failed),
                 ]
             )
         results.tables.append(
             table(
                 f"{len(p['senders'])}-to-1 incast, priority {p['priority']}",
-                ["profile", "PFC", "Bandwidth (Mbps, nominal)", "Latency (us)", "Drops"],
+                [
+                    "profile",
+                    "PFC",
+                    "Bandwidth (Mbps, nominal)",
+                    "Latency (us)",
+                    "Drops",
+                    "Messages",
+                    "QPs failed",
+                ],
                 rows,
             )
         )
@@ -495,9 +553,8 @@ class Runner:
                     ),
                 )
             )
-        for _, c in clients:
-            self.finish(c)
-        self.finish(srv)
+        reports = [self.finish(c) for _, c in clients]
+        reports.append(self.finish(srv))
         throughput = {}
         for hp in iperf:
             throughput.update(
@@ -514,7 +571,7 @@ class Runner:
         return avg, Measurement(
             case=label,
             params={"mix": mix, "size": size, "flows": flows},
-            values={"latency_avg_us_nominal": avg},
+            values={"latency_avg_us_nominal": avg, "messages": len(lat), **roce_counters(reports)},
             latency_us=lat,
             throughput=throughput,
         )

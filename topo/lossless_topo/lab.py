@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -31,16 +32,36 @@ from .switch import LosslessSwitch, SwitchError, is_bmv2
 
 # The host NIC's transmit queue under the shaper, in (lab) milliseconds.
 HOST_QUEUE_MS = 100
+# A load takes seconds; one that hangs (seen once: a leaf-spine reload stuck for 10 minutes)
+# fails the run, naming the switch, instead of holding the lab up.
+CTL_TIMEOUT_S = 180
 
 
 class LabError(RuntimeError):
     pass
 
 
+def yaml_flow(value) -> str:
+    """JSON, except that mapping keys made of digits stay unquoted (YAML integers).
+
+    p4-switch parses a PUT body as YAML, where `"3"` is a string and its `pfc_to_queue` keys
+    are numbers; the port-config file (JSON, whose keys are always strings) is read as JSON.
+    """
+    if isinstance(value, dict):
+        items = (
+            f"{k if str(k).isdigit() else json.dumps(str(k))}: {yaml_flow(v)}"
+            for k, v in value.items()
+        )
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(yaml_flow(v) for v in value) + "]"
+    return json.dumps(value)
+
+
 def put_port(addr: str, port: dict) -> None:
     """Reconfigure one port of a running p4-switch (PUT /ports/N on its stats address)."""
     url = f"http://{addr}/ports/{port['port']}"
-    req = urllib.request.Request(url, data=json.dumps(port).encode(), method="PUT")
+    req = urllib.request.Request(url, data=yaml_flow(port).encode(), method="PUT")
     try:
         with urllib.request.urlopen(req, timeout=5) as r:
             r.read()
@@ -123,11 +144,19 @@ class Lab:
         """Hosts, links and switch processes (each waited for), without loading configs."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         configs = self.write_configs(variant)
-        for sw, path in configs.items():
-            # The switch reads its port rates, PFC reception and queues at start.
-            self._ctl(
-                "port-config", "--config", str(path), "-o", str(self.workdir / f"{sw}.ports.json")
-            )
+        # The switch reads its port rates, PFC reception and queues at start.
+        self._ctl_all(
+            {
+                sw: [
+                    "port-config",
+                    "--config",
+                    str(path),
+                    "-o",
+                    str(self.workdir / f"{sw}.ports.json"),
+                ]
+                for sw, path in configs.items()
+            }
+        )
         net = Mininet(topo=None, controller=None, build=False, autoSetMacs=False)
         self.net = net
         for sw in self.topo.switches.values():
@@ -165,6 +194,11 @@ class Lab:
         net.build()
         for host in net.hosts:
             self.state.add_process(host.pid, f"host {host.name}")
+        # veths start at 1500 bytes; RoCE frames of a 4096-byte MTU are 4174 (seed 000), so
+        # every link carries the switches' port MTU, as the fabric's cables would.
+        for link in net.links:
+            for intf in (link.intf1, link.intf2):
+                intf.node.cmd(f"ip link set dev {intf.name} mtu {configdb.PORT_MTU}")
         for host in self.topo.hosts.values():
             node = net[host.name]
             intf = f"{host.name}-eth0"
@@ -185,29 +219,62 @@ class Lab:
     def load(self, variant: configdb.Variant) -> None:
         """Write every switch's config for `variant` through the controller (reconciling)."""
         configs = self.write_configs(variant)
-        for sw, path in configs.items():
-            node = self.net[sw]
-            self._ctl(
-                "load",
-                "--config",
-                str(path),
-                "--switch",
-                node.grpc_addr,
-                "--pipeline",
-                str(self.pipeline.directory),
-                "--device-id",
-                str(node.device_id),
-                "--port-config",
-                str(self.workdir / f"{sw}.ports.json"),
-                "--reconcile",
-                "--no-progress",
-            )
+        self._ctl_all(
+            {
+                sw: [
+                    "load",
+                    "--config",
+                    str(path),
+                    "--switch",
+                    self.net[sw].grpc_addr,
+                    "--pipeline",
+                    str(self.pipeline.directory),
+                    "--device-id",
+                    str(self.net[sw].device_id),
+                    "--port-config",
+                    str(self.workdir / f"{sw}.ports.json"),
+                    "--reconcile",
+                    "--no-progress",
+                ]
+                for sw, path in configs.items()
+            }
+        )
+        # The switch reads --port-config only at start; a case that turns PFC on or off
+        # changes which priorities its ports obey, so the new port configuration goes live.
+        for sw, addr in self.stats_addrs().items():
+            doc = json.loads((self.workdir / f"{sw}.ports.json").read_text())
+            for port in doc.get("ports", []):
+                put_port(addr, port)
 
-    def _ctl(self, *args: str) -> str:
-        r = subprocess.run([*self.ctl, *args], capture_output=True, text=True, check=False)
-        if r.returncode != 0:
-            raise LabError(f"lossless-ctl {' '.join(args)} failed:\n{r.stdout}{r.stderr}")
-        return r.stdout
+    def _ctl_all(self, calls: dict[str, list[str]]) -> None:
+        """Run one lossless-ctl per switch, all at once; raise with every failure's output.
+
+        Each call mostly starts Python or waits on its switch's P4Runtime server, so a fabric
+        of ten switches done one after another takes a minute.
+        """
+        procs = {
+            sw: subprocess.Popen(
+                [*self.ctl, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+            for sw, args in calls.items()
+        }
+        failed = []
+        deadline = time.monotonic() + CTL_TIMEOUT_S
+        for sw, proc in procs.items():
+            try:
+                out, _ = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+                failed.append(
+                    f"{sw}: lossless-ctl {' '.join(calls[sw])} did not finish in "
+                    f"{CTL_TIMEOUT_S} s (its switch's log: {self.workdir / sw}.log):\n{out}"
+                )
+                continue
+            if proc.returncode != 0:
+                failed.append(f"{sw}: lossless-ctl {' '.join(calls[sw])} failed:\n{out}")
+        if failed:
+            raise LabError("\n".join(failed))
 
     def stats_addrs(self) -> dict[str, str]:
         if self.net is None or is_bmv2(self.switch_bin):

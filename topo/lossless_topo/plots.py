@@ -23,22 +23,41 @@ def write_all(results: Results, directory: Path) -> list[Path]:
     return written
 
 
+# The deepest queues drawn in the occupancy panel; a fabric has dozens that carried a frame.
+MAX_DEPTH_SERIES = 10
+
+
 def queues(results: Results, directory: Path) -> Path | None:
-    """Queue depth (bytes) over time per active queue, shaded where the queue was paused."""
+    """Depth over time of the deepest queues; below, the timeline of every paused queue."""
     series = queue_series(results.stats)
     if not series:
         return None
-    fig, (ax_depth, ax_pause) = plt.subplots(2, 1, sharex=True, figsize=(10, 7))
-    for i, (name, s) in enumerate(sorted(series.items())):
+    deepest = sorted(series, key=lambda k: max(series[k]["depth_bytes"]), reverse=True)
+    deepest = sorted(k for k in deepest[:MAX_DEPTH_SERIES] if max(series[k]["depth_bytes"]))
+    paused = sorted(k for k, s in series.items() if any(s["paused"]))
+    fig, (ax_depth, ax_pause) = plt.subplots(
+        2, 1, sharex=True, figsize=(10, 8), height_ratios=[3, 2]
+    )
+    for name in deepest:
+        s = series[name]
         ax_depth.plot(s["t"], [b / 1024 for b in s["depth_bytes"]], label=name)
-        ax_pause.step(
-            s["t"], [i + (0.8 if p else 0) for p in s["paused"]], where="post", label=name
-        )
     ax_depth.set_ylabel("queue depth (KB)")
-    ax_depth.set_title(f"{results.topology}: queue occupancy")
-    ax_depth.legend(fontsize="small", loc="upper right")
+    ax_depth.set_title(
+        f"{results.topology}: queue occupancy ({len(deepest)} deepest of {len(series)} queues)"
+    )
+    if deepest:
+        ax_depth.legend(fontsize="small", loc="upper right")
+    for i, name in enumerate(paused):
+        s = series[name]
+        ax_pause.step(s["t"], [i + (0.8 if p else 0) for p in s["paused"]], where="post")
+    if paused:
+        ax_pause.set_yticks(range(len(paused)), paused, fontsize="x-small")
+    else:
+        ax_pause.text(
+            0.5, 0.5, "no queue was paused by PFC", ha="center", transform=ax_pause.transAxes
+        )
+        ax_pause.set_yticks([])
     ax_pause.set_ylabel("PFC paused (step up = paused)")
-    ax_pause.set_yticks(range(len(series)), sorted(series), fontsize="x-small")
     ax_pause.set_xlabel("time (s, lab clock)")
     ax_pause.set_title("PFC pause timeline per port and queue")
     fig.tight_layout()

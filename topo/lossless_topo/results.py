@@ -38,17 +38,62 @@ def fetch_stats(addr: str, timeout_s: float = 2.0) -> dict:
     return tm
 
 
-class StatsPoller:
-    """Polls every switch's stats endpoint on a thread until stopped."""
+# What a polled sample keeps of each port and queue: enough for the plots (depth, pause,
+# throughput) and the tables; a 10-switch fabric polled at 10 Hz otherwise writes hundreds of
+# megabytes of idle queues into results.json.
+PORT_FIELDS = ("port", "pfc_rx", "pause_rx", "rx_packets", "tx_packets", "drops")
+QUEUE_FIELDS = (
+    "queue",
+    "depth_bytes",
+    "depth_cells",
+    "peak_bytes",
+    "peak_cells",
+    "paused",
+    "paused_ns",
+    "tx_bytes",
+    "tx_packets",
+    "drops",
+)
 
-    def __init__(self, addrs: dict[str, str], interval_s: float = 0.1):
+
+def compact(stats: dict) -> dict:
+    """A TmStats body without idle queues and idle ports (same shape, fewer members)."""
+    ports = []
+    for port in stats.get("ports", []):
+        queues = [
+            {k: q[k] for k in QUEUE_FIELDS if k in q}
+            for q in port.get("queues", [])
+            if q.get("tx_packets")
+            or q.get("depth_bytes")
+            or q.get("paused")
+            or any(q.get("drops", {}).values())
+        ]
+        if queues or port.get("rx_packets") or any(port.get("pfc_rx", [])):
+            ports.append({**{k: port[k] for k in PORT_FIELDS if k in port}, "queues": queues})
+    return {"ports": ports, "buffer": stats.get("buffer", {})}
+
+
+class StatsPoller:
+    """Polls every switch's stats endpoint on a thread until stopped.
+
+    At most `max_rounds` polls of all switches are kept: when full, every other round is
+    dropped and the interval doubles, so a long run keeps its whole timeline at a coarser
+    step instead of growing results.json (and the plotting) without bound.
+    """
+
+    def __init__(self, addrs: dict[str, str], interval_s: float = 0.1, max_rounds: int = 2000):
         self.addrs = addrs
         self.interval_s = interval_s
-        self.samples: list[StatsSample] = []
+        self.max_rounds = max_rounds
+        self.rounds: list[list[StatsSample]] = []
         self.errors: dict[str, str] = {}
         self._stop = threading.Event()
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def samples(self) -> list[StatsSample]:
+        return [s for r in self.rounds for s in r]
 
     def start(self) -> StatsPoller:
         if self.addrs:
@@ -57,12 +102,17 @@ class StatsPoller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            this_round = []
             for sw, addr in self.addrs.items():
                 try:
-                    body = fetch_stats(addr, timeout_s=1.0)
-                    self.samples.append(StatsSample(time.monotonic() - self._t0, sw, body))
+                    body = compact(fetch_stats(addr, timeout_s=1.0))
+                    this_round.append(StatsSample(time.monotonic() - self._t0, sw, body))
                 except (OSError, ValueError) as e:
                     self.errors[sw] = str(e)
+            self.rounds.append(this_round)
+            if len(self.rounds) >= self.max_rounds:
+                self.rounds = self.rounds[::2]
+                self.interval_s *= 2
             self._stop.wait(self.interval_s)
 
     def stop(self) -> list[StatsSample]:
@@ -78,6 +128,22 @@ def latency_samples_from_csv(path: Path) -> list[float]:
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             out.append((int(row["completed_ns"]) - int(row["posted_ns"])) / 1000.0)
+    return out
+
+
+def roce_counters(reports: list[dict]) -> dict[str, int]:
+    """What the mechanisms did, summed over roce-host reports (clients and servers).
+
+    CE marks seen and CNPs exchanged show ECN/DCQCN at work, PFC XOFF frames received by the
+    hosts show PFC (or SFC converted to PFC at the source ToR), retransmissions show loss.
+    """
+    out = {"ce_marked": 0, "cnps_rx": 0, "pfc_xoff_rx": 0, "retransmissions": 0}
+    for r in reports:
+        c = r.get("counters", {})
+        out["ce_marked"] += c.get("rx_ce_marked", 0)
+        out["cnps_rx"] += c.get("rx_cnps", 0)
+        out["retransmissions"] += c.get("tx_retransmitted_pkts", 0)
+        out["pfc_xoff_rx"] += sum(r.get("pause", {}).get("rx_pfc_xoff", []))
     return out
 
 

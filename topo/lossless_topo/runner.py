@@ -112,7 +112,10 @@ def main(argv=None) -> int:
             switch=args.switch,
             missing_features=missing_features(args.switch),
         )
-        poller = StatsPoller(lab.stats_addrs()).start()
+        addrs = lab.stats_addrs()
+        # One poll of a switch parses its whole TmStats; ten switches at 10 Hz would take
+        # the CPU the switches need.
+        poller = StatsPoller(addrs, interval_s=max(0.1, 0.05 * len(addrs))).start()
         try:
             EXPERIMENTS[kind](Runner(lab, outdir, args.quick), res)
         finally:
@@ -131,9 +134,13 @@ def main(argv=None) -> int:
         print("\nlossless-lab: interrupted; cleaning up", file=sys.stderr)
         return 130
     finally:
-        lab.stop()
-        for line in cleanup.cleanup(state):
-            print(f"cleanup: {line}")
+        try:
+            lab.stop()
+        except Exception as e:  # a half-built net may fail to stop; the cleanup still runs
+            print(f"lossless-lab: stopping Mininet: {e!r}", file=sys.stderr)
+        finally:
+            for line in cleanup.cleanup(state):
+                print(f"cleanup: {line}")
 
 
 def capture(lab: Lab, directory: Path, state: cleanup.RunState) -> None:

@@ -45,8 +45,10 @@ def test_roce_args_are_scaled():
 
 
 def test_quick_mode_overrides_parameters():
-    assert runner(quick=True).params["sizes"] == [1024]
-    assert runner(quick=False).params["sizes"] == [1024, 4096]
+    quick, full = runner(quick=True).params, runner(quick=False).params
+    assert (quick["sizes"], quick["mixes"], quick["iters"]) == ([4096], ["9:1"], 5)
+    assert (full["sizes"], len(full["mixes"]), full["iters"]) == ([1024, 4096], 5, 50)
+    assert quick["flows_per_sender"] == full["flows_per_sender"]  # seed 003's 8x7 and 256x7
 
 
 @pytest.mark.parametrize("mode", ["write_bw", "write_lat"])

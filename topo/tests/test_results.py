@@ -7,7 +7,10 @@ port that receives PFC XOFF for priority 3 at 0.2 s and XON at 0.25 s.
 """
 
 import csv
+import http.server
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from lossless_topo import plots
 from lossless_topo.results import (
     Measurement,
     Results,
+    StatsPoller,
     StatsSample,
     drops,
     iperf3_throughput,
@@ -129,3 +133,40 @@ def test_table_aligns_and_marks_missing_values():
     text = table("T", ["roce:tcp", "Avg Latency"], [["9:1", 7.991], ["1:9", None]])
     assert text.splitlines() == ["T", "roce:tcp  Avg Latency", "9:1       7.99", "1:9       -"]
     assert list(csv.reader([text.splitlines()[1]]))  # plain text, no tabs
+
+
+def test_poller_keeps_a_bounded_timeline_of_compacted_stats():
+    body = json.dumps({"tm": tm_samples()[-1].stats}).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    addr = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        poller = StatsPoller({"a": addr, "b": addr}, interval_s=0.001, max_rounds=8).start()
+        deadline = time.monotonic() + 30
+        while poller.interval_s < 0.004 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        samples = poller.stop()
+    finally:
+        server.shutdown()
+    assert poller.interval_s >= 0.004  # decimated at least twice
+    assert 0 < len(poller.rounds) < 8
+    # every kept round still has both switches, in time order
+    assert all([s.switch for s in r] == ["a", "b"] for r in poller.rounds)
+    assert [s.t for s in samples] == sorted(s.t for s in samples)
+    # queues that held, sent, dropped nothing and were never paused are not kept
+    for s in samples:
+        for port in s.stats["ports"]:
+            for q in port["queues"]:
+                assert (
+                    q["tx_packets"] or q["depth_bytes"] or q["paused"] or any(q["drops"].values())
+                )
