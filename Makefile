@@ -16,7 +16,7 @@ PROFILE  := release
 TARGET   := target/$(PROFILE)
 RESULTS  := results
 # Python trees that exist so far; lint and format only those.
-PY_DIRS  := $(wildcard control topo ptf-tests)
+PY_DIRS  := $(wildcard control topo ptf-tests p4src/tests)
 
 # The P4 compiler and the switch. Ours by default; `make run P4C=p4c SWITCH=simple_switch_grpc`
 # selects the p4lang tools where they are installed.
@@ -31,14 +31,16 @@ export P4C SWITCH
 APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: help build test lint fmt run bench clean distclean deps p4 check-p4c ptf test-scale
+.PHONY: help build test lint fmt run bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf
 
 help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
 	@echo "make run        build and run the default lab"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
+	@echo "make stf        STF tests of the pipeline's mechanisms (p4src/tests/)"
 	@echo "make ptf        PTF conformance suite against \$$SWITCH in namespaces (root)"
+	@echo "make ptf-negative  PFC/ECN/SFC tests must fail with the mechanism off in the controller"
 	@echo "make test-scale seed 002's full scale points through \$$SWITCH; times in $(RESULTS)/ptf/"
 	@echo "make p4         compile p4src/ with \$$P4C into $(BUILD)/p4/"
 	@echo "make check-p4c  compile p4src/ with the real p4c where it is installed"
@@ -127,19 +129,20 @@ lint: $(STAMPS)/rust $(STAMPS)/venv
 	$(PY) -m ruff check $(PY_DIRS)
 	$(PY) -m ruff format --check $(PY_DIRS)
 
-# The PTF tests that pass against p4-switch today; `make ptf` runs them all. The others are
-# listed with what they observe in ptf-tests/README.md (issue 10).
-PTF_CI_TESTS := l3 ecmp.EcmpFiveTupleSpread learning punt.ArpNdIp2mePunt scale \
-	sfc.SfcConversionAtSourceTorOnly
-
 test: build deps lint
 	$(CARGO) test --$(PROFILE) --workspace
 	$(PY) -m pytest
-	$(MAKE) --no-print-directory ptf PTF_TESTS="$(PTF_CI_TESTS)"
+	$(MAKE) --no-print-directory stf
+	$(MAKE) --no-print-directory ptf
 
 fmt: $(STAMPS)/rust $(STAMPS)/venv
 	$(CARGO) fmt --all
 	$(PY) -m ruff format $(PY_DIRS)
+
+# STF tests of p4src's mechanisms (p4src/tests/README.md), each on a fresh engine with the
+# switch's 8 priority queues; p4-stf exits non-zero on any failure.
+stf: build p4
+	$(BIN)/p4-stf --priority-queues 8 $(P4_OUT)/lossless.json $(sort $(wildcard p4src/tests/*.stf))
 
 # --- PTF suite (ptf-tests/, issue 10) ----------------------------------------------------
 
@@ -151,6 +154,11 @@ PTF_RUN = $(SUDO) env PYTHONPATH=$(CURDIR)/ptf-tests $(PY) -m ptf_harness.run \
 
 ptf: build deps p4
 	$(PTF_RUN) --scale ci $(PTF_TESTS)
+
+# Issue 10: with PFC, ECN or SFC turned off in the controller (ptf-tests/config/no_*.json) every
+# test of that mechanism must fail; --baseline also requires them to pass with it on.
+ptf-negative: build deps p4
+	$(PTF_RUN) --scale ci --negative --baseline
 
 test-scale: build deps p4
 	$(PTF_RUN) --scale full scale
@@ -172,10 +180,11 @@ run: build deps
 # (a no-op program, the heap scheduler, a linear scan, ...); crates' READMEs explain the figures.
 BENCH_OUT := $(RESULTS)/bench
 CARGO_EXAMPLE := $(CARGO) run -q --$(PROFILE) -p
-bench: build deps
+bench: build deps p4
 	@mkdir -p $(BENCH_OUT)
 	$(CARGO_EXAMPLE) switch-engine --example switch-engine-bench -- $(BENCH_OUT)/switch-engine.json
 	$(CARGO_EXAMPLE) p4-switch --example p4-switch-bench -- $(BENCH_OUT)/p4-switch.json
+	$(CARGO_EXAMPLE) p4-switch --example p4-switch-tm-bench -- $(BENCH_OUT)/p4-switch-tm.json
 	$(CARGO_EXAMPLE) p4runtime-server --example p4runtime-server-bench -- $(BENCH_OUT)/p4runtime-write.json
 	$(CARGO_EXAMPLE) switch-tables --example switch-tables-bench -- $(BENCH_OUT)/switch-tables.json
 	$(CARGO_EXAMPLE) switch-hash --example switch-hash-bench -- $(BENCH_OUT)/switch-hash.json
@@ -183,7 +192,8 @@ bench: build deps
 	$(CARGO_EXAMPLE) p4-bmv2-backend --example compile_bench -- $(P4_MAIN) $(BENCH_OUT)/compile.json
 	$(CARGO_EXAMPLE) p4-p4info --example bench_p4info > $(BENCH_OUT)/p4-p4info.json
 	$(BIN)/flowgen bench --out $(BENCH_OUT)/flowgen.json
-	$(PY) -m lossless_ctl.bench -o $(BENCH_OUT)/control.json
+	$(CARGO_EXAMPLE) flowgen --example flowgen-tx-bench -- $(BENCH_OUT)/flowgen-tx.json
+	$(PY) -m lossless_ctl.bench --pipeline $(P4_OUT) -o $(BENCH_OUT)/control.json
 	@ls -l $(BENCH_OUT)
 
 clean:
