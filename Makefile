@@ -134,6 +134,7 @@ test: build deps lint
 	$(PY) -m pytest
 	$(MAKE) --no-print-directory stf
 	$(MAKE) --no-print-directory ptf
+	$(MAKE) --no-print-directory ptf-negative
 
 fmt: $(STAMPS)/rust $(STAMPS)/venv
 	$(CARGO) fmt --all

@@ -135,11 +135,15 @@ control LosslessEgress(inout headers_t hdr,
                 pfc_classes = meta.class_enable;
             } else if (meta.clone_kind == KIND_SFC) {
                 if (host_facing == 1) {
-                    // The source is ours: pause it directly.
-                    make_pfc(meta.class_enable,
-                             pause_quanta_for(meta.sfc_duration_us, quanta_per_us));
-                    pfc_classes = meta.class_enable;
-                    sfc_converted.count((bit<32>)standard_metadata.egress_port);
+                    // The source is ours: pause it directly, if its priority has PFC.
+                    if (meta.class_enable != 0) {
+                        make_pfc(meta.class_enable,
+                                 pause_quanta_for(meta.sfc_duration_us, quanta_per_us));
+                        pfc_classes = meta.class_enable;
+                        sfc_converted.count((bit<32>)standard_metadata.egress_port);
+                    } else {
+                        mark_to_drop(standard_metadata);
+                    }
                 } else {
                     make_sfc_message();
                     truncate(hdr.vlan.isValid() ? 32w64 : 32w60);

@@ -526,8 +526,10 @@ control LosslessIngress(inout headers_t hdr,
                     meta.sfc_duration_us = duration > 0xffff ? 16w0xffff : (bit<16>)duration;
                     meta.sfc_dscp = (bit<8>)meta.dscp;
                     meta.sfc_ip_dscp = sfc_signal_dscp;
-                    // Used when the source is on one of our own ports: priority = TC.
-                    meta.class_enable = (bit<8>)1 << meta.tc;
+                    // Used when the source is on one of our own ports: priority = TC, and
+                    // none unless the PG is lossless there (a pause on a priority without PFC
+                    // is ignored by the host, as the received-message path has it too).
+                    meta.class_enable = meta.lossless == 1 ? (bit<8>)1 << meta.tc : 8w0;
                     meta.clone_kind = KIND_SFC;
                     sfc_triggered.count((bit<32>)standard_metadata.ingress_port);
                     clone_preserving_field_list(CloneType.I2E,

@@ -298,7 +298,15 @@ def sfc_setup(interval_us: int) -> list[str]:
             f"target:{SFC_TARGET}, us_per_byte_q24:{us_per_byte_q24(PORT_BPS[port])}, "
             f"dscp:{SFC_SIGNAL_DSCP})"
         )
-    lines += [f"add sfc_dscp_to_priority dscp:{LOSSLESS_DSCP} set_sfc_priority(prio:3)", ""]
+    # PG 3 is lossless on port 1 only (thresholds out of reach: no XOFF of its own here), so
+    # a source on port 2 has no PFC on the priority to be paused with.
+    lines += [
+        "add pg_profile port:1 pg:3 set_lossless(xoff_threshold:0xffffffff, xoff_size:0, "
+        "xon_threshold:0, xon_offset:0, shared_dynamic:0, shift_left:0, shift_right:0, "
+        "class_enable:0x08, quanta:0xffff, refresh_interval_us:1000)",
+        f"add sfc_dscp_to_priority dscp:{LOSSLESS_DSCP} set_sfc_priority(prio:3)",
+        "",
+    ]
     return lines
 
 
@@ -493,6 +501,16 @@ def source_tor_stf() -> list[str]:
         pkt,
         [(2, routed(pkt, 2)), (1, pfc_frame(PORT_MAC[1], {3: quanta(dur, PORT_BPS[1])}))],
     )
+    pkt = roce(2, HOST_IP[2], HOST_IP[1], 3)
+    step(
+        lines,
+        "h2 -> h1 into congested (1, 3): the source is ours but PG 3 is lossy on port 2, "
+        "so no PFC and no SFC message",
+        (queue_index(1), depth),
+        2,
+        pkt,
+        [(1, routed(pkt, 1))],
+    )
     pkt = roce(3, "20.9.9.9", HOST_IP[2], 2)
     step(
         lines,
@@ -537,8 +555,11 @@ def source_tor_stf() -> list[str]:
         "check_counter sfc_triggered(3) packets == 1",
         "check_counter sfc_sent(3) packets == 1",
         "check_counter sfc_received(3) packets == 3",
+        "check_counter sfc_triggered(2) packets == 1",
         "check_counter sfc_converted(2) packets == 0",
+        "check_counter sfc_sent(2) packets == 0",
         "check_counter pfc_sent(11) packets == 2",
+        "check_counter pfc_sent(19) packets == 0",
     ]
     return lines
 
