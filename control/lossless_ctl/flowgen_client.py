@@ -110,6 +110,8 @@ class RunOptions:
 
     sink: bool = True
     ifaces: Sequence[str] = ()
+    tx: str | None = None  # "ring" or "plain", for interfaces
+    tx_ring_slots: int | None = None
     pcap_out: Path | None = None
     scheduler: str = "tw"
     buckets: int | None = None
@@ -134,6 +136,8 @@ class RunOptions:
             a.append("--sink")
         a += ["-s", self.scheduler, "-m", repr(self.multiplier)]
         optional = {
+            "--tx": self.tx,
+            "--tx-ring-slots": self.tx_ring_slots,
             "--tw-buckets": self.buckets,
             "--tw-levels": self.levels,
             "--tw-bucket-usec": self.bucket_usec,

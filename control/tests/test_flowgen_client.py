@@ -93,6 +93,15 @@ def test_bad_profile_raises_the_one_line_error(client, tmp_path):
         client.run(bad, fc.RunOptions())
 
 
+def test_interface_run_uses_the_tx_method_asked_for(client):
+    # Loopback takes AF_PACKET frames as any interface does; CI runs as root (CAP_NET_RAW).
+    for tx in ("plain", "ring"):
+        opts = fc.RunOptions(ifaces=["lo"], tx=tx, tx_ring_slots=64, multiplier=10, duration=0.1)
+        r = client.run(fc.SEED_PROFILE, opts)
+        assert r.tx_methods == [tx]
+        assert r.packets > 0 and r.tx_dropped == 0
+
+
 def test_sweep_writes_a_row_per_variant_and_point(client, tmp_path):
     out = tmp_path / "sweep.csv"
     variants = [fc.Variant("pq", "pq"), fc.Variant("tw1", "tw", buckets=16384, levels=2)]
