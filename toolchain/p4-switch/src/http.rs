@@ -5,6 +5,7 @@
 //! | `GET /metrics` | Prometheus text: traffic manager (`lossless_tm_*`) and switch (`p4switch_*`) |
 //! | `GET /stats` | JSON: `{"switch": {...}, "engine": {...}, "tm": {...} or null}` |
 //! | `POST /clear` | counters to zero, watermarks from the current occupancy (SONiC clear) |
+//! | `POST /clear?scope=LIST` | only some: `ports`, `pfc`, `queues`, `watermarks`, `pfcwd` |
 //! | `GET /ports` / `GET /ports/N` | the traffic manager's port configuration(s), JSON |
 //! | `PUT /ports/N` | a port configuration (JSON or YAML, as in `--port-config`'s `ports[]`) |
 
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use switch_tm::PortConfig;
+use switch_tm::{ClearScope, PortConfig};
 use tiny_http::{Header, Method, Request, Response, Server};
 
 pub struct StatsServer {
@@ -91,6 +92,15 @@ fn serve(mut req: Request, handle: &Handle) {
             Some(()) => (200, "text/plain", "cleared\n".into()),
             None => stopped(),
         },
+        (Method::Post, path) if path.starts_with("/clear?scope=") => {
+            match ClearScope::parse(&path["/clear?scope=".len()..]) {
+                Err(e) => (400, "text/plain", format!("{e}\n")),
+                Ok(scope) => match handle.exec_core(move |c, now| c.clear_some(now, scope)) {
+                    Some(()) => (200, "text/plain", "cleared\n".into()),
+                    None => stopped(),
+                },
+            }
+        }
         (Method::Get, "/ports") => match handle.exec_core(|c, _| {
             let ports: Vec<PortConfig> = c
                 .tm()
@@ -147,7 +157,8 @@ fn serve(mut req: Request, handle: &Handle) {
         _ => (
             404,
             "text/plain",
-            "endpoints: GET /metrics, GET /stats, POST /clear, GET /ports, GET|PUT /ports/N\n"
+            "endpoints: GET /metrics, GET /stats, POST /clear[?scope=LIST], GET /ports, \
+             GET|PUT /ports/N\n"
                 .into(),
         ),
     };
