@@ -132,6 +132,8 @@ class P4RuntimeClient:
         self._packet_ins: queue.Queue = queue.Queue()
         self._stream = None
         self._reader: threading.Thread | None = None
+        # Set when the stream ends other than by close(): the switch went away (a restart).
+        self.stream_lost = threading.Event()
 
     def __enter__(self) -> P4RuntimeClient:
         return self
@@ -190,6 +192,9 @@ class P4RuntimeClient:
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
                 self._arbitration.put(err)
+                self.stream_lost.set()
+            return
+        self.stream_lost.set()
 
     def next_packet_in(self, timeout: float) -> Any | None:
         """The next PacketIn from the stream, or None after `timeout` seconds."""
