@@ -124,6 +124,17 @@ fn metrics_stats_clear_and_port_configuration() {
     let (status, body) = request(&addr, "GET", "/ports", "");
     assert_eq!(status, 200);
     assert!(body.contains("25000000000"), "{body}");
+    // JSON as the controller sends it: pfc_to_queue's keys are strings.
+    let (status, body) = request(
+        &addr,
+        "PUT",
+        "/ports/0",
+        "{\"port\": 0, \"rate_bps\": 1000000000, \"pfc_enable\": [3], \"pfc_to_queue\": {\"3\": 5}}",
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = request(&addr, "GET", "/ports/0", "");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["pfc_to_queue"]["3"], 5, "{body}");
     rt.shutdown();
     drop(server);
 }
