@@ -162,6 +162,8 @@ def _load(args: argparse.Namespace) -> int:
             print(summary.render())
             if summary.errors:
                 return 1
+            if args.stats is not None and not _push_ports(args.stats, model, cfg):
+                return 1
             if args.read_back:
                 problems = read_back(client, pipeline, program)
                 for problem in problems:
@@ -173,6 +175,19 @@ def _load(args: argparse.Namespace) -> int:
         print(f"load: {args.switch}: {err}", file=sys.stderr)
         return 1
     return 0
+
+
+def _push_ports(stats_addr: str, model, cfg: config_db.ConfigDb) -> bool:
+    """The traffic manager's part of the config to the running switch (PUT /ports/N)."""
+    from lossless_ctl.port_config import push, tm_config
+
+    tm = tm_config(model, cfg.chip)
+    problems = push(stats_addr, tm)
+    for problem in problems:
+        print(f"port configuration: {problem}", file=sys.stderr)
+    if not problems:
+        print(f"port configuration: {len(tm['ports'])} ports configured at {stats_addr}")
+    return not problems
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -194,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     try:
         pipeline = read_pipeline(args.pipeline)
-        _, program = plan(cfg, pipeline.p4info)
+        model, program = plan(cfg, pipeline.p4info)
     except (P4InfoError, MappingError) as err:
         for problem in err.problems if isinstance(err, MappingError) else [str(err)]:
             print(f"error: {problem}", file=sys.stderr)
@@ -216,6 +231,8 @@ def _run(args: argparse.Namespace) -> int:
                 sessions += 1
                 print(summary.render(), flush=True)
                 if summary.errors:
+                    return 1
+                if args.stats is not None and not _push_ports(args.stats, model, cfg):
                     return 1
                 learner = NeighborLearner(
                     cfg, program, P4InfoIndex(pipeline.p4info), args.neighbor_age
@@ -424,6 +441,11 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--batch-size", type=int, default=1000, help="updates per WriteRequest")
     load.add_argument("--in-flight", type=int, default=4, help="WriteRequests outstanding")
     load.add_argument("--port-config", metavar="FILE", help="also write the port configuration")
+    load.add_argument(
+        "--stats",
+        metavar="ADDR",
+        help="also configure the running switch's ports (PUT /ports/N at p4-switch --stats-addr)",
+    )
     load.add_argument("--read-back", action="store_true", help="read every table back and compare")
     load.add_argument(
         "--reconcile",
@@ -444,6 +466,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--election-id", type=int, default=1)
     run.add_argument(
         "--neighbor-age", type=float, default=300.0, help="seconds before a silent neighbour goes"
+    )
+    run.add_argument(
+        "--stats",
+        metavar="ADDR",
+        help="also configure the switch's ports (PUT /ports/N) at each (re)load",
     )
     run.add_argument(
         "--reconnect-timeout",

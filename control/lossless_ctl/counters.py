@@ -9,13 +9,12 @@ Which source feeds which column is in control/README.md ("Counter and watermark 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.p4info import P4InfoIndex
+from lossless_ctl.switch_http import StatsError, request
 
 CLASSES = 8  # priorities, PGs and queues per port; P4 counters are indexed port * 8 + class
 NA = "N/A"  # what SONiC prints for a counter the platform does not provide
@@ -47,10 +46,6 @@ DROP_REASONS = (
     "route_action",
     "mac_control",
 )
-
-
-class StatsError(Exception):
-    pass
 
 
 @dataclass
@@ -101,12 +96,11 @@ class Snapshot:
 
 def fetch_stats(address: str, timeout: float = 10.0) -> dict[str, Any]:
     """GET http://ADDRESS/stats from p4-switch."""
-    url = f"http://{address}/stats"
+    body = request(address, "/stats", timeout=timeout)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return json.loads(resp.read())
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        raise StatsError(f"{url}: {err}") from err
+        return json.loads(body)
+    except ValueError as err:
+        raise StatsError(f"http://{address}/stats: not JSON: {err}") from err
 
 
 def read_pipeline(client: P4RuntimeClient, index: P4InfoIndex, snap: Snapshot) -> None:
@@ -585,16 +579,7 @@ def clear(
             f"(first: {first.code}: {first.message})"
         )
     if which.scopes:
-        url = f"http://{stats_addr}/clear?scope={','.join(which.scopes)}"
-        request = urllib.request.Request(url, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as resp:
-                resp.read()
-        except urllib.error.HTTPError as err:
-            body = err.read().decode(errors="replace").strip()
-            raise StatsError(f"{url}: {err.code}: {body}") from err
-        except (urllib.error.URLError, OSError) as err:
-            raise StatsError(f"{url}: {err}") from err
+        request(stats_addr, f"/clear?scope={','.join(which.scopes)}", "POST", timeout=timeout)
     return len(updates)
 
 

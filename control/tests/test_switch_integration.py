@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,8 @@ from lossless_ctl.cli import main as ctl_main
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.loader import pipeline_cookie, plan, read_back, read_pipeline
 from lossless_ctl.p4info import P4InfoIndex
+from lossless_ctl.port_config import tm_config
+from lossless_ctl.sai import derive
 from lossless_topo.switch import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +42,8 @@ class Switch:
     """p4-switch without ports, on fixed P4Runtime and stats ports so that a restart comes back
     where the controller looks for it."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, port_config: Path | None = None):
+        self.port_config = port_config
         self.grpc_port, self.stats_port = free_port(), free_port()
         self.address = f"127.0.0.1:{self.grpc_port}"
         self.stats = f"127.0.0.1:{self.stats_port}"
@@ -50,16 +54,18 @@ class Switch:
     def start(self) -> None:
         self.starts += 1
         self.log = self.workdir / f"p4-switch-{self.starts}.log"
+        cmd = [
+            BIN / "p4-switch", "--no-p4", "--device-id", str(DEVICE_ID),
+            "--cpu-port", "255", "--grpc-server-addr", self.address, "--stats-addr", self.stats,
+        ]  # fmt: skip
+        if self.port_config is not None:
+            cmd += ["--port-config", str(self.port_config)]
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
-                [
-                    BIN / "p4-switch", "--no-p4", "--device-id", str(DEVICE_ID),
-                    "--cpu-port", "255", "--grpc-server-addr", self.address,
-                    "--stats-addr", self.stats,
-                ],
+                cmd,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
-            )  # fmt: skip
+            )
         wait_for_port(self.grpc_port, self.proc, self.log, timeout_s=20)
         wait_for_port(self.stats_port, self.proc, self.log, timeout_s=10)
 
@@ -117,6 +123,34 @@ def test_restarted_controller_writes_only_the_difference(switch, pipeline, capsy
     assert _load(switch, pipeline, "--reconcile") == 0
     again = capsys.readouterr().out
     assert "switch state read" in again and "written 0 of 0 updates" in again, again
+
+
+def test_load_configures_the_running_switchs_ports(tmp_path, pipeline, capsys):
+    # The switch starts with a traffic manager whose ports are all 100M without PFC.
+    start = tmp_path / "ports.json"
+    ports = [{"port": p, "rate_bps": 100_000_000} for p in (1, 2, 3, 4)]
+    start.write_text(json.dumps({"buffer": {"total_bytes": 1_000_000}, "ports": ports}))
+    sw = Switch(tmp_path, port_config=start)
+    sw.start()
+    try:
+        assert _load(sw.address, pipeline, "--stats", sw.stats) == 0
+        assert f"port configuration: 4 ports configured at {sw.stats}" in capsys.readouterr().out
+        cfg = config_db.parse_checked(config_db.load_files([CONFIG]))
+        for want in tm_config(derive(cfg), cfg.chip)["ports"]:
+            with urllib.request.urlopen(f"http://{sw.stats}/ports/{want['port']}") as resp:
+                got = json.loads(resp.read())
+            for key in ("rate_bps", "mtu", "pfc_enable"):
+                assert got.get(key) == want.get(key), (want["port"], key, got)
+            if "pfcwd" in want:
+                assert got["pfcwd"]["detection_time_ms"] == want["pfcwd"]["detection_time_ms"]
+    finally:
+        sw.stop()
+
+
+def test_port_configuration_needs_a_traffic_manager(server, pipeline, capsys):
+    assert _load(server.address, pipeline, "--stats", server.stats) == 1
+    err = capsys.readouterr().err
+    assert f"port configuration: http://{server.stats}/ports/1: 400: no traffic manager" in err
 
 
 def _show(server: Switch, capsys, *what: str) -> dict:
