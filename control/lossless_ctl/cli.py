@@ -224,7 +224,7 @@ def _run(args: argparse.Namespace) -> int:
                 args.switch,
                 device_id=args.device_id,
                 election_id=(0, args.election_id),
-                timeout=args.reconnect_timeout,
+                connect_timeout=args.reconnect_timeout,
             ) as client:
                 client.arbitrate()
                 summary = reconcile(client, pipeline, program)
