@@ -9,6 +9,10 @@ control LosslessIngress(inout headers_t hdr,
     counter(PORT_CLASSES, CounterType.packets) xoff_transitions;
     counter(PORT_CLASSES, CounterType.packets_and_bytes) lossless_violations;
     counter(PORT_CLASSES, CounterType.packets_and_bytes) headroom_admits;
+    // Packets the PG's thresholds turned away (SONiC's PG drop counter), and every drop by
+    // ingress port (the port's RX_DRP).
+    counter(PORT_CLASSES, CounterType.packets_and_bytes) pg_dropped;
+    counter(512, CounterType.packets_and_bytes) port_rx_dropped;
     counter(512, CounterType.packets) mac_control_received;
     counter(512, CounterType.packets) sfc_received;
     counter(512, CounterType.packets) sfc_triggered;
@@ -19,7 +23,15 @@ control LosslessIngress(inout headers_t hdr,
     // address. A hash collision only suppresses a signal early, never sends an extra one.
     register<bit<48>>(4096) sfc_last_sent;
 
+    // SONiC's PG watermarks per (ingress port, PG), in bytes, until the controller clears them:
+    // the peak of what the PG held in the shared pool (beyond its reserved size, below the
+    // pause point) and in headroom (beyond the pause point). A PG only grows at admission, so
+    // the peaks are taken there.
+    register<bit<32>>(PORT_CLASSES) pg_shared_peak;
+    register<bit<32>>(PORT_CLASSES) pg_headroom_peak;
+
     // Set by the controller: thresholds of this packet's (ingress port, PG).
+    bit<32> reserved_bytes = 0;
     bit<32> xoff_th = 0;
     bit<32> headroom_bytes = 0;
     bit<32> xon_floor = 0;
@@ -45,6 +57,7 @@ control LosslessIngress(inout headers_t hdr,
         meta.dropped = 1;
         mark_to_drop(standard_metadata);
         drop_reasons.count(reason);
+        port_rx_dropped.count((bit<32>)standard_metadata.ingress_port);
     }
 
     // --- switch-wide settings -------------------------------------------------------------
@@ -244,16 +257,17 @@ control LosslessIngress(inout headers_t hdr,
     // --- buffer admission per (ingress port, PG), SONiC BUFFER_PG semantics -------------
 
     // Lossless (SONiC BUFFER_PROFILE with xoff): the PG may hold xoff_threshold (size plus a
-    // static shared threshold) plus, when shared_dynamic, 2^dynamic_th x the free shared buffer;
+    // static shared threshold; reserved = size, the part that is not shared) plus, when shared_dynamic, 2^dynamic_th x the free shared buffer;
     // above that it pauses (refreshing every refresh_us while at or above XON) and absorbs
     // in-flight bytes in xoff_size of headroom. It resumes below max(xon, pause point -
     // xon_offset), or below xon when xon_offset is 0.
-    action set_lossless(bit<32> xoff_threshold, bit<32> xoff_size, bit<32> xon_threshold,
-                        bit<32> xon_offset, bit<1> shared_dynamic, bit<8> shift_left,
-                        bit<8> shift_right, bit<8> class_enable, bit<16> quanta,
-                        bit<48> refresh_interval_us) {
+    action set_lossless(bit<32> reserved, bit<32> xoff_threshold, bit<32> xoff_size,
+                        bit<32> xon_threshold, bit<32> xon_offset, bit<1> shared_dynamic,
+                        bit<8> shift_left, bit<8> shift_right, bit<8> class_enable,
+                        bit<16> quanta, bit<48> refresh_interval_us) {
         has_profile = 1;
         meta.lossless = 1;
+        reserved_bytes = reserved;
         xoff_th = xoff_threshold;
         headroom_bytes = xoff_size;
         xon_floor = xon_threshold;
@@ -444,6 +458,10 @@ control LosslessIngress(inout headers_t hdr,
         }
         bit<64> dynamic_wide = ((bit<64>)free << dyn_shift_left) >> dyn_shift_right;
         bit<32> dynamic_th = dynamic_wide > 0xffffffff ? 32w0xffffffff : (bit<32>)dynamic_wide;
+        // What the PG holds after this packet, split as SONiC's watermarks count it; a PG
+        // without a lossless profile has no reserved part and no headroom.
+        bit<32> shared_use = after;
+        bit<32> headroom_use = 0;
         if (has_profile == 1 && meta.lossless == 1) {
             // The PG pauses once it holds more than its reserved size and shared threshold.
             bit<32> pause_at = xoff_th;
@@ -457,12 +475,16 @@ control LosslessIngress(inout headers_t hdr,
             }
             if (after > limit) {
                 lossless_violations.count(pg_index);
+                pg_dropped.count(pg_index);
                 drop_for(DROP_LOSSLESS_VIOLATION);
                 exit;
             }
             if (after > pause_at) {
                 headroom_admits.count(pg_index);
+                headroom_use = after - pause_at;
+                shared_use = pause_at;
             }
+            shared_use = shared_use |-| reserved_bytes;
             bit<1> paused;
             pg_paused.read(paused, pg_index);
             bit<48> last;
@@ -489,11 +511,21 @@ control LosslessIngress(inout headers_t hdr,
                 threshold = dynamic_th;
             }
             if (after > threshold) {
+                pg_dropped.count(pg_index);
                 drop_for(DROP_LOSSY_THRESHOLD);
                 exit;
             }
         }
         pg_bytes.write(pg_index, after);
+        bit<32> peak;
+        pg_shared_peak.read(peak, pg_index);
+        if (shared_use > peak) {
+            pg_shared_peak.write(pg_index, shared_use);
+        }
+        pg_headroom_peak.read(peak, pg_index);
+        if (headroom_use > peak) {
+            pg_headroom_peak.write(pg_index, headroom_use);
+        }
         shared_pool_used.write(0, pool_used + meta.acct_len);
         bit<32> queue_index = port_class(standard_metadata.egress_spec, meta.queue);
         bit<32> queue_depth;

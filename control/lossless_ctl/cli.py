@@ -162,6 +162,8 @@ def _load(args: argparse.Namespace) -> int:
             print(summary.render())
             if summary.errors:
                 return 1
+            if args.stats is not None and not _push_ports(args.stats, model, cfg):
+                return 1
             if args.read_back:
                 problems = read_back(client, pipeline, program)
                 for problem in problems:
@@ -175,8 +177,23 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _push_ports(stats_addr: str, model, cfg: config_db.ConfigDb) -> bool:
+    """The traffic manager's part of the config to the running switch (PUT /ports/N)."""
+    from lossless_ctl.port_config import push, tm_config
+
+    tm = tm_config(model, cfg.chip)
+    problems = push(stats_addr, tm)
+    for problem in problems:
+        print(f"port configuration: {problem}", file=sys.stderr)
+    if not problems:
+        print(f"port configuration: {len(tm['ports'])} ports configured at {stats_addr}")
+    return not problems
+
+
 def _run(args: argparse.Namespace) -> int:
-    """Reconcile the switch with the config, then learn neighbours until interrupted."""
+    """Reconcile the switch with the config, then learn neighbours until interrupted. When the
+    switch's stream is lost (a restarted switch), reconnect and reconcile again: a switch that
+    came back without the pipeline is loaded in full, i.e. replayed."""
     import signal
     import threading
 
@@ -192,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     try:
         pipeline = read_pipeline(args.pipeline)
-        _, program = plan(cfg, pipeline.p4info)
+        model, program = plan(cfg, pipeline.p4info)
     except (P4InfoError, MappingError) as err:
         for problem in err.problems if isinstance(err, MappingError) else [str(err)]:
             print(f"error: {problem}", file=sys.stderr)
@@ -200,20 +217,36 @@ def _run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    try:
-        with P4RuntimeClient(
-            args.switch, device_id=args.device_id, election_id=(0, args.election_id)
-        ) as client:
-            client.arbitrate()
-            summary = reconcile(client, pipeline, program)
-            print(summary.render(), flush=True)
-            if summary.errors:
+    sessions = 0
+    while not stop.is_set():
+        try:
+            with P4RuntimeClient(
+                args.switch,
+                device_id=args.device_id,
+                election_id=(0, args.election_id),
+                connect_timeout=args.reconnect_timeout,
+            ) as client:
+                client.arbitrate()
+                summary = reconcile(client, pipeline, program)
+                sessions += 1
+                print(summary.render(), flush=True)
+                if summary.errors:
+                    return 1
+                if args.stats is not None and not _push_ports(args.stats, model, cfg):
+                    return 1
+                learner = NeighborLearner(
+                    cfg, program, P4InfoIndex(pipeline.p4info), args.neighbor_age
+                )
+                serve(client, learner, stop, log=lambda line: print(line, flush=True))
+        except P4RuntimeError as err:
+            if sessions == 0:
+                print(f"run: {args.switch}: {err}", file=sys.stderr)
                 return 1
-            learner = NeighborLearner(cfg, program, P4InfoIndex(pipeline.p4info), args.neighbor_age)
-            serve(client, learner, stop, log=lambda line: print(line, flush=True))
-    except P4RuntimeError as err:
-        print(f"run: {args.switch}: {err}", file=sys.stderr)
-        return 1
+            print(f"run: {args.switch}: {err}; retrying", file=sys.stderr, flush=True)
+            stop.wait(1.0)
+            continue
+        if not stop.is_set():
+            print(f"run: {args.switch}: stream lost; reconnecting to replay", flush=True)
     return 0
 
 
@@ -261,6 +294,28 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clear(args: argparse.Namespace) -> int:
+    from lossless_ctl import counters
+    from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+    from lossless_ctl.p4info import P4InfoIndex
+
+    what = " ".join(args.what)
+    known = ("all", *counters.CLEAR_COMMANDS, *counters.CLEAR_ALIASES)
+    if what not in known:
+        raise ValueError(f"clear {what!r}: known are {', '.join(known)}")
+    try:
+        with P4RuntimeClient(
+            args.switch, device_id=args.device_id, election_id=(0, args.election_id)
+        ) as client:
+            client.arbitrate()
+            cells = counters.clear(client, P4InfoIndex(client.p4info()), args.stats, what)
+    except (P4RuntimeError, counters.StatsError) as err:
+        print(f"clear: {err}", file=sys.stderr)
+        return 1
+    print(f"cleared {what} ({cells} pipeline cells reset)")
+    return 0
+
+
 def _gen_routes(args: argparse.Namespace) -> int:
     from lossless_ctl.routegen import ScalePoint, generate
 
@@ -302,6 +357,19 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
         choices=sorted(CHIPS),
         help="chip for limit checks (default: from DEVICE_METADATA platform/hwsku)",
     )
+
+
+def _add_switch_args(p: argparse.ArgumentParser, examples: str) -> None:
+    """The command words and the switch's addresses, for `show` and `clear`."""
+    p.add_argument("what", nargs="+", help=f"e.g. {examples}")
+    p.add_argument("--switch", required=True, metavar="ADDR", help="P4Runtime server")
+    p.add_argument(
+        "--stats",
+        default="127.0.0.1:9090",
+        metavar="ADDR",
+        help="the switch's statistics endpoint (p4-switch --stats-addr) for counter commands",
+    )
+    p.add_argument("--device-id", type=int, default=1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,6 +441,11 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--batch-size", type=int, default=1000, help="updates per WriteRequest")
     load.add_argument("--in-flight", type=int, default=4, help="WriteRequests outstanding")
     load.add_argument("--port-config", metavar="FILE", help="also write the port configuration")
+    load.add_argument(
+        "--stats",
+        metavar="ADDR",
+        help="also configure the running switch's ports (PUT /ports/N at p4-switch --stats-addr)",
+    )
     load.add_argument("--read-back", action="store_true", help="read every table back and compare")
     load.add_argument(
         "--reconcile",
@@ -394,22 +467,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--neighbor-age", type=float, default=300.0, help="seconds before a silent neighbour goes"
     )
+    run.add_argument(
+        "--stats",
+        metavar="ADDR",
+        help="also configure the switch's ports (PUT /ports/N) at each (re)load",
+    )
+    run.add_argument(
+        "--reconnect-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait for the switch at each (re)connection before retrying",
+    )
     run.set_defaults(func=_run)
 
     show = sub.add_parser(
         "show",
         help="SONiC show commands: arp, ndp, ip|ipv6 route summary, pfc counters, queue "
         "counters|wredcounters|watermark, priority-group watermark shared|headroom, "
-        "interfaces counters, pfcwd stats",
+        "priority-group drop|pause counters, interfaces counters, dropcounters counts, "
+        "pfcwd stats",
     )
-    show.add_argument("what", nargs="+", help="e.g. arp, pfc counters, queue watermark")
-    show.add_argument("--switch", required=True, metavar="ADDR", help="P4Runtime server")
-    show.add_argument(
-        "--stats",
-        default="127.0.0.1:9090",
-        metavar="ADDR",
-        help="the switch's statistics endpoint (p4-switch --stats-addr) for counter commands",
-    )
+    _add_switch_args(show, "arp, pfc counters, queue watermark")
     show.add_argument("--json", action="store_true", help="counter commands: JSON output")
     show.add_argument(
         "-p",
@@ -418,10 +496,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="counter commands: counts over this period (rates for interfaces counters)",
     )
-    show.add_argument("--device-id", type=int, default=1)
     show.add_argument("--config", action="append", metavar="FILE", help="for port names")
     show.add_argument("--chip", choices=sorted(CHIPS), help=argparse.SUPPRESS)
     show.set_defaults(func=_show)
+
+    clear = sub.add_parser(
+        "clear",
+        help="sonic-clear: counters, pfccounters, queuecounters, pfcwdcounters, dropcounters, "
+        "watermarks, queue watermark, priority-group watermark shared|headroom, "
+        "priority-group drop|pause counters, all",
+    )
+    _add_switch_args(clear, "counters, pfccounters, watermarks")
+    clear.add_argument(
+        "--election-id",
+        type=int,
+        default=1,
+        help="writing needs the primary role: above a running `run`'s id while it runs",
+    )
+    clear.set_defaults(func=_clear)
 
     gen = sub.add_parser(
         "gen-routes", help="config_db.json fragment at a SONiC scale point (seed 002)"

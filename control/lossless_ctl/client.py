@@ -114,11 +114,13 @@ class P4RuntimeClient:
         device_id: int = 1,
         election_id: tuple[int, int] = (0, 1),
         timeout: float = 30.0,
+        connect_timeout: float | None = None,
     ):
         self.pb = bindings().p4runtime_pb2
         self.device_id = device_id
         self.election_id = self.pb.Uint128(high=election_id[0], low=election_id[1])
         self.timeout = timeout
+        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
         self.channel = grpc.insecure_channel(
             address,
             options=[
@@ -132,6 +134,8 @@ class P4RuntimeClient:
         self._packet_ins: queue.Queue = queue.Queue()
         self._stream = None
         self._reader: threading.Thread | None = None
+        # Set when the stream ends other than by close(): the switch went away (a restart).
+        self.stream_lost = threading.Event()
 
     def __enter__(self) -> P4RuntimeClient:
         return self
@@ -152,9 +156,11 @@ class P4RuntimeClient:
     def connect(self) -> None:
         """Wait for the server (reads need nothing more)."""
         try:
-            grpc.channel_ready_future(self.channel).result(timeout=self.timeout)
+            grpc.channel_ready_future(self.channel).result(timeout=self.connect_timeout)
         except grpc.FutureTimeoutError as err:
-            raise P4RuntimeError(f"no P4Runtime server answered within {self.timeout} s") from err
+            raise P4RuntimeError(
+                f"no P4Runtime server answered within {self.connect_timeout} s"
+            ) from err
 
     def arbitrate(self) -> None:
         """Open the stream and become primary controller, or raise."""
@@ -190,6 +196,9 @@ class P4RuntimeClient:
         except grpc.RpcError as err:
             if err.code() != grpc.StatusCode.CANCELLED:
                 self._arbitration.put(err)
+                self.stream_lost.set()
+            return
+        self.stream_lost.set()
 
     def next_packet_in(self, timeout: float) -> Any | None:
         """The next PacketIn from the stream, or None after `timeout` seconds."""

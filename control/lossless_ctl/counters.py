@@ -9,13 +9,12 @@ Which source feeds which column is in control/README.md ("Counter and watermark 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.p4info import P4InfoIndex
+from lossless_ctl.switch_http import StatsError, request
 
 CLASSES = 8  # priorities, PGs and queues per port; P4 counters are indexed port * 8 + class
 NA = "N/A"  # what SONiC prints for a counter the platform does not provide
@@ -28,9 +27,11 @@ PIPELINE_COUNTERS = (
     "xon_transitions",
     "headroom_admits",
     "lossless_violations",
+    "pg_dropped",
     "drop_reasons",  # index: reason (DROP_* in p4src/headers.p4)
+    "port_rx_dropped",  # index: ingress port
 )
-PIPELINE_REGISTERS = ("pg_bytes", "queue_bytes")
+PIPELINE_REGISTERS = ("pg_bytes", "queue_bytes", "pg_shared_peak", "pg_headroom_peak")
 
 # p4src/headers.p4 DROP_*: the drop_reasons counter's index.
 DROP_REASONS = (
@@ -45,10 +46,6 @@ DROP_REASONS = (
     "route_action",
     "mac_control",
 )
-
-
-class StatsError(Exception):
-    pass
 
 
 @dataclass
@@ -83,6 +80,9 @@ class Snapshot:
     def counter(self, name: str, index: int) -> tuple[int, int]:
         return self.counters.get(name, {}).get(index, (0, 0))
 
+    def register(self, name: str, index: int) -> int:
+        return self.registers.get(name, {}).get(index, 0)
+
     def per_class(self, name: str, port: int, what: int = 0) -> list[int]:
         """A port's 8 cells of a `port * 8 + class` counter; what = 0 packets, 1 bytes."""
         return [self.counter(name, port * CLASSES + c)[what] for c in range(CLASSES)]
@@ -96,12 +96,11 @@ class Snapshot:
 
 def fetch_stats(address: str, timeout: float = 10.0) -> dict[str, Any]:
     """GET http://ADDRESS/stats from p4-switch."""
-    url = f"http://{address}/stats"
+    body = request(address, "/stats", timeout=timeout)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return json.loads(resp.read())
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        raise StatsError(f"{url}: {err}") from err
+        return json.loads(body)
+    except ValueError as err:
+        raise StatsError(f"http://{address}/stats: not JSON: {err}") from err
 
 
 def read_pipeline(client: P4RuntimeClient, index: P4InfoIndex, snap: Snapshot) -> None:
@@ -232,24 +231,72 @@ def queue_watermarks(snap: Snapshot) -> dict[str, dict[str, int | str]]:
     return out
 
 
-def pg_watermarks(snap: Snapshot) -> dict[str, dict[str, dict[str, int | str]]]:
-    """No switch offers a PG watermark: the pipeline keeps the PG's current occupancy
-    (`pg_bytes`) but no peak, and the traffic manager has no ingress accounting. The current
-    occupancy and the packets admitted into headroom go into the JSON beside the N/A."""
-    out: dict[str, dict[str, dict[str, int | str]]] = {}
+def pg_watermarks(snap: Snapshot) -> dict[str, dict[str, dict[str, int]]]:
+    """The pipeline's PG watermarks (registers `pg_shared_peak`, `pg_headroom_peak`): peak bytes
+    beyond the PG's reserved size up to its pause point, and beyond the pause point, since the
+    last clear. The JSON adds the PG's current occupancy (`pg_bytes`) and the packets admitted
+    into headroom."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
     for port in snap.ports():
-        occupancy = snap.registers.get("pg_bytes", {})
         admits = snap.per_class("headroom_admits", port)
         out[snap.name(port)] = {
             f"PG{pg}": {
-                "shared": NA,
-                "headroom": NA,
-                "occupancy_bytes": occupancy.get(port * CLASSES + pg, 0),
+                "shared": snap.register("pg_shared_peak", port * CLASSES + pg),
+                "headroom": snap.register("pg_headroom_peak", port * CLASSES + pg),
+                "occupancy_bytes": snap.register("pg_bytes", port * CLASSES + pg),
                 "headroom_admits": admits[pg],
             }
             for pg in range(CLASSES)
         }
     return out
+
+
+def pg_drop_counters(snap: Snapshot) -> dict[str, list[int]]:
+    """Packets each PG's thresholds dropped (`pg_dropped`): lossy thresholds and lossless
+    packets beyond the headroom."""
+    return {snap.name(port): snap.per_class("pg_dropped", port) for port in snap.ports()}
+
+
+def render_pg_drop_counters(data: dict[str, list[int]]) -> str:
+    """SONiC's `show priority-group drop counters` (pg-drop): a port per row."""
+    header = ["Port", *(f"PG{pg}" for pg in range(CLASSES))]
+    rows = [[name, *(comma(v) for v in cells)] for name, cells in data.items()]
+    return "Ingress PG dropped packets:\n" + table(header, rows)
+
+
+def pg_pause_counters(snap: Snapshot) -> dict[str, dict[str, dict[str, int]]]:
+    """Per PG: pause state changes (`xoff_transitions`, `xon_transitions`), packets admitted
+    into headroom and dropped beyond it (`headroom_admits`, `lossless_violations`). SONiC has
+    no command for these; the layout follows `show queue counters`."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for port in snap.ports():
+        cells = {
+            key: snap.per_class(name, port, what)
+            for key, name, what in (
+                ("xoff", "xoff_transitions", 0),
+                ("xon", "xon_transitions", 0),
+                ("headroom_packets", "headroom_admits", 0),
+                ("headroom_bytes", "headroom_admits", 1),
+                ("violation_packets", "lossless_violations", 0),
+                ("violation_bytes", "lossless_violations", 1),
+            )
+        }
+        out[snap.name(port)] = {
+            f"PG{pg}": {key: values[pg] for key, values in cells.items()} for pg in range(CLASSES)
+        }
+    return out
+
+
+def render_pg_pause_counters(data: dict[str, dict[str, dict[str, int]]]) -> str:
+    header = ["Port", "PG", "XOFF", "XON", "Headroom/pkts", "Headroom/bytes",
+              "Violation/pkts", "Violation/bytes"]  # fmt: skip
+    keys = ("xoff", "xon", "headroom_packets", "headroom_bytes", "violation_packets",
+            "violation_bytes")  # fmt: skip
+    blocks = [
+        table(header, [[name, pg] + [comma(c[k]) for k in keys] for pg, c in pgs.items()])
+        for name, pgs in data.items()
+    ]
+    return "\n\n".join(blocks)
 
 
 def render_watermarks(title: str, data: dict[str, list[int | str]], prefix: str) -> str:
@@ -307,7 +354,10 @@ def interface_counters(
         drops = sum(tm[port]["drops"].values()) if port in tm else None
         if before is not None and drops is not None and port in old_tm:
             drops -= sum(old_tm[port]["drops"].values())
-        row["rx_drp"] = NA
+        rx_drops = snap.counter("port_rx_dropped", port)[0]
+        if before is not None:
+            rx_drops -= before.counter("port_rx_dropped", port)[0]
+        row["rx_drp"] = rx_drops
         row["tx_drp"] = drops if drops is not None else NA
         out[snap.name(port)] = row
     return out
@@ -345,6 +395,40 @@ def render_interface_counters(data: dict[str, dict[str, int | str]]) -> str:
             ]
         rows.append(row)
     return table(header, rows)
+
+
+# --- show dropcounters counts (dropstat) ----------------------------------------------------
+
+
+def drop_counters(snap: Snapshot) -> dict[str, Any]:
+    """Per port: packets the pipeline dropped from it (`port_rx_dropped`) and the traffic
+    manager's drops at its egress queues; for the switch: the pipeline's drops by reason
+    (`drop_reasons`, SONiC's switch-level debug counters)."""
+    tm = snap.tm_ports
+    ports = {
+        snap.name(port): {
+            "state": "U" if port in tm or snap.counter("port_rx_dropped", port)[0] else "X",
+            "rx_err": NA,
+            "rx_drps": snap.counter("port_rx_dropped", port)[0],
+            "tx_err": NA,
+            "tx_drps": sum(tm[port]["drops"].values()) if port in tm else NA,
+        }
+        for port in snap.ports()
+    }
+    reasons = {name: snap.counter("drop_reasons", i)[0] for i, name in enumerate(DROP_REASONS)}
+    return {"ports": ports, "switch": reasons}
+
+
+def render_drop_counters(data: dict[str, Any]) -> str:
+    header = ["IFACE", "STATE", "RX_ERR", "RX_DRPS", "TX_ERR", "TX_DRPS"]
+    keys = ("rx_err", "rx_drps", "tx_err", "tx_drps")
+    rows = [[name, r["state"], *(comma(r[k]) for k in keys)] for name, r in data["ports"].items()]
+    reasons = data["switch"]
+    device = table(
+        ["DEVICE", *(name.upper() for name in reasons)],
+        [["SWITCH", *(comma(v) for v in reasons.values())]],
+    )
+    return table(header, rows) + "\n\n" + device
 
 
 # --- show pfcwd stats -----------------------------------------------------------------------
@@ -396,6 +480,109 @@ def render_pfcwd_stats(data: dict[str, dict[str, int | str]]) -> str:
     return table(header, rows)
 
 
+# --- clear (sonic-clear) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClearSet:
+    """What a clear command resets: P4 counters and registers (to 0 over P4Runtime) and the
+    traffic manager's groups (`POST /clear?scope=`, p4-switch's names)."""
+
+    counters: tuple[str, ...] = ()
+    registers: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+
+
+PG_PAUSE_COUNTERS = (
+    "xoff_transitions",
+    "xon_transitions",
+    "headroom_admits",
+    "lossless_violations",
+)
+CLEAR_COMMANDS = {
+    "counters": ClearSet(counters=("port_rx_dropped",), scopes=("ports",)),
+    "pfccounters": ClearSet(counters=("pfc_sent",), scopes=("pfc",)),
+    "queuecounters": ClearSet(counters=("ecn_marked",), scopes=("queues",)),
+    "pfcwdcounters": ClearSet(scopes=("pfcwd",)),
+    "dropcounters": ClearSet(counters=("drop_reasons", "port_rx_dropped")),
+    "priority-group drop counters": ClearSet(counters=("pg_dropped",)),
+    "priority-group pause counters": ClearSet(counters=PG_PAUSE_COUNTERS),
+    "watermarks": ClearSet(
+        registers=("pg_shared_peak", "pg_headroom_peak"), scopes=("watermarks",)
+    ),
+    "queue watermark unicast": ClearSet(scopes=("watermarks",)),
+    "priority-group watermark shared": ClearSet(registers=("pg_shared_peak",)),
+    "priority-group watermark headroom": ClearSet(registers=("pg_headroom_peak",)),
+}
+CLEAR_ALIASES = {
+    "queue watermark": "queue watermark unicast",
+    "queue watermark all": "queue watermark unicast",
+}
+
+
+def clear_set(what: str) -> ClearSet:
+    """The union of every clear command for `all`, else the named command's set."""
+    if what == "all":
+        sets = CLEAR_COMMANDS.values()
+        return ClearSet(
+            *(tuple(dict.fromkeys(n for c in sets for n in getattr(c, f))) for f in
+              ("counters", "registers", "scopes"))
+        )  # fmt: skip
+    return CLEAR_COMMANDS[CLEAR_ALIASES.get(what, what)]
+
+
+def _zero_cells(client: P4RuntimeClient, entity: Any, kind: str) -> list[Any]:
+    """MODIFY updates that set every cell the wildcard read `entity` finds non-zero to 0: a
+    write needs an index, and the untouched cells are zero already."""
+    pb = client.pb
+    updates = []
+    for e in client.read([entity]):
+        cell = getattr(e, kind)
+        if kind == "counter_entry":
+            if not (cell.data.packet_count or cell.data.byte_count):
+                continue
+            zero = pb.Entity()
+            zero.counter_entry.counter_id = cell.counter_id
+            zero.counter_entry.index.index = cell.index.index
+            zero.counter_entry.data.SetInParent()
+        else:
+            if not any(cell.data.bitstring):
+                continue
+            zero = pb.Entity()
+            zero.register_entry.register_id = cell.register_id
+            zero.register_entry.index.index = cell.index.index
+            zero.register_entry.data.bitstring = b"\x00"
+        updates.append(pb.Update(type=pb.Update.MODIFY, entity=zero))
+    return updates
+
+
+def clear(
+    client: P4RuntimeClient, index: P4InfoIndex, stats_addr: str, what: str, timeout: float = 10.0
+) -> int:
+    """Reset what `sonic-clear WHAT` would; the number of P4 cells written. A cell that counts
+    between the read and the write loses that count, as in any clear."""
+    which = clear_set(what)
+    updates = []
+    for name in which.counters:
+        entity = client.pb.Entity()
+        entity.counter_entry.counter_id = index.counter(name).preamble.id
+        updates += _zero_cells(client, entity, "counter_entry")
+    for name in which.registers:
+        entity = client.pb.Entity()
+        entity.register_entry.register_id = index.register(name).preamble.id
+        updates += _zero_cells(client, entity, "register_entry")
+    result = client.write(updates)
+    if result.errors:
+        first = result.errors[0]
+        raise StatsError(
+            f"clear {what}: {len(result.errors)} of {len(updates)} cells not reset "
+            f"(first: {first.code}: {first.message})"
+        )
+    if which.scopes:
+        request(stats_addr, f"/clear?scope={','.join(which.scopes)}", "POST", timeout=timeout)
+    return len(updates)
+
+
 # --- dispatch -------------------------------------------------------------------------------
 
 
@@ -440,6 +627,9 @@ COMMANDS = {
     "priority-group watermark headroom": _pg_wm("headroom", "Ingress headroom per PG"),
     "interfaces counters": _simple(interface_counters, render_interface_counters),
     "pfcwd stats": _simple(pfcwd_stats, render_pfcwd_stats),
+    "priority-group drop counters": _simple(pg_drop_counters, render_pg_drop_counters),
+    "priority-group pause counters": _simple(pg_pause_counters, render_pg_pause_counters),
+    "dropcounters counts": _simple(drop_counters, render_drop_counters),
 }
 # SONiC accepts the queue type as optional in `show queue watermark`; unicast is all we have.
 ALIASES = {"queue watermark": "queue watermark unicast"}

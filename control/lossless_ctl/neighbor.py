@@ -369,12 +369,13 @@ def serve(
     log=print,
     burst: int = 1024,
 ) -> None:
-    """PacketIns in, updates and PacketOuts out, until `stop` is set. PacketIns that arrive
-    together (up to `burst`) are handled as one, so their updates share WriteRequests."""
+    """PacketIns in, updates and PacketOuts out, until `stop` is set or the switch's stream is
+    lost. PacketIns that arrive together (up to `burst`) are handled as one, so their updates
+    share WriteRequests."""
     for line in apply(client, learner, learner.start(time.monotonic())):
         log(line)
     next_tick = time.monotonic() + tick_s
-    while not stop.is_set():
+    while not stop.is_set() and not client.stream_lost.is_set():
         packet = client.next_packet_in(timeout=max(0.0, next_tick - time.monotonic()))
         now = time.monotonic()
         if packet is not None:

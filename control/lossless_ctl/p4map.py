@@ -431,6 +431,7 @@ class _Mapper:
                 dynamic = prof.get("SAI_BUFFER_PROFILE_ATTR_SHARED_DYNAMIC_TH")
                 static = prof.get("SAI_BUFFER_PROFILE_ATTR_SHARED_STATIC_TH") or 0
                 params = {
+                    "reserved": size,
                     "xoff_threshold": size + (static if dynamic is None else 0),
                     "xoff_size": prof["SAI_BUFFER_PROFILE_ATTR_XOFF_TH"],
                     "xon_threshold": prof["SAI_BUFFER_PROFILE_ATTR_XON_TH"],

@@ -2,16 +2,19 @@
 
 Port rate and MTU, queue scheduling and limits, PFC reception (which priorities pause which
 queue) and the PFC watchdog are the traffic manager's, not the P4 pipeline's, so they go into
-the file p4-switch reads with `--port-config`. Written as JSON (the traffic manager reads JSON
-for a `.json` name); every field is one the README documents.
+the file p4-switch reads with `--port-config`, or to a running switch's port configuration
+interface (`PUT /ports/N` on its statistics endpoint). Written as JSON (the traffic manager
+reads JSON for a `.json` name); every field is one the README documents.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from lossless_ctl.chips import Chip
 from lossless_ctl.sai import NULL, PORT_MTU_OVERHEAD, SaiModel
+from lossless_ctl.switch_http import StatsError, request
 
 
 def tm_config(model: SaiModel, chip: Chip | None) -> dict[str, Any]:
@@ -83,3 +86,17 @@ def tm_config(model: SaiModel, chip: Chip | None) -> dict[str, Any]:
         ports.append(entry)
     out["ports"] = ports
     return out
+
+
+def push(stats_addr: str, config: dict[str, Any], timeout: float = 10.0) -> list[str]:
+    """PUT every port of `config` (from tm_config) to the running switch; the problems, each
+    naming its URL. Reapplying a port's configuration keeps its queued packets and counters,
+    so the whole set is written each time. The buffer size and the watchdog's poll interval
+    are the switch's start-up settings (`--port-config`) and cannot change here."""
+    problems = []
+    for port in config["ports"]:
+        try:
+            request(stats_addr, f"/ports/{port['port']}", "PUT", json.dumps(port).encode(), timeout)
+        except StatsError as err:
+            problems.append(str(err))
+    return problems

@@ -53,6 +53,12 @@ def show(lab: SwitchLab, capsys, *what: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def clear(lab: SwitchLab, capsys, *what: str) -> None:
+    argv = ["clear", *what, "--switch", lab.grpc_addr, "--stats", lab.stats_addr]
+    assert ctl_main(argv) == 0
+    capsys.readouterr()
+
+
 def show_text(lab: SwitchLab, capsys, *what: str) -> str:
     capsys.readouterr()
     argv = ["show", *what, "--switch", lab.grpc_addr, "--stats", lab.stats_addr]
@@ -157,8 +163,11 @@ def test_pfc_frames_received_and_generated_are_shown(lab, capsys):
     # most the burst.
     wm = show(lab, capsys, "queue", "watermark", "unicast")["Ethernet8"]["UC3"]
     assert 1000 <= wm <= len(burst) * 1000
-    pg = show(lab, capsys, "priority-group", "watermark", "shared")["Ethernet0"]["PG3"]
-    assert pg["shared"] == "N/A" and pg["occupancy_bytes"] == 0  # drained by now
+    # The PG paused, so it held bytes beyond its pause point (size 8000 + static_th 0, all of it
+    # reserved): headroom, at most the profile's xoff (4000); nothing in the shared pool.
+    pg = show(lab, capsys, "priority-group", "watermark", "headroom")["Ethernet0"]["PG3"]
+    assert 0 < pg["headroom"] <= 4000 and pg["shared"] == 0
+    assert pg["occupancy_bytes"] == 0  # drained by now
 
 
 def test_pfc_watchdog_storm_is_shown(lab, capsys):
@@ -187,3 +196,86 @@ def test_pfc_watchdog_storm_is_shown(lab, capsys):
     # By now the storm may be restored (no XOFF for restoration_time); the counts stay.
     row = next(r.split() for r in text.splitlines() if r.split()[:1] == ["Ethernet12:3"])
     assert row[2].startswith("1/") and row[3] == f"{q['tx_ok']}/{q['tx_drop']}"
+
+
+def burst(lab: SwitchLab, dscp: int, count: int, sport: int) -> list[tuple[int, bytes]]:
+    """1000-byte frames from Ethernet0 to the 10M Ethernet8, built first and then sent back to
+    back, faster than 10M drains, so the PG and the queue fill; every frame that comes out,
+    once drained."""
+    frames = [udp("20.9.9.9", dscp=dscp, length=1000, sport=sport + i) for i in range(count)]
+    for frame in frames:
+        lab.send(1, frame)
+    return lab.receive(timeout=2.0, quiet=1.0)
+
+
+def test_clear_commands_reset_and_counting_resumes(lab, capsys):
+    def traffic(routed: int, blackholed: int, pfc_frames: int) -> None:
+        for i in range(routed):
+            lab.send(1, udp("20.1.2.5", dscp=3, sport=5000 + i))  # -> Ethernet4, queue 3
+        for i in range(blackholed):
+            lab.send(1, udp("192.0.2.9", dscp=0, sport=6000 + i))  # blackhole route
+        for _ in range(pfc_frames):
+            lab.send(3, pfc({3: 1}))
+        got = [f for port, f in lab.receive(timeout=2.0) if port == 2]
+        assert len(got) == routed
+
+    traffic(4, 1, 2)
+    before = show(lab, capsys, "interfaces", "counters")["Ethernet0"]
+    assert before["rx_ok"] > 0 and before["rx_drp"] > 0
+    for what in ("counters", "pfccounters", "queuecounters", "dropcounters"):
+        clear(lab, capsys, what)
+    interfaces = show(lab, capsys, "interfaces", "counters")
+    for name, row in interfaces.items():
+        assert [row[k] for k in ("rx_ok", "tx_ok", "rx_drp", "tx_drp")] == [0] * 4, name
+    pfc_data = show(lab, capsys, "pfc", "counters")
+    assert all(d["rx"] == d["tx"] == [0] * 8 for d in pfc_data.values()), pfc_data
+    queues = show(lab, capsys, "queue", "counters")
+    assert all(q["totalpacket"] == 0 for qs in queues.values() for q in qs.values())
+    drops = show(lab, capsys, "dropcounters", "counts")
+    assert set(drops["switch"].values()) == {0}
+    assert all(p["rx_drps"] == 0 for p in drops["ports"].values())
+
+    routed, blackholed, pfc_frames = 7, 2, 3
+    traffic(routed, blackholed, pfc_frames)
+    interfaces = show(lab, capsys, "interfaces", "counters")
+    assert interfaces["Ethernet0"]["rx_ok"] == routed + blackholed
+    assert interfaces["Ethernet0"]["rx_drp"] == blackholed
+    assert interfaces["Ethernet4"]["tx_ok"] == routed
+    assert interfaces["Ethernet8"]["rx_ok"] == pfc_frames  # MAC control frames count on the wire
+    assert show(lab, capsys, "pfc", "counters")["Ethernet8"]["rx"] == [0, 0, 0, 3, 0, 0, 0, 0]
+    assert show(lab, capsys, "queue", "counters")["Ethernet4"]["UC3"]["totalpacket"] == routed
+    drops = show(lab, capsys, "dropcounters", "counts")
+    assert drops["switch"]["route_action"] == blackholed
+    assert drops["ports"]["Ethernet0"]["rx_drps"] == blackholed
+    assert sum(drops["switch"].values()) == blackholed
+
+
+def test_watermarks_and_pg_drops_clear_and_rise_again(lab, capsys):
+    burst(lab, dscp=3, count=40, sport=7000)
+    pg = show(lab, capsys, "priority-group", "watermark", "headroom")["Ethernet0"]["PG3"]
+    assert pg["headroom"] > 0
+    assert show(lab, capsys, "queue", "watermark")["Ethernet8"]["UC3"] >= 1000
+    clear(lab, capsys, "watermarks")
+    pg = show(lab, capsys, "priority-group", "watermark", "headroom")["Ethernet0"]["PG3"]
+    assert pg["headroom"] == 0
+    # The queue has drained: its watermark restarts from an empty queue.
+    assert show(lab, capsys, "queue", "watermark")["Ethernet8"]["UC3"] == 0
+    burst(lab, dscp=3, count=40, sport=7100)
+    pg = show(lab, capsys, "priority-group", "watermark", "headroom")["Ethernet0"]["PG3"]
+    assert 0 < pg["headroom"] <= 4000
+    assert show(lab, capsys, "queue", "watermark")["Ethernet8"]["UC3"] >= 1000
+
+    # Lossy PG 1 (DSCP 10, static_th 5000): what does not fit is dropped by the pipeline,
+    # counted for the PG, the port and the reason; its shared watermark is at most 5000.
+    clear(lab, capsys, "priority-group", "drop", "counters")
+    clear(lab, capsys, "dropcounters")
+    sent = 60
+    out = [f for port, f in burst(lab, dscp=10, count=sent, sport=8000) if port == 3]
+    dropped = sent - len(out)
+    assert dropped > 0, "the 10M port drained the burst as fast as it came"
+    assert show(lab, capsys, "priority-group", "drop", "counters")["Ethernet0"][1] == dropped
+    drops = show(lab, capsys, "dropcounters", "counts")
+    assert drops["switch"]["lossy_threshold"] == dropped
+    assert drops["ports"]["Ethernet0"]["rx_drps"] == dropped
+    shared = show(lab, capsys, "priority-group", "watermark", "shared")["Ethernet0"]["PG1"]
+    assert 4000 < shared["shared"] <= 5000

@@ -61,9 +61,9 @@ def lpm(value, plen):
 
 
 # The mini config (data/mini.json) as the P4Runtime writes it should come out, phase by phase.
-# Values by p4src/README.md: pg_profile xoff_threshold = size 69632 + static_th 0, xoff_size =
-# xoff 13056, xon_threshold = xon 512, no xon_offset, static, class_enable = bit 3, refresh =
-# 65535 quanta at 25G / 2 = 671 us; shared pool = 10875072 - 4194112 = 6680960.
+# Values by p4src/README.md: pg_profile reserved = size 69632, xoff_threshold = size + static_th
+# 0, xoff_size = xoff 13056, xon_threshold = xon 512, no xon_offset, static, class_enable = bit
+# 3, refresh = 65535 quanta at 25G / 2 = 671 us; shared pool = 10875072 - 4194112 = 6680960.
 MAC = 0x001122334455
 NB_MAC = 0x525400000001
 EXPECTED = [
@@ -80,7 +80,7 @@ EXPECTED = [
         ING + "pg_profile",
         [(1, ex(1)), (2, ex(3))],
         ING + "set_lossless",
-        [69632, 13056, 512, 0, 0, 0, 0, 8, 65535, 671],
+        [69632, 69632, 13056, 512, 0, 0, 0, 0, 8, 65535, 671],
     ),
     # 25G: 48.828125 pause quanta (512 bit times) per microsecond, in Q16.16.
     exact(EG + "egress_port", [(1, ex(1))], EG + "set_egress_port", [MAC, 0, 3_200_000])

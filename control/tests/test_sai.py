@@ -134,11 +134,11 @@ def test_t0_mapping(p4info):
     modify = bindings().p4runtime_pb2.Update.MODIFY
     assert {u.type for u in copp.updates} == {modify}  # meter cells always exist
     # Lossless PG 3 of port 1 (Ethernet0, 100G), profile size 1248, xoff 96928, xon 1248,
-    # xon_offset 2496, dynamic_th -3: pause above 1248 + free / 8 (shift right 3, computed by the
-    # pipeline), headroom 96928, XON below max(1248, that point - 2496); class_enable = bit 3,
-    # refresh = 65535 x 512 bit / 100G / 2 = 167 us.
+    # xon_offset 2496, dynamic_th -3: reserved 1248, pause above 1248 + free / 8 (shift right
+    # 3, computed by the pipeline), headroom 96928, XON below max(1248, that point - 2496);
+    # class_enable = bit 3, refresh = 65535 x 512 bit / 100G / 2 = 167 us.
     pg = {m: (a, p) for m, a, p in entries(program, p4info, ING + "pg_profile")}
-    lossless = (1248, 96928, 1248, 2496, 1, 0, 3)
+    lossless = (1248, 1248, 96928, 1248, 2496, 1, 0, 3)
     assert pg[(1, 3)] == (ING + "set_lossless", (*lossless, 8, 65535, 167))
     assert pg[(1, 4)] == (ING + "set_lossless", (*lossless, 16, 65535, 167))
     assert pg[(1, 0)] == (ING + "set_lossy_dynamic", (3, 0))  # dynamic_th 3: x 2^3
@@ -169,8 +169,9 @@ def test_lossless_shared_static_th_moves_the_pause_point(p4info):
     program = to_p4(derive(config_db.parse_checked(raw)), p4info)
     pg = {m: p for m, _, p in entries(program, p4info, ING + "pg_profile")}
     # SONiC: the PG pauses once it holds its reserved size (139264) plus its shared threshold;
-    # the headroom (xoff 26112) comes on top, the static threshold needs no pipeline help.
-    assert pg[(8, 3)][:5] == (139264 + 20000, 26112, 2496, 0, 0)
+    # the headroom (xoff 26112) comes on top, the static threshold needs no pipeline help. The
+    # reserved size stays 139264: what the PG holds beyond it is its shared watermark.
+    assert pg[(8, 3)][:6] == (139264, 139264 + 20000, 26112, 2496, 0, 0)
 
 
 def test_t1_sfc_and_port_config(p4info):
@@ -182,10 +183,10 @@ def test_t1_sfc_and_port_config(p4info):
     assert len(sfc) == 8
     switch = entries(program, p4info, ING + "switch_config")
     assert switch == [((), ING + "set_switch_config", (10875072 - 4194112, 100))]
-    # Static lossless profile (seed 000 style): pause above size + static_th 0, headroom xoff,
-    # XON below xon.
+    # Static lossless profile (seed 000 style): all of size reserved, pause above size +
+    # static_th 0, headroom xoff, XON below xon.
     pg = {m: p for m, _, p in entries(program, p4info, ING + "pg_profile")}
-    assert pg[(8, 3)] == (139264, 26112, 2496, 0, 0, 0, 0, 8, 65535, 167)
+    assert pg[(8, 3)] == (139264, 139264, 26112, 2496, 0, 0, 0, 0, 8, 65535, 167)
     assert pg[(8, 0)] == (1048576,)
     tm = tm_config(model, cfg.chip)
     assert tm["buffer"] == {"total_bytes": 12766208, "cell_bytes": 208}

@@ -5,13 +5,24 @@ Needs `make build` (build/bin/p4-compile and build/bin/p4-switch), which `make t
 
 from __future__ import annotations
 
+import json
 import re
+import signal
 import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from lossless_ctl import config_db
 from lossless_ctl.cli import main as ctl_main
+from lossless_ctl.client import P4RuntimeClient
+from lossless_ctl.loader import pipeline_cookie, plan, read_back, read_pipeline
+from lossless_ctl.p4info import P4InfoIndex
+from lossless_ctl.port_config import tm_config
+from lossless_ctl.sai import derive
 from lossless_topo.switch import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,34 +38,58 @@ def pipeline(compiled_pipeline) -> Path:
     return compiled_pipeline
 
 
+class Switch:
+    """p4-switch without ports, on fixed P4Runtime and stats ports so that a restart comes back
+    where the controller looks for it."""
+
+    def __init__(self, workdir: Path, port_config: Path | None = None):
+        self.port_config = port_config
+        self.grpc_port, self.stats_port = free_port(), free_port()
+        self.address = f"127.0.0.1:{self.grpc_port}"
+        self.stats = f"127.0.0.1:{self.stats_port}"
+        self.workdir = workdir
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        self.log = self.workdir / f"p4-switch-{self.starts}.log"
+        cmd = [
+            BIN / "p4-switch", "--no-p4", "--device-id", str(DEVICE_ID),
+            "--cpu-port", "255", "--grpc-server-addr", self.address, "--stats-addr", self.stats,
+        ]  # fmt: skip
+        if self.port_config is not None:
+            cmd += ["--port-config", str(self.port_config)]
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        wait_for_port(self.grpc_port, self.proc, self.log, timeout_s=20)
+        wait_for_port(self.stats_port, self.proc, self.log, timeout_s=10)
+
+    def stop(self) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        assert self.proc.returncode == 0, f"p4-switch exited {self.proc.returncode}"
+
+
 @pytest.fixture
-def switch(tmp_path):
-    grpc_port, stats_port = free_port(), free_port()
-    log = tmp_path / "p4-switch.log"
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                BIN / "p4-switch",
-                "--no-p4",
-                "--device-id",
-                str(DEVICE_ID),
-                "--cpu-port",
-                "255",
-                "--grpc-server-addr",
-                f"127.0.0.1:{grpc_port}",
-                "--stats-addr",
-                f"127.0.0.1:{stats_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
+def server(tmp_path):
+    sw = Switch(tmp_path)
+    sw.start()
     try:
-        wait_for_port(grpc_port, proc, log, timeout_s=20)
-        yield f"127.0.0.1:{grpc_port}"
+        yield sw
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        assert proc.returncode == 0, f"p4-switch exited {proc.returncode}: {log.read_text()}"
+        if sw.proc is not None and sw.proc.poll() is None:
+            sw.stop()
+
+
+@pytest.fixture
+def switch(server) -> str:
+    return server.address
 
 
 def _load(switch: str, pipeline: Path, *extra: str) -> int:
@@ -88,3 +123,170 @@ def test_restarted_controller_writes_only_the_difference(switch, pipeline, capsy
     assert _load(switch, pipeline, "--reconcile") == 0
     again = capsys.readouterr().out
     assert "switch state read" in again and "written 0 of 0 updates" in again, again
+
+
+def test_load_configures_the_running_switchs_ports(tmp_path, pipeline, capsys):
+    # The switch starts with a traffic manager whose ports are all 100M without PFC.
+    start = tmp_path / "ports.json"
+    ports = [{"port": p, "rate_bps": 100_000_000} for p in (1, 2, 3, 4)]
+    start.write_text(json.dumps({"buffer": {"total_bytes": 1_000_000}, "ports": ports}))
+    sw = Switch(tmp_path, port_config=start)
+    sw.start()
+    try:
+        assert _load(sw.address, pipeline, "--stats", sw.stats) == 0
+        assert f"port configuration: 4 ports configured at {sw.stats}" in capsys.readouterr().out
+        cfg = config_db.parse_checked(config_db.load_files([CONFIG]))
+        for want in tm_config(derive(cfg), cfg.chip)["ports"]:
+            with urllib.request.urlopen(f"http://{sw.stats}/ports/{want['port']}") as resp:
+                got = json.loads(resp.read())
+            for key in ("rate_bps", "mtu", "pfc_enable"):
+                assert got.get(key) == want.get(key), (want["port"], key, got)
+            if "pfcwd" in want:
+                assert got["pfcwd"]["detection_time_ms"] == want["pfcwd"]["detection_time_ms"]
+    finally:
+        sw.stop()
+
+
+def test_port_configuration_needs_a_traffic_manager(server, pipeline, capsys):
+    assert _load(server.address, pipeline, "--stats", server.stats) == 1
+    err = capsys.readouterr().err
+    assert f"port configuration: http://{server.stats}/ports/1: 400: no traffic manager" in err
+
+
+def _show(server: Switch, capsys, *what: str) -> dict:
+    capsys.readouterr()
+    argv = ["show", *what, "--switch", server.address, "--stats", server.stats, "--json"]
+    assert ctl_main([*argv, "--config", str(CONFIG), "--device-id", str(DEVICE_ID)]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _clear(server: Switch, capsys, *what: str) -> str:
+    capsys.readouterr()
+    argv = ["clear", *what, "--switch", server.address, "--stats", server.stats]
+    assert ctl_main([*argv, "--device-id", str(DEVICE_ID)]) == 0
+    return capsys.readouterr().out
+
+
+def _write_cells(server: Switch, pipeline: Path, cells: list[tuple[str, str, int, int]]) -> None:
+    """(counter|register, name, index, value): what traffic would have left in the pipeline."""
+    index = P4InfoIndex(read_pipeline(pipeline).p4info)
+    with P4RuntimeClient(server.address, device_id=DEVICE_ID) as client:
+        client.arbitrate()
+        pb = client.pb
+        updates = []
+        for kind, name, i, value in cells:
+            entity = pb.Entity()
+            if kind == "counter":
+                entity.counter_entry.counter_id = index.counter(name).preamble.id
+                entity.counter_entry.index.index = i
+                entity.counter_entry.data.packet_count = value
+                entity.counter_entry.data.byte_count = value * 100
+            else:
+                entity.register_entry.register_id = index.register(name).preamble.id
+                entity.register_entry.index.index = i
+                # P4Runtime's canonical form: no leading zero bytes.
+                width = max(1, (value.bit_length() + 7) // 8)
+                entity.register_entry.data.bitstring = value.to_bytes(width, "big")
+            updates.append(pb.Update(type=pb.Update.MODIFY, entity=entity))
+        assert client.write(updates).errors == []
+
+
+def test_clear_commands_reset_what_they_name(server, pipeline, capsys):
+    assert _load(server.address, pipeline) == 0
+    # Ethernet0 is port 1: PG 3 is cell 11, PG 4 cell 12, PG 1 cell 9.
+    _write_cells(server, pipeline, [
+        ("register", "pg_shared_peak", 11, 1500),
+        ("register", "pg_headroom_peak", 11, 700),
+        ("register", "pg_headroom_peak", 12, 9),
+        ("counter", "pfc_sent", 11, 5),
+        ("counter", "pg_dropped", 9, 3),
+    ])  # fmt: skip
+    shared = _show(server, capsys, "priority-group", "watermark", "shared")["Ethernet0"]
+    headroom = _show(server, capsys, "priority-group", "watermark", "headroom")["Ethernet0"]
+    assert [shared[f"PG{pg}"]["shared"] for pg in range(8)] == [0, 0, 0, 1500, 0, 0, 0, 0]
+    assert [headroom[f"PG{pg}"]["headroom"] for pg in range(8)] == [0, 0, 0, 700, 9, 0, 0, 0]
+    drops = _show(server, capsys, "priority-group", "drop", "counters")["Ethernet0"]
+    assert drops == [0, 3, 0, 0, 0, 0, 0, 0]
+
+    # Each clear resets its own cells only: the cells written above that are not zero.
+    out = _clear(server, capsys, "priority-group", "watermark", "headroom")
+    assert "(2 pipeline cells reset)" in out, out
+    headroom = _show(server, capsys, "priority-group", "watermark", "headroom")["Ethernet0"]
+    assert all(headroom[f"PG{pg}"]["headroom"] == 0 for pg in range(8))
+    assert headroom["PG3"]["shared"] == 1500
+    _clear(server, capsys, "watermarks")
+    shared = _show(server, capsys, "priority-group", "watermark", "shared")["Ethernet0"]
+    assert shared["PG3"]["shared"] == 0
+    assert _show(server, capsys, "pfc", "counters")["Ethernet0"]["tx"][3] == 5
+    _clear(server, capsys, "pfccounters")
+    assert _show(server, capsys, "pfc", "counters")["Ethernet0"]["tx"] == [0] * 8
+    assert _show(server, capsys, "priority-group", "drop", "counters")["Ethernet0"][1] == 3
+    _clear(server, capsys, "all")
+    assert _show(server, capsys, "priority-group", "drop", "counters")["Ethernet0"] == [0] * 8
+
+    # Cleared cells take new values again.
+    _write_cells(server, pipeline, [("register", "pg_shared_peak", 11, 42)])
+    shared = _show(server, capsys, "priority-group", "watermark", "shared")["Ethernet0"]
+    assert shared["PG3"]["shared"] == 42
+
+
+def test_clear_errors_name_the_endpoint(server, pipeline, capsys):
+    assert _load(server.address, pipeline) == 0
+    capsys.readouterr()
+    unused = f"127.0.0.1:{free_port()}"
+    argv = ["clear", "counters", "--switch", server.address, "--stats", unused]
+    assert ctl_main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"clear: http://{unused}/clear?scope=ports" in err, err
+    with pytest.raises(SystemExit) as exit_info:
+        ctl_main(["clear", "everything", "--switch", server.address])
+    assert exit_info.value.code == 2
+    assert "clear 'everything': known are all, counters" in capsys.readouterr().err
+
+
+def _wait_for(condition, what: str, timeout_s: float = 90.0) -> None:
+    """Bounds a wait that would otherwise hang; the time it takes is not what is tested."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s} s"
+        time.sleep(0.1)
+
+
+def test_restarted_switch_is_replayed(server, pipeline, tmp_path):
+    cfg = config_db.parse_checked(config_db.load_files([CONFIG]))
+    loaded = read_pipeline(pipeline)
+    _, program = plan(cfg, loaded.p4info)
+
+    def in_sync() -> list[str]:
+        with P4RuntimeClient(server.address, device_id=DEVICE_ID) as client:
+            client.connect()
+            assert client.pipeline_cookie() == pipeline_cookie(loaded)
+            return read_back(client, loaded, program)
+
+    log = tmp_path / "run.log"
+    cmd = [
+        sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
+        "--switch", server.address, "--pipeline", str(pipeline),
+        "--device-id", str(DEVICE_ID), "--reconnect-timeout", "5",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(lambda: "written" in log.read_text(), "the first load")
+        first = re.findall(r"written (\d+) of (\d+) updates", log.read_text())
+        assert first[0][0] == first[0][1] and int(first[0][0]) > 0, log.read_text()
+        assert in_sync() == []
+
+        server.stop()  # the switch restarts with nothing: no pipeline, no entries
+        server.start()
+        _wait_for(lambda: log.read_text().count("written") == 2, "the replay")
+        text = log.read_text()
+        assert "stream lost; reconnecting to replay" in text, text
+        assert text.count("pipeline set in") == 2, text
+        again = re.findall(r"written (\d+) of (\d+) updates", text)
+        assert again[1] == first[0], text
+        assert in_sync() == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0, log.read_text()

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use switch_engine::{EgressJob, Output, QueueMeta, Stats, Switch, SwitchConfig};
 use switch_ports::Port;
-use switch_tm::{PortConfig, RxVerdict, Tm, TmConfig, TmError};
+use switch_tm::{ClearScope, PortConfig, RxVerdict, Tm, TmConfig, TmError};
 
 /// Rate given to ports the `--port-config` file does not list (and to the CPU port): far above
 /// anything a software port reaches, so they are effectively unshaped but still share the buffer.
@@ -168,12 +168,19 @@ impl Core {
 
     /// SONiC clear semantics: counters to zero, watermarks restart from the current occupancy.
     pub fn clear(&mut self, now_ns: u64) {
-        self.counters = CoreCounters::default();
-        if let Some(sw) = &self.switch {
-            self.engine_base = sw.stats();
+        self.clear_some(now_ns, ClearScope::ALL);
+    }
+
+    /// What `scope` names only; the switch's own frame and engine counts go with the ports.
+    pub fn clear_some(&mut self, now_ns: u64, scope: ClearScope) {
+        if scope.ports {
+            self.counters = CoreCounters::default();
+            if let Some(sw) = &self.switch {
+                self.engine_base = sw.stats();
+            }
         }
         if let Some(tm) = &mut self.tm {
-            tm.clear(now_ns);
+            tm.clear_some(now_ns, scope);
         }
     }
 

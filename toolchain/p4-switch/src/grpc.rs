@@ -4,8 +4,12 @@ use crate::runtime::{EngineJob, Handle};
 use p4runtime_server::{CpuSink, Dataplane};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 use switch_engine::SwitchConfig;
 use tokio::sync::oneshot;
+
+/// How long a stopping switch lets connected controllers finish their requests.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
 impl Dataplane for Handle {
     fn exec(&self, f: EngineJob) {
@@ -56,10 +60,25 @@ impl GrpcServer {
                         }
                     };
                     let dp: Arc<dyn Dataplane> = Arc::new(handle);
+                    let (graceful, graceful_rx) = oneshot::channel::<()>();
                     let shutdown = async {
-                        let _ = rx.await;
+                        let _ = graceful_rx.await;
                     };
-                    if let Err(e) = p4runtime_server::serve_listener(listener, dp, shutdown).await {
+                    let serve = p4runtime_server::serve_listener(listener, dp, shutdown);
+                    tokio::pin!(serve);
+                    let result = tokio::select! {
+                        r = &mut serve => r,
+                        _ = rx => {
+                            let _ = graceful.send(());
+                            // A graceful shutdown waits for every open StreamChannel, i.e. for
+                            // the controllers to leave; a stopping switch drops them after a
+                            // grace period instead (leaving block_on drops the runtime's tasks).
+                            tokio::time::timeout(SHUTDOWN_GRACE, serve)
+                                .await
+                                .unwrap_or(Ok(()))
+                        }
+                    };
+                    if let Err(e) = result {
                         eprintln!("{e}");
                     }
                 })

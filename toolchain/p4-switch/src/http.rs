@@ -5,6 +5,7 @@
 //! | `GET /metrics` | Prometheus text: traffic manager (`lossless_tm_*`) and switch (`p4switch_*`) |
 //! | `GET /stats` | JSON: `{"switch": {...}, "engine": {...}, "tm": {...} or null}` |
 //! | `POST /clear` | counters to zero, watermarks from the current occupancy (SONiC clear) |
+//! | `POST /clear?scope=LIST` | only some: `ports`, `pfc`, `queues`, `watermarks`, `pfcwd` |
 //! | `GET /ports` / `GET /ports/N` | the traffic manager's port configuration(s), JSON |
 //! | `PUT /ports/N` | a port configuration (JSON or YAML, as in `--port-config`'s `ports[]`) |
 
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use switch_tm::PortConfig;
+use switch_tm::{ClearScope, PortConfig};
 use tiny_http::{Header, Method, Request, Response, Server};
 
 pub struct StatsServer {
@@ -91,6 +92,15 @@ fn serve(mut req: Request, handle: &Handle) {
             Some(()) => (200, "text/plain", "cleared\n".into()),
             None => stopped(),
         },
+        (Method::Post, path) if path.starts_with("/clear?scope=") => {
+            match ClearScope::parse(&path["/clear?scope=".len()..]) {
+                Err(e) => (400, "text/plain", format!("{e}\n")),
+                Ok(scope) => match handle.exec_core(move |c, now| c.clear_some(now, scope)) {
+                    Some(()) => (200, "text/plain", "cleared\n".into()),
+                    None => stopped(),
+                },
+            }
+        }
         (Method::Get, "/ports") => match handle.exec_core(|c, _| {
             let ports: Vec<PortConfig> = c
                 .tm()
@@ -147,7 +157,8 @@ fn serve(mut req: Request, handle: &Handle) {
         _ => (
             404,
             "text/plain",
-            "endpoints: GET /metrics, GET /stats, POST /clear, GET /ports, GET|PUT /ports/N\n"
+            "endpoints: GET /metrics, GET /stats, POST /clear[?scope=LIST], GET /ports, \
+             GET|PUT /ports/N\n"
                 .into(),
         ),
     };
@@ -163,23 +174,33 @@ fn stopped() -> (u16, &'static str, String) {
 
 /// A `PUT /ports/N` body: a port configuration in JSON or YAML; `port` may be left out.
 fn parse_port(text: &str, port: u32) -> Result<PortConfig, String> {
-    let mut value: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|e| format!("body: {e}"))?;
-    if let serde_yaml::Value::Mapping(m) = &mut value {
-        let key = serde_yaml::Value::from("port");
-        match m.get(&key).and_then(|v| v.as_u64()) {
-            None => {
-                m.insert(key, serde_yaml::Value::from(port));
+    let body = |e: &dyn std::fmt::Display| format!("body: {e}");
+    // JSON through serde_json: serde_yaml does not read JSON's string map keys (pfc_to_queue
+    // {"3": 3}) as the numbers they stand for, as the --port-config file reader does.
+    let cfg: PortConfig = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(mut value) => {
+            if let Some(m) = value.as_object_mut() {
+                m.entry("port").or_insert_with(|| port.into());
             }
-            Some(p) if p != u64::from(port) => {
-                return Err(format!(
-                    "body: port: {p} differs from the URL's port {port}"
-                ))
-            }
-            Some(_) => {}
+            serde_json::from_value(value).map_err(|e| body(&e))?
         }
+        Err(_) => {
+            let mut value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| body(&e))?;
+            if let serde_yaml::Value::Mapping(m) = &mut value {
+                let key = serde_yaml::Value::from("port");
+                if !m.contains_key(&key) {
+                    m.insert(key, serde_yaml::Value::from(port));
+                }
+            }
+            serde_yaml::from_value(value).map_err(|e| body(&e))?
+        }
+    };
+    if cfg.port != port {
+        return Err(format!(
+            "body: port: {} differs from the URL's port {port}",
+            cfg.port
+        ));
     }
-    let cfg: PortConfig = serde_yaml::from_value(value).map_err(|e| format!("body: {e}"))?;
     cfg.validate("body").map_err(|e| e.to_string())?;
     Ok(cfg)
 }

@@ -67,6 +67,29 @@ fn metrics_stats_clear_and_port_configuration() {
     assert_eq!(v["engine"]["parser_errors"], 1);
     assert_eq!(v["switch"]["tx_frames"]["0"], 21);
     assert!(v["tm"].is_object());
+    let tm_tx = |v: &serde_json::Value| v["tm"]["ports"][0]["tx_packets"].clone();
+    assert_eq!(tm_tx(&v), 21);
+
+    // A scoped clear leaves the other groups counting.
+    let (status, _) = request(&addr, "POST", "/clear?scope=pfc,watermarks", "");
+    assert_eq!(status, 200);
+    let (_, j) = request(&addr, "GET", "/stats", "");
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(v["engine"]["parser_errors"], 1);
+    assert_eq!(v["switch"]["tx_frames"]["0"], 21);
+    assert_eq!(tm_tx(&v), 21);
+    let (status, _) = request(&addr, "POST", "/clear?scope=ports", "");
+    assert_eq!(status, 200);
+    let (_, j) = request(&addr, "GET", "/stats", "");
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(v["engine"]["parser_errors"], 0);
+    assert_eq!(tm_tx(&v), 0);
+    let (status, body) = request(&addr, "POST", "/clear?scope=ports,everything", "");
+    assert_eq!(status, 400);
+    assert!(
+        body.contains("unknown clear scope \"everything\""),
+        "{body}"
+    );
 
     let (status, _) = request(&addr, "POST", "/clear", "");
     assert_eq!(status, 200);
@@ -101,6 +124,17 @@ fn metrics_stats_clear_and_port_configuration() {
     let (status, body) = request(&addr, "GET", "/ports", "");
     assert_eq!(status, 200);
     assert!(body.contains("25000000000"), "{body}");
+    // JSON as the controller sends it: pfc_to_queue's keys are strings.
+    let (status, body) = request(
+        &addr,
+        "PUT",
+        "/ports/0",
+        "{\"port\": 0, \"rate_bps\": 1000000000, \"pfc_enable\": [3], \"pfc_to_queue\": {\"3\": 5}}",
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = request(&addr, "GET", "/ports/0", "");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["pfc_to_queue"]["3"], 5, "{body}");
     rt.shutdown();
     drop(server);
 }

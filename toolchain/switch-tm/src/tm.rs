@@ -949,38 +949,110 @@ impl<P> Tm<P> {
         }
     }
 
-    /// Resets counters and watermarks (SONiC `sonic-clear counters`, `queue watermarks`,
-    /// `pfccounters`); watermarks restart from the current occupancy.
+    /// Resets every counter and watermark (SONiC's clear commands together); watermarks
+    /// restart from the current occupancy.
     pub fn clear(&mut self, now_ns: u64) {
-        self.since_ns = now_ns;
-        self.peak_cells = self.used_cells;
-        self.unknown_port_drops = 0;
-        self.unknown_port_rx = 0;
+        self.clear_some(now_ns, ClearScope::ALL);
+    }
+
+    /// Resets what `scope` names, leaving the rest counting.
+    pub fn clear_some(&mut self, now_ns: u64, scope: ClearScope) {
+        if scope.ports {
+            self.unknown_port_drops = 0;
+            self.unknown_port_rx = 0;
+        }
+        if scope.watermarks {
+            self.peak_cells = self.used_cells;
+        }
+        if scope.queues {
+            // The mean occupancy's window starts again with the queues' areas.
+            self.since_ns = now_ns;
+        }
         for p in &mut self.ports {
-            p.peak_cells = p.used_cells;
-            p.rx_packets = 0;
-            p.rx_bytes = 0;
-            p.tx_packets = 0;
-            p.tx_bytes = 0;
-            p.drops = DropCounts::default();
-            p.pfc_rx = [0; 8];
-            p.pause_rx = 0;
-            p.mac_control_other_rx = 0;
-            p.mac_control_malformed = 0;
+            if scope.ports {
+                p.rx_packets = 0;
+                p.rx_bytes = 0;
+                p.tx_packets = 0;
+                p.tx_bytes = 0;
+                p.drops = DropCounts::default();
+                p.mac_control_other_rx = 0;
+                p.mac_control_malformed = 0;
+            }
+            if scope.pfc {
+                p.pfc_rx = [0; 8];
+                p.pause_rx = 0;
+            }
+            if scope.watermarks {
+                p.peak_cells = p.used_cells;
+            }
             for q in &mut p.queues {
-                q.tx_packets = 0;
-                q.tx_bytes = 0;
-                q.drops = DropCounts::default();
-                q.peak_bytes = q.bytes;
-                q.peak_cells = q.cells;
-                q.area_bytes = 0;
-                q.area_cells = 0;
-                q.area_ns = now_ns;
-                q.paused_acc = 0;
-                q.pause_start = now_ns.min(q.pause_end).max(q.pause_start);
-                q.wd.storms = 0;
-                q.wd.restorations = 0;
+                if scope.queues {
+                    q.tx_packets = 0;
+                    q.tx_bytes = 0;
+                    q.drops = DropCounts::default();
+                    q.area_bytes = 0;
+                    q.area_cells = 0;
+                    q.area_ns = now_ns;
+                    q.paused_acc = 0;
+                    q.pause_start = now_ns.min(q.pause_end).max(q.pause_start);
+                }
+                if scope.watermarks {
+                    q.peak_bytes = q.bytes;
+                    q.peak_cells = q.cells;
+                }
+                if scope.pfcwd {
+                    q.wd.storms = 0;
+                    q.wd.restorations = 0;
+                }
             }
         }
+    }
+}
+
+/// What [`Tm::clear_some`] resets, grouped as SONiC's clear commands group them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClearScope {
+    /// `sonic-clear counters`: port packets, bytes, drops and other MAC control frames.
+    pub ports: bool,
+    /// `sonic-clear pfccounters`: PFC and PAUSE frames received.
+    pub pfc: bool,
+    /// `sonic-clear queuecounters`: queue packets, bytes, drops, mean occupancy, time paused.
+    pub queues: bool,
+    /// `sonic-clear watermarks`: buffer, port and queue peaks restart from the occupancy.
+    pub watermarks: bool,
+    /// `sonic-clear pfcwdcounters`: watchdog storms detected and restored.
+    pub pfcwd: bool,
+}
+
+impl ClearScope {
+    pub const ALL: ClearScope = ClearScope {
+        ports: true,
+        pfc: true,
+        queues: true,
+        watermarks: true,
+        pfcwd: true,
+    };
+    pub const NAMES: [&'static str; 5] = ["ports", "pfc", "queues", "watermarks", "pfcwd"];
+
+    /// A comma-separated list of [`ClearScope::NAMES`], e.g. `pfc,watermarks`.
+    pub fn parse(list: &str) -> Result<ClearScope, String> {
+        let mut scope = ClearScope::default();
+        for name in list.split(',') {
+            let flag = match name {
+                "ports" => &mut scope.ports,
+                "pfc" => &mut scope.pfc,
+                "queues" => &mut scope.queues,
+                "watermarks" => &mut scope.watermarks,
+                "pfcwd" => &mut scope.pfcwd,
+                _ => {
+                    return Err(format!(
+                        "unknown clear scope {name:?}: known are {}",
+                        ClearScope::NAMES.join(", ")
+                    ))
+                }
+            };
+            *flag = true;
+        }
+        Ok(scope)
     }
 }

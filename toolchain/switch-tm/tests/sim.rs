@@ -4,8 +4,8 @@
 
 use lossless_wire::pfc::{quanta_to_ns, MacControl};
 use switch_tm::{
-    wire_bytes, ConfigFormat, DropReason, PfcwdAction, PfcwdConfig, PortConfig, QueueConfig,
-    RxVerdict, SchedulerType, Tm, TmConfig,
+    wire_bytes, ClearScope, ConfigFormat, DropReason, PfcwdAction, PfcwdConfig, PortConfig,
+    QueueConfig, RxVerdict, SchedulerType, Tm, TmConfig,
 };
 
 const MS: u64 = 1_000_000;
@@ -697,6 +697,19 @@ fn watermarks_average_and_clear() {
     assert_eq!(st.buffer.peak_cells, 8);
 
     tm.enqueue(2 * MS, 1, 0, 100, 0).unwrap();
+    // One group at a time: watermarks restart from the 100 B queued, counters go on.
+    let pfc_rx = st.ports[0].pfc_rx;
+    tm.clear_some(2 * MS, ClearScope::parse("watermarks").unwrap());
+    let st = tm.stats(2 * MS);
+    let q = &st.ports[0].queues[0];
+    assert_eq!((q.peak_bytes, q.tx_packets), (100, 4));
+    assert_eq!((st.buffer.peak_cells, st.ports[0].pfc_rx), (1, pfc_rx));
+    tm.clear_some(2 * MS, ClearScope::parse("queues,pfcwd").unwrap());
+    let q = &tm.stats(2 * MS).ports[0].queues[0];
+    assert_eq!((q.peak_bytes, q.tx_packets, q.tx_bytes), (100, 0, 0));
+    assert!(ClearScope::parse("queues,bogus")
+        .unwrap_err()
+        .contains("unknown clear scope \"bogus\""));
     tm.clear(2 * MS);
     let st = tm.stats(3 * MS);
     let q = &st.ports[0].queues[0];
