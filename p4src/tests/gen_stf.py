@@ -301,9 +301,9 @@ def sfc_setup(interval_us: int) -> list[str]:
     # PG 3 is lossless on port 1 only (thresholds out of reach: no XOFF of its own here), so
     # a source on port 2 has no PFC on the priority to be paused with.
     lines += [
-        "add pg_profile port:1 pg:3 set_lossless(xoff_threshold:0xffffffff, xoff_size:0, "
-        "xon_threshold:0, xon_offset:0, shared_dynamic:0, shift_left:0, shift_right:0, "
-        "class_enable:0x08, quanta:0xffff, refresh_interval_us:1000)",
+        "add pg_profile port:1 pg:3 set_lossless(reserved:0xffffffff, xoff_threshold:0xffffffff, "
+        "xoff_size:0, xon_threshold:0, xon_offset:0, shared_dynamic:0, shift_left:0, "
+        "shift_right:0, class_enable:0x08, quanta:0xffff, refresh_interval_us:1000)",
         f"add sfc_dscp_to_priority dscp:{LOSSLESS_DSCP} set_sfc_priority(prio:3)",
         "",
     ]
