@@ -5,9 +5,12 @@
 header h_t { bit<8> a; bit<8> b; bit<8> c; bit<8> tag; }
 struct H { h_t h; }
 struct M { }
+// The controller sees each field's `@match`; bmv2 matches value sets exactly.
+struct pair_t { @match(ternary) bit<8> c; @match(lpm) bit<8> b; }
 parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
     value_set<bit<8>>(4) vs;
     value_set<bit<8>>(4) vs2;
+    value_set<pair_t>(2) pairs;
     state start {
         pk.extract(hdr.h);
         transition select(hdr.h.a, hdr.h.b) {
@@ -15,12 +18,19 @@ parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
             (0x10, _): two;
             (vs, vs2): three;
             (0x20, _): last;
+            (0x30, _): by_pair;
             default: four;
         }
     }
     state last {
         transition select(hdr.h.c, hdr.h.b) {
             (vs2, 0x20): five;
+        }
+    }
+    state by_pair {
+        transition select(hdr.h.c, hdr.h.b) {
+            pairs: five;
+            default: four;
         }
     }
     state one { hdr.h.tag = 1; transition accept; }

@@ -165,7 +165,8 @@ fn value_sets_in_tuple_keysets_match_in_case_order() {
     sw.parse_vset_add("P.vs", &[0x10]).unwrap();
     sw.parse_vset_add("P.vs2", &[0x07]).unwrap();
     // (a, b, c) -> the tag the parser sets; 0xee: error.NoMatch.
-    let cases: [([u8; 3], u8); 11] = [
+    sw.parse_vset_add("P.pairs", &[0x07, 0x20]).unwrap();
+    let cases: [([u8; 3], u8); 13] = [
         ([0x05, 0x01, 0], 1),    // (vs, 1)
         ([0x10, 0x01, 0], 1),    // (vs, 1) before (0x10, _)
         ([0x10, 0x02, 0], 2),    // in vs, not 1: on to (0x10, _)
@@ -177,6 +178,8 @@ fn value_sets_in_tuple_keysets_match_in_case_order() {
         ([0x20, 0x21, 0x07], 0xee),
         ([0x20, 0x20, 0x08], 0xee),
         ([0x20, 0x21, 0x08], 0xee),
+        ([0x30, 0x20, 0x07], 5), // (c, b) in pairs
+        ([0x30, 0x21, 0x07], 4),
     ];
     for (i, (abc, tag)) in cases.iter().enumerate() {
         let mut out = Vec::new();
