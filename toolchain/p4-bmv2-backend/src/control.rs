@@ -687,20 +687,17 @@ impl Ctx<'_> {
         }
         r?;
         let id = self.json.actions.len() as i64;
-        let json_name = if self.json.actions.iter().any(|a| a.name == name) {
-            self.fresh(&name)
-        } else {
-            name.clone()
-        };
+        // Every copy keeps the control-plane name, as in p4c's JSON (ids tell them apart): the
+        // STF runner and P4Runtime find a table's action by that name.
         self.json.actions.push(j::Action {
-            name: json_name.clone(),
+            name: name.clone(),
             id,
             runtime_data,
             primitives: b.finish(),
         });
         crate::p4info::action(self, &name, d);
-        self.action_keys.insert(key, (json_name.clone(), id));
-        Ok((json_name, id))
+        self.action_keys.insert(key, (name.clone(), id));
+        Ok((name, id))
     }
 
     fn table_node(&mut self, t: DeclId, span: Span, succ: Succ) -> R<Next> {

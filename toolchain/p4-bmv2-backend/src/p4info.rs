@@ -328,6 +328,18 @@ fn print(p: &ir::Program, e: &Expr) -> String {
     }
 }
 
+fn match_kind(name: &str) -> m::MatchKind {
+    match name {
+        "exact" => m::MatchKind::Exact,
+        "lpm" => m::MatchKind::Lpm,
+        "ternary" => m::MatchKind::Ternary,
+        "range" => m::MatchKind::Range,
+        "optional" => m::MatchKind::Optional,
+        "selector" => m::MatchKind::Selector,
+        o => m::MatchKind::Other(o.into()),
+    }
+}
+
 pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
     let p = cx.p;
     let DeclKind::Table(tbl) = &p.decl(t).kind else {
@@ -335,15 +347,7 @@ pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
     };
     let mut match_fields = Vec::new();
     for k in &tbl.key {
-        let kind = match k.match_kind.as_str() {
-            "exact" => m::MatchKind::Exact,
-            "lpm" => m::MatchKind::Lpm,
-            "ternary" => m::MatchKind::Ternary,
-            "range" => m::MatchKind::Range,
-            "optional" => m::MatchKind::Optional,
-            "selector" => m::MatchKind::Selector,
-            o => m::MatchKind::Other(o.into()),
-        };
+        let kind = match_kind(&k.match_kind);
         let ty = cx.cp.ty(p, &k.expr.ty);
         match_fields.push(m::MatchField {
             name: key_name(cx, k),
@@ -495,8 +499,21 @@ pub(crate) fn value_set(cx: &mut Ctx, name: &str, d: DeclId) {
                     .map(|f| m::ValueSetField {
                         name: f.name.clone(),
                         width: cx.p.width_of(&f.ty).unwrap_or(0) as u32,
-                        kind: None,
-                        annotations: vec![],
+                        // p4c shows a field's `@match(kind)` to the controller, though bmv2
+                        // matches value sets exactly.
+                        kind: f
+                            .annotations
+                            .iter()
+                            .filter(|a| a.name.name == "match")
+                            .find_map(|a| match &a.body {
+                                ast::AnnotationBody::Exprs(es) => match es.first().map(|e| &e.kind)
+                                {
+                                    Some(ast::ExprKind::Path(p)) => Some(match_kind(&p.name.name)),
+                                    _ => None,
+                                },
+                                _ => None,
+                            }),
+                        annotations: annotations(&f.annotations),
                     })
                     .collect(),
             ),

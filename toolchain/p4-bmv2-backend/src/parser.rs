@@ -12,7 +12,8 @@ use num_traits::{One, Zero};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
-    CallTarget, DeclId, DeclKind, Expr, ExprKind, StateRef, Stmt, StmtKind, Transition, Value,
+    CallTarget, DeclId, DeclKind, Expr, ExprKind, SelectCase, StateRef, Stmt, StmtKind, Transition,
+    Value,
 };
 use p4_syntax::ast::BinOp;
 
@@ -175,7 +176,7 @@ impl Ctx<'_> {
         let Some(k) = call else {
             let parser_ops = parser_ops(b);
             let (transition_key, transitions) = match tail {
-                Tail::Ir(t) => self.transitions(t, names)?,
+                Tail::Ir(t) => self.transitions(t, &name, names, out)?,
                 Tail::Goto(n) => (
                     vec![],
                     vec![j::Transition {
@@ -306,7 +307,15 @@ impl Ctx<'_> {
         }
     }
 
-    fn transitions(&mut self, t: &Transition, names: &Names) -> R<(Vec<Tv>, Vec<j::Transition>)> {
+    /// The key and transitions of a state named `state`; a value set inside a tuple keyset
+    /// adds states to `out` (see `select_cases`).
+    fn transitions(
+        &mut self,
+        t: &Transition,
+        state: &str,
+        names: &Names,
+        out: &mut Vec<j::ParseState>,
+    ) -> R<(Vec<Tv>, Vec<j::Transition>)> {
         match t {
             Transition::Direct(s) => Ok((
                 vec![],
@@ -336,64 +345,203 @@ impl Ctx<'_> {
                             .unwrap_or(0) as u32,
                     );
                 }
-                let mut out = Vec::new();
-                for c in cases {
-                    let next_state = self.state_name(&c.state, names);
-                    // Value sets.
-                    if let ExprKind::Ref(d) = &c.keyset.kind {
-                        if let Some(Bind::Named(n)) = self.frame.env.get(d) {
-                            out.push(j::Transition {
-                                kind: j::TransitionKind::ParseVset {
-                                    name: n.clone(),
-                                    mask: None,
-                                },
-                                next_state,
-                            });
-                            continue;
-                        }
-                    }
-                    let items: Vec<Expr> = match &c.keyset.kind {
-                        ExprKind::Tuple(items) if widths.len() > 1 => items.clone(),
-                        ExprKind::Const(Value::Tuple(vs)) if widths.len() > 1 => vs
-                            .iter()
-                            .map(|v| Expr {
-                                kind: ExprKind::Const(v.clone()),
-                                ty: p4_sema::ir::Type::InfInt,
-                                span: c.keyset.span,
-                            })
-                            .collect(),
-                        ExprKind::Default | ExprKind::DontCare => {
-                            vec![c.keyset.clone(); widths.len()]
-                        }
-                        _ => vec![c.keyset.clone()],
-                    };
-                    if items.len() != widths.len() {
-                        return unsupported(c.keyset.span, "a keyset of this shape");
-                    }
-                    let mut rows: Vec<Vec<Part>> = vec![vec![]];
-                    for (it, w) in items.iter().zip(&widths) {
-                        let alts = keyset_parts(it, *w)?;
-                        let mut next_rows = Vec::new();
-                        for r in &rows {
-                            for a in &alts {
-                                let mut r2 = r.clone();
-                                r2.push(a.clone());
-                                next_rows.push(r2);
-                            }
-                        }
-                        rows = next_rows;
-                    }
-                    for row in rows {
-                        out.push(j::Transition {
-                            kind: row_kind(&row, &widths),
-                            next_state: next_state.clone(),
-                        });
-                    }
-                }
-                Ok((key, out))
+                let sel = Select {
+                    key: &key,
+                    widths: &widths,
+                    state,
+                };
+                let trans = self.select_cases(&sel, cases, names, out)?;
+                Ok((key, trans))
             }
         }
     }
+
+    /// The transitions of `cases`, in order. bmv2 looks a value set up with the whole select
+    /// key, so a value set that is one part of a tuple keyset, `(vs, 1)`, is checked in
+    /// states of its own: the transition for that case goes to a state keyed on that part alone,
+    /// whose hit continues (one state per value set of the tuple) to a state with the case's
+    /// other parts followed by the later cases, and whose miss goes to a state with only the
+    /// later cases. Those states have no operations, so they see the same key values.
+    fn select_cases(
+        &mut self,
+        sel: &Select,
+        cases: &[SelectCase],
+        names: &Names,
+        out: &mut Vec<j::ParseState>,
+    ) -> R<Vec<j::Transition>> {
+        let mut trans = Vec::new();
+        for (i, c) in cases.iter().enumerate() {
+            let next_state = self.state_name(&c.state, names);
+            if let Some(n) = self.value_set_name(&c.keyset) {
+                trans.push(j::Transition {
+                    kind: j::TransitionKind::ParseVset {
+                        name: n,
+                        mask: None,
+                    },
+                    next_state,
+                });
+                continue;
+            }
+            let mut items: Vec<Expr> = match &c.keyset.kind {
+                ExprKind::Tuple(items) if sel.widths.len() > 1 => items.clone(),
+                ExprKind::Const(Value::Tuple(vs)) if sel.widths.len() > 1 => vs
+                    .iter()
+                    .map(|v| Expr {
+                        kind: ExprKind::Const(v.clone()),
+                        ty: p4_sema::ir::Type::InfInt,
+                        span: c.keyset.span,
+                    })
+                    .collect(),
+                ExprKind::Default | ExprKind::DontCare => {
+                    vec![c.keyset.clone(); sel.widths.len()]
+                }
+                _ => vec![c.keyset.clone()],
+            };
+            if items.len() != sel.widths.len() {
+                return unsupported(c.keyset.span, "a keyset of this shape");
+            }
+            let mut sets = Vec::new();
+            for (k, it) in items.iter_mut().enumerate() {
+                if let Some(n) = self.value_set_name(it) {
+                    sets.push((k, n));
+                    it.kind = ExprKind::DontCare;
+                }
+            }
+            if !sets.is_empty() {
+                let rest = &cases[i + 1..];
+                let miss = self.fresh(&format!("{}_vset_miss", sel.state));
+                let mut later = self.select_cases(sel, rest, names, out)?;
+                let mut miss_body = Body::new(true);
+                if rest.is_empty() {
+                    self.no_match(&mut miss_body, c.span)?;
+                }
+                out.push(j::ParseState {
+                    name: miss.clone(),
+                    id: 0,
+                    parser_ops: parser_ops(miss_body),
+                    transition_key: sel.key.to_vec(),
+                    transitions: later.clone(),
+                });
+                let hit = self.fresh(&format!("{}_vset_hit", sel.state));
+                let mut hit_trans = Vec::new();
+                for row in rows(&items, sel.widths)? {
+                    hit_trans.push(j::Transition {
+                        kind: row_kind(&row, sel.widths),
+                        next_state: next_state.clone(),
+                    });
+                }
+                hit_trans.append(&mut later);
+                if rest.is_empty() {
+                    // Nothing after this case: missing its row is missing the whole select.
+                    hit_trans.push(j::Transition {
+                        kind: j::TransitionKind::Default,
+                        next_state: Some(miss.clone()),
+                    });
+                }
+                out.push(j::ParseState {
+                    name: hit.clone(),
+                    id: 0,
+                    parser_ops: vec![],
+                    transition_key: sel.key.to_vec(),
+                    transitions: hit_trans,
+                });
+                // The checks, last first: each hit goes on to the next value set.
+                let mut on_hit = hit;
+                for (k, n) in sets.into_iter().rev() {
+                    let check = self.fresh(&format!("{}_vset", sel.state));
+                    out.push(j::ParseState {
+                        name: check.clone(),
+                        id: 0,
+                        parser_ops: vec![],
+                        transition_key: vec![sel.key[k].clone()],
+                        transitions: vec![
+                            j::Transition {
+                                kind: j::TransitionKind::ParseVset {
+                                    name: n,
+                                    mask: None,
+                                },
+                                next_state: Some(on_hit),
+                            },
+                            j::Transition {
+                                kind: j::TransitionKind::Default,
+                                next_state: Some(miss.clone()),
+                            },
+                        ],
+                    });
+                    on_hit = check;
+                }
+                trans.push(j::Transition {
+                    kind: j::TransitionKind::Default,
+                    next_state: Some(on_hit),
+                });
+                return Ok(trans);
+            }
+            for row in rows(&items, sel.widths)? {
+                trans.push(j::Transition {
+                    kind: row_kind(&row, sel.widths),
+                    next_state: next_state.clone(),
+                });
+            }
+        }
+        Ok(trans)
+    }
+
+    /// The parser value set a keyset (part) names, by its control-plane name.
+    fn value_set_name(&self, e: &Expr) -> Option<String> {
+        match &e.kind {
+            ExprKind::Ref(d) => match self.frame.env.get(d) {
+                Some(Bind::Named(n)) => Some(n.clone()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `verify(false, error.NoMatch)`: what a select does when no case matches.
+    fn no_match(&mut self, b: &mut Body, span: p4_syntax::Span) -> R<()> {
+        let Some(i) = self.p.errors.iter().position(|e| e == "NoMatch") else {
+            return unsupported(span, "a select without error.NoMatch declared");
+        };
+        let cond = Expr {
+            kind: ExprKind::Const(Value::Bool(false)),
+            ty: p4_sema::ir::Type::Bool,
+            span,
+        };
+        let err = Expr {
+            kind: ExprKind::Const(Value::Error(i)),
+            ty: p4_sema::ir::Type::Error,
+            span,
+        };
+        let c = self.rv(b, &cond)?;
+        let e = self.rv(b, &err)?;
+        b.push("verify", vec![c, e]);
+        Ok(())
+    }
+}
+
+/// The select a state's cases are lowered for.
+struct Select<'a> {
+    key: &'a [Tv],
+    widths: &'a [u32],
+    state: &'a str,
+}
+
+/// The value/mask rows of a keyset: one per combination of its parts' alternatives.
+fn rows(items: &[Expr], widths: &[u32]) -> R<Vec<Vec<Part>>> {
+    let mut rows: Vec<Vec<Part>> = vec![vec![]];
+    for (it, w) in items.iter().zip(widths) {
+        let alts = keyset_parts(it, *w)?;
+        let mut next_rows = Vec::new();
+        for r in &rows {
+            for a in &alts {
+                let mut r2 = r.clone();
+                r2.push(a.clone());
+                next_rows.push(r2);
+            }
+        }
+        rows = next_rows;
+    }
+    Ok(rows)
 }
 
 /// The value/mask alternatives of one keyset part.

@@ -35,6 +35,11 @@ extern packet_out {
 /* Ends parsing with toSignal when check is false. */
 extern void verify(in bool check, in error toSignal);
 
+/* Checked while compiling: an error (with message) when check is false; the call is the
+ * constant true. */
+extern bool static_assert(bool check, string message);
+extern bool static_assert(bool check);
+
 /* p4c marks its core library's declarations @corelib; P4Info shows it on NoAction. */
 @corelib
 @noWarn("unused")

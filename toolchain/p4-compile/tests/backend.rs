@@ -152,3 +152,44 @@ fn user_extern_function_is_a_named_primitive() {
     };
     assert!(err.to_string().contains("my_extern"), "{err}");
 }
+
+/// Value sets inside tuple keysets (`good/value_set_tuple.p4`): each case matches as P4 says,
+/// in order, whatever the value sets hold, and a select nothing matches fails with NoMatch.
+#[test]
+fn value_sets_in_tuple_keysets_match_in_case_order() {
+    let (ok, stderr, json, _) = compile(&root().join("tests/compiler/good/value_set_tuple.p4"));
+    assert!(ok, "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let mut sw = Switch::from_json(&text, SwitchConfig::default()).expect("engine loads it");
+    sw.parse_vset_add("P.vs", &[0x05]).unwrap();
+    sw.parse_vset_add("P.vs", &[0x10]).unwrap();
+    sw.parse_vset_add("P.vs2", &[0x07]).unwrap();
+    // (a, b, c) -> the tag the parser sets; 0xee: error.NoMatch.
+    sw.parse_vset_add("P.pairs", &[0x07, 0x20]).unwrap();
+    let cases: [([u8; 3], u8); 13] = [
+        ([0x05, 0x01, 0], 1),    // (vs, 1)
+        ([0x10, 0x01, 0], 1),    // (vs, 1) before (0x10, _)
+        ([0x10, 0x02, 0], 2),    // in vs, not 1: on to (0x10, _)
+        ([0x05, 0x07, 0], 3),    // (vs, vs2)
+        ([0x05, 0x02, 0], 4),    // in vs, b in neither: default
+        ([0x06, 0x07, 0], 4),    // a in no set: default
+        ([0x06, 0x01, 0], 4),    // b matches, a in no set
+        ([0x20, 0x20, 0x07], 5), // last: (vs2, 0x20)
+        ([0x20, 0x21, 0x07], 0xee),
+        ([0x20, 0x20, 0x08], 0xee),
+        ([0x20, 0x21, 0x08], 0xee),
+        ([0x30, 0x20, 0x07], 5), // (c, b) in pairs
+        ([0x30, 0x21, 0x07], 4),
+    ];
+    for (i, (abc, tag)) in cases.iter().enumerate() {
+        let mut out = Vec::new();
+        let pkt = [abc[0], abc[1], abc[2], 0];
+        sw.process(0, &pkt, i as u64, &mut out);
+        assert_eq!(out.len(), 1, "{abc:02x?}: {out:?}");
+        assert_eq!(
+            out[0].data,
+            vec![abc[0], abc[1], abc[2], *tag],
+            "{abc:02x?}"
+        );
+    }
+}

@@ -1777,10 +1777,25 @@ impl<'d> Checker<'d> {
             }
             K::Call(e) => {
                 let x = self.expr(e);
-                if !matches!(x.kind, ExprKind::Call(_)) && x.ty != Type::Unknown {
-                    self.d.error(e.span, "this expression is not a statement");
+                match x.kind {
+                    // A `static_assert` call, already checked: nothing is left to run.
+                    ExprKind::Const(Value::Bool(true))
+                        if matches!(e.kind, ast::ExprKind::Call { .. }) =>
+                    {
+                        StmtKind::Block(Block {
+                            annotations: Vec::new(),
+                            stmts: Vec::new(),
+                            span: s.span,
+                        })
+                    }
+                    ExprKind::Call(_) => StmtKind::Call(x),
+                    _ => {
+                        if x.ty != Type::Unknown {
+                            self.d.error(e.span, "this expression is not a statement");
+                        }
+                        StmtKind::Call(x)
+                    }
                 }
-                StmtKind::Call(x)
             }
             K::If(c, t, e) => {
                 let c = self.expr_as(c, &Type::Bool, "the condition");

@@ -1558,7 +1558,7 @@ impl Checker<'_> {
             }
             _ => return unknown(span),
         };
-        self.finish_call(
+        let x = self.finish_call(
             target,
             &tps,
             targs,
@@ -1568,7 +1568,52 @@ impl Checker<'_> {
             args,
             span,
             &name.name,
-        )
+        );
+        if name.name == "static_assert"
+            && matches!(self.p.decl(id).kind, DeclKind::ExternFunction(_))
+        {
+            return self.static_assert(x);
+        }
+        x
+    }
+
+    /// `static_assert(check[, message])`, as p4c's front end does it: an error when `check` is
+    /// false, and the call becomes the constant `true`.
+    fn static_assert(&mut self, x: Expr) -> Expr {
+        if let ExprKind::Call(c) = &x.kind {
+            match c.args.first() {
+                Some(Some(Expr {
+                    kind: ExprKind::Const(Value::Bool(false)),
+                    ..
+                })) => {
+                    let message = match c.args.get(1) {
+                        Some(Some(Expr {
+                            kind: ExprKind::Const(Value::Str(m)),
+                            ..
+                        })) => format!(": {m}"),
+                        _ => String::new(),
+                    };
+                    self.d
+                        .error(x.span, format!("static_assert failed{message}"));
+                }
+                Some(Some(Expr {
+                    kind: ExprKind::Const(Value::Bool(true)),
+                    ..
+                })) => {}
+                Some(Some(e)) if e.ty != Type::Unknown => {
+                    self.d.error(
+                        e.span,
+                        "static_assert needs a condition known at compile time",
+                    );
+                }
+                _ => {}
+            }
+        }
+        Expr {
+            kind: ExprKind::Const(Value::Bool(true)),
+            ty: Type::Bool,
+            span: x.span,
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

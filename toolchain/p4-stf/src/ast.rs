@@ -144,7 +144,8 @@ pub enum StmtKind {
         port: u32,
         pattern: Option<Pattern>,
     },
-    /// `no_packet`: accepted for compatibility; unexpected packets always fail a test.
+    /// `no_packet`: accepted for compatibility; unexpected packets on the test's ports always
+    /// fail it.
     NoPacket,
     /// `wait`: let every packet in flight finish.
     Wait,

@@ -497,23 +497,12 @@ fn parse_line(line: &str, line_no: u32) -> Result<Option<Stmt>, Diagnostic> {
             })?;
             nibbles.push(d as u8);
         }
-        if nibbles.is_empty() {
-            return Err(Diagnostic {
-                loc: data_col(data.len()),
-                message: "a packet needs data".to_string(),
-            });
-        }
-        if nibbles.len() % 2 != 0 {
-            let first_digit = data.len() - data.trim_start().len();
-            return Err(Diagnostic {
-                loc: data_col(first_digit),
-                message: format!(
-                    "packet data has an odd number of hex digits ({}); packets are whole bytes",
-                    nibbles.len()
-                ),
-            });
-        }
-        let data = nibbles.chunks(2).map(|p| (p[0] << 4) | p[1]).collect();
+        // As p4c's runner reads packet data: digits pair up into bytes, and an odd last digit is a
+        // byte of its own (`20 0` is 0x20 0x00); no data at all is an empty packet.
+        let data = nibbles
+            .chunks(2)
+            .map(|p| p.iter().fold(0, |byte, d| (byte << 4) | d))
+            .collect();
         return stmt(StmtKind::Packet { port, data });
     }
 
@@ -877,6 +866,24 @@ mod tests {
     }
 
     #[test]
+    fn odd_and_empty_packet_data_read_as_p4c_does() {
+        assert_eq!(
+            one("packet 0 0a 20 5"),
+            StmtKind::Packet {
+                port: 0,
+                data: vec![0x0a, 0x20, 0x05]
+            }
+        );
+        assert_eq!(
+            one("packet 3 "),
+            StmtKind::Packet {
+                port: 3,
+                data: vec![]
+            }
+        );
+    }
+
+    #[test]
     fn control_statements() {
         assert_eq!(
             one("setdefault ethertype_match l2_packet()"),
@@ -973,7 +980,6 @@ mod tests {
 
     #[test]
     fn errors_are_located_and_all_reported() {
-        assert_eq!(err("packet 0 0a0"), "(1:10): error: packet data has an odd number of hex digits (3); packets are whole bytes");
         assert_eq!(
             err("packet 0 0a 0g"),
             "(1:14): error: 'g' in packet data (hex digits only)"
@@ -1020,8 +1026,8 @@ mod tests {
             "(1:8): error: expected 'all' (only 'remove all' is supported), found 'some'"
         );
         assert_eq!(
-            err("wait\nbogus\npacket 1 0\n"),
-            "(2:1): error: unknown statement 'bogus'\n(3:10): error: packet data has an odd number of hex digits (1); packets are whole bytes"
+            err("wait\nbogus\npacket 1 0g\n"),
+            "(2:1): error: unknown statement 'bogus'\n(3:11): error: 'g' in packet data (hex digits only)"
         );
     }
 }

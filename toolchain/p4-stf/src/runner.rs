@@ -1,6 +1,8 @@
 //! Runs parsed statements against a target and judges the outcome, as p4c's bmv2 runner does:
 //! expectations are collected per port and matched in order against everything the switch
-//! transmitted on that port; a packet on a port without expectations fails the test.
+//! transmitted on that port; a packet on a port without expectations fails the test. The switch
+//! has only the ports some `packet` or `expect` names (p4c's runner gives simple_switch no other
+//! interface), so what goes to any other port is reported but not judged.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -138,6 +140,8 @@ struct Run<'t, T: StfTarget + ?Sized> {
     expects: BTreeMap<u32, Vec<Expectation>>,
     outputs: BTreeMap<u32, Vec<Vec<u8>>>,
     in_flight: bool,
+    /// Ports some `packet` or `expect` names.
+    interfaces: BTreeSet<u32>,
 }
 
 impl<T: StfTarget + ?Sized> Run<'_, T> {
@@ -358,6 +362,21 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
         for port in ports {
             let expects = self.expects.remove(&port).unwrap_or_default();
             let got = self.outputs.remove(&port).unwrap_or_default();
+            if !self.interfaces.contains(&port) {
+                for (i, packet) in got.iter().enumerate() {
+                    self.item(
+                        None,
+                        Status::Info,
+                        format!(
+                            "port {port}: packet #{} ({} bytes) not judged: no packet or expect names port {port}",
+                            i + 1,
+                            packet.len()
+                        ),
+                        format!("      received {}\n", to_hex(packet)),
+                    );
+                }
+                continue;
+            }
             let any_count = expects.iter().any(|e| e.pattern.is_none());
             let patterned: Vec<(Loc, Pattern)> = expects
                 .into_iter()
@@ -422,6 +441,13 @@ pub fn run_stmts<T: StfTarget + ?Sized>(target: &mut T, file: &str, stmts: &[Stm
         outputs: BTreeMap::new(),
         // Drain once at the end even when no packet was sent: a target may emit on its own.
         in_flight: true,
+        interfaces: stmts
+            .iter()
+            .filter_map(|s| match s.kind {
+                StmtKind::Packet { port, .. } | StmtKind::Expect { port, .. } => Some(port),
+                _ => None,
+            })
+            .collect(),
     };
     for stmt in stmts {
         run.exec(stmt);

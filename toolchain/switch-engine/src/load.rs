@@ -1443,11 +1443,21 @@ impl<'a> L<'a> {
                     j::TransitionKind::Hexstr { value, .. } => Some(value.bytes.len()),
                     _ => None,
                 });
+                // Without a value, a value set tells it: its width is the key's, unpadded.
+                let known_bits: u32 = parts.iter().filter_map(|(_, w)| *w).sum();
+                let vset_bits = s.transitions.iter().find_map(|t| match &t.kind {
+                    j::TransitionKind::ParseVset { name, .. } => self
+                        .vset_by_name
+                        .get(name.as_str())
+                        .map(|&v| self.p.vsets[v as usize].bitwidth),
+                    _ => None,
+                });
                 let mut key = Vec::new();
                 for (k, (ex, w)) in parts.into_iter().enumerate() {
-                    let w = match (w, unknown, value_len) {
-                        (Some(w), _, _) => w,
-                        (None, 1, Some(total)) if total >= known => ((total - known) * 8) as u32,
+                    let w = match (w, unknown, value_len, vset_bits) {
+                        (Some(w), _, _, _) => w,
+                        (None, 1, Some(total), _) if total >= known => ((total - known) * 8) as u32,
+                        (None, 1, None, Some(bits)) if bits > known_bits => bits - known_bits,
                         _ => {
                             return err(
                                 &format!("{spath}.transition_key[{k}]"),

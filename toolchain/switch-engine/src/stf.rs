@@ -86,8 +86,14 @@ impl stf::StfTarget for StfSwitch {
     }
 
     fn add_entry(&mut self, entry: &stf::Entry) -> TargetResult<stf::EntryHandle> {
+        // STF priorities start at 0 (p4c's runner gives bmv2 `10000 - priority`) and the engine's,
+        // like P4Runtime's, at 1: shifting by one keeps the order.
         let priority = match entry.priority {
-            Some(p) => Some(i32::try_from(p).map_err(|_| format!("priority {p} is too large"))?),
+            Some(p) => Some(
+                p.checked_add(1)
+                    .and_then(|p| i32::try_from(p).ok())
+                    .ok_or_else(|| format!("priority {p} is too large"))?,
+            ),
             None => None,
         };
         let h = self
