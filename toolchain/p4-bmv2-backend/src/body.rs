@@ -979,7 +979,7 @@ impl Ctx<'_> {
     }
 
     /// A field holding the value of `e` (a temporary for computed values).
-    fn field_of(&mut self, b: &mut Body, e: &Expr) -> R<Tv> {
+    pub fn field_of(&mut self, b: &mut Body, e: &Expr) -> R<Tv> {
         if matches!(e.kind, ExprKind::Ref(_) | ExprKind::Field(..)) {
             if let Ok(Place::Scalar { h, f, .. }) = self.place(b, e) {
                 return Ok(Tv::Field(j::FieldRef(h, f)));

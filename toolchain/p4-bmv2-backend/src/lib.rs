@@ -125,6 +125,8 @@ pub(crate) struct Ctx<'p> {
     pub hoisted: HashMap<*const ir::Expr, layout::Place>,
     /// Per sub-control being inlined (innermost last), its arguments' copy-outs.
     pub ctl_copy_outs: Vec<Vec<(layout::Place, layout::Place, Span)>>,
+    /// The parser's state that raises error.NoMatch, once a select without `default` needs it.
+    pub no_match_state: Option<String>,
 }
 
 impl<'p> Ctx<'p> {
@@ -145,6 +147,7 @@ impl<'p> Ctx<'p> {
             std_meta: None,
             hoisted: HashMap::new(),
             ctl_copy_outs: Vec::new(),
+            no_match_state: None,
         }
     }
 

@@ -174,9 +174,8 @@ impl Ctx<'_> {
         let mut b = Body::new(true);
         self.stmts(&mut b, before)?;
         let Some(k) = call else {
-            let parser_ops = parser_ops(b);
             let (transition_key, transitions) = match tail {
-                Tail::Ir(t) => self.transitions(t, &name, names, out)?,
+                Tail::Ir(t) => self.transitions(&mut b, t, &name, names, out)?,
                 Tail::Goto(n) => (
                     vec![],
                     vec![j::Transition {
@@ -188,7 +187,7 @@ impl Ctx<'_> {
             out.push(j::ParseState {
                 name,
                 id: 0,
-                parser_ops,
+                parser_ops: parser_ops(b),
                 transition_key,
                 transitions,
             });
@@ -307,10 +306,12 @@ impl Ctx<'_> {
         }
     }
 
-    /// The key and transitions of a state named `state`; a value set inside a tuple keyset
-    /// adds states to `out` (see `select_cases`).
+    /// The key and transitions of a state named `state`, whose body `b` gets the temporaries of
+    /// computed key parts; a value set inside a tuple keyset adds states to `out` (see
+    /// `select_cases`).
     fn transitions(
         &mut self,
+        b: &mut Body,
         t: &Transition,
         state: &str,
         names: &Names,
@@ -324,7 +325,7 @@ impl Ctx<'_> {
                     next_state: self.state_name(s, names),
                 }],
             )),
-            Transition::Select { exprs, cases, .. } => {
+            Transition::Select { exprs, cases, span } => {
                 let mut key = Vec::new();
                 let mut widths = Vec::new();
                 let mut scratch = Body::new(true);
@@ -335,6 +336,10 @@ impl Ctx<'_> {
                     }
                     let tv = if e.ty == p4_sema::ir::Type::Bool {
                         crate::expr::b2d(tv)
+                    } else if matches!(tv, Tv::Expression(_)) {
+                        // A computed key (a slice, arithmetic) goes through a temporary set in
+                        // this state, as p4c does: bmv2 takes a key part's width from a field.
+                        self.field_of(b, e)?
                     } else {
                         tv
                     };
@@ -349,6 +354,7 @@ impl Ctx<'_> {
                     key: &key,
                     widths: &widths,
                     state,
+                    span: *span,
                 };
                 let trans = self.select_cases(&sel, cases, names, out)?;
                 Ok((key, trans))
@@ -411,14 +417,10 @@ impl Ctx<'_> {
                 let rest = &cases[i + 1..];
                 let miss = self.fresh(&format!("{}_vset_miss", sel.state));
                 let mut later = self.select_cases(sel, rest, names, out)?;
-                let mut miss_body = Body::new(true);
-                if rest.is_empty() {
-                    self.no_match(&mut miss_body, c.span)?;
-                }
                 out.push(j::ParseState {
                     name: miss.clone(),
                     id: 0,
-                    parser_ops: parser_ops(miss_body),
+                    parser_ops: vec![],
                     transition_key: sel.key.to_vec(),
                     transitions: later.clone(),
                 });
@@ -430,14 +432,8 @@ impl Ctx<'_> {
                         next_state: next_state.clone(),
                     });
                 }
+                // `later` ends in a default (the later cases', or NoMatch's).
                 hit_trans.append(&mut later);
-                if rest.is_empty() {
-                    // Nothing after this case: missing its row is missing the whole select.
-                    hit_trans.push(j::Transition {
-                        kind: j::TransitionKind::Default,
-                        next_state: Some(miss.clone()),
-                    });
-                }
                 out.push(j::ParseState {
                     name: hit.clone(),
                     id: 0,
@@ -483,7 +479,41 @@ impl Ctx<'_> {
                 });
             }
         }
+        // No case matched and none is `default`: the P4 spec's error.NoMatch. bmv2 would
+        // accept instead, so p4c (HandleNoMatch) adds this default to a state that raises it.
+        if !trans
+            .iter()
+            .any(|t| matches!(t.kind, j::TransitionKind::Default))
+        {
+            let state = self.no_match_state(sel.span, out)?;
+            trans.push(j::Transition {
+                kind: j::TransitionKind::Default,
+                next_state: Some(state),
+            });
+        }
         Ok(trans)
+    }
+
+    /// The state raising error.NoMatch, made on first use (one per parser, as p4c's).
+    fn no_match_state(&mut self, span: p4_syntax::Span, out: &mut Vec<j::ParseState>) -> R<String> {
+        if let Some(n) = &self.no_match_state {
+            return Ok(n.clone());
+        }
+        let name = self.fresh("noMatch");
+        let mut b = Body::new(true);
+        self.no_match(&mut b, span)?;
+        out.push(j::ParseState {
+            name: name.clone(),
+            id: 0,
+            parser_ops: parser_ops(b),
+            transition_key: vec![],
+            transitions: vec![j::Transition {
+                kind: j::TransitionKind::Default,
+                next_state: None,
+            }],
+        });
+        self.no_match_state = Some(name.clone());
+        Ok(name)
     }
 
     /// The parser value set a keyset (part) names, by its control-plane name.
@@ -524,6 +554,7 @@ struct Select<'a> {
     key: &'a [Tv],
     widths: &'a [u32],
     state: &'a str,
+    span: p4_syntax::Span,
 }
 
 /// The value/mask rows of a keyset: one per combination of its parts' alternatives.
