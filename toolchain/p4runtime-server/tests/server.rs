@@ -1230,6 +1230,265 @@ async fn direct_counters_count_hits() {
     assert_eq!(got, vec![want]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_counter_writes_and_table_counter_data() {
+    use p4runtime_proto::p4runtime::{
+        CounterData, DirectCounterEntry, Index, MeterConfig, MeterCounterData, MeterEntry,
+    };
+    use update::Type::*;
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("externs.json");
+    let info = p4info_for(&json);
+    let t_op = table_id(&info, "ingress.t_op");
+    let t_dm = table_id(&info, "ingress.t_dm");
+    let do_count = action_id(&info, "ingress.do_count");
+    // A P4Info that attaches the direct counter to another table than the JSON does.
+    let mut wrong = info.clone();
+    wrong.direct_counters[0].direct_table_id = t_dm;
+    let e = c.set_pipeline(&wrong, &json).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("\"ingress.t_op_counter\""), "{e:?}");
+    c.set_pipeline(&info, &json).await.unwrap();
+    let data = |packets: i64, bytes: i64| CounterData {
+        byte_count: bytes,
+        packet_count: packets,
+    };
+    let entry = |k: u8, counter: Option<CounterData>| TableEntry {
+        table_id: t_op,
+        r#match: vec![exact(1, vec![k])],
+        action: act(do_count, vec![]),
+        counter_data: counter,
+        ..Default::default()
+    };
+    let key = |k: u8| TableEntry {
+        table_id: t_op,
+        r#match: vec![exact(1, vec![k])],
+        ..Default::default()
+    };
+    let dce = |te: TableEntry, d: Option<CounterData>| {
+        entity::Entity::DirectCounterEntry(DirectCounterEntry {
+            table_entry: Some(te),
+            data: d,
+        })
+    };
+    // INSERT with counter_data starts the counter there; controller_metadata and metadata
+    // are the controller's and read back unchanged.
+    let mut first = entry(1, Some(data(5, 100)));
+    #[allow(deprecated)]
+    {
+        first.controller_metadata = 0xfeed;
+    }
+    first.metadata = b"route 1".to_vec();
+    write(
+        &mut c,
+        vec![upd(Insert, first.clone()), upd(Insert, entry(2, None))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let asked = TableEntry {
+        table_id: t_op,
+        counter_data: Some(CounterData::default()),
+        ..Default::default()
+    };
+    let mut second = entry(2, Some(data(0, 0)));
+    assert_eq!(
+        read_all(&mut c, asked.clone()).await,
+        vec![first.clone(), second.clone()]
+    );
+    // Not asked for: no counter data.
+    let mut plain = first.clone();
+    plain.counter_data = None;
+    assert_eq!(read_all(&mut c, key(1)).await, vec![plain]);
+    // Two 13-byte packets hit entry 1; a wildcard DirectCounterEntry read (every table with a
+    // direct counter) sees them on top of the initial value.
+    for _ in 0..2 {
+        let mut p = vec![1u8, 2];
+        p.extend([0u8; 11]);
+        packet_out(&mut c, p).await;
+    }
+    let all = dce(TableEntry::default(), None);
+    let want = vec![
+        dce(key(1), Some(data(7, 126))),
+        dce(key(2), Some(data(0, 0))),
+    ];
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = read_entities(&mut c, all.clone()).await;
+        if got == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(got, want);
+    // DirectCounterEntry MODIFY sets (or with no data resets) an entry's counter.
+    write(
+        &mut c,
+        vec![
+            modify(dce(key(1), None)),
+            modify(dce(key(2), Some(data(3, 30)))),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        read_entities(&mut c, dce(key(2), None)).await,
+        vec![dce(key(2), Some(data(3, 30)))]
+    );
+    assert_eq!(
+        read_entities(&mut c, all.clone()).await,
+        vec![
+            dce(key(1), Some(data(0, 0))),
+            dce(key(2), Some(data(3, 30)))
+        ]
+    );
+    // A TableEntry MODIFY with counter_data sets it; one without leaves it as it is.
+    second.counter_data = Some(data(1, 1));
+    write(
+        &mut c,
+        vec![upd(Modify, second.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    write(
+        &mut c,
+        vec![upd(Modify, entry(2, None))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let mut second_read = read_all(
+        &mut c,
+        TableEntry {
+            counter_data: Some(CounterData::default()),
+            ..key(2)
+        },
+    )
+    .await;
+    assert_eq!(second_read.len(), 1);
+    assert_eq!(second_read.remove(0).counter_data, Some(data(1, 1)));
+    // A ROLLBACK_ON_ERROR batch undoes an INSERT with counter data.
+    let e = write(
+        &mut c,
+        vec![
+            upd(Insert, entry(3, Some(data(9, 9)))),
+            upd(Insert, entry(1, None)),
+        ],
+        Atomicity::RollbackOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![Code::Aborted as i32, Code::AlreadyExists as i32]
+    );
+    assert_eq!(read_all(&mut c, key(3)).await, vec![]);
+    // Errors, per update: DirectCounterEntry INSERT, no such entry, a table without a direct
+    // counter, counter_data on such a table, a negative count, meter_counter_data, a meter
+    // config with an excess burst (bmv2 meters are two-rate), and the default entry.
+    let mtr = info.meters[0].preamble.as_ref().unwrap().id;
+    let e = write(
+        &mut c,
+        vec![
+            ent(dce(key(1), Some(data(1, 1))), Insert),
+            modify(dce(key(9), Some(data(1, 1)))),
+            modify(dce(
+                TableEntry {
+                    table_id: t_dm,
+                    r#match: vec![exact(1, vec![0])],
+                    ..Default::default()
+                },
+                Some(data(1, 1)),
+            )),
+            upd(
+                Insert,
+                TableEntry {
+                    table_id: t_dm,
+                    r#match: vec![exact(1, vec![0])],
+                    action: act(action_id(&info, "NoAction"), vec![]),
+                    counter_data: Some(data(1, 1)),
+                    ..Default::default()
+                },
+            ),
+            modify(dce(key(1), Some(data(-1, 0)))),
+            upd(
+                Modify,
+                TableEntry {
+                    meter_counter_data: Some(MeterCounterData::default()),
+                    ..entry(1, None)
+                },
+            ),
+            modify(entity::Entity::MeterEntry(MeterEntry {
+                meter_id: mtr,
+                index: Some(Index { index: 0 }),
+                config: Some(MeterConfig {
+                    cir: 1,
+                    cburst: 1,
+                    pir: 1,
+                    pburst: 1,
+                    eburst: 1,
+                }),
+                counter_data: None,
+            })),
+            modify(dce(
+                TableEntry {
+                    table_id: t_op,
+                    is_default_action: true,
+                    ..Default::default()
+                },
+                Some(data(1, 1)),
+            )),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![
+            Code::InvalidArgument as i32,
+            Code::NotFound as i32,
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+            Code::Unimplemented as i32,
+            Code::InvalidArgument as i32,
+            Code::Unimplemented as i32,
+        ]
+    );
+    // A DirectCounterEntry read of a table without a direct counter.
+    let e = c
+        .client
+        .read(ReadRequest {
+            device_id: DEVICE,
+            entities: vec![Entity {
+                entity: Some(dce(
+                    TableEntry {
+                        table_id: t_dm,
+                        ..Default::default()
+                    },
+                    None,
+                )),
+            }],
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    // Deleting an entry forgets its controller data: the same key inserted again has none.
+    write(
+        &mut c,
+        vec![upd(Delete, key(1)), upd(Insert, entry(1, None))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_all(&mut c, key(1)).await, vec![entry(1, None)]);
+}
+
 fn exact(field: u32, value: Vec<u8>) -> FieldMatch {
     FieldMatch {
         field_id: field,
@@ -1346,7 +1605,18 @@ async fn direct_meters_and_meter_resets() {
         .map(|o| o.data[10])
         .collect();
     assert_eq!(colours, vec![0, 1, 2], "green, yellow, red");
-    // The entry reads back with its meter config; so does its DirectMeterEntry.
+    // The entry reads back with its meter config when the read asks for it (PI's rule), and
+    // without when it does not.
+    let got = read_all(
+        &mut c,
+        TableEntry {
+            table_id: t_dm,
+            meter_config: Some(MeterConfig::default()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(got, vec![dm_entry.clone()]);
     let got = read_all(
         &mut c,
         TableEntry {
@@ -1355,7 +1625,13 @@ async fn direct_meters_and_meter_resets() {
         },
     )
     .await;
-    assert_eq!(got, vec![dm_entry.clone()]);
+    assert_eq!(
+        got,
+        vec![TableEntry {
+            meter_config: None,
+            ..dm_entry.clone()
+        }]
+    );
     let key_only = TableEntry {
         table_id: t_dm,
         r#match: vec![exact(1, vec![0])],

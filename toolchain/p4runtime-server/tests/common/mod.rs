@@ -165,6 +165,27 @@ pub fn p4info_for(json: &str) -> P4Info {
             ..Default::default()
         });
     }
+    // Direct counters (0x13), attached to their JSON table.
+    for (i, c) in arrays("counter_arrays")
+        .iter()
+        .filter(|c| c["is_direct"] == true)
+        .enumerate()
+    {
+        let id = 0x1300_0001 + i as u32;
+        let table = c["binding"].as_str().unwrap();
+        let t = info
+            .tables
+            .iter_mut()
+            .find(|t| t.preamble.as_ref().unwrap().name == table)
+            .unwrap();
+        t.direct_resource_ids.push(id);
+        let direct_table_id = t.preamble.as_ref().unwrap().id;
+        info.direct_counters.push(p4info::DirectCounter {
+            preamble: Some(preamble(id, c["name"].as_str().unwrap())),
+            direct_table_id,
+            ..Default::default()
+        });
+    }
     for (i, m) in arrays("meter_arrays")
         .iter()
         .filter(|m| m["is_direct"] == false)
