@@ -2292,7 +2292,27 @@ async fn named_roles_elect_their_own_primary() {
         .await
         .unwrap();
     assert_eq!(read_all(&mut d, TableEntry::default()).await.len(), 4);
-    // Role configs are target-specific: refused, and the stream is closed.
+}
+
+/// A `stratum.P4RoleConfig` as a role config.
+fn role_config(exclusive: Vec<u32>, receives_packet_ins: bool) -> prost_types::Any {
+    prost_types::Any {
+        type_url: p4runtime_server::ROLE_CONFIG_TYPE_URL.into(),
+        value: p4runtime_server::P4RoleConfig {
+            exclusive_p4_ids: exclusive,
+            receives_packet_ins,
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    }
+}
+
+/// The status a refused MasterArbitrationUpdate closes the stream with.
+async fn arbitration_refused(
+    addr: std::net::SocketAddr,
+    role: &str,
+    config: prost_types::Any,
+) -> tonic::Status {
     let mut client = p4runtime_proto::P4RuntimeClient::connect(format!("http://{addr}"))
         .await
         .unwrap();
@@ -2308,8 +2328,8 @@ async fn named_roles_elect_their_own_primary() {
                 device_id: DEVICE,
                 election_id: eid(9),
                 role: Some(p4runtime_proto::p4runtime::Role {
-                    name: "acl".into(),
-                    config: Some(prost_types::Any::default()),
+                    name: role.into(),
+                    config: Some(config),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -2318,6 +2338,155 @@ async fn named_roles_elect_their_own_primary() {
     })
     .await
     .unwrap();
-    let e = stream.message().await.unwrap_err();
+    stream.message().await.unwrap_err()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn role_configs_confine_roles() {
+    use p4runtime_proto::p4runtime::{
+        packet_replication_engine_entry as pre, MulticastGroupEntry, PacketReplicationEngineEntry,
+    };
+    use update::Type::*;
+    let (addr, _dp) = start().await;
+    let l3 = L3::new();
+    let (mut d, _) = Controller::connect(addr, 1).await;
+    d.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    // "routes" holds the LPM table and takes PacketIns; "viewer" holds nothing.
+    let (mut r, code) =
+        Controller::connect_config(addr, 2, "routes", Some(role_config(vec![l3.table], true)))
+            .await;
+    assert_eq!(code, Code::Ok as i32);
+    let viewer = || Some(role_config(vec![], false));
+    let (mut v, code) = Controller::connect_config(addr, 3, "viewer", viewer()).await;
+    assert_eq!(code, Code::Ok as i32);
+    let write_as = |c: &Controller, role: &str, updates: Vec<Update>| WriteRequest {
+        device_id: DEVICE,
+        role: role.into(),
+        election_id: eid(c.election_id),
+        updates,
+        atomicity: Atomicity::ContinueOnError as i32,
+        ..Default::default()
+    };
+    let mcast = entity::Entity::PacketReplicationEngineEntry(PacketReplicationEngineEntry {
+        r#type: Some(pre::Type::MulticastGroupEntry(MulticastGroupEntry {
+            multicast_group_id: 1,
+            ..Default::default()
+        })),
+    });
+    // Its own table: written; the packet replication engine (no P4 id): PERMISSION_DENIED.
+    let req = write_as(
+        &r,
+        "routes",
+        vec![
+            upd(Insert, l3.route([10, 0, 0, 0], 8, CPU_PORT as u8, 1)),
+            ent(mcast.clone(), Insert),
+        ],
+    );
+    let e = r.client.write(req).await.unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![Code::Ok as i32, Code::PermissionDenied as i32]
+    );
+    let req = write_as(
+        &v,
+        "viewer",
+        vec![upd(Insert, l3.route([11, 0, 0, 0], 8, 1, 1))],
+    );
+    let e = v.client.write(req).await.unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::PermissionDenied as i32]);
+    // The default role keeps the whole pipeline.
+    let req = write_as(
+        &d,
+        "",
+        vec![
+            upd(Insert, l3.route([12, 0, 0, 0], 8, 1, 1)),
+            ent(mcast.clone(), Insert),
+        ],
+    );
+    d.client.write(req).await.unwrap();
+    // Without can_push_pipeline, no pipeline.
+    let e = r
+        .client
+        .set_forwarding_pipeline_config(SetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            role: "routes".into(),
+            election_id: eid(2),
+            action: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    // Reads in a role see that role's objects only.
+    let read_as = |role: &str, e: entity::Entity| ReadRequest {
+        device_id: DEVICE,
+        role: role.into(),
+        entities: vec![Entity { entity: Some(e) }],
+    };
+    let count = |c: &mut Controller, req: ReadRequest| {
+        let mut client = c.client.clone();
+        async move {
+            let mut s = client.read(req).await.unwrap().into_inner();
+            let mut n = 0;
+            while let Some(r) = s.message().await.unwrap() {
+                n += r.entities.len();
+            }
+            n
+        }
+    };
+    let all_entries = entity::Entity::TableEntry(TableEntry::default());
+    assert_eq!(
+        count(&mut d, read_as("routes", all_entries.clone())).await,
+        2
+    );
+    assert_eq!(
+        count(&mut d, read_as("viewer", all_entries.clone())).await,
+        0
+    );
+    assert_eq!(count(&mut d, read_as("", all_entries)).await, 2);
+    assert_eq!(count(&mut d, read_as("routes", mcast.clone())).await, 0);
+    assert_eq!(count(&mut d, read_as("", mcast)).await, 1);
+    // A PacketIn reaches the primaries whose config takes PacketIns: the default role's and
+    // "routes", not "viewer". Streams are ordered, so once "routes" has the PacketIn, the
+    // next message "viewer" gets after re-arbitrating is the arbitration reply.
+    let mut frame = vec![0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0, 0x0b, 0xbb, 0x08, 0x00];
+    frame.extend([
+        0x45, 0, 0, 0x14, 0, 0, 0, 0, 0x40, 0x06, 0, 0, 0xc0, 0xa8, 0, 1, 10, 1, 2, 3,
+    ]);
+    packet_out(&mut d, frame).await;
+    loop {
+        let m = r.rx.message().await.unwrap().unwrap();
+        if let Some(stream_message_response::Update::Packet(_)) = m.update {
+            break;
+        }
+    }
+    v.arbitrate("viewer", viewer()).await;
+    let m = v.rx.message().await.unwrap().unwrap();
+    assert!(
+        matches!(
+            m.update,
+            Some(stream_message_response::Update::Arbitration(_))
+        ),
+        "{m:?}"
+    );
+    // Refused: a config listing what another role holds exclusively, a config for the default
+    // role, and a config type this switch does not know.
+    let e = arbitration_refused(addr, "acl", role_config(vec![l3.table], false)).await;
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("\"routes\""), "{e:?}");
+    let e = arbitration_refused(addr, "", role_config(vec![], false)).await;
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let e = arbitration_refused(
+        addr,
+        "acl",
+        prost_types::Any {
+            type_url: "type.googleapis.com/example.OtherRoleConfig".into(),
+            value: vec![],
+        },
+    )
+    .await;
     assert_eq!(e.code(), tonic::Code::Unimplemented);
+    assert!(e.message().contains("stratum.P4RoleConfig"), "{e:?}");
 }

@@ -276,6 +276,16 @@ impl Controller {
 
     /// [`Controller::connect`] in a named role ("" = the default role).
     pub async fn connect_role(addr: SocketAddr, election_id: u64, role: &str) -> (Controller, i32) {
+        Controller::connect_config(addr, election_id, role, None).await
+    }
+
+    /// [`Controller::connect_role`] with a role config.
+    pub async fn connect_config(
+        addr: SocketAddr,
+        election_id: u64,
+        role: &str,
+        config: Option<prost_types::Any>,
+    ) -> (Controller, i32) {
         let mut client = P4RuntimeClient::connect(format!("http://{addr}"))
             .await
             .unwrap()
@@ -292,23 +302,32 @@ impl Controller {
             rx: resp.into_inner(),
             election_id,
         };
-        c.tx.send(StreamMessageRequest {
-            update: Some(stream_message_request::Update::Arbitration(
-                MasterArbitrationUpdate {
-                    device_id: DEVICE,
-                    election_id: eid(election_id),
-                    role: (!role.is_empty()).then(|| p4runtime_proto::p4runtime::Role {
-                        name: role.into(),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                },
-            )),
-        })
-        .await
-        .unwrap();
+        c.arbitrate(role, config).await;
         let code = c.next_arbitration().await;
         (c, code)
+    }
+
+    /// Sends a MasterArbitrationUpdate with this controller's election id.
+    pub async fn arbitrate(&mut self, role: &str, config: Option<prost_types::Any>) {
+        self.tx
+            .send(StreamMessageRequest {
+                update: Some(stream_message_request::Update::Arbitration(
+                    MasterArbitrationUpdate {
+                        device_id: DEVICE,
+                        election_id: eid(self.election_id),
+                        role: (!role.is_empty() || config.is_some()).then(|| {
+                            p4runtime_proto::p4runtime::Role {
+                                name: role.into(),
+                                config,
+                                ..Default::default()
+                            }
+                        }),
+                        ..Default::default()
+                    },
+                )),
+            })
+            .await
+            .unwrap();
     }
 
     pub async fn next_arbitration(&mut self) -> i32 {
