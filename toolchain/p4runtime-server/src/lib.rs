@@ -575,6 +575,12 @@ impl P4Runtime for Server {
                 self.commit(p, sw);
             }
             ConfigAction::Commit => {
+                if req.config.is_some() {
+                    return Err(status(
+                        Code::InvalidArgument,
+                        "COMMIT takes no config: it commits the one VERIFY_AND_SAVE saved",
+                    ));
+                }
                 let saved = lock(&self.state).saved.take();
                 let (p, sw) = saved.ok_or_else(|| {
                     status(
@@ -613,13 +619,18 @@ impl P4Runtime for Server {
     ) -> Result<Response<GetForwardingPipelineConfigResponse>, Status> {
         let req = request.into_inner();
         self.check_device(req.device_id)?;
-        let p = self.pipeline()?;
         let ty = ResponseType::try_from(req.response_type).map_err(|_| {
             status(
                 Code::InvalidArgument,
                 format!("response type {}", req.response_type),
             )
         })?;
+        // Spec 7.3: with no pipeline known, the response's config is unset (not an error).
+        let Some(p) = lock(&self.state).pipeline.clone() else {
+            return Ok(Response::new(GetForwardingPipelineConfigResponse {
+                config: None,
+            }));
+        };
         let (info, dev) = match ty {
             ResponseType::All => (true, true),
             ResponseType::CookieOnly => (false, false),

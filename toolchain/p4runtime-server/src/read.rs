@@ -73,6 +73,15 @@ fn cells(
     Ok(out)
 }
 
+/// A read's object id: 0 (every object) or one the P4Info has, else NOT_FOUND.
+fn known(id: u32, exists: bool, what: &str) -> Result<(), Status> {
+    if id == 0 || exists {
+        Ok(())
+    } else {
+        Err(status(Code::NotFound, format!("no {what} with id {id}")))
+    }
+}
+
 /// Entities per ReadResponse.
 pub const CHUNK: usize = 1000;
 
@@ -303,12 +312,7 @@ pub fn read(
             Some(entity::Entity::ValueSetEntry(v)) => {
                 let mut ids: Vec<u32> = p.value_sets.keys().copied().collect();
                 ids.sort_unstable();
-                if v.value_set_id != 0 && !ids.contains(&v.value_set_id) {
-                    return Err(status(
-                        Code::NotFound,
-                        format!("no value set with id {}", v.value_set_id),
-                    ));
-                }
+                known(v.value_set_id, ids.contains(&v.value_set_id), "value set")?;
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 for id in ids {
                     if v.value_set_id != 0 && v.value_set_id != id {
@@ -354,6 +358,7 @@ pub fn read(
                 }));
             }
             Some(entity::Entity::DigestEntry(d)) => {
+                known(d.digest_id, p.digests.contains_key(&d.digest_id), "digest")?;
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 out.extend(
                     idx.digests
@@ -368,6 +373,8 @@ pub fn read(
                 );
             }
             Some(entity::Entity::ActionProfileMember(m)) => {
+                let id = m.action_profile_id;
+                known(id, p.profiles.contains_key(&id), "action profile")?;
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 for (pid, prof) in sorted(&p.profiles) {
                     if m.action_profile_id != 0 && m.action_profile_id != pid {
@@ -385,6 +392,8 @@ pub fn read(
                 }
             }
             Some(entity::Entity::ActionProfileGroup(g)) => {
+                let id = g.action_profile_id;
+                known(id, p.profiles.contains_key(&id), "action profile")?;
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 for (pid, prof) in sorted(&p.profiles) {
                     if g.action_profile_id != 0 && g.action_profile_id != pid {

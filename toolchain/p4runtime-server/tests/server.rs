@@ -145,12 +145,11 @@ async fn pipeline_set_and_get() {
         device_id: DEVICE,
         response_type: ty,
     };
-    let err = c
-        .client
-        .get_forwarding_pipeline_config(get(0))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+    // No pipeline yet: the config is unset (spec 7.3), for every response type.
+    for ty in 0..4 {
+        let none = c.client.get_forwarding_pipeline_config(get(ty)).await;
+        assert_eq!(none.unwrap().into_inner().config, None);
+    }
 
     let l3 = L3::new();
     let json = stf_json("l3.json");
@@ -161,7 +160,19 @@ async fn pipeline_set_and_get() {
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
     assert!(err.message().contains("bit<31>"), "{}", err.message());
 
-    // VERIFY_AND_SAVE then COMMIT.
+    // VERIFY_AND_SAVE then COMMIT (which refuses a config of its own).
+    let commit_with_config = c
+        .client
+        .set_forwarding_pipeline_config(SetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            election_id: eid(1),
+            action: 4,
+            config: Some(p4runtime_proto::p4runtime::ForwardingPipelineConfig::default()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(commit_with_config.code(), tonic::Code::InvalidArgument);
     for action in [2, 4] {
         c.client
             .set_forwarding_pipeline_config(SetForwardingPipelineConfigRequest {
@@ -2489,4 +2500,63 @@ async fn role_configs_confine_roles() {
     .await;
     assert_eq!(e.code(), tonic::Code::Unimplemented);
     assert!(e.message().contains("stratum.P4RoleConfig"), "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_of_unknown_ids_are_not_found() {
+    use p4runtime_proto::p4runtime::{
+        ActionProfileGroup, ActionProfileMember, CounterEntry, DigestEntry, ValueSetEntry,
+    };
+    let (addr, _dp) = start().await;
+    let l3 = L3::new();
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let of_id = |id: u32| {
+        vec![
+            entity::Entity::DigestEntry(DigestEntry {
+                digest_id: id,
+                config: None,
+            }),
+            entity::Entity::ActionProfileMember(ActionProfileMember {
+                action_profile_id: id,
+                ..Default::default()
+            }),
+            entity::Entity::ActionProfileGroup(ActionProfileGroup {
+                action_profile_id: id,
+                ..Default::default()
+            }),
+            entity::Entity::ValueSetEntry(ValueSetEntry {
+                value_set_id: id,
+                members: vec![],
+            }),
+            entity::Entity::CounterEntry(CounterEntry {
+                counter_id: id,
+                ..Default::default()
+            }),
+            entity::Entity::TableEntry(TableEntry {
+                table_id: id,
+                ..Default::default()
+            }),
+        ]
+    };
+    // Id 0 is every object of the kind (l3.json has none of the first five, no entries yet).
+    for e in of_id(0) {
+        assert_eq!(read_entities(&mut c, e).await, vec![]);
+    }
+    for e in of_id(99) {
+        let err = c
+            .client
+            .read(ReadRequest {
+                device_id: DEVICE,
+                entities: vec![Entity {
+                    entity: Some(e.clone()),
+                }],
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::NotFound, "{e:?}");
+    }
 }
