@@ -1026,6 +1026,34 @@ enum Undo {
         act: Act,
         priority_ok: bool,
     },
+    /// An entry's direct meter rates (empty = unconfigured) and counter as they were.
+    Direct {
+        table: String,
+        key: Key,
+        meter: Option<Vec<switch_engine::MeterRate>>,
+        counter: Option<CounterValue>,
+    },
+}
+
+/// The undo of an op that overwrites an entry's direct meter and/or counter.
+fn old_direct(
+    sw: &mut Switch,
+    table: &str,
+    key: &Key,
+    h: EntryHandle,
+    meter: bool,
+    counter: bool,
+) -> Undo {
+    Undo::Direct {
+        table: table.to_string(),
+        key: key.clone(),
+        meter: meter
+            .then(|| sw.direct_meter_get_rates(table, h).ok())
+            .flatten(),
+        counter: counter
+            .then(|| sw.direct_counter_read(table, h).ok())
+            .flatten(),
+    }
 }
 
 fn add(
@@ -1082,7 +1110,7 @@ pub fn apply(
     ops: Vec<Result<Op, UpdateError>>,
     rollback: bool,
 ) -> Vec<Result<(), UpdateError>> {
-    // The undo log covers table entries only.
+    // The undo log covers table entries (with their direct meters and counters) only.
     let ops: Vec<_> = ops
         .into_iter()
         .map(|op| match op {
@@ -1095,19 +1123,6 @@ pub fn apply(
                     act: Act::OneShot { .. },
                     ..
                 }
-                | Op::Modify {
-                    direct: Direct { meter: Some(_), .. },
-                    ..
-                }
-                | Op::Modify {
-                    direct:
-                        Direct {
-                            counter: Some(_), ..
-                        },
-                    ..
-                }
-                | Op::DirectMeter { .. }
-                | Op::DirectCounter { .. }
                 | Op::ValueSet { .. }
                 | Op::Counter { .. }
                 | Op::Register { .. }
@@ -1121,7 +1136,7 @@ pub fn apply(
             ) if rollback => Err((
                 Code::Unimplemented,
                 "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches support table entries (without \
-                 action sets, and MODIFYs without meter configs or counter data) only"
+                 action sets) and their direct meters and counters only"
                     .into(),
             )),
             op => op,
@@ -1151,6 +1166,21 @@ pub fn apply(
                     set_cookie(index, &table, &key, Cookie::default());
                     if let Some(h) = index.tables.get_mut(&table).and_then(|t| t.remove(&key)) {
                         let _ = sw.table_delete(&table, h);
+                    }
+                }
+                Undo::Direct {
+                    table,
+                    key,
+                    meter,
+                    counter,
+                } => {
+                    if let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() {
+                        if let Some(r) = meter {
+                            let _ = sw.direct_meter_set_rates(&table, h, &r);
+                        }
+                        if let Some(v) = counter {
+                            let _ = sw.direct_counter_write(&table, h, v);
+                        }
                     }
                 }
                 Undo::Restore {
@@ -1534,18 +1564,23 @@ fn apply_one(
                     format!("table \"{table}\": no entry with this match key"),
                 ));
             };
-            let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
+            // Logged before applying: a failure half way is undone too.
+            if let Some(u) = undo {
+                let meter = direct.meter.is_some();
+                let counter = direct.counter.is_some();
+                u.push(old_direct(sw, &table, &key, h, meter, counter));
+                if let Some((old, _)) = current(sw, &table, h) {
+                    u.push(Undo::Restore {
+                        table: table.clone(),
+                        key: key.clone(),
+                        act: old,
+                        priority_ok: true,
+                    });
+                }
+            }
             modify(sw, &table, h, &act).map_err(api)?;
             set_direct(sw, index, &table, &key, h, direct)?;
             set_idle(index, &table, &key, idle_ns);
-            if let (Some(u), Some((old, _))) = (undo, old) {
-                u.push(Undo::Restore {
-                    table,
-                    key,
-                    act: old,
-                    priority_ok: true,
-                });
-            }
             Ok(())
         }
         Op::Delete { table, key } => {
@@ -1723,6 +1758,9 @@ fn apply_one(
                     format!("table \"{table}\": no entry with this match key"),
                 ));
             };
+            if let Some(u) = undo {
+                u.push(old_direct(sw, &table, &key, h, true, false));
+            }
             set_direct_meter(sw, &table, h, &rates)
         }
         Op::DirectCounter { table, key, value } => {
@@ -1732,6 +1770,9 @@ fn apply_one(
                     format!("table \"{table}\": no entry with this match key"),
                 ));
             };
+            if let Some(u) = undo {
+                u.push(old_direct(sw, &table, &key, h, false, true));
+            }
             sw.direct_counter_write(&table, h, value).map_err(api)
         }
         Op::ValueSet {

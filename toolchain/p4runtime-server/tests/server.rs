@@ -1381,6 +1381,31 @@ async fn direct_counter_writes_and_table_counter_data() {
     .await;
     assert_eq!(second_read.len(), 1);
     assert_eq!(second_read.remove(0).counter_data, Some(data(1, 1)));
+    // A ROLLBACK_ON_ERROR batch restores the counters its DirectCounterEntry and TableEntry
+    // MODIFYs set.
+    let e = write(
+        &mut c,
+        vec![
+            modify(dce(key(2), Some(data(50, 50)))),
+            upd(Modify, entry(2, Some(data(60, 60)))),
+            upd(Insert, entry(1, None)),
+        ],
+        Atomicity::RollbackOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![
+            Code::Aborted as i32,
+            Code::Aborted as i32,
+            Code::AlreadyExists as i32
+        ]
+    );
+    assert_eq!(
+        read_entities(&mut c, dce(key(2), None)).await,
+        vec![dce(key(2), Some(data(1, 1)))]
+    );
     // A ROLLBACK_ON_ERROR batch undoes an INSERT with counter data.
     let e = write(
         &mut c,
