@@ -133,8 +133,10 @@ impl Poller {
                     })),
                 };
                 d.outstanding.insert((id, list_id), (now, data));
-                for tx in lock(&arb).primaries() {
-                    let _ = tx.try_send(Ok(msg.clone()));
+                for (tx, config) in lock(&arb).primaries() {
+                    if config.map_or(true, |c| c.allows_id(id)) {
+                        let _ = tx.try_send(Ok(msg.clone()));
+                    }
                 }
             }
         }

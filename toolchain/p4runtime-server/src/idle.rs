@@ -111,16 +111,25 @@ impl Poller {
             let timestamp = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-            let msg = StreamMessageResponse {
-                update: Some(stream_message_response::Update::IdleTimeoutNotification(
-                    IdleTimeoutNotification {
-                        table_entry: expired,
-                        timestamp,
-                    },
-                )),
-            };
-            for tx in lock(&arb).primaries() {
-                let _ = tx.try_send(Ok(msg.clone()));
+            for (tx, config) in lock(&arb).primaries() {
+                // A role with a config hears of its own tables' entries only.
+                let table_entry: Vec<TableEntry> = expired
+                    .iter()
+                    .filter(|e| config.map_or(true, |c| c.allows_id(e.table_id)))
+                    .cloned()
+                    .collect();
+                if table_entry.is_empty() {
+                    continue;
+                }
+                let msg = StreamMessageResponse {
+                    update: Some(stream_message_response::Update::IdleTimeoutNotification(
+                        IdleTimeoutNotification {
+                            table_entry,
+                            timestamp,
+                        },
+                    )),
+                };
+                let _ = tx.try_send(Ok(msg));
             }
         }
     }

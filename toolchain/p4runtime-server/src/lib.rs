@@ -6,6 +6,7 @@ mod digest;
 mod idle;
 mod pipeline;
 mod read;
+mod role;
 mod write;
 
 use std::collections::HashMap;
@@ -32,6 +33,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 pub use pipeline::Pipeline;
+pub use role::{P4RoleConfig, PacketFilter, TYPE_URL as ROLE_CONFIG_TYPE_URL};
 pub use write::engine_code;
 
 /// A closure run on the engine between two packets; `None` = no pipeline loaded.
@@ -119,6 +121,8 @@ struct Controller {
     election_id: Option<u128>,
     /// Role name; "" = the default role.
     role: String,
+    /// The role config this controller sent (it applies while the controller is primary).
+    config: Option<Arc<role::RoleConfig>>,
     tx: StreamTx,
 }
 
@@ -152,13 +156,21 @@ impl Arbitration {
             .is_some_and(|c| self.primary.get(&c.role) == Some(&conn))
     }
 
-    /// The streams of every role's primary: every role has the whole pipeline (no role
-    /// configs), so each gets PacketIns, digests and idle-timeout notifications.
-    fn primaries(&self) -> impl Iterator<Item = &StreamTx> + '_ {
+    /// The role config in force: the one its primary sent; `None` = the whole pipeline.
+    fn config(&self, role: &str) -> Option<Arc<role::RoleConfig>> {
+        self.primary
+            .get(role)
+            .and_then(|c| self.conns.get(c))
+            .and_then(|c| c.config.clone())
+    }
+
+    /// The streams of every role's primary, with its role config: PacketIns, digests and
+    /// idle-timeout notifications go to each primary whose config lets it see them.
+    fn primaries(&self) -> impl Iterator<Item = (&StreamTx, Option<&role::RoleConfig>)> + '_ {
         self.primary
             .values()
             .filter_map(|c| self.conns.get(c))
-            .map(|c| &c.tx)
+            .map(|c| (&c.tx, c.config.as_deref()))
     }
 
     /// Recomputes the role's primary; true when it changed.
@@ -272,8 +284,13 @@ impl Server {
             let Some(msg) = pipeline.and_then(|p| packet_in(&p, frame)) else {
                 return;
             };
-            for tx in lock(&ar).primaries() {
-                let _ = tx.try_send(Ok(msg.clone()));
+            let Some(stream_message_response::Update::Packet(pkt)) = &msg.update else {
+                return;
+            };
+            for (tx, config) in lock(&ar).primaries() {
+                if config.map_or(true, |c| c.wants_packet_in(&pkt.metadata)) {
+                    let _ = tx.try_send(Ok(msg.clone()));
+                }
             }
         }));
         Server {
@@ -431,6 +448,7 @@ impl P4Runtime for Server {
         self.check_device(req.device_id)?;
         self.check_primary(&req.role, &req.election_id)?;
         let p = self.pipeline()?;
+        let config = lock(&self.arb).config(&req.role);
         let rollback = match Atomicity::try_from(req.atomicity) {
             Ok(Atomicity::ContinueOnError) => false,
             // One exec applies the whole batch between two packets, so an all-or-nothing batch
@@ -450,7 +468,16 @@ impl P4Runtime for Server {
             let ops: Vec<_> = req
                 .updates
                 .iter()
-                .map(|u| write::translate(&p, u))
+                .map(|u| match (&config, &u.entity) {
+                    (Some(c), Some(e)) if !c.allows(e) => Err((
+                        Code::PermissionDenied,
+                        format!(
+                            "role \"{}\": its role config does not give it this entity",
+                            req.role
+                        ),
+                    )),
+                    _ => write::translate(&p, u),
+                })
                 .collect();
             exec_on(&*dp, move |sw| match sw {
                 Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
@@ -478,10 +505,14 @@ impl P4Runtime for Server {
         let p = self.pipeline()?;
         let dp = self.dp.clone();
         let index = self.index.clone();
-        let entities =
+        let config = lock(&self.arb).config(&req.role);
+        let mut entities =
             tokio::task::spawn_blocking(move || read::read(&*dp, &p, &index, &req.entities))
                 .await
                 .map_err(|e| status(Code::Internal, format!("read task: {e}")))??;
+        if let Some(c) = config {
+            entities.retain(|e| c.allows(e));
+        }
         let (tx, rx) = mpsc::channel(4);
         tokio::spawn(async move {
             let mut it = entities.into_iter().peekable();
@@ -502,6 +533,18 @@ impl P4Runtime for Server {
         let req = request.into_inner();
         self.check_device(req.device_id)?;
         self.check_primary(&req.role, &req.election_id)?;
+        if lock(&self.arb)
+            .config(&req.role)
+            .is_some_and(|c| !c.config.can_push_pipeline)
+        {
+            return Err(status(
+                Code::PermissionDenied,
+                format!(
+                    "role \"{}\": its role config does not allow pushing a pipeline",
+                    req.role
+                ),
+            ));
+        }
         let action = ConfigAction::try_from(req.action).unwrap_or(ConfigAction::Unspecified);
         let _guard = self.writer.lock().await;
         let verified = |config: Option<ForwardingPipelineConfig>| {
@@ -532,6 +575,12 @@ impl P4Runtime for Server {
                 self.commit(p, sw);
             }
             ConfigAction::Commit => {
+                if req.config.is_some() {
+                    return Err(status(
+                        Code::InvalidArgument,
+                        "COMMIT takes no config: it commits the one VERIFY_AND_SAVE saved",
+                    ));
+                }
                 let saved = lock(&self.state).saved.take();
                 let (p, sw) = saved.ok_or_else(|| {
                     status(
@@ -570,13 +619,18 @@ impl P4Runtime for Server {
     ) -> Result<Response<GetForwardingPipelineConfigResponse>, Status> {
         let req = request.into_inner();
         self.check_device(req.device_id)?;
-        let p = self.pipeline()?;
         let ty = ResponseType::try_from(req.response_type).map_err(|_| {
             status(
                 Code::InvalidArgument,
                 format!("response type {}", req.response_type),
             )
         })?;
+        // Spec 7.3: with no pipeline known, the response's config is unset (not an error).
+        let Some(p) = lock(&self.state).pipeline.clone() else {
+            return Ok(Response::new(GetForwardingPipelineConfigResponse {
+                config: None,
+            }));
+        };
         let (info, dev) = match ty {
             ResponseType::All => (true, true),
             ResponseType::CookieOnly => (false, false),
@@ -613,6 +667,7 @@ impl P4Runtime for Server {
                 Controller {
                     election_id: None,
                     role: String::new(),
+                    config: None,
                     tx: tx.clone(),
                 },
             );
@@ -707,14 +762,19 @@ fn arbitrate(
             ),
         ));
     }
-    if a.role.as_ref().is_some_and(|r| r.config.is_some()) {
-        // A role config's format is target-specific (spec 15); roles here see everything.
-        return Err(status(
-            Code::Unimplemented,
-            "role configs are not implemented: a named role has the whole pipeline",
-        ));
-    }
     let role = a.role.as_ref().map_or(String::new(), |r| r.name.clone());
+    let config = match a.role.as_ref().and_then(|r| r.config.as_ref()) {
+        None => None,
+        Some(_) if role.is_empty() => {
+            return Err(status(
+                Code::InvalidArgument,
+                "the default role has the whole pipeline: a role config needs a role name",
+            ))
+        }
+        Some(any) => Some(Arc::new(
+            role::RoleConfig::from_any(any).map_err(|(c, m)| status(c, m))?,
+        )),
+    };
     let election = u128_of(&a.election_id).unwrap_or(0);
     let mut arb = lock(arb);
     if let Some(c) = arb.conns.get(&conn) {
@@ -738,9 +798,25 @@ fn arbitrate(
             format!("election id {election} is used by another controller of this role"),
         ));
     }
+    if let Some(cfg) = &config {
+        let clash = arb.conns.values().find_map(|s| {
+            let other = s.config.as_ref().filter(|_| s.role != role)?;
+            cfg.conflict(other).map(|id| (id, s.role.clone()))
+        });
+        if let Some((id, other)) = clash {
+            return Err(status(
+                Code::InvalidArgument,
+                format!(
+                    "role config: P4 id {id} is held exclusively by role \"{other}\" or claimed \
+                     exclusively here while role \"{other}\" lists it"
+                ),
+            ));
+        }
+    }
     if let Some(c) = arb.conns.get_mut(&conn) {
         c.election_id = Some(election);
         c.role = role.clone();
+        c.config = config;
     }
     if arb.elect(&role) {
         arb.announce(&role, dp.device_id());

@@ -39,6 +39,8 @@ pub struct TableInfo {
     pub profile: Option<String>,
     /// The P4Info id of the table's direct meter.
     pub direct_meter: Option<u32>,
+    /// The P4Info id of the table's direct counter.
+    pub direct_counter: Option<u32>,
 }
 
 /// A parser value set: engine name, (match field id, bitwidth) in P4Info order, size.
@@ -252,8 +254,30 @@ pub fn verify(
                     .iter()
                     .map(|m| pre_id(&m.preamble))
                     .find(|id| t.direct_resource_ids.contains(id)),
+                // Set below from the direct counter's `direct_table_id`, once it is checked.
+                direct_counter: None,
             },
         );
+    }
+    for c in &p4info.direct_counters {
+        let name = pre_name(&c.preamble);
+        let here = format!("P4Info direct counter \"{name}\"");
+        let Some(json_table) = sw.direct_counter_table(&name) else {
+            return Err(format!("{here}: no such direct counter in the BMv2 JSON"));
+        };
+        let Some(t) = tables.get_mut(&c.direct_table_id) else {
+            return Err(format!(
+                "{here}: direct_table_id {} is not a P4Info table",
+                c.direct_table_id
+            ));
+        };
+        if json_table != t.name {
+            return Err(format!(
+                "{here}: attached to \"{}\" in P4Info but to \"{json_table}\" in the BMv2 JSON",
+                t.name
+            ));
+        }
+        t.direct_counter = Some(pre_id(&c.preamble));
     }
     let mut direct_meters = HashMap::new();
     for m in &p4info.direct_meters {

@@ -11,7 +11,9 @@ use p4runtime_proto::p4runtime::{
     FieldMatch, Index, MeterConfig, MeterEntry, P4Data, PacketReplicationEngineEntry,
     RegisterEntry, TableAction, TableEntry, ValueSetEntry,
 };
-use switch_engine::{EntryAction, EntryDesc, EntryHandle, FieldMatch as EM, MeterRate};
+use switch_engine::{
+    CounterValue, EntryAction, EntryDesc, EntryHandle, FieldMatch as EM, MeterRate, Switch,
+};
 use tonic::Status;
 
 use crate::bytes::{all_ones, canonical};
@@ -71,6 +73,15 @@ fn cells(
     Ok(out)
 }
 
+/// A read's object id: 0 (every object) or one the P4Info has, else NOT_FOUND.
+fn known(id: u32, exists: bool, what: &str) -> Result<(), Status> {
+    if id == 0 || exists {
+        Ok(())
+    } else {
+        Err(status(Code::NotFound, format!("no {what} with id {id}")))
+    }
+}
+
 /// Entities per ReadResponse.
 pub const CHUNK: usize = 1000;
 
@@ -80,6 +91,20 @@ struct Query {
     default: bool,
     /// `time_since_last_hit` asked for (tables that support idle timeout).
     since_hit: bool,
+    /// `counter_data` / `meter_config` asked for (set in the request, as PI does) on a table
+    /// with a direct counter / meter.
+    counters: bool,
+    meters: bool,
+}
+
+/// What one query takes from the engine.
+#[derive(Default)]
+struct Raw {
+    entries: Vec<EntryDesc>,
+    default: Option<EntryAction>,
+    hits: Vec<EntryHandle>,
+    meters: HashMap<EntryHandle, Vec<MeterRate>>,
+    counters: HashMap<EntryHandle, CounterValue>,
 }
 
 /// A meter config as P4Runtime gives it; `None` for an unconfigured meter.
@@ -111,6 +136,70 @@ pub fn note_hits(store: &mut Store, hits: Vec<(String, Vec<EntryHandle>)>) -> st
         }
     }
     now
+}
+
+fn counter_data(v: CounterValue) -> CounterData {
+    CounterData {
+        byte_count: v.bytes as i64,
+        packet_count: v.packets as i64,
+    }
+}
+
+/// The installed entries a DirectCounterEntry / DirectMeterEntry read selects, each as its key
+/// (a TableEntry without action) with the value `get` reads: table id 0 = every table that
+/// `has` the resource, a table without it is INVALID_ARGUMENT; an empty match = every entry.
+fn direct_entries<R: Send + 'static>(
+    dp: &dyn Dataplane,
+    p: &Pipeline,
+    handles: &HashMap<(String, u32), u32>,
+    te: &TableEntry,
+    what: &str,
+    has: fn(&TableInfo) -> bool,
+    get: fn(&mut Switch, &str, EntryHandle) -> Option<R>,
+) -> Result<Vec<(TableEntry, R)>, Status> {
+    let mut out = Vec::new();
+    for id in table_ids(p, te.table_id)? {
+        let t = &p.tables[&id];
+        if !has(t) {
+            if te.table_id == 0 {
+                continue;
+            }
+            return Err(status(
+                Code::InvalidArgument,
+                format!("table \"{}\" has no direct {what}", t.name),
+            ));
+        }
+        let key = if te.r#match.is_empty() {
+            None
+        } else {
+            Some(crate::write::translate_match(t, te).map_err(|(c, m)| status(c, m))?)
+        };
+        let name = t.name.clone();
+        let got = exec_on(dp, move |sw| {
+            let Some(sw) = sw else { return Vec::new() };
+            let entries = sw.table_entries(&name).unwrap_or_default();
+            entries
+                .into_iter()
+                .filter(|e| {
+                    key.as_ref()
+                        .map_or(true, |k| k.0 == e.matches && k.1 == e.priority.unwrap_or(0))
+                })
+                .filter_map(|e| get(sw, &name, e.handle).map(|v| (e, v)))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+        for (e, v) in got {
+            let prio = e.priority.unwrap_or(0);
+            let m = matches_of(t, &e.matches);
+            if let Some(entity::Entity::TableEntry(mut te)) =
+                table_entity(p, t, handles, id, (m, prio), &e.action, false).entity
+            {
+                te.action = None;
+                out.push((te, v));
+            }
+        }
+    }
+    Ok(out)
 }
 
 pub fn read(
@@ -152,59 +241,27 @@ pub fn read(
                     entity: Some(entity::Entity::CounterEntry(CounterEntry {
                         counter_id: id,
                         index: Some(Index { index: i as i64 }),
-                        data: Some(CounterData {
-                            byte_count: v.bytes as i64,
-                            packet_count: v.packets as i64,
-                        }),
+                        data: Some(counter_data(v)),
                     })),
                 }));
             }
             Some(entity::Entity::DirectCounterEntry(dc)) => {
                 let te = dc.table_entry.clone().unwrap_or_default();
-                for id in table_ids(p, te.table_id)? {
-                    let t = &p.tables[&id];
-                    let key = if te.r#match.is_empty() {
-                        None
-                    } else {
-                        Some(crate::write::translate_match(t, &te).map_err(|(c, m)| status(c, m))?)
-                    };
-                    let name = t.name.clone();
-                    let got = exec_on(dp, move |sw| {
-                        let Some(sw) = sw else { return Vec::new() };
-                        let entries = sw.table_entries(&name).unwrap_or_default();
-                        entries
-                            .into_iter()
-                            .filter(|e| {
-                                key.as_ref().map_or(true, |k| {
-                                    k.0 == e.matches && k.1 == e.priority.unwrap_or(0)
-                                })
-                            })
-                            .filter_map(|e| {
-                                sw.direct_counter_read(&name, e.handle).ok().map(|v| (e, v))
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default();
-                    for (e, v) in got {
-                        let prio = e.priority.unwrap_or(0);
-                        let m = matches_of(t, &e.matches);
-                        let Some(entity::Entity::TableEntry(mut te)) =
-                            table_entity(p, t, &handles, id, (m, prio), &e.action, false).entity
-                        else {
-                            continue;
-                        };
-                        te.action = None;
-                        out.push(Entity {
-                            entity: Some(entity::Entity::DirectCounterEntry(DirectCounterEntry {
-                                table_entry: Some(te),
-                                data: Some(CounterData {
-                                    byte_count: v.bytes as i64,
-                                    packet_count: v.packets as i64,
-                                }),
-                            })),
-                        });
-                    }
-                }
+                let got = direct_entries(
+                    dp,
+                    p,
+                    &handles,
+                    &te,
+                    "counter",
+                    |t| t.direct_counter.is_some(),
+                    |sw, name, h| sw.direct_counter_read(name, h).ok(),
+                )?;
+                out.extend(got.into_iter().map(|(te, v)| Entity {
+                    entity: Some(entity::Entity::DirectCounterEntry(DirectCounterEntry {
+                        table_entry: Some(te),
+                        data: Some(counter_data(v)),
+                    })),
+                }));
             }
             Some(entity::Entity::MeterEntry(m)) => {
                 let objs: Vec<_> = p
@@ -235,69 +292,27 @@ pub fn read(
             }
             Some(entity::Entity::DirectMeterEntry(dm)) => {
                 let te = dm.table_entry.clone().unwrap_or_default();
-                for id in table_ids(p, te.table_id)? {
-                    let t = &p.tables[&id];
-                    if t.direct_meter.is_none() {
-                        if te.table_id == 0 {
-                            continue;
-                        }
-                        return Err(status(
-                            Code::InvalidArgument,
-                            format!("table \"{}\" has no direct meter", t.name),
-                        ));
-                    }
-                    let key = if te.r#match.is_empty() {
-                        None
-                    } else {
-                        Some(crate::write::translate_match(t, &te).map_err(|(c, m)| status(c, m))?)
-                    };
-                    let name = t.name.clone();
-                    let got = exec_on(dp, move |sw| {
-                        let Some(sw) = sw else { return Vec::new() };
-                        let entries = sw.table_entries(&name).unwrap_or_default();
-                        entries
-                            .into_iter()
-                            .filter(|e| {
-                                key.as_ref().map_or(true, |k| {
-                                    k.0 == e.matches && k.1 == e.priority.unwrap_or(0)
-                                })
-                            })
-                            .filter_map(|e| {
-                                sw.direct_meter_get_rates(&name, e.handle)
-                                    .ok()
-                                    .map(|r| (e, r))
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default();
-                    for (e, r) in got {
-                        let prio = e.priority.unwrap_or(0);
-                        let m = matches_of(t, &e.matches);
-                        let Some(entity::Entity::TableEntry(mut te)) =
-                            table_entity(p, t, &handles, id, (m, prio), &e.action, false).entity
-                        else {
-                            continue;
-                        };
-                        te.action = None;
-                        out.push(Entity {
-                            entity: Some(entity::Entity::DirectMeterEntry(DirectMeterEntry {
-                                table_entry: Some(te),
-                                config: meter_config(&r),
-                                counter_data: None,
-                            })),
-                        });
-                    }
-                }
+                let got = direct_entries(
+                    dp,
+                    p,
+                    &handles,
+                    &te,
+                    "meter",
+                    |t| t.direct_meter.is_some(),
+                    |sw, name, h| sw.direct_meter_get_rates(name, h).ok(),
+                )?;
+                out.extend(got.into_iter().map(|(te, r)| Entity {
+                    entity: Some(entity::Entity::DirectMeterEntry(DirectMeterEntry {
+                        table_entry: Some(te),
+                        config: meter_config(&r),
+                        counter_data: None,
+                    })),
+                }));
             }
             Some(entity::Entity::ValueSetEntry(v)) => {
                 let mut ids: Vec<u32> = p.value_sets.keys().copied().collect();
                 ids.sort_unstable();
-                if v.value_set_id != 0 && !ids.contains(&v.value_set_id) {
-                    return Err(status(
-                        Code::NotFound,
-                        format!("no value set with id {}", v.value_set_id),
-                    ));
-                }
+                known(v.value_set_id, ids.contains(&v.value_set_id), "value set")?;
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 for id in ids {
                     if v.value_set_id != 0 && v.value_set_id != id {
@@ -343,6 +358,7 @@ pub fn read(
                 }));
             }
             Some(entity::Entity::DigestEntry(d)) => {
+                known(d.digest_id, p.digests.contains_key(&d.digest_id), "digest")?;
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 out.extend(
                     idx.digests
@@ -357,6 +373,8 @@ pub fn read(
                 );
             }
             Some(entity::Entity::ActionProfileMember(m)) => {
+                let id = m.action_profile_id;
+                known(id, p.profiles.contains_key(&id), "action profile")?;
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 for (pid, prof) in sorted(&p.profiles) {
                     if m.action_profile_id != 0 && m.action_profile_id != pid {
@@ -374,6 +392,8 @@ pub fn read(
                 }
             }
             Some(entity::Entity::ActionProfileGroup(g)) => {
+                let id = g.action_profile_id;
+                known(id, p.profiles.contains_key(&id), "action profile")?;
                 let idx = index.lock().unwrap_or_else(|e| e.into_inner());
                 for (pid, prof) in sorted(&p.profiles) {
                     if g.action_profile_id != 0 && g.action_profile_id != pid {
@@ -446,41 +466,35 @@ pub fn read(
                             key,
                             default: te.is_default_action,
                             since_hit: te.time_since_last_hit.is_some() && t.supports_timeout,
+                            counters: te.counter_data.is_some() && t.direct_counter.is_some(),
+                            meters: te.meter_config.is_some() && t.direct_meter.is_some(),
                         },
                         t.name.clone(),
                     ));
                 }
             }
-            Some(_) => {
+            Some(entity::Entity::ExternEntry(_)) => {
                 return Err(status(
                     Code::Unimplemented,
-                    "only TableEntry reads are implemented",
+                    "ExternEntry reads are not implemented (bmv2 has no P4Info externs)",
                 ));
             }
             None => return Err(status(Code::InvalidArgument, "read of an empty entity")),
         }
     }
-    let names: Vec<(String, bool, bool, bool)> = queries
+    let asks: Vec<(String, bool, bool, bool, bool)> = queries
         .iter()
-        .map(|(q, n)| {
-            let t = &p.tables[&q.table];
-            (n.clone(), q.default, q.since_hit, t.direct_meter.is_some())
-        })
+        .map(|(q, n)| (n.clone(), q.default, q.since_hit, q.meters, q.counters))
         .collect();
-    type Raw = (
-        Vec<EntryDesc>,
-        Option<EntryAction>,
-        Vec<EntryHandle>,
-        HashMap<EntryHandle, Vec<MeterRate>>,
-    );
     let raw = exec_on(dp, move |sw| {
         let Some(sw) = sw else { return Vec::new() };
-        names
-            .iter()
-            .map(|(n, default, since_hit, metered)| {
+        asks.iter()
+            .map(|(n, default, since_hit, meters, counters)| {
                 if *default {
-                    let d = sw.table_default(n).ok().flatten();
-                    return (Vec::new(), d, Vec::new(), HashMap::new());
+                    return Raw {
+                        default: sw.table_default(n).ok().flatten(),
+                        ..Raw::default()
+                    };
                 }
                 let entries = sw.table_entries(n).unwrap_or_default();
                 let hits = if *since_hit {
@@ -488,18 +502,31 @@ pub fn read(
                 } else {
                     Vec::new()
                 };
-                let meters = if *metered {
+                let meters = if *meters {
                     entries
                         .iter()
                         .filter_map(|e| {
-                            let r = sw.direct_meter_get_rates(n, e.handle).ok()?;
-                            (!r.is_empty()).then_some((e.handle, r))
+                            Some((e.handle, sw.direct_meter_get_rates(n, e.handle).ok()?))
                         })
                         .collect()
                 } else {
                     HashMap::new()
                 };
-                (entries, None, hits, meters)
+                let counters = if *counters {
+                    entries
+                        .iter()
+                        .filter_map(|e| Some((e.handle, sw.direct_counter_read(n, e.handle).ok()?)))
+                        .collect()
+                } else {
+                    HashMap::new()
+                };
+                Raw {
+                    entries,
+                    default: None,
+                    hits,
+                    meters,
+                    counters,
+                }
             })
             .collect::<Vec<Raw>>()
     })
@@ -508,14 +535,14 @@ pub fn read(
     let hits: Vec<(String, Vec<EntryHandle>)> = queries
         .iter()
         .zip(&raw)
-        .map(|((_, n), r)| (n.clone(), r.2.clone()))
+        .map(|((_, n), r)| (n.clone(), r.hits.clone()))
         .collect();
     let now = note_hits(&mut store, hits);
     let store = &*store;
-    for ((q, _), (entries, default, _, meters)) in queries.iter().zip(raw) {
+    for ((q, _), r) in queries.iter().zip(raw) {
         let t = &p.tables[&q.table];
         if q.default {
-            if let Some(a) = default {
+            if let Some(a) = r.default {
                 out.push(table_entity(
                     p,
                     t,
@@ -528,7 +555,7 @@ pub fn read(
             }
             continue;
         }
-        for e in entries {
+        for e in r.entries {
             let prio = e.priority.unwrap_or(0);
             if let Some(k) = &q.key {
                 if k.0 != e.matches || k.1 != prio {
@@ -547,7 +574,19 @@ pub fn read(
                         r#type: Some(table_action::Type::ActionProfileActionSet(o.set.clone())),
                     });
                 }
-                te.meter_config = meters.get(&e.handle).and_then(|r| meter_config(r));
+                // controller_metadata is deprecated (1.4) for `metadata`; older controllers
+                // still set it, and PI reads it back.
+                #[allow(deprecated)]
+                if let Some((c, m)) = store.cookies.get(&t.name).and_then(|c| c.get(&key)) {
+                    te.controller_metadata = *c;
+                    te.metadata.clone_from(m);
+                }
+                if q.meters {
+                    te.meter_config = r.meters.get(&e.handle).and_then(|m| meter_config(m));
+                }
+                if q.counters {
+                    te.counter_data = r.counters.get(&e.handle).map(|v| counter_data(*v));
+                }
                 if q.since_hit {
                     te.time_since_last_hit = store
                         .last_hit
@@ -658,6 +697,8 @@ fn table_entity(
             action: Some(TableAction { r#type: Some(ty) }),
             priority,
             is_default_action: default,
+            // P4Runtime 1.4: entries of a const table are marked as such.
+            is_const: t.is_const && !default,
             ..Default::default()
         })),
     }

@@ -9,9 +9,10 @@ pub use p4runtime_proto::p4runtime::digest_entry::Config as DigestConfig;
 use p4runtime_proto::p4runtime::{
     entity, field_match::FieldMatchType, p4_data, packet_replication_engine_entry as pre, replica,
     table_action, update, ActionProfileActionSet, ActionProfileGroup, ActionProfileMember,
-    CloneSessionEntry, Entity, MeterConfig, MulticastGroupEntry, TableEntry, Update, ValueSetEntry,
+    CloneSessionEntry, CounterData, Entity, MeterConfig, MulticastGroupEntry, TableEntry, Update,
+    ValueSetEntry,
 };
-use switch_engine::{ApiError, EntryHandle, ErrorCode, FieldMatch, Switch};
+use switch_engine::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch, Switch};
 
 use crate::bytes::{all_ones, prefix_mask, to_engine};
 use crate::pipeline::{Kind, Pipeline, TableInfo};
@@ -65,6 +66,9 @@ pub struct Index {
     pub value_sets: BTreeMap<u32, (ValueSetEntry, Vec<Vec<u8>>)>,
     /// DigestEntry configs by digest id (only configured digests are streamed).
     pub digests: BTreeMap<u32, DigestConfig>,
+    /// Entries' `controller_metadata` and `metadata`, per engine table (only those that set
+    /// them).
+    pub cookies: HashMap<String, HashMap<Key, Cookie>>,
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +97,19 @@ pub enum Act {
 /// Rates for the engine (committed first, then peak, per microsecond); `None` = unconfigured.
 pub type Rates = Option<Vec<switch_engine::MeterRate>>;
 
+/// What a TableEntry INSERT or MODIFY sets besides its action: the direct meter's rates and the
+/// direct counter's value (`None` = not given: a MODIFY leaves them as they are), and the
+/// controller's opaque `controller_metadata` and `metadata`, kept to be read back.
+#[derive(Debug, Clone, Default)]
+pub struct Direct {
+    pub meter: Option<Rates>,
+    pub counter: Option<CounterValue>,
+    pub cookie: Cookie,
+}
+
+/// `controller_metadata` and `metadata` of a table entry.
+pub type Cookie = (u64, Vec<u8>);
+
 #[derive(Debug, Clone)]
 pub enum Op {
     Insert {
@@ -103,20 +120,24 @@ pub enum Op {
         idle_ns: i64,
         /// The table supports idle timeout: the entry's hits are tracked.
         ageing: bool,
-        /// `meter_config` given: the direct meter's rates.
-        meter: Option<Rates>,
+        direct: Direct,
     },
     Modify {
         table: String,
         key: Key,
         act: Act,
         idle_ns: i64,
-        meter: Option<Rates>,
+        direct: Direct,
     },
     DirectMeter {
         table: String,
         key: Key,
         rates: Rates,
+    },
+    DirectCounter {
+        table: String,
+        key: Key,
+        value: CounterValue,
     },
     ValueSet {
         id: u32,
@@ -135,8 +156,7 @@ pub enum Op {
     Counter {
         name: String,
         index: u64,
-        packets: u64,
-        bytes: u64,
+        value: CounterValue,
     },
     Register {
         name: String,
@@ -192,20 +212,11 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
             };
             modify_only(ty, "CounterEntry")?;
             let index = cell_index(c.index.as_ref().map(|i| i.index), *size, name)?;
-            let d = c.data.unwrap_or_default();
-            let (Ok(packets), Ok(bytes)) =
-                (u64::try_from(d.packet_count), u64::try_from(d.byte_count))
-            else {
-                return Err((
-                    Code::InvalidArgument,
-                    format!("counter \"{name}\": negative count"),
-                ));
-            };
+            let v = counter_value(c.data.as_ref(), &format!("counter \"{name}\""))?;
             Ok(Op::Counter {
                 name: name.clone(),
                 index,
-                packets,
-                bytes,
+                value: v,
             })
         }
         entity::Entity::RegisterEntry(r) => {
@@ -264,8 +275,30 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
             }
             Ok(Op::DirectMeter {
                 table: t.name.clone(),
-                key: translate_match(t, &te)?,
+                key: direct_key(t, &te)?,
                 rates: meter_rates(d.config.as_ref(), &t.name)?,
+            })
+        }
+        entity::Entity::DirectCounterEntry(d) => {
+            let te = d.table_entry.clone().unwrap_or_default();
+            let Some(t) = p.tables.get(&te.table_id) else {
+                return Err((Code::NotFound, format!("no table with id {}", te.table_id)));
+            };
+            modify_only(ty, "DirectCounterEntry")?;
+            if t.direct_counter.is_none() {
+                return Err((
+                    Code::InvalidArgument,
+                    format!("table \"{}\" has no direct counter", t.name),
+                ));
+            }
+            Ok(Op::DirectCounter {
+                table: t.name.clone(),
+                key: direct_key(t, &te)?,
+                // No data = zero, as a CounterData with every field at its default.
+                value: counter_value(
+                    d.data.as_ref(),
+                    &format!("direct counter of \"{}\"", t.name),
+                )?,
             })
         }
         entity::Entity::ValueSetEntry(v) => {
@@ -473,6 +506,17 @@ fn meter_rates(c: Option<&MeterConfig>, name: &str) -> Result<Rates, UpdateError
             format!("meter \"{name}\": rates must be >= 0 and cir <= pir"),
         ));
     }
+    // eburst belongs to single-rate three-colour meters (P4Runtime 1.4); bmv2 meters are
+    // two-rate three-colour (RFC 2698), which have no excess burst.
+    if c.eburst != 0 {
+        return Err((
+            Code::InvalidArgument,
+            format!(
+                "meter \"{name}\": eburst {} given, but this meter is two-rate three-colour (no excess burst)",
+                c.eburst
+            ),
+        ));
+    }
     // bmv2's order: committed rate first, then peak; rates per microsecond.
     Ok(Some(vec![
         switch_engine::MeterRate {
@@ -515,6 +559,30 @@ fn value_set_member(
         fields.push((v, *width));
     }
     Ok(crate::bytes::pack_bits(&fields))
+}
+
+/// A CounterData as the engine's value; absent = zero.
+fn counter_value(d: Option<&CounterData>, what: &str) -> Result<CounterValue, UpdateError> {
+    let d = d.copied().unwrap_or_default();
+    match (u64::try_from(d.packet_count), u64::try_from(d.byte_count)) {
+        (Ok(packets), Ok(bytes)) => Ok(CounterValue { packets, bytes }),
+        _ => Err((Code::InvalidArgument, format!("{what}: negative count"))),
+    }
+}
+
+/// The entry a DirectCounterEntry or DirectMeterEntry names. The engine keeps direct resources
+/// for installed entries only, not for the default entry.
+fn direct_key(t: &TableInfo, te: &TableEntry) -> Result<Key, UpdateError> {
+    if te.is_default_action {
+        return Err((
+            Code::Unimplemented,
+            format!(
+                "table \"{}\": the default entry has no direct counter or meter here",
+                t.name
+            ),
+        ));
+    }
+    translate_match(t, te)
 }
 
 fn modify_only(ty: update::Type, what: &str) -> Result<(), UpdateError> {
@@ -616,6 +684,9 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
             }
         )));
     }
+    if ty == update::Type::Delete {
+        return Ok(Op::Delete { table, key });
+    }
     let meter = match (&te.meter_config, t.direct_meter) {
         (None, _) => None,
         (Some(c), Some(_)) => Some(meter_rates(Some(c), &t.name)?),
@@ -626,24 +697,55 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
             )))
         }
     };
-    match ty {
-        update::Type::Insert => Ok(Op::Insert {
+    let counter = match (&te.counter_data, t.direct_counter) {
+        (None, _) => None,
+        (Some(d), Some(_)) => Some(counter_value(
+            Some(d),
+            &format!("table \"{}\" counter_data", t.name),
+        )?),
+        (Some(_), None) => {
+            return Err(inv(format!(
+                "table \"{}\" has no direct counter: counter_data not allowed",
+                t.name
+            )))
+        }
+    };
+    if te.meter_counter_data.is_some() {
+        return Err((
+            Code::Unimplemented,
+            format!(
+                "table \"{}\": meter_counter_data (per-colour counters) is not kept by this switch",
+                t.name
+            ),
+        ));
+    }
+    // controller_metadata is deprecated (1.4) for `metadata`; older controllers still set it.
+    #[allow(deprecated)]
+    let cookie = (te.controller_metadata, te.metadata.clone());
+    let direct = Direct {
+        meter,
+        counter,
+        cookie,
+    };
+    let act = translate_action(p, t, te)?;
+    if ty == update::Type::Insert {
+        Ok(Op::Insert {
             table,
             key,
             needs_priority: t.needs_priority,
-            act: translate_action(p, t, te)?,
+            act,
             idle_ns,
             ageing: t.supports_timeout,
-            meter,
-        }),
-        update::Type::Modify => Ok(Op::Modify {
+            direct,
+        })
+    } else {
+        Ok(Op::Modify {
             table,
             key,
-            act: translate_action(p, t, te)?,
+            act,
             idle_ns,
-            meter,
-        }),
-        _ => Ok(Op::Delete { table, key }),
+            direct,
+        })
     }
 }
 
@@ -924,6 +1026,34 @@ enum Undo {
         act: Act,
         priority_ok: bool,
     },
+    /// An entry's direct meter rates (empty = unconfigured) and counter as they were.
+    Direct {
+        table: String,
+        key: Key,
+        meter: Option<Vec<switch_engine::MeterRate>>,
+        counter: Option<CounterValue>,
+    },
+}
+
+/// The undo of an op that overwrites an entry's direct meter and/or counter.
+fn old_direct(
+    sw: &mut Switch,
+    table: &str,
+    key: &Key,
+    h: EntryHandle,
+    meter: bool,
+    counter: bool,
+) -> Undo {
+    Undo::Direct {
+        table: table.to_string(),
+        key: key.clone(),
+        meter: meter
+            .then(|| sw.direct_meter_get_rates(table, h).ok())
+            .flatten(),
+        counter: counter
+            .then(|| sw.direct_counter_read(table, h).ok())
+            .flatten(),
+    }
 }
 
 fn add(
@@ -980,7 +1110,7 @@ pub fn apply(
     ops: Vec<Result<Op, UpdateError>>,
     rollback: bool,
 ) -> Vec<Result<(), UpdateError>> {
-    // The undo log covers table entries only.
+    // The undo log covers table entries (with their direct meters and counters) only.
     let ops: Vec<_> = ops
         .into_iter()
         .map(|op| match op {
@@ -993,9 +1123,6 @@ pub fn apply(
                     act: Act::OneShot { .. },
                     ..
                 }
-                | Op::Insert { meter: Some(_), .. }
-                | Op::Modify { meter: Some(_), .. }
-                | Op::DirectMeter { .. }
                 | Op::ValueSet { .. }
                 | Op::Counter { .. }
                 | Op::Register { .. }
@@ -1009,7 +1136,7 @@ pub fn apply(
             ) if rollback => Err((
                 Code::Unimplemented,
                 "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches support table entries (without \
-                 action sets or meter configs) only"
+                 action sets) and their direct meters and counters only"
                     .into(),
             )),
             op => op,
@@ -1036,8 +1163,24 @@ pub fn apply(
         for u in undo.into_iter().rev() {
             match u {
                 Undo::Delete { table, key } => {
+                    set_cookie(index, &table, &key, Cookie::default());
                     if let Some(h) = index.tables.get_mut(&table).and_then(|t| t.remove(&key)) {
                         let _ = sw.table_delete(&table, h);
+                    }
+                }
+                Undo::Direct {
+                    table,
+                    key,
+                    meter,
+                    counter,
+                } => {
+                    if let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() {
+                        if let Some(r) = meter {
+                            let _ = sw.direct_meter_set_rates(&table, h, &r);
+                        }
+                        if let Some(v) = counter {
+                            let _ = sw.direct_counter_write(&table, h, v);
+                        }
                     }
                 }
                 Undo::Restore {
@@ -1175,6 +1318,41 @@ fn set_direct_meter(
         .map_err(api)
 }
 
+/// Applies what an INSERT or MODIFY gives besides the action.
+fn set_direct(
+    sw: &mut Switch,
+    index: &mut Index,
+    table: &str,
+    key: &Key,
+    h: EntryHandle,
+    d: Direct,
+) -> Result<(), UpdateError> {
+    if let Some(rates) = &d.meter {
+        set_direct_meter(sw, table, h, rates)?;
+    }
+    if let Some(v) = d.counter {
+        sw.direct_counter_write(table, h, v).map_err(api)?;
+    }
+    set_cookie(index, table, key, d.cookie);
+    Ok(())
+}
+
+/// Records an entry's controller data; the default (none) is not stored, so tables written
+/// without it (the bulk of routes) cost nothing.
+fn set_cookie(index: &mut Index, table: &str, key: &Key, cookie: Cookie) {
+    if cookie == Cookie::default() {
+        if let Some(t) = index.cookies.get_mut(table) {
+            t.remove(key);
+        }
+    } else {
+        index
+            .cookies
+            .entry(table.to_string())
+            .or_default()
+            .insert(key.clone(), cookie);
+    }
+}
+
 /// A P4Runtime member id to the engine's member handle.
 fn resolve(index: &Index, act: Act) -> Result<Act, UpdateError> {
     match act {
@@ -1205,7 +1383,7 @@ fn apply_one(
             act,
             idle_ns,
             ageing,
-            meter,
+            direct,
         } => Op::Insert {
             table,
             key,
@@ -1213,20 +1391,20 @@ fn apply_one(
             act: resolve(index, act)?,
             idle_ns,
             ageing,
-            meter,
+            direct,
         },
         Op::Modify {
             table,
             key,
             act,
             idle_ns,
-            meter,
+            direct,
         } => Op::Modify {
             table,
             key,
             act: resolve(index, act)?,
             idle_ns,
-            meter,
+            direct,
         },
         op => op,
     };
@@ -1238,7 +1416,7 @@ fn apply_one(
             act,
             idle_ns,
             ageing,
-            meter,
+            direct,
         } => {
             if index
                 .tables
@@ -1275,7 +1453,17 @@ fn apply_one(
                 }
                 act => (act, None),
             };
-            let h = match add(sw, &table, &key, needs_priority, &act).map_err(api) {
+            let added = add(sw, &table, &key, needs_priority, &act)
+                .map_err(api)
+                .and_then(|h| match set_direct(sw, index, &table, &key, h, direct) {
+                    Ok(()) => Ok(h),
+                    Err(e) => {
+                        let _ = sw.table_delete(&table, h);
+                        set_cookie(index, &table, &key, Cookie::default());
+                        Err(e)
+                    }
+                });
+            let h = match added {
                 Ok(h) => h,
                 Err(e) => {
                     if let Some(s) = &shot {
@@ -1285,12 +1473,6 @@ fn apply_one(
                     return Err(e);
                 }
             };
-            if let Some(rates) = &meter {
-                if let Err(e) = set_direct_meter(sw, &table, h, rates) {
-                    let _ = sw.table_delete(&table, h);
-                    return Err(e);
-                }
-            }
             index
                 .tables
                 .entry(table.clone())
@@ -1328,7 +1510,7 @@ fn apply_one(
                     ..
                 },
             idle_ns,
-            meter,
+            direct,
         } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
                 return Err((
@@ -1356,9 +1538,7 @@ fn apply_one(
                     .map_err(api)?;
                 (old.members.clone(), None)
             };
-            if let Some(rates) = &meter {
-                set_direct_meter(sw, &table, h, rates)?;
-            }
+            set_direct(sw, index, &table, &key, h, direct)?;
             index.oneshot.entry(table.clone()).or_default().insert(
                 key.clone(),
                 OneShot {
@@ -1376,7 +1556,7 @@ fn apply_one(
             key,
             act,
             idle_ns,
-            meter,
+            direct,
         } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
                 return Err((
@@ -1384,20 +1564,23 @@ fn apply_one(
                     format!("table \"{table}\": no entry with this match key"),
                 ));
             };
-            let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
+            // Logged before applying: a failure half way is undone too.
+            if let Some(u) = undo {
+                let meter = direct.meter.is_some();
+                let counter = direct.counter.is_some();
+                u.push(old_direct(sw, &table, &key, h, meter, counter));
+                if let Some((old, _)) = current(sw, &table, h) {
+                    u.push(Undo::Restore {
+                        table: table.clone(),
+                        key: key.clone(),
+                        act: old,
+                        priority_ok: true,
+                    });
+                }
+            }
             modify(sw, &table, h, &act).map_err(api)?;
-            if let Some(rates) = &meter {
-                set_direct_meter(sw, &table, h, rates)?;
-            }
+            set_direct(sw, index, &table, &key, h, direct)?;
             set_idle(index, &table, &key, idle_ns);
-            if let (Some(u), Some((old, _))) = (undo, old) {
-                u.push(Undo::Restore {
-                    table,
-                    key,
-                    act: old,
-                    priority_ok: true,
-                });
-            }
             Ok(())
         }
         Op::Delete { table, key } => {
@@ -1410,6 +1593,7 @@ fn apply_one(
             let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
             sw.table_delete(&table, h).map_err(api)?;
             set_idle(index, &table, &key, 0);
+            set_cookie(index, &table, &key, Cookie::default());
             if let Some(t) = index.tables.get_mut(&table) {
                 t.remove(&key);
             }
@@ -1439,11 +1623,8 @@ fn apply_one(
         Op::Counter {
             name,
             index: i,
-            packets,
-            bytes,
-        } => sw
-            .counter_write(&name, i, switch_engine::CounterValue { packets, bytes })
-            .map_err(api),
+            value,
+        } => sw.counter_write(&name, i, value).map_err(api),
         Op::Register {
             name,
             index: i,
@@ -1577,7 +1758,22 @@ fn apply_one(
                     format!("table \"{table}\": no entry with this match key"),
                 ));
             };
+            if let Some(u) = undo {
+                u.push(old_direct(sw, &table, &key, h, true, false));
+            }
             set_direct_meter(sw, &table, h, &rates)
+        }
+        Op::DirectCounter { table, key, value } => {
+            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
+                return Err((
+                    Code::NotFound,
+                    format!("table \"{table}\": no entry with this match key"),
+                ));
+            };
+            if let Some(u) = undo {
+                u.push(old_direct(sw, &table, &key, h, false, true));
+            }
+            sw.direct_counter_write(&table, h, value).map_err(api)
         }
         Op::ValueSet {
             id,

@@ -145,12 +145,11 @@ async fn pipeline_set_and_get() {
         device_id: DEVICE,
         response_type: ty,
     };
-    let err = c
-        .client
-        .get_forwarding_pipeline_config(get(0))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+    // No pipeline yet: the config is unset (spec 7.3), for every response type.
+    for ty in 0..4 {
+        let none = c.client.get_forwarding_pipeline_config(get(ty)).await;
+        assert_eq!(none.unwrap().into_inner().config, None);
+    }
 
     let l3 = L3::new();
     let json = stf_json("l3.json");
@@ -161,7 +160,19 @@ async fn pipeline_set_and_get() {
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
     assert!(err.message().contains("bit<31>"), "{}", err.message());
 
-    // VERIFY_AND_SAVE then COMMIT.
+    // VERIFY_AND_SAVE then COMMIT (which refuses a config of its own).
+    let commit_with_config = c
+        .client
+        .set_forwarding_pipeline_config(SetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            election_id: eid(1),
+            action: 4,
+            config: Some(p4runtime_proto::p4runtime::ForwardingPipelineConfig::default()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(commit_with_config.code(), tonic::Code::InvalidArgument);
     for action in [2, 4] {
         c.client
             .set_forwarding_pipeline_config(SetForwardingPipelineConfigRequest {
@@ -1230,6 +1241,273 @@ async fn direct_counters_count_hits() {
     assert_eq!(got, vec![want]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_counter_writes_and_table_counter_data() {
+    use p4runtime_proto::p4runtime::{
+        CounterData, DirectCounterEntry, Index, MeterConfig, MeterCounterData, MeterEntry,
+    };
+    use update::Type::*;
+    let (addr, _dp) = start().await;
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    let json = stf_json("externs.json");
+    let info = p4info_for(&json);
+    let t_op = table_id(&info, "ingress.t_op");
+    let t_dm = table_id(&info, "ingress.t_dm");
+    let do_count = action_id(&info, "ingress.do_count");
+    // A P4Info that attaches the direct counter to another table than the JSON does.
+    let mut wrong = info.clone();
+    wrong.direct_counters[0].direct_table_id = t_dm;
+    let e = c.set_pipeline(&wrong, &json).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("\"ingress.t_op_counter\""), "{e:?}");
+    c.set_pipeline(&info, &json).await.unwrap();
+    let data = |packets: i64, bytes: i64| CounterData {
+        byte_count: bytes,
+        packet_count: packets,
+    };
+    let entry = |k: u8, counter: Option<CounterData>| TableEntry {
+        table_id: t_op,
+        r#match: vec![exact(1, vec![k])],
+        action: act(do_count, vec![]),
+        counter_data: counter,
+        ..Default::default()
+    };
+    let key = |k: u8| TableEntry {
+        table_id: t_op,
+        r#match: vec![exact(1, vec![k])],
+        ..Default::default()
+    };
+    let dce = |te: TableEntry, d: Option<CounterData>| {
+        entity::Entity::DirectCounterEntry(DirectCounterEntry {
+            table_entry: Some(te),
+            data: d,
+        })
+    };
+    // INSERT with counter_data starts the counter there; controller_metadata and metadata
+    // are the controller's and read back unchanged.
+    let mut first = entry(1, Some(data(5, 100)));
+    #[allow(deprecated)]
+    {
+        first.controller_metadata = 0xfeed;
+    }
+    first.metadata = b"route 1".to_vec();
+    write(
+        &mut c,
+        vec![upd(Insert, first.clone()), upd(Insert, entry(2, None))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let asked = TableEntry {
+        table_id: t_op,
+        counter_data: Some(CounterData::default()),
+        ..Default::default()
+    };
+    let mut second = entry(2, Some(data(0, 0)));
+    assert_eq!(
+        read_all(&mut c, asked.clone()).await,
+        vec![first.clone(), second.clone()]
+    );
+    // Not asked for: no counter data.
+    let mut plain = first.clone();
+    plain.counter_data = None;
+    assert_eq!(read_all(&mut c, key(1)).await, vec![plain]);
+    // Two 13-byte packets hit entry 1; a wildcard DirectCounterEntry read (every table with a
+    // direct counter) sees them on top of the initial value.
+    for _ in 0..2 {
+        let mut p = vec![1u8, 2];
+        p.extend([0u8; 11]);
+        packet_out(&mut c, p).await;
+    }
+    let all = dce(TableEntry::default(), None);
+    let want = vec![
+        dce(key(1), Some(data(7, 126))),
+        dce(key(2), Some(data(0, 0))),
+    ];
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = read_entities(&mut c, all.clone()).await;
+        if got == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(got, want);
+    // DirectCounterEntry MODIFY sets (or with no data resets) an entry's counter.
+    write(
+        &mut c,
+        vec![
+            modify(dce(key(1), None)),
+            modify(dce(key(2), Some(data(3, 30)))),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        read_entities(&mut c, dce(key(2), None)).await,
+        vec![dce(key(2), Some(data(3, 30)))]
+    );
+    assert_eq!(
+        read_entities(&mut c, all.clone()).await,
+        vec![
+            dce(key(1), Some(data(0, 0))),
+            dce(key(2), Some(data(3, 30)))
+        ]
+    );
+    // A TableEntry MODIFY with counter_data sets it; one without leaves it as it is.
+    second.counter_data = Some(data(1, 1));
+    write(
+        &mut c,
+        vec![upd(Modify, second.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    write(
+        &mut c,
+        vec![upd(Modify, entry(2, None))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let mut second_read = read_all(
+        &mut c,
+        TableEntry {
+            counter_data: Some(CounterData::default()),
+            ..key(2)
+        },
+    )
+    .await;
+    assert_eq!(second_read.len(), 1);
+    assert_eq!(second_read.remove(0).counter_data, Some(data(1, 1)));
+    // A ROLLBACK_ON_ERROR batch restores the counters its DirectCounterEntry and TableEntry
+    // MODIFYs set, and undoes its INSERT with counter data.
+    let e = write(
+        &mut c,
+        vec![
+            modify(dce(key(2), Some(data(50, 50)))),
+            upd(Modify, entry(2, Some(data(60, 60)))),
+            upd(Insert, entry(3, Some(data(9, 9)))),
+            upd(Insert, entry(1, None)),
+        ],
+        Atomicity::RollbackOnError,
+    )
+    .await
+    .unwrap_err();
+    let aborted = Code::Aborted as i32;
+    assert_eq!(
+        update_codes(&e),
+        vec![aborted, aborted, aborted, Code::AlreadyExists as i32]
+    );
+    assert_eq!(
+        read_entities(&mut c, dce(key(2), None)).await,
+        vec![dce(key(2), Some(data(1, 1)))]
+    );
+    assert_eq!(read_all(&mut c, key(3)).await, vec![]);
+    // Errors, per update: DirectCounterEntry INSERT, no such entry, a table without a direct
+    // counter, counter_data on such a table, a negative count, meter_counter_data, a meter
+    // config with an excess burst (bmv2 meters are two-rate), and the default entry.
+    let mtr = info.meters[0].preamble.as_ref().unwrap().id;
+    let e = write(
+        &mut c,
+        vec![
+            ent(dce(key(1), Some(data(1, 1))), Insert),
+            modify(dce(key(9), Some(data(1, 1)))),
+            modify(dce(
+                TableEntry {
+                    table_id: t_dm,
+                    r#match: vec![exact(1, vec![0])],
+                    ..Default::default()
+                },
+                Some(data(1, 1)),
+            )),
+            upd(
+                Insert,
+                TableEntry {
+                    table_id: t_dm,
+                    r#match: vec![exact(1, vec![0])],
+                    action: act(action_id(&info, "NoAction"), vec![]),
+                    counter_data: Some(data(1, 1)),
+                    ..Default::default()
+                },
+            ),
+            modify(dce(key(1), Some(data(-1, 0)))),
+            upd(
+                Modify,
+                TableEntry {
+                    meter_counter_data: Some(MeterCounterData::default()),
+                    ..entry(1, None)
+                },
+            ),
+            modify(entity::Entity::MeterEntry(MeterEntry {
+                meter_id: mtr,
+                index: Some(Index { index: 0 }),
+                config: Some(MeterConfig {
+                    cir: 1,
+                    cburst: 1,
+                    pir: 1,
+                    pburst: 1,
+                    eburst: 1,
+                }),
+                counter_data: None,
+            })),
+            modify(dce(
+                TableEntry {
+                    table_id: t_op,
+                    is_default_action: true,
+                    ..Default::default()
+                },
+                Some(data(1, 1)),
+            )),
+        ],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![
+            Code::InvalidArgument as i32,
+            Code::NotFound as i32,
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+            Code::InvalidArgument as i32,
+            Code::Unimplemented as i32,
+            Code::InvalidArgument as i32,
+            Code::Unimplemented as i32,
+        ]
+    );
+    // A DirectCounterEntry read of a table without a direct counter.
+    let e = c
+        .client
+        .read(ReadRequest {
+            device_id: DEVICE,
+            entities: vec![Entity {
+                entity: Some(dce(
+                    TableEntry {
+                        table_id: t_dm,
+                        ..Default::default()
+                    },
+                    None,
+                )),
+            }],
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    // Deleting an entry forgets its controller data: the same key inserted again has none.
+    write(
+        &mut c,
+        vec![upd(Delete, key(1)), upd(Insert, entry(1, None))],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    assert_eq!(read_all(&mut c, key(1)).await, vec![entry(1, None)]);
+}
+
 fn exact(field: u32, value: Vec<u8>) -> FieldMatch {
     FieldMatch {
         field_id: field,
@@ -1346,7 +1624,18 @@ async fn direct_meters_and_meter_resets() {
         .map(|o| o.data[10])
         .collect();
     assert_eq!(colours, vec![0, 1, 2], "green, yellow, red");
-    // The entry reads back with its meter config; so does its DirectMeterEntry.
+    // The entry reads back with its meter config when the read asks for it (PI's rule), and
+    // without when it does not.
+    let got = read_all(
+        &mut c,
+        TableEntry {
+            table_id: t_dm,
+            meter_config: Some(MeterConfig::default()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(got, vec![dm_entry.clone()]);
     let got = read_all(
         &mut c,
         TableEntry {
@@ -1355,7 +1644,13 @@ async fn direct_meters_and_meter_resets() {
         },
     )
     .await;
-    assert_eq!(got, vec![dm_entry.clone()]);
+    assert_eq!(
+        got,
+        vec![TableEntry {
+            meter_config: None,
+            ..dm_entry.clone()
+        }]
+    );
     let key_only = TableEntry {
         table_id: t_dm,
         r#match: vec![exact(1, vec![0])],
@@ -2016,7 +2311,27 @@ async fn named_roles_elect_their_own_primary() {
         .await
         .unwrap();
     assert_eq!(read_all(&mut d, TableEntry::default()).await.len(), 4);
-    // Role configs are target-specific: refused, and the stream is closed.
+}
+
+/// A `stratum.P4RoleConfig` as a role config.
+fn role_config(exclusive: Vec<u32>, receives_packet_ins: bool) -> prost_types::Any {
+    prost_types::Any {
+        type_url: p4runtime_server::ROLE_CONFIG_TYPE_URL.into(),
+        value: p4runtime_server::P4RoleConfig {
+            exclusive_p4_ids: exclusive,
+            receives_packet_ins,
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    }
+}
+
+/// The status a refused MasterArbitrationUpdate closes the stream with.
+async fn arbitration_refused(
+    addr: std::net::SocketAddr,
+    role: &str,
+    config: prost_types::Any,
+) -> tonic::Status {
     let mut client = p4runtime_proto::P4RuntimeClient::connect(format!("http://{addr}"))
         .await
         .unwrap();
@@ -2032,8 +2347,8 @@ async fn named_roles_elect_their_own_primary() {
                 device_id: DEVICE,
                 election_id: eid(9),
                 role: Some(p4runtime_proto::p4runtime::Role {
-                    name: "acl".into(),
-                    config: Some(prost_types::Any::default()),
+                    name: role.into(),
+                    config: Some(config),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -2042,6 +2357,214 @@ async fn named_roles_elect_their_own_primary() {
     })
     .await
     .unwrap();
-    let e = stream.message().await.unwrap_err();
+    stream.message().await.unwrap_err()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn role_configs_confine_roles() {
+    use p4runtime_proto::p4runtime::{
+        packet_replication_engine_entry as pre, MulticastGroupEntry, PacketReplicationEngineEntry,
+    };
+    use update::Type::*;
+    let (addr, _dp) = start().await;
+    let l3 = L3::new();
+    let (mut d, _) = Controller::connect(addr, 1).await;
+    d.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    // "routes" holds the LPM table and takes PacketIns; "viewer" holds nothing.
+    let (mut r, code) =
+        Controller::connect_config(addr, 2, "routes", Some(role_config(vec![l3.table], true)))
+            .await;
+    assert_eq!(code, Code::Ok as i32);
+    let viewer = || Some(role_config(vec![], false));
+    let (mut v, code) = Controller::connect_config(addr, 3, "viewer", viewer()).await;
+    assert_eq!(code, Code::Ok as i32);
+    let write_as = |c: &Controller, role: &str, updates: Vec<Update>| WriteRequest {
+        device_id: DEVICE,
+        role: role.into(),
+        election_id: eid(c.election_id),
+        updates,
+        atomicity: Atomicity::ContinueOnError as i32,
+        ..Default::default()
+    };
+    let mcast = entity::Entity::PacketReplicationEngineEntry(PacketReplicationEngineEntry {
+        r#type: Some(pre::Type::MulticastGroupEntry(MulticastGroupEntry {
+            multicast_group_id: 1,
+            ..Default::default()
+        })),
+    });
+    // Its own table: written; the packet replication engine (no P4 id): PERMISSION_DENIED.
+    let req = write_as(
+        &r,
+        "routes",
+        vec![
+            upd(Insert, l3.route([10, 0, 0, 0], 8, CPU_PORT as u8, 1)),
+            ent(mcast.clone(), Insert),
+        ],
+    );
+    let e = r.client.write(req).await.unwrap_err();
+    assert_eq!(
+        update_codes(&e),
+        vec![Code::Ok as i32, Code::PermissionDenied as i32]
+    );
+    let req = write_as(
+        &v,
+        "viewer",
+        vec![upd(Insert, l3.route([11, 0, 0, 0], 8, 1, 1))],
+    );
+    let e = v.client.write(req).await.unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::PermissionDenied as i32]);
+    // The default role keeps the whole pipeline.
+    let req = write_as(
+        &d,
+        "",
+        vec![
+            upd(Insert, l3.route([12, 0, 0, 0], 8, 1, 1)),
+            ent(mcast.clone(), Insert),
+        ],
+    );
+    d.client.write(req).await.unwrap();
+    // Without can_push_pipeline, no pipeline.
+    let e = r
+        .client
+        .set_forwarding_pipeline_config(SetForwardingPipelineConfigRequest {
+            device_id: DEVICE,
+            role: "routes".into(),
+            election_id: eid(2),
+            action: 3,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    // Reads in a role see that role's objects only.
+    let read_as = |role: &str, e: entity::Entity| ReadRequest {
+        device_id: DEVICE,
+        role: role.into(),
+        entities: vec![Entity { entity: Some(e) }],
+    };
+    let count = |c: &mut Controller, req: ReadRequest| {
+        let mut client = c.client.clone();
+        async move {
+            let mut s = client.read(req).await.unwrap().into_inner();
+            let mut n = 0;
+            while let Some(r) = s.message().await.unwrap() {
+                n += r.entities.len();
+            }
+            n
+        }
+    };
+    let all_entries = entity::Entity::TableEntry(TableEntry::default());
+    assert_eq!(
+        count(&mut d, read_as("routes", all_entries.clone())).await,
+        2
+    );
+    assert_eq!(
+        count(&mut d, read_as("viewer", all_entries.clone())).await,
+        0
+    );
+    assert_eq!(count(&mut d, read_as("", all_entries)).await, 2);
+    assert_eq!(count(&mut d, read_as("routes", mcast.clone())).await, 0);
+    assert_eq!(count(&mut d, read_as("", mcast)).await, 1);
+    // A PacketIn reaches the primaries whose config takes PacketIns: the default role's and
+    // "routes", not "viewer". Streams are ordered, so once "routes" has the PacketIn, the
+    // next message "viewer" gets after re-arbitrating is the arbitration reply.
+    let mut frame = vec![0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0, 0x0b, 0xbb, 0x08, 0x00];
+    frame.extend([
+        0x45, 0, 0, 0x14, 0, 0, 0, 0, 0x40, 0x06, 0, 0, 0xc0, 0xa8, 0, 1, 10, 1, 2, 3,
+    ]);
+    packet_out(&mut d, frame).await;
+    loop {
+        let m = r.rx.message().await.unwrap().unwrap();
+        if let Some(stream_message_response::Update::Packet(_)) = m.update {
+            break;
+        }
+    }
+    v.arbitrate("viewer", viewer()).await;
+    let m = v.rx.message().await.unwrap().unwrap();
+    assert!(
+        matches!(
+            m.update,
+            Some(stream_message_response::Update::Arbitration(_))
+        ),
+        "{m:?}"
+    );
+    // Refused: a config listing what another role holds exclusively, a config for the default
+    // role, and a config type this switch does not know.
+    let e = arbitration_refused(addr, "acl", role_config(vec![l3.table], false)).await;
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    assert!(e.message().contains("\"routes\""), "{e:?}");
+    let e = arbitration_refused(addr, "", role_config(vec![], false)).await;
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let e = arbitration_refused(
+        addr,
+        "acl",
+        prost_types::Any {
+            type_url: "type.googleapis.com/example.OtherRoleConfig".into(),
+            value: vec![],
+        },
+    )
+    .await;
     assert_eq!(e.code(), tonic::Code::Unimplemented);
+    assert!(e.message().contains("stratum.P4RoleConfig"), "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_of_unknown_ids_are_not_found() {
+    use p4runtime_proto::p4runtime::{
+        ActionProfileGroup, ActionProfileMember, CounterEntry, DigestEntry, ValueSetEntry,
+    };
+    let (addr, _dp) = start().await;
+    let l3 = L3::new();
+    let (mut c, _) = Controller::connect(addr, 1).await;
+    c.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let of_id = |id: u32| {
+        vec![
+            entity::Entity::DigestEntry(DigestEntry {
+                digest_id: id,
+                config: None,
+            }),
+            entity::Entity::ActionProfileMember(ActionProfileMember {
+                action_profile_id: id,
+                ..Default::default()
+            }),
+            entity::Entity::ActionProfileGroup(ActionProfileGroup {
+                action_profile_id: id,
+                ..Default::default()
+            }),
+            entity::Entity::ValueSetEntry(ValueSetEntry {
+                value_set_id: id,
+                members: vec![],
+            }),
+            entity::Entity::CounterEntry(CounterEntry {
+                counter_id: id,
+                ..Default::default()
+            }),
+            entity::Entity::TableEntry(TableEntry {
+                table_id: id,
+                ..Default::default()
+            }),
+        ]
+    };
+    // Id 0 is every object of the kind (l3.json has none of the first five, no entries yet).
+    for e in of_id(0) {
+        assert_eq!(read_entities(&mut c, e).await, vec![]);
+    }
+    for e in of_id(99) {
+        let err = c
+            .client
+            .read(ReadRequest {
+                device_id: DEVICE,
+                entities: vec![Entity {
+                    entity: Some(e.clone()),
+                }],
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::NotFound, "{e:?}");
+    }
 }

@@ -660,12 +660,12 @@ impl Switch {
         Ok(())
     }
 
-    /// The direct counter of `table` for an installed entry.
-    pub fn direct_counter_read(
+    /// (counter array, cell) of the direct counter of `table`'s installed entry `handle`.
+    fn direct_counter_cell(
         &self,
         table: &str,
         handle: EntryHandle,
-    ) -> Result<CounterValue, ApiError> {
+    ) -> Result<(usize, usize), ApiError> {
         let t = self.table_index(table)?;
         let Some(c) = self.prog.tables[t].direct_counter else {
             return fail(
@@ -684,10 +684,34 @@ impl Switch {
                 format!("no entry with handle {}", handle.0),
             );
         }
-        Ok(self.rt.ext.counters[c as usize]
-            .get(handle.0 as usize)
-            .copied()
-            .unwrap_or_default())
+        Ok((c as usize, handle.0 as usize))
+    }
+
+    /// The direct counter of `table` for an installed entry.
+    pub fn direct_counter_read(
+        &self,
+        table: &str,
+        handle: EntryHandle,
+    ) -> Result<CounterValue, ApiError> {
+        let (c, i) = self.direct_counter_cell(table, handle)?;
+        Ok(self.rt.ext.counters[c].get(i).copied().unwrap_or_default())
+    }
+
+    /// Sets the direct counter of `table`'s installed entry `handle` (P4Runtime
+    /// DirectCounterEntry MODIFY, TableEntry `counter_data`).
+    pub fn direct_counter_write(
+        &mut self,
+        table: &str,
+        handle: EntryHandle,
+        v: CounterValue,
+    ) -> Result<(), ApiError> {
+        let (c, i) = self.direct_counter_cell(table, handle)?;
+        let cells = &mut self.rt.ext.counters[c];
+        if cells.len() <= i {
+            cells.resize(i + 1, CounterValue::default());
+        }
+        cells[i] = v;
+        Ok(())
     }
 
     /// The table a direct counter is attached to, if `name` is a direct counter.

@@ -165,6 +165,27 @@ pub fn p4info_for(json: &str) -> P4Info {
             ..Default::default()
         });
     }
+    // Direct counters (0x13), attached to their JSON table.
+    for (i, c) in arrays("counter_arrays")
+        .iter()
+        .filter(|c| c["is_direct"] == true)
+        .enumerate()
+    {
+        let id = 0x1300_0001 + i as u32;
+        let table = c["binding"].as_str().unwrap();
+        let t = info
+            .tables
+            .iter_mut()
+            .find(|t| t.preamble.as_ref().unwrap().name == table)
+            .unwrap();
+        t.direct_resource_ids.push(id);
+        let direct_table_id = t.preamble.as_ref().unwrap().id;
+        info.direct_counters.push(p4info::DirectCounter {
+            preamble: Some(preamble(id, c["name"].as_str().unwrap())),
+            direct_table_id,
+            ..Default::default()
+        });
+    }
     for (i, m) in arrays("meter_arrays")
         .iter()
         .filter(|m| m["is_direct"] == false)
@@ -255,6 +276,16 @@ impl Controller {
 
     /// [`Controller::connect`] in a named role ("" = the default role).
     pub async fn connect_role(addr: SocketAddr, election_id: u64, role: &str) -> (Controller, i32) {
+        Controller::connect_config(addr, election_id, role, None).await
+    }
+
+    /// [`Controller::connect_role`] with a role config.
+    pub async fn connect_config(
+        addr: SocketAddr,
+        election_id: u64,
+        role: &str,
+        config: Option<prost_types::Any>,
+    ) -> (Controller, i32) {
         let mut client = P4RuntimeClient::connect(format!("http://{addr}"))
             .await
             .unwrap()
@@ -271,23 +302,32 @@ impl Controller {
             rx: resp.into_inner(),
             election_id,
         };
-        c.tx.send(StreamMessageRequest {
-            update: Some(stream_message_request::Update::Arbitration(
-                MasterArbitrationUpdate {
-                    device_id: DEVICE,
-                    election_id: eid(election_id),
-                    role: (!role.is_empty()).then(|| p4runtime_proto::p4runtime::Role {
-                        name: role.into(),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                },
-            )),
-        })
-        .await
-        .unwrap();
+        c.arbitrate(role, config).await;
         let code = c.next_arbitration().await;
         (c, code)
+    }
+
+    /// Sends a MasterArbitrationUpdate with this controller's election id.
+    pub async fn arbitrate(&mut self, role: &str, config: Option<prost_types::Any>) {
+        self.tx
+            .send(StreamMessageRequest {
+                update: Some(stream_message_request::Update::Arbitration(
+                    MasterArbitrationUpdate {
+                        device_id: DEVICE,
+                        election_id: eid(self.election_id),
+                        role: (!role.is_empty() || config.is_some()).then(|| {
+                            p4runtime_proto::p4runtime::Role {
+                                name: role.into(),
+                                config,
+                                ..Default::default()
+                            }
+                        }),
+                        ..Default::default()
+                    },
+                )),
+            })
+            .await
+            .unwrap();
     }
 
     pub async fn next_arbitration(&mut self) -> i32 {
