@@ -9,6 +9,8 @@ control LosslessIngress(inout headers_t hdr,
     counter(PORT_CLASSES, CounterType.packets) xoff_transitions;
     counter(PORT_CLASSES, CounterType.packets_and_bytes) lossless_violations;
     counter(PORT_CLASSES, CounterType.packets_and_bytes) headroom_admits;
+    // Per PG, so that drops of one priority (an incast on a lossy RoCE priority) are told apart.
+    counter(PORT_CLASSES, CounterType.packets_and_bytes) lossy_drops;
     counter(512, CounterType.packets) mac_control_received;
     counter(512, CounterType.packets) sfc_received;
     counter(512, CounterType.packets) sfc_triggered;
@@ -489,6 +491,7 @@ control LosslessIngress(inout headers_t hdr,
                 threshold = dynamic_th;
             }
             if (after > threshold) {
+                lossy_drops.count(pg_index);
                 drop_for(DROP_LOSSY_THRESHOLD);
                 exit;
             }
