@@ -299,6 +299,7 @@ class Runner:
                 configdb.Variant(pfc=case["pfc"], buffers=case["buffers"], roce_mtu=p["roce_mtu"])
             )
             before = self.stats_now()
+            pg_drops_before = self.lab.pg_drops(p["priority"])
             # One server process per sender (perftest runs one ib_write_bw server per client):
             # a sender whose QP fails then ends only its own test, not the other fifteen.
             servers = []
@@ -357,8 +358,14 @@ class Runner:
             samples = {s: latency_samples_from_csv(csv) for s, csv, _ in clients}
             lat = [self.scale.nominal_latency_us(x) for xs in samples.values() for x in xs]
             completed = sum(len(xs) for xs in samples.values())
-            tm_drops = sum(drops(a, p["priority"]) for a in after.values()) - sum(
-                drops(b, p["priority"]) for b in before.values()
+            # Dropped on the lossless priority: by the pipeline's admission into its PG (a
+            # lossy PG above the pool's threshold without PFC, a lossless one beyond its
+            # headroom) or by the traffic manager on its queue.
+            tm_drops = (
+                sum(drops(a, p["priority"]) for a in after.values())
+                - sum(drops(b, p["priority"]) for b in before.values())
+                + self.lab.pg_drops(p["priority"])
+                - pg_drops_before
             )
             failed = {s: err for s, (rep, err) in outcomes.items() if rep is None}
             counters = roce_counters(
