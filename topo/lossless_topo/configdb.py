@@ -22,6 +22,11 @@ ROCE_OVERHEAD = 78
 LOSSLESS_PRIORITIES = (3, 4)
 LOSSLESS_PGS = f"{LOSSLESS_PRIORITIES[0]}-{LOSSLESS_PRIORITIES[-1]}"
 PORT_MTU = 9100
+# The longest pause an SFC message carries (its duration is 16 bits of microseconds). Dilated,
+# the minimum interval between two signals to one source (100 us nominal) would be longer at
+# lab rates (100 ms at 1/1000), and sources would send between the end of one pause and the
+# next signal; it is capped here so that consecutive pauses can cover the interval.
+SFC_MAX_PAUSE_US = 65535
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,10 @@ class Variant:
 
     pfc: bool = True
     ecn: bool = False
-    buffers: str = "tuned"  # "tuned" (buffer-calc) or "default" (lossy, dynamic threshold)
+    # "tuned": buffer-calc's profile, static thresholds (seed 000); "dynamic": the same
+    # profile sharing the pool with dynamic_th 0 (seed 003's "32MB, dynamic threshold");
+    # "default": SONiC's untuned shape, dynamic.
+    buffers: str = "tuned"
     sfc: bool = False
     roce_mtu: int = 1024
     kmin: int = 5000
@@ -139,7 +147,7 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
     for subnet, hops in topo.routes(switch).items():
         cfg["STATIC_ROUTE"][subnet] = {"nexthop": ",".join(str(h.ip.ip) for h in hops if h.ip)}
     if variant.pfc:
-        if variant.buffers == "tuned":
+        if variant.buffers in ("tuned", "dynamic"):
             profile = tuned_profile(topo, switch, variant.roce_mtu)
         else:
             # SONiC's default lossless profile shape without tuning: one MTU of headroom.
@@ -184,7 +192,9 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
     if variant.sfc:
         cfg["SFC"] = {
             "GLOBAL": {
-                "min_interval_us": str(round(scale.duration_us(variant.sfc_min_interval_us))),
+                "min_interval_us": str(
+                    min(round(scale.duration_us(variant.sfc_min_interval_us)), SFC_MAX_PAUSE_US)
+                ),
                 "signal_dscp": "48",
             }
         }
