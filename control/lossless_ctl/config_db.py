@@ -703,14 +703,6 @@ class _Parser:
                 self.error(t, key, "size", f"size {size} is below xoff {xoff}")
             if xoff is not None and pool is not None and not pool.ingress:
                 self.error(t, key, "xoff", f"lossless (xoff) profile in egress pool {pool.name}")
-            if xoff is not None and dynamic_th is not None:
-                self.warn(
-                    t,
-                    key,
-                    "dynamic_th",
-                    "the pipeline pauses at `size`; the shared dynamic threshold of a lossless "
-                    "PG is not modelled",
-                )
             self.cfg.buffer_profiles[key] = BufferProfile(
                 key, pool_name or "", size or 0, xoff, xon, xon_offset, static_th, dynamic_th
             )

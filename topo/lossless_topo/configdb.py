@@ -20,7 +20,13 @@ from .model import Scale, Topology
 # + RETH 16 + ICRC 4 + FCS 4; seed 000's 4174 bytes for a 4096-byte MTU is the same sum.
 ROCE_OVERHEAD = 78
 LOSSLESS_PRIORITIES = (3, 4)
+LOSSLESS_PGS = f"{LOSSLESS_PRIORITIES[0]}-{LOSSLESS_PRIORITIES[-1]}"
 PORT_MTU = 9100
+# The longest pause an SFC message carries (its duration is 16 bits of microseconds). Dilated,
+# the minimum interval between two signals to one source (100 us nominal) would be longer at
+# lab rates (100 ms at 1/1000), and sources would send between the end of one pause and the
+# next signal; it is capped here so that consecutive pauses can cover the interval.
+SFC_MAX_PAUSE_US = 65535
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,10 @@ class Variant:
 
     pfc: bool = True
     ecn: bool = False
-    buffers: str = "tuned"  # "tuned" (buffer-calc) or "default" (lossy, dynamic threshold)
+    # "tuned": buffer-calc's profile, static thresholds (seed 000); "dynamic": the same
+    # profile sharing the pool with dynamic_th 0 (seed 003's "32MB, dynamic threshold");
+    # "default": SONiC's untuned shape, dynamic.
+    buffers: str = "tuned"
     sfc: bool = False
     roce_mtu: int = 1024
     kmin: int = 5000
@@ -75,9 +84,15 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
                 "size": str(topo.buffer_bytes),
                 "type": "ingress",
             },
+            # The traffic manager's buffer (lossless-ctl port-config: the egress pool's size).
+            # It counts 256-byte cells, the pipeline admits bytes into the ingress pool: a
+            # 4170-byte RoCE frame fills 17 cells (4352 bytes). With no room for that the
+            # traffic manager dropped frames the pipeline had admitted, which egress never
+            # takes back out of the pipeline's PG and pool counts; 1/16 more keeps every drop
+            # in the pipeline, where it is counted per PG.
             "egress_lossy_pool": {
                 "mode": "dynamic",
-                "size": str(topo.buffer_bytes),
+                "size": str(topo.buffer_bytes + topo.buffer_bytes // 16),
                 "type": "egress",
             },
         },
@@ -120,10 +135,19 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
             qos["pfc_enable"] = ",".join(str(p) for p in LOSSLESS_PRIORITIES)
         cfg["PORT_QOS_MAP"][name] = qos
         cfg["BUFFER_PG"][f"{name}|0"] = {"profile": "[BUFFER_PROFILE|ingress_lossy_profile]"}
+        if not variant.pfc:
+            # Without PFC the RoCE priorities are lossy like the rest and share the pool under
+            # the same profile. Left without one, the pipeline would admit them unchecked and
+            # the traffic manager drop them when its buffer is full, after ingress counted
+            # them: bytes egress never takes back, so the PGs and the pool would look full for
+            # good (and every later case, and the lossy control traffic, would see no room).
+            cfg["BUFFER_PG"][f"{name}|{LOSSLESS_PGS}"] = {
+                "profile": "[BUFFER_PROFILE|ingress_lossy_profile]"
+            }
     for subnet, hops in topo.routes(switch).items():
         cfg["STATIC_ROUTE"][subnet] = {"nexthop": ",".join(str(h.ip.ip) for h in hops if h.ip)}
     if variant.pfc:
-        if variant.buffers == "tuned":
+        if variant.buffers in ("tuned", "dynamic"):
             profile = tuned_profile(topo, switch, variant.roce_mtu)
         else:
             # SONiC's default lossless profile shape without tuning: one MTU of headroom.
@@ -134,9 +158,10 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
             **({"static_th": "0"} if variant.buffers == "tuned" else {"dynamic_th": "0"}),
         }
         cfg["BUFFER_POOL"]["ingress_lossless_pool"]["xoff"] = str(sum(profile.xoff for _ in names))
-        pgs = "-".join(str(p) for p in (LOSSLESS_PRIORITIES[0], LOSSLESS_PRIORITIES[-1]))
         for name in names:
-            cfg["BUFFER_PG"][f"{name}|{pgs}"] = {"profile": "[BUFFER_PROFILE|pg_lossless_profile]"}
+            cfg["BUFFER_PG"][f"{name}|{LOSSLESS_PGS}"] = {
+                "profile": "[BUFFER_PROFILE|pg_lossless_profile]"
+            }
     # SONiC's default QoS template: DWRR on the data queues, the lossless ones (3, 4) weighted
     # 15 and the others 14. With strict priority instead, write_lat on priority 3 would wait
     # behind every write_bw frame on priority 4 (seed 001's (3, 4) case shows isolation).
@@ -167,7 +192,9 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
     if variant.sfc:
         cfg["SFC"] = {
             "GLOBAL": {
-                "min_interval_us": str(round(scale.duration_us(variant.sfc_min_interval_us))),
+                "min_interval_us": str(
+                    min(round(scale.duration_us(variant.sfc_min_interval_us)), SFC_MAX_PAUSE_US)
+                ),
                 "signal_dscp": "48",
             }
         }

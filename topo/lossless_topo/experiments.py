@@ -23,10 +23,12 @@ from .results import (
     fetch_stats,
     iperf3_throughput,
     latency_samples_from_csv,
+    queue_avg_bytes,
     queue_usage,
     roce_counters,
     table,
 )
+from .switch import hardware_priority
 
 # DCQCN paper defaults (REFERENCES.md), at the nominal rate; scaled per run.
 DCQCN_TIMER_US = 55.0
@@ -39,6 +41,18 @@ TOOL_TIME_LIMIT_S = 600
 RETRY_TIMEOUT_US = 67108.864
 # QPNs of the incast's processes (two per sender, 4096 apart), clear of the other experiments'.
 INCAST_QPN_BASE = 1 << 20
+
+
+def poll_until(done, timeout_s: float, failure: str) -> None:
+    """Poll `done()` with backoff (10 ms doubling to 200 ms); LabError naming `failure` if it
+    is still false after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.01
+    while not done():
+        if time.monotonic() > deadline:
+            raise LabError(f"{failure} after {timeout_s:.0f} s")
+        time.sleep(delay)
+        delay = min(2 * delay, 0.2)
 
 
 @dataclass
@@ -125,20 +139,43 @@ class Runner:
         out.parent.mkdir(parents=True, exist_ok=True)
         node = self.lab.net[host]
         with open(out, "w") as f, open(out.with_suffix(".err"), "w") as err:
-            proc = node.popen(cmd, stdout=f, stderr=err)
+            proc = node.popen(
+                cmd,
+                stdout=f,
+                stderr=err,
+                preexec_fn=hardware_priority if cmd[0] == "roce-host" else None,
+            )
         self.lab.state.add_process(proc.pid, f"{name} on {host}")
         return HostProc(name, proc, out)
 
     def wait_listening(self, host: str, port: int, timeout_s: float = 30.0) -> None:
         """Wait until a TCP server in `host`'s namespace listens on `port` (no fixed sleep)."""
         node = self.lab.net[host]
-        deadline = time.monotonic() + timeout_s
-        delay = 0.01
-        while not node.cmd(f"ss -Hltn 'sport = :{port}'").strip():
-            if time.monotonic() > deadline:
-                raise LabError(f"nothing listens on {host}:{port} after {timeout_s:.0f} s")
-            time.sleep(delay)
-            delay = min(2 * delay, 0.2)
+        poll_until(
+            lambda: bool(node.cmd(f"ss -Hltn 'sport = :{port}'").strip()),
+            timeout_s,
+            f"nothing listens on {host}:{port}",
+        )
+
+    def wait_flowing(self, host: str, queue: int, packets: int = 64, timeout_s: float = 60.0):
+        """Wait until `host`'s switch port has sent `packets` more from `queue` (a flow that
+        was just started runs), so that a measurement beside it does not finish first."""
+        sw, local = self.topo.hosts[host].switch, self.topo.host_link(host)[1].port
+        addr = self.lab.stats_addrs().get(sw)
+        if addr is None:
+            return
+
+        def sent() -> int:
+            for port in fetch_stats(addr).get("ports", []):
+                for q in port.get("queues", []) if port["port"] == local else []:
+                    if q["queue"] == queue:
+                        return q.get("tx_packets", 0)
+            return 0
+
+        start = sent()
+        poll_until(
+            lambda: sent() - start >= packets, timeout_s, f"no traffic on {host}'s queue {queue}"
+        )
 
     def finish(self, hp: HostProc, timeout_s: float = TOOL_TIME_LIMIT_S + 30) -> dict:
         try:
@@ -231,6 +268,8 @@ class Runner:
                         ["-s", str(p["bw_size"]), "-D", f"{seconds:g}"],
                         f"bw-{label.replace(' ', '-')}",
                     )
+                if bw is not None:
+                    self.wait_flowing(p["receiver"], case["bw_priority"])
                 srv, cli = self.roce(
                     "write_lat",
                     p["lat_host"],
@@ -299,6 +338,7 @@ class Runner:
                 configdb.Variant(pfc=case["pfc"], buffers=case["buffers"], roce_mtu=p["roce_mtu"])
             )
             before = self.stats_now()
+            pg_drops_before = self.lab.pg_drops(p["priority"])
             # One server process per sender (perftest runs one ib_write_bw server per client):
             # a sender whose QP fails then ends only its own test, not the other fifteen.
             servers = []
@@ -357,8 +397,14 @@ class Runner:
             samples = {s: latency_samples_from_csv(csv) for s, csv, _ in clients}
             lat = [self.scale.nominal_latency_us(x) for xs in samples.values() for x in xs]
             completed = sum(len(xs) for xs in samples.values())
-            tm_drops = sum(drops(a, p["priority"]) for a in after.values()) - sum(
-                drops(b, p["priority"]) for b in before.values()
+            # Dropped on the lossless priority: by the pipeline's admission into its PG (a
+            # lossy PG above the pool's threshold without PFC, a lossless one beyond its
+            # headroom) or by the traffic manager on its queue.
+            tm_drops = (
+                sum(drops(a, p["priority"]) for a in after.values())
+                - sum(drops(b, p["priority"]) for b in before.values())
+                + self.lab.pg_drops(p["priority"])
+                - pg_drops_before
             )
             failed = {s: err for s, (rep, err) in outcomes.items() if rep is None}
             counters = roce_counters(
@@ -423,6 +469,10 @@ class Runner:
                 configdb.Variant(
                     ecn=True,
                     sfc=sfc,
+                    # Seed 003's switches share a 32 MB buffer with dynamic thresholds: PFC
+                    # pauses only when the pool runs short, so the queue can grow past the SFC
+                    # threshold (with static 68 KB pause points PFC held it at 160 KB).
+                    buffers="dynamic",
                     kmin=ek["kmin"],
                     kmax=ek["kmax"],
                     pmax_percent=ek["pmax_percent"],
@@ -521,6 +571,8 @@ class Runner:
                 str(len(p["senders"])),
             ],
         )
+        recv_switch, recv_port = recv.switch, self.topo.host_link(p["receiver"])[1].port
+        before = self.stats_now().get(recv_switch)
         clients = []
         for i, s in enumerate(p["senders"]):
             csv = self.workdir / "logs" / f"{label}-{s}.csv".replace(" ", "_")
@@ -554,7 +606,14 @@ class Runner:
                 )
             )
         reports = [self.finish(c) for _, c in clients]
+        after = self.stats_now().get(recv_switch)
         reports.append(self.finish(srv))
+        # The receiver's port is the incast's congestion point: what SFC is to hold down.
+        queue_bytes = (
+            queue_avg_bytes(before, after, recv_port, p["roce_priority"])
+            if before and after
+            else None
+        )
         throughput = {}
         for hp in iperf:
             throughput.update(
@@ -571,7 +630,16 @@ class Runner:
         return avg, Measurement(
             case=label,
             params={"mix": mix, "size": size, "flows": flows},
-            values={"latency_avg_us_nominal": avg, "messages": len(lat), **roce_counters(reports)},
+            values={
+                "latency_avg_us_nominal": avg,
+                "messages": len(lat),
+                "queue_avg_bytes": queue_bytes,
+                # the time a packet waits in that queue on average, at the nominal link rate
+                "queueing_us_nominal": None
+                if queue_bytes is None
+                else queue_bytes * 8 / self.topo.host_link(p["receiver"])[2],
+                **roce_counters(reports),
+            },
             latency_us=lat,
             throughput=throughput,
         )

@@ -25,6 +25,10 @@ from mininet.link import TCLink
 from mininet.net import Mininet
 from mininet.node import Host
 
+from lossless_ctl.client import P4RuntimeClient
+from lossless_ctl.counters import CLASSES
+from lossless_ctl.p4info import P4InfoIndex, read_p4info
+
 from . import configdb
 from .cleanup import RunState
 from .model import Scale, Topology
@@ -275,6 +279,26 @@ class Lab:
                 failed.append(f"{sw}: lossless-ctl {' '.join(calls[sw])} failed:\n{out}")
         if failed:
             raise LabError("\n".join(failed))
+
+    def pg_drops(self, pg: int) -> int:
+        """Packets every switch's pipeline dropped at admission into priority group `pg`.
+
+        The pipeline's `pg_dropped` counter (p4src/README.md), over P4Runtime: a lossy PG above
+        its threshold or a lossless PG beyond its headroom, indexed port * 8 + PG.
+        """
+        index = P4InfoIndex(read_p4info(self.pipeline.p4info))
+        total = 0
+        for sw in self.net.switches:
+            with P4RuntimeClient(sw.grpc_addr, device_id=sw.device_id) as client:
+                client.connect()
+                entity = client.pb.Entity()
+                entity.counter_entry.counter_id = index.counter("pg_dropped").preamble.id
+                total += sum(
+                    e.counter_entry.data.packet_count
+                    for e in client.read([entity])
+                    if e.counter_entry.index.index % CLASSES == pg
+                )
+        return total
 
     def stats_addrs(self) -> dict[str, str]:
         if self.net is None or is_bmv2(self.switch_bin):

@@ -199,6 +199,26 @@ def queue_usage(stats: dict) -> list[dict]:
     return rows
 
 
+def queue_avg_bytes(before: dict, after: dict, port: int, queue: int) -> float:
+    """The time-average depth of one queue between two readings of the same switch.
+
+    switch-tm averages each queue over its counting window (since_ns to time_ns); two
+    readings of one window give the average between them.
+    """
+
+    def area(stats: dict) -> float:
+        for p in stats.get("ports", []):
+            for q in p.get("queues", []) if p["port"] == port else []:
+                if q["queue"] == queue:
+                    return q.get("avg_bytes", 0.0) * (stats["time_ns"] - stats["since_ns"])
+        return 0.0
+
+    if before["since_ns"] != after["since_ns"]:
+        raise ValueError("the switch's statistics were cleared between the two readings")
+    span = after["time_ns"] - before["time_ns"]
+    return (area(after) - area(before)) / span if span > 0 else 0.0
+
+
 def drops(stats: dict, queue: int | None = None) -> int:
     """Packets the traffic manager dropped (on one queue number across ports, or all)."""
     total = 0

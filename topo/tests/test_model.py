@@ -99,6 +99,7 @@ VARIANTS = [
     configdb.Variant(pfc=False, buffers="default"),
     configdb.Variant(ecn=True),
     configdb.Variant(ecn=True, sfc=True, kmin=7000, kmax=750000, pmax_percent=10),
+    configdb.Variant(ecn=True, sfc=True, buffers="dynamic", kmin=7000, kmax=750000),
 ]
 
 
@@ -171,4 +172,27 @@ def test_variants_change_what_they_say():
     assert on["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3,4"
     assert on["WRED_PROFILE"]["AZURE_LOSSLESS"]["green_min_threshold"] == "5000"
     assert on["PORT"]["Ethernet0"]["speed"] == "100"
+    # Without PFC the RoCE PGs are lossy, under the pipeline's admission like PG 0.
+    assert off["BUFFER_PG"]["Ethernet0|3-4"] == off["BUFFER_PG"]["Ethernet0|0"]
+    assert on["BUFFER_PG"]["Ethernet0|3-4"]["profile"] == "[BUFFER_PROFILE|pg_lossless_profile]"
+    # The traffic manager (egress pool) has room beyond what the pipeline admits (ingress).
+    for cfg in (off, on):
+        pools = cfg["BUFFER_POOL"]
+        assert int(pools["egress_lossy_pool"]["size"]) > int(pools["ingress_lossless_pool"]["size"])
+
+
+def test_dynamic_buffers_and_sfc_interval_at_lab_rates():
+    topo = model.load("leafspine-7to1")
+    scale = model.Scale.for_topology(topo, 25)
+    v = configdb.Variant(sfc=True, buffers="dynamic", roce_mtu=4096, sfc_min_interval_us=100)
+    cfg = configdb.build(topo, "leaf1", v, scale)
+    prof = cfg["BUFFER_PROFILE"]["pg_lossless_profile"]
+    # seed 000's sizes, sharing the pool (seed 003: "32MB, dynamic threshold")
+    assert (prof["size"], prof["xoff"], prof["dynamic_th"]) == ("69632", "13056", "0")
+    assert "static_th" not in prof
+    assert cfg["BUFFER_POOL"]["ingress_lossless_pool"]["mode"] == "dynamic"
+    # 100 us dilated x1000 is 100 ms, longer than the 65.5 ms an SFC pause can last
+    assert cfg["SFC"]["GLOBAL"]["min_interval_us"] == str(configdb.SFC_MAX_PAUSE_US)
+    fast = configdb.build(topo, "leaf1", v, model.Scale.for_topology(topo, 25000))
+    assert fast["SFC"]["GLOBAL"]["min_interval_us"] == "100"
     assert Path(model.TOPOLOGY_DIR).is_dir()

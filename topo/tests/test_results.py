@@ -24,6 +24,7 @@ from lossless_topo.results import (
     drops,
     iperf3_throughput,
     latency_samples_from_csv,
+    queue_avg_bytes,
     queue_series,
     queue_usage,
     table,
@@ -102,6 +103,19 @@ def make_results():
         stats=tm_samples(),
         tables=[table("t", ["a", "b"], [[1, 2.5]])],
     )
+
+
+def test_queue_average_between_two_readings():
+    def reading(time_ns, avg):
+        q = {"queue": 3, "avg_bytes": avg}
+        return {"since_ns": 1000, "time_ns": time_ns, "ports": [{"port": 1, "queues": [q]}]}
+
+    # 100 bytes on average over the first 1000 ns, then 400 for the next 3000 ns: 325 overall
+    before, after = reading(2000, 100.0), reading(5000, 325.0)
+    assert queue_avg_bytes(before, after, 1, 3) == pytest.approx(400.0)
+    assert queue_avg_bytes(before, after, 2, 3) == 0.0
+    with pytest.raises(ValueError, match="cleared"):
+        queue_avg_bytes(before, {**after, "since_ns": 4000}, 1, 3)
 
 
 def test_results_round_trip(tmp_path):

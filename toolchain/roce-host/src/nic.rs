@@ -55,7 +55,9 @@ impl<P: Port> Nic<P> {
             None => max_wait,
         };
         let mut timeout = if wait >= POLL_MIN {
-            wait
+            // Whole milliseconds, since the port rounds poll(2)'s timeout up: the rest of the
+            // wait is slept or spun on the next step, so a paced frame is not sent late.
+            Duration::from_millis(wait.as_millis() as u64)
         } else {
             if wait >= SPIN_BELOW {
                 std::thread::sleep(wait.min(SLEEP_MAX));
@@ -95,5 +97,42 @@ impl<P: Port> Nic<P> {
             self.step(Duration::from_millis(10))?;
         }
         Ok(self.ep.neighbor(ip))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::endpoint::EndpointConfig;
+
+    /// A port that never delivers a frame and records the timeouts it was asked to wait.
+    #[derive(Default)]
+    struct Silent(Mutex<Vec<Duration>>);
+
+    impl Port for Silent {
+        fn name(&self) -> &str {
+            "silent"
+        }
+        fn send(&self, _frame: &[u8]) -> Result<(), PortError> {
+            Ok(())
+        }
+        fn recv(&self, _buf: &mut [u8], timeout: Duration) -> Result<Recv, PortError> {
+            self.0.lock().unwrap().push(timeout);
+            Ok(Recv::Timeout)
+        }
+    }
+
+    #[test]
+    fn an_idle_endpoint_blocks_in_whole_milliseconds() {
+        let ep = Endpoint::new(EndpointConfig::new([2, 0, 0, 0, 0, 1], [10, 0, 0, 1]));
+        let mut nic = Nic::new(ep, Silent::default());
+        nic.step(Duration::from_millis(1)).unwrap();
+        nic.step(Duration::from_micros(2_500)).unwrap();
+        assert_eq!(
+            *nic.port.0.lock().unwrap(),
+            [Duration::from_millis(1), Duration::from_millis(2)]
+        );
     }
 }

@@ -26,6 +26,13 @@ struct Raw {
     vlan: Option<(u16, u16)>,
 }
 
+/// poll(2)'s timeout for `timeout`, rounded up to whole milliseconds: `recv` passes what is
+/// left of its deadline, always a little under what the caller asked, and rounding that down
+/// made a 1 ms wait a 0 ms poll, so a caller waiting for frames in 1 ms steps spun on the CPU.
+fn poll_ms(timeout: Duration) -> libc::c_int {
+    timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int
+}
+
 /// An `AF_PACKET` socket bound to one interface.
 pub struct AfPacketPort {
     name: String,
@@ -141,7 +148,7 @@ impl AfPacketPort {
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        let ms = poll_ms(timeout);
         loop {
             // SAFETY: one valid pollfd.
             let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
@@ -270,5 +277,20 @@ impl Port for AfPacketPort {
             }
             return Ok(Recv::Frame(total));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poll_timeout_is_never_shorter_than_asked() {
+        assert_eq!(poll_ms(Duration::ZERO), 0);
+        assert_eq!(poll_ms(Duration::from_nanos(1)), 1);
+        assert_eq!(poll_ms(Duration::from_nanos(999_999)), 1);
+        assert_eq!(poll_ms(Duration::from_millis(1)), 1);
+        assert_eq!(poll_ms(Duration::from_micros(1_001)), 2);
+        assert_eq!(poll_ms(Duration::from_secs(u64::MAX)), i32::MAX);
     }
 }
