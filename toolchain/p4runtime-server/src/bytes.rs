@@ -1,18 +1,19 @@
-//! P4Runtime byte strings (spec 8.4): canonical on the wire (no leading zero bytes), engine values
-//! padded to `ceil(width / 8)` bytes.
+//! P4Runtime byte strings (spec 8.4): servers send the canonical form (no leading zero bytes) and
+//! accept it or the value padded to the field's `ceil(width / 8)` bytes, as clients such as
+//! p4runtime-shell send them; engine values are padded.
 
-/// A canonical byte string of at most `width` bits, padded for the engine.
+/// A byte string of at most `width` bits, canonical or padded to its bytes, padded for the engine.
 pub fn to_engine(v: &[u8], width: u32, what: &str) -> Result<Vec<u8>, String> {
     if v.is_empty() {
         return Err(format!("{what}: empty byte string"));
     }
-    if v.len() > 1 && v[0] == 0 {
+    let nbytes = width.div_ceil(8) as usize;
+    if v.len() > nbytes && v[0] == 0 {
         return Err(format!(
-            "{what}: byte string {} is not canonical (leading zero bytes)",
+            "{what}: byte string {} is longer than the {nbytes} bytes of a {width}-bit value",
             hex(v)
         ));
     }
-    let nbytes = width.div_ceil(8) as usize;
     let bits = significant_bits(v);
     if bits > width as usize {
         return Err(format!(
@@ -122,7 +123,9 @@ mod tests {
             Err("x: value 0x0200 does not fit in 9 bits".into())
         );
         assert_eq!(to_engine(&[1, 0xff], 9, "x"), Ok(vec![1, 0xff]));
-        assert!(to_engine(&[0, 1], 16, "x").is_err());
+        assert_eq!(to_engine(&[0, 1], 16, "x"), Ok(vec![0, 1]));
+        assert_eq!(to_engine(&[0, 0x05], 9, "x"), Ok(vec![0, 5]));
+        assert!(to_engine(&[0, 0, 1], 16, "x").is_err());
         assert_eq!(to_engine(&[0], 16, "x"), Ok(vec![0, 0]));
         assert_eq!(canonical(&[0, 0, 5]), vec![5]);
         assert_eq!(canonical(&[0, 0]), vec![0]);

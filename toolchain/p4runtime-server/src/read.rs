@@ -62,7 +62,7 @@ fn cells(
                 Ok(i) if i < *size => out.push((*oid, name.clone(), i)),
                 _ => {
                     return Err(status(
-                        Code::InvalidArgument,
+                        Code::OutOfRange,
                         format!("\"{name}\": index {i} out of 0..{size}"),
                     ))
                 }

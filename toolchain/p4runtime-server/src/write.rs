@@ -604,8 +604,9 @@ fn cell_index(index: Option<i64>, size: u64, name: &str) -> Result<u64, UpdateEr
     };
     match u64::try_from(i) {
         Ok(i) if i < size => Ok(i),
+        // Spec 9.4: an index past the array is OUT_OF_RANGE.
         _ => Err((
-            Code::InvalidArgument,
+            Code::OutOfRange,
             format!("\"{name}\": index {i} out of 0..{size}"),
         )),
     }
@@ -1092,13 +1093,12 @@ fn current(sw: &Switch, table: &str, h: EntryHandle) -> Option<(Act, bool)> {
 fn modify(sw: &mut Switch, table: &str, h: EntryHandle, act: &Act) -> Result<(), ApiError> {
     match act {
         Act::Action { name, args } => sw.table_modify(table, h, name, args),
-        // The engine modifies direct actions only; a member/group change re-adds the entry.
-        Act::Member(_) | Act::Group(_) | Act::P4Member { .. } | Act::OneShot { .. } => {
-            Err(ApiError {
-                code: ErrorCode::WrongTableType,
-                message: "modifying an indirect entry's member or group is not supported".into(),
-            })
-        }
+        Act::Member(m) => sw.table_modify_member(table, h, *m),
+        Act::Group(g) => sw.table_modify_group(table, h, *g),
+        Act::P4Member { .. } | Act::OneShot { .. } => Err(ApiError {
+            code: ErrorCode::WrongTableType,
+            message: "member ids and action sets are resolved before the engine sees them".into(),
+        }),
     }
 }
 

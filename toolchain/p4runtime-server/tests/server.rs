@@ -384,8 +384,8 @@ async fn write_errors() {
     // One batch, CONTINUE_ON_ERROR: every error class gets its own p4.v1.Error.
     let mut wide = l3.route([10, 2, 0, 0], 16, 1, 1);
     wide.action = act(l3.set_nhop, vec![vec![2, 0], vec![1]]); // 0x200 does not fit bit<9>
-    let mut noncanon = l3.route([10, 3, 0, 0], 16, 1, 1);
-    noncanon.action = act(l3.set_nhop, vec![vec![0, 1], vec![1]]);
+    let mut overlong = l3.route([10, 3, 0, 0], 16, 1, 1);
+    overlong.action = act(l3.set_nhop, vec![vec![0, 0, 1], vec![1]]); // 3 bytes for bit<9>
     let mut badprefix = l3.route([10, 4, 0, 0], 8, 1, 1); // bits beyond /8
     badprefix.r#match = vec![lpm(1, vec![10, 4, 0, 0], 8)];
     let mut missing = l3.route([10, 5, 0, 0], 16, 1, 1);
@@ -395,7 +395,7 @@ async fn write_errors() {
         upd(update::Type::Insert, r1.clone()),
         upd(update::Type::Delete, l3.route([11, 0, 0, 0], 8, 1, 1)),
         upd(update::Type::Insert, wide),
-        upd(update::Type::Insert, noncanon),
+        upd(update::Type::Insert, overlong),
         upd(update::Type::Insert, badprefix),
         upd(update::Type::Insert, missing),
     ];
@@ -421,6 +421,27 @@ async fn write_errors() {
         read_all(&mut c, TableEntry::default()).await,
         vec![r1.clone()]
     );
+
+    // Values padded to the field's bytes are accepted (spec 8.4) and read back canonical.
+    let mut padded = l3.route([10, 6, 0, 0], 16, 1, 1);
+    padded.action = act(l3.set_nhop, vec![vec![0, 1], vec![0, 0, 0, 1]]);
+    write(
+        &mut c,
+        vec![upd(update::Type::Insert, padded)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let canonical = l3.route([10, 6, 0, 0], 16, 1, 1);
+    let read = read_all(&mut c, TableEntry::default()).await;
+    assert!(read.contains(&canonical), "{read:?}");
+    write(
+        &mut c,
+        vec![upd(update::Type::Delete, canonical)],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
 
     // ROLLBACK_ON_ERROR: the good insert is undone.
     let r2 = l3.route([10, 1, 0, 0], 16, 2, 2);
@@ -726,7 +747,7 @@ async fn counters_and_registers() {
     .unwrap_err();
     assert_eq!(
         update_codes(&e),
-        vec![Code::InvalidArgument as i32, Code::InvalidArgument as i32]
+        vec![Code::OutOfRange as i32, Code::InvalidArgument as i32]
     );
     // Meters: rates per second and bursts round-trip through the engine's per-microsecond rates.
     use p4runtime_proto::p4runtime::{MeterConfig, MeterEntry};
@@ -1038,6 +1059,44 @@ async fn action_profile_members_and_groups() {
     assert_eq!(ports.len(), 2);
     assert_eq!(ports[0], 3);
     assert!(ports[1] == 1 || ports[1] == 2, "{ports:?}");
+    // MODIFY moves an entry from the group to a member (and reads back so); its packets follow.
+    let moved = TableEntry {
+        table_id: table,
+        r#match: vec![lpm(1, vec![10, 0, 0, 0], 8)],
+        action: Some(TableAction {
+            r#type: Some(table_action::Type::ActionProfileMemberId(300)),
+        }),
+        ..Default::default()
+    };
+    write(
+        &mut c,
+        vec![upd(update::Type::Modify, moved.clone())],
+        Atomicity::ContinueOnError,
+    )
+    .await
+    .unwrap();
+    let got = read_all(&mut c, TableEntry::default()).await;
+    assert!(got.contains(&moved), "{got:?}");
+    let mut p = vec![0, 0, 0, 0, 0xaa, 0xaa, 0, 0, 0, 0, 0x0b, 0xbb, 0x08, 0x00];
+    p.extend([
+        0x45, 0, 0, 0x14, 0, 0, 0, 0, 0x40, 0x06, 0, 0, 0xc0, 0xa8, 0, 1, 10, 0, 0, 1,
+    ]);
+    c.tx.send(StreamMessageRequest {
+        update: Some(stream_message_request::Update::Packet(PacketOut {
+            payload: p,
+            metadata: vec![],
+        })),
+    })
+    .await
+    .unwrap();
+    for _ in 0..100 {
+        ports = dp.sent.lock().unwrap().iter().map(|o| o.port).collect();
+        if ports.len() == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(ports.get(2), Some(&3), "{ports:?}");
     // A member in a group cannot be deleted; the group, then the member, can.
     let e = write(
         &mut c,

@@ -418,6 +418,44 @@ impl Switch {
         self.insert_entry(table, matches, priority, EntryVal::Group(group))
     }
 
+    /// Points an indirect table's entry at another member (bmv2's `mt_indirect_modify_entry`);
+    /// an entry of a table with a selector may switch between members and groups.
+    pub fn table_modify_member(
+        &mut self,
+        table: &str,
+        handle: EntryHandle,
+        member: u32,
+    ) -> Result<(), ApiError> {
+        let p = self.profile_of(table)?;
+        if self.rt.profiles[p].member(member).is_none() {
+            return fail(
+                ErrorCode::InvalidMemberHandle,
+                format!("no member {member}"),
+            );
+        }
+        let t = self.table_index(table)?;
+        self.mutable_table(t)?
+            .modify(handle, EntryVal::Member(member))?;
+        Ok(())
+    }
+
+    /// Points an indirect table's entry at a group (bmv2's `mt_indirect_ws_modify_entry`).
+    pub fn table_modify_group(
+        &mut self,
+        table: &str,
+        handle: EntryHandle,
+        group: u32,
+    ) -> Result<(), ApiError> {
+        let p = self.profile_of(table)?;
+        if self.rt.profiles[p].group(group).is_none() {
+            return fail(ErrorCode::InvalidGroupHandle, format!("no group {group}"));
+        }
+        let t = self.table_index(table)?;
+        self.mutable_table(t)?
+            .modify(handle, EntryVal::Group(group))?;
+        Ok(())
+    }
+
     fn profile_of(&self, table: &str) -> Result<usize, ApiError> {
         let t = self.table_index(table)?;
         match self.prog.tables[t].profile {
