@@ -6,13 +6,12 @@ Needs `make build` (build/bin/p4-compile and build/bin/p4-switch), which `make t
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from lossless_ctl.cli import main as ctl_main
-from lossless_topo.switch import free_port, wait_for_port
+from lossless_topo.switch import switch_without_program
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin"
@@ -29,32 +28,8 @@ def pipeline(compiled_pipeline) -> Path:
 
 @pytest.fixture
 def switch(tmp_path):
-    grpc_port, stats_port = free_port(), free_port()
-    log = tmp_path / "p4-switch.log"
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                BIN / "p4-switch",
-                "--no-p4",
-                "--device-id",
-                str(DEVICE_ID),
-                "--cpu-port",
-                "255",
-                "--grpc-server-addr",
-                f"127.0.0.1:{grpc_port}",
-                "--stats-addr",
-                f"127.0.0.1:{stats_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    try:
-        wait_for_port(grpc_port, proc, log, timeout_s=20)
-        yield f"127.0.0.1:{grpc_port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        assert proc.returncode == 0, f"p4-switch exited {proc.returncode}: {log.read_text()}"
+    with switch_without_program(BIN / "p4-switch", DEVICE_ID, tmp_path / "p4-switch.log") as addr:
+        yield addr
 
 
 def _load(switch: str, pipeline: Path, *extra: str) -> int:
