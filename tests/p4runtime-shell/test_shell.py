@@ -28,7 +28,7 @@ MISS, DIRECT = 0xFF, 0xEE
 NORMAL, INGRESS_CLONE, REPLICATION = 0, 1, 5
 GREEN, YELLOW, RED = 0, 1, 2
 # Long enough for a loaded machine; only reached when a packet-in never comes.
-PACKET_IN_DEADLINE_S = 20
+PACKET_IN_DEADLINE_S = 10
 
 
 @pytest.fixture(scope="module")
