@@ -16,7 +16,7 @@ PROFILE  := release
 TARGET   := target/$(PROFILE)
 RESULTS  := results
 # Python trees that exist so far; lint and format only those.
-PY_DIRS  := $(wildcard control topo ptf-tests p4src/tests)
+PY_DIRS  := $(wildcard control topo ptf-tests p4src/tests tests/p4runtime-shell)
 
 # The P4 compiler and the switch. Ours by default; `make run P4C=p4c SWITCH=simple_switch_grpc`
 # selects the p4lang tools where they are installed.
@@ -31,7 +31,8 @@ export P4C SWITCH
 APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: help build test lint fmt run bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf
+.PHONY: help build test lint fmt run bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
+	p4sh-test
 
 help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
@@ -39,6 +40,7 @@ help:
 	@echo "make run        build and run the default lab"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
 	@echo "make stf        STF tests of the pipeline's mechanisms (p4src/tests/)"
+	@echo "make p4sh-test  the PyPI p4runtime-shell drives p4-switch (tests/p4runtime-shell/)"
 	@echo "make ptf        PTF conformance suite against \$$SWITCH in namespaces (root)"
 	@echo "make ptf-negative  PFC/ECN/SFC tests must fail with the mechanism off in the controller"
 	@echo "make test-scale seed 002's full scale points through \$$SWITCH; times in $(RESULTS)/ptf/"
@@ -132,6 +134,7 @@ lint: $(STAMPS)/rust $(STAMPS)/venv
 test: build deps lint
 	$(CARGO) test --$(PROFILE) --workspace
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory p4sh-test
 	$(MAKE) --no-print-directory stf
 	$(MAKE) --no-print-directory ptf
 	$(MAKE) --no-print-directory ptf-negative
@@ -144,6 +147,21 @@ fmt: $(STAMPS)/rust $(STAMPS)/venv
 # switch's 8 priority queues; p4-stf exits non-zero on any failure.
 stf: build p4
 	$(BIN)/p4-stf --priority-queues 8 $(P4_OUT)/lossless.json $(sort $(wildcard p4src/tests/*.stf))
+
+# Issue 4: the unmodified PyPI p4runtime-shell against p4-switch. It pins protobuf<3.21 and
+# p4runtime 1.4.1, which the project's venv cannot hold, so it gets a venv of its own; system
+# site packages as in $(VENV), since the test starts the switch with lossless_topo's helpers.
+P4SH_VENV := .venv-p4sh
+P4SH_PY   := $(CURDIR)/$(P4SH_VENV)/bin/python
+$(STAMPS)/venv-p4sh: tests/p4runtime-shell/requirements.txt $(STAMPS)/apt
+	@mkdir -p $(@D)
+	@[ -x $(P4SH_PY) ] || /usr/bin/python3 -m venv --system-site-packages $(P4SH_VENV)
+	$(P4SH_PY) -m pip install -q --upgrade pip
+	$(P4SH_PY) -m pip install -q -r $<
+	@touch $@
+
+p4sh-test: build $(STAMPS)/venv-p4sh
+	cd tests/p4runtime-shell && PYTHONPATH=$(CURDIR)/topo $(P4SH_PY) -m pytest
 
 # --- PTF suite (ptf-tests/, issue 10) ----------------------------------------------------
 
@@ -201,4 +219,4 @@ clean:
 	rm -rf $(BUILD) target
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(P4SH_VENV)

@@ -14,6 +14,8 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mininet.node import Switch
@@ -113,6 +115,40 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def switch_without_program(switch_bin: Path, device_id: int, log: Path) -> Iterator[str]:
+    """`switch_bin --no-p4` with no ports and CPU_PORT as its CPU port, for P4Runtime tests;
+    yields its P4Runtime address. The switch must then stop cleanly on SIGTERM."""
+    grpc_port, stats_port = free_port(), free_port()
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [
+                switch_bin,
+                "--no-p4",
+                "--device-id",
+                str(device_id),
+                "--cpu-port",
+                str(CPU_PORT),
+                "--grpc-server-addr",
+                f"127.0.0.1:{grpc_port}",
+                "--stats-addr",
+                f"127.0.0.1:{stats_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        wait_for_port(grpc_port, proc, log, timeout_s=20)
+        yield f"127.0.0.1:{grpc_port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    if proc.returncode != 0:
+        raise SwitchError(
+            f"{switch_bin} exited {proc.returncode}; its log ({log}) ends:\n{tail(log)}"
+        )
 
 
 class LosslessSwitch(Switch):
