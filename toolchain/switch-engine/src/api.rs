@@ -698,6 +698,22 @@ impl Switch {
         Ok(())
     }
 
+    /// Whether table `t` holds entry `handle` (direct resources exist only for installed ones).
+    fn check_installed(&self, t: usize, handle: EntryHandle) -> Result<(), ApiError> {
+        if self.rt.tables[t]
+            .table
+            .as_ref()
+            .and_then(|tb| tb.get(handle))
+            .is_none()
+        {
+            return fail(
+                ErrorCode::InvalidHandle,
+                format!("no entry with handle {}", handle.0),
+            );
+        }
+        Ok(())
+    }
+
     /// (counter array, cell) of the direct counter of `table`'s installed entry `handle`.
     fn direct_counter_cell(
         &self,
@@ -711,17 +727,7 @@ impl Switch {
                 format!("table \"{table}\" has no direct counter"),
             );
         };
-        if self.rt.tables[t]
-            .table
-            .as_ref()
-            .and_then(|tb| tb.get(handle))
-            .is_none()
-        {
-            return fail(
-                ErrorCode::InvalidHandle,
-                format!("no entry with handle {}", handle.0),
-            );
-        }
+        self.check_installed(t, handle)?;
         Ok((c as usize, handle.0 as usize))
     }
 
@@ -857,17 +863,7 @@ impl Switch {
                 format!("table \"{table}\" has no direct meter"),
             );
         };
-        if self.rt.tables[t]
-            .table
-            .as_ref()
-            .and_then(|tb| tb.get(handle))
-            .is_none()
-        {
-            return fail(
-                ErrorCode::InvalidHandle,
-                format!("no entry with handle {}", handle.0),
-            );
-        }
+        self.check_installed(t, handle)?;
         let cells = &mut self.rt.ext.meters[m as usize];
         let i = handle.0 as usize;
         if cells.len() <= i {
