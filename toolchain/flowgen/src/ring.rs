@@ -16,6 +16,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use switch_ports::setsockopt;
+
 /// Where a frame starts in its slot when the socket does not ask for `PACKET_TX_HAS_OFF`:
 /// right after the aligned header (`TPACKET2_HDRLEN - sizeof(sockaddr_ll)` in the kernel).
 const DATA_OFFSET: usize = (size_of::<libc::tpacket2_hdr>() + libc::TPACKET_ALIGNMENT - 1)
@@ -30,24 +32,6 @@ const L2_OVERHEAD: usize = 18;
 
 fn os_err(iface: &str, op: &str, e: io::Error) -> String {
     format!("{iface}: {op}: {e}")
-}
-
-fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, opt: libc::c_int, value: &T) -> io::Result<()> {
-    // SAFETY: `value` points to a live T of the size passed.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            opt,
-            (value as *const T).cast(),
-            size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// The MTU of `iface`, asked through the socket (sysfs may belong to another namespace).

@@ -43,7 +43,13 @@ fn last_error(port: &str, op: &'static str) -> PortError {
     PortError::io(port, op, io::Error::last_os_error())
 }
 
-fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, opt: libc::c_int, value: &T) -> io::Result<()> {
+/// `setsockopt(2)` with a typed value (also used by flowgen's TX ring).
+pub fn setsockopt<T>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
     // SAFETY: `value` points to a live T of the size passed.
     let rc = unsafe {
         libc::setsockopt(

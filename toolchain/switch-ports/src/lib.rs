@@ -15,7 +15,7 @@ pub mod pcap;
 
 use std::time::Duration;
 
-pub use afpacket::AfPacketPort;
+pub use afpacket::{setsockopt, AfPacketPort};
 pub use capture::Captured;
 pub use channel::ChannelPort;
 pub use pcap::PcapFilePort;
