@@ -263,16 +263,9 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         }
         entity::Entity::DirectMeterEntry(d) => {
             let te = d.table_entry.clone().unwrap_or_default();
-            let Some(t) = p.tables.get(&te.table_id) else {
-                return Err((Code::NotFound, format!("no table with id {}", te.table_id)));
-            };
-            modify_only(ty, "DirectMeterEntry")?;
-            if t.direct_meter.is_none() {
-                return Err((
-                    Code::InvalidArgument,
-                    format!("table \"{}\" has no direct meter", t.name),
-                ));
-            }
+            let t = direct_table(p, ty, &te, "DirectMeterEntry", "meter", |t| {
+                t.direct_meter.is_some()
+            })?;
             Ok(Op::DirectMeter {
                 table: t.name.clone(),
                 key: direct_key(t, &te)?,
@@ -281,16 +274,9 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         }
         entity::Entity::DirectCounterEntry(d) => {
             let te = d.table_entry.clone().unwrap_or_default();
-            let Some(t) = p.tables.get(&te.table_id) else {
-                return Err((Code::NotFound, format!("no table with id {}", te.table_id)));
-            };
-            modify_only(ty, "DirectCounterEntry")?;
-            if t.direct_counter.is_none() {
-                return Err((
-                    Code::InvalidArgument,
-                    format!("table \"{}\" has no direct counter", t.name),
-                ));
-            }
+            let t = direct_table(p, ty, &te, "DirectCounterEntry", "counter", |t| {
+                t.direct_counter.is_some()
+            })?;
             Ok(Op::DirectCounter {
                 table: t.name.clone(),
                 key: direct_key(t, &te)?,
@@ -583,6 +569,29 @@ fn direct_key(t: &TableInfo, te: &TableEntry) -> Result<Key, UpdateError> {
         ));
     }
     translate_match(t, te)
+}
+
+/// The table a Direct{Meter,Counter}Entry names, checked in the order the errors are reported:
+/// unknown table, not a MODIFY, no direct `kind` resource on it.
+fn direct_table<'p>(
+    p: &'p Pipeline,
+    ty: update::Type,
+    te: &TableEntry,
+    entity: &str,
+    kind: &str,
+    has: impl Fn(&TableInfo) -> bool,
+) -> Result<&'p TableInfo, UpdateError> {
+    let Some(t) = p.tables.get(&te.table_id) else {
+        return Err((Code::NotFound, format!("no table with id {}", te.table_id)));
+    };
+    modify_only(ty, entity)?;
+    if !has(t) {
+        return Err((
+            Code::InvalidArgument,
+            format!("table \"{}\" has no direct {kind}", t.name),
+        ));
+    }
+    Ok(t)
 }
 
 fn modify_only(ty: update::Type, what: &str) -> Result<(), UpdateError> {
