@@ -498,23 +498,7 @@ impl Ctx<'_> {
             };
             let mut scratch = Body::new(false);
             let vv = self.rv(&mut scratch, v)?;
-            let name = self.fresh("node");
-            let id = self
-                .json
-                .pipelines
-                .iter()
-                .map(|p| p.conditionals.len())
-                .sum::<usize>()
-                + self.pipe.conditionals.len();
-            self.pipe.conditionals.push(j::Conditional {
-                name: name.clone(),
-                id: id as i64,
-                expression: crate::expr::op("==", key.clone(), vv),
-                true_next: target,
-                false_next: next,
-                source_info: None,
-            });
-            next = Some(name);
+            next = self.cond_node(crate::expr::op("==", key.clone(), vv), target, next);
         }
         self.action_node(pre, next)
     }
