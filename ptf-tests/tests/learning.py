@@ -64,9 +64,16 @@ class ControllerTest(LosslessTest):
             self.ctl.wait()
         super().tearDown()
 
-    def wait_frame(self, port: int, match: type, what: str, timeout: float = 5.0) -> Ether:
-        """The first frame on `port` that has layer `match` (others, e.g. replies to earlier
-        requests, are listed if none does)."""
+    def wait_frame(
+        self,
+        port: int,
+        match: type,
+        what: str,
+        timeout: float = 5.0,
+        op: int | None = None,
+    ) -> Ether:
+        """The first frame on `port` that has layer `match` (with that `op`, if given); others,
+        e.g. replies to earlier requests, are listed if none does."""
         deadline = time.monotonic() + timeout
         seen = []
         while (left := deadline - time.monotonic()) > 0:
@@ -74,10 +81,11 @@ class ControllerTest(LosslessTest):
             if got is None:
                 break
             frame = Ether(got[1])
-            if match in frame:
+            if match in frame and (op is None or frame[match].op == op):
                 return frame
             seen.append(frame.summary())
-        self.fail(f"{what}: no {match.__name__} on port {port}; received {seen or 'nothing'}")
+        wanted = match.__name__ + ("" if op is None else f" op {op}")
+        self.fail(f"{what}: no {wanted} on port {port}; received {seen or 'nothing'}")
         raise AssertionError
 
     def forwarded_to(self, pkt: object, port: int, mac: str, what: str) -> None:
@@ -97,24 +105,10 @@ class NeighborReplyAndLearning(ControllerTest):
     def arp_from(self, mac: str, ip: str, target: str) -> object:
         return Ether(dst="ff:ff:ff:ff:ff:ff", src=mac) / ARP(op=1, hwsrc=mac, psrc=ip, pdst=target)
 
-    def wait_arp(self, port: int, op: int, what: str, timeout: float = 5.0) -> ARP:
-        deadline = time.monotonic() + timeout
-        seen = []
-        while (left := deadline - time.monotonic()) > 0:
-            got = self.receive(port, timeout=left)
-            if got is None:
-                break
-            frame = Ether(got[1])
-            if ARP in frame and frame[ARP].op == op:
-                return frame
-            seen.append(frame.summary())
-        self.fail(f"{what}: no ARP op {op} on port {port}; received {seen or 'nothing'}")
-        raise AssertionError
-
     def runTest(self) -> None:
         router = self.cfg.router_mac
         self.send(1, self.arp_from(H1_MAC, "10.1.0.2", "10.1.0.1"))
-        reply = self.wait_arp(1, 2, "ARP reply for the router address 10.1.0.1")
+        reply = self.wait_frame(1, ARP, "ARP reply for the router address 10.1.0.1", op=2)
         self.assertEqual(
             (reply.dst, reply[ARP].hwsrc, reply[ARP].psrc, reply[ARP].hwdst, reply[ARP].pdst),
             (H1_MAC, router, "10.1.0.1", H1_MAC, "10.1.0.2"),
@@ -122,7 +116,7 @@ class NeighborReplyAndLearning(ControllerTest):
         )
         # A new host announces itself by asking for the router: learned and installed.
         self.send(1, self.arp_from(NEW_MAC, "10.1.0.77", "10.1.0.1"))
-        self.wait_arp(1, 2, "ARP reply to the new host")
+        self.wait_frame(1, ARP, "ARP reply to the new host", op=2)
         pkt = (
             Ether(dst=router, src="02:00:00:00:03:01")
             / IP(src="20.9.9.9", dst="10.1.0.77", ttl=64)
@@ -135,7 +129,7 @@ class NeighborReplyAndLearning(ControllerTest):
         glean = pkt.copy()
         glean[IP].dst = "10.1.0.99"
         self.send(3, glean)
-        request = self.wait_arp(1, 1, "ARP request gleaning 10.1.0.99")
+        request = self.wait_frame(1, ARP, "ARP request gleaning 10.1.0.99", op=1)
         self.assertEqual(
             (request[ARP].pdst, request[ARP].psrc, request[ARP].hwsrc),
             ("10.1.0.99", "10.1.0.1", router),
