@@ -1,6 +1,10 @@
 //! Threads: one receive thread per port, one dataplane thread owning the [`Core`] (engine and
 //! traffic manager). Control-plane work reaches the engine as closures run by the dataplane
 //! thread between two packets ([`Handle::exec_core`]), so the engine needs no lock.
+//!
+//! A receive thread hands over every frame its port has ready as one [`Batch`]: under load the
+//! cost of waking the dataplane thread and of the queue is paid per burst, not per frame, and
+//! batches come back through a pool, so the hot path allocates nothing.
 
 use crate::core::{Core, CpuSink};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,8 +22,11 @@ const QUEUE: usize = 1024;
 const IDLE: Duration = Duration::from_millis(50);
 /// Receive timeout, so receive threads notice shutdown.
 const RX_POLL: Duration = Duration::from_millis(100);
-/// Receive buffers kept for reuse.
+/// Batches kept for reuse.
 const POOL: usize = 2048;
+/// Most frames a receive thread puts in one batch: enough to amortise the hand-over, few enough
+/// that one port's burst does not keep the others waiting long.
+const RX_BATCH: usize = 64;
 
 /// The time base of the dataplane (`--clock`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -59,14 +66,39 @@ type CoreFn = Box<dyn FnOnce(&mut Core, u64) + Send>;
 /// A control-plane job on the engine (`p4runtime_server::Dataplane::exec`).
 pub type EngineJob = Box<dyn FnOnce(&mut Option<Switch>) + Send>;
 
+/// Frames received on one port, back to back in one buffer.
+#[derive(Default)]
+struct Batch {
+    port: u32,
+    bytes: Vec<u8>,
+    /// Where each frame ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    fn push(&mut self, frame: &[u8]) {
+        self.bytes.extend_from_slice(frame);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn frames(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(a, &b)| &self.bytes[a..b])
+    }
+}
+
 enum Msg {
-    Frame(u32, Vec<u8>),
+    Frames(Batch),
     Exec(CoreFn),
 }
 
 struct Shared {
     tx: SyncSender<Msg>,
-    pool: Mutex<Vec<Vec<u8>>>,
+    pool: Mutex<Vec<Batch>>,
     stop: AtomicBool,
     engine: SwitchConfig,
     device_id: u64,
@@ -74,16 +106,19 @@ struct Shared {
 }
 
 impl Shared {
-    fn buffer(&self) -> Vec<u8> {
+    fn batch(&self, port: u32) -> Batch {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-        pool.pop().unwrap_or_else(|| Vec::with_capacity(2048))
+        let mut batch = pool.pop().unwrap_or_default();
+        batch.port = port;
+        batch
     }
 
-    fn give_back(&self, mut buf: Vec<u8>) {
+    fn give_back(&self, mut batch: Batch) {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         if pool.len() < POOL {
-            buf.clear();
-            pool.push(buf);
+            batch.bytes.clear();
+            batch.ends.clear();
+            pool.push(batch);
         }
     }
 }
@@ -115,9 +150,9 @@ impl Handle {
 
     /// Receives a frame as if it arrived on `port` (CPU PacketOut, tests).
     pub fn inject(&self, port: u32, frame: &[u8]) {
-        let mut buf = self.shared.buffer();
-        buf.extend_from_slice(frame);
-        let _ = self.shared.tx.send(Msg::Frame(port, buf));
+        let mut batch = self.shared.batch(port);
+        batch.push(frame);
+        let _ = self.shared.tx.send(Msg::Frames(batch));
     }
 
     /// The P4Runtime-facing operations (what `p4runtime_server::Dataplane` asks for).
@@ -233,9 +268,11 @@ fn dataplane(mut core: Core, rx: Receiver<Msg>, s: &Shared) {
             }
         };
         match msg {
-            Some(Msg::Frame(port, buf)) => {
-                core.receive(s.clock.now_ns(), port, &buf);
-                s.give_back(buf);
+            Some(Msg::Frames(batch)) => {
+                for frame in batch.frames() {
+                    core.receive(s.clock.now_ns(), batch.port, frame);
+                }
+                s.give_back(batch);
             }
             Some(Msg::Exec(f)) => f(&mut core, s.clock.now_ns()),
             None => {}
@@ -253,23 +290,32 @@ fn receive(num: u32, port: Arc<dyn Port>, start_delay: Duration, s: &Shared) {
         std::thread::sleep(RX_POLL.min(start_delay.saturating_sub(begin.elapsed())));
     }
     let mut frame = vec![0u8; MAX_FRAME];
-    while !s.stop.load(Ordering::Relaxed) {
-        match port.recv(&mut frame, RX_POLL) {
-            Ok(Recv::Frame(n)) => {
-                let mut buf = s.buffer();
-                buf.extend_from_slice(&frame[..n]);
-                if s.tx.send(Msg::Frame(num, buf)).is_err() {
-                    return;
+    let mut batch = s.batch(num);
+    let mut closed = false;
+    while !closed && !s.stop.load(Ordering::Relaxed) {
+        // Wait for the first frame, then take what else is ready without waiting.
+        let mut wait = RX_POLL;
+        while batch.len() < RX_BATCH {
+            match port.recv(&mut frame, wait) {
+                Ok(Recv::Frame(n)) => batch.push(&frame[..n]),
+                Ok(Recv::Timeout) => break,
+                Ok(Recv::Closed) => {
+                    closed = true;
+                    break;
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    closed = matches!(e, switch_ports::PortError::Pcap(_));
+                    break;
                 }
             }
-            Ok(Recv::Timeout) => {}
-            Ok(Recv::Closed) => return,
-            Err(e) => {
-                eprintln!("{e}");
-                if matches!(e, switch_ports::PortError::Pcap(_)) {
-                    return;
-                }
+            wait = Duration::ZERO;
+        }
+        if !batch.ends.is_empty() {
+            if s.tx.send(Msg::Frames(batch)).is_err() {
+                return;
             }
+            batch = s.batch(num);
         }
     }
 }

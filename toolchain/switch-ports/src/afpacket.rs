@@ -254,11 +254,13 @@ impl Port for AfPacketPort {
     fn recv(&self, buf: &mut [u8], timeout: Duration) -> Result<Recv, PortError> {
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if !self.wait_readable(left)? {
-                return Ok(Recv::Timeout);
-            }
+            // Read first and poll only when nothing is waiting: under load that is one system
+            // call per frame instead of two.
             let Some(Raw { len, pkttype, vlan }) = self.recv_one(buf)? else {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() || !self.wait_readable(left)? {
+                    return Ok(Recv::Timeout);
+                }
                 continue;
             };
             if pkttype == libc::PACKET_OUTGOING {
