@@ -9,7 +9,7 @@
 use std::ffi::CString;
 use std::io;
 use std::mem::{size_of, zeroed};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use crate::{Port, PortError, Recv};
@@ -285,6 +285,10 @@ impl Port for AfPacketPort {
             }
             return Ok(Recv::Frame(total));
         }
+    }
+
+    fn readable_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.fd.as_fd())
     }
 }
 
