@@ -1,10 +1,21 @@
-//! Threads: one receive thread per port, one dataplane thread owning the [`Core`] (engine and
-//! traffic manager). Control-plane work reaches the engine as closures run by the dataplane
-//! thread between two packets ([`Handle::exec_core`]), so the engine needs no lock.
+//! Threads: one dataplane thread owning the [`Core`] (engine and traffic manager), and a
+//! receive thread for each port that cannot be polled. Control-plane work reaches the engine as
+//! closures run by the dataplane thread between two packets ([`Handle::exec_core`]), so the
+//! engine needs no lock.
+//!
+//! Ports with a descriptor (`AF_PACKET`) are read by the dataplane thread itself, from one
+//! `ppoll` over all of them, as bmv2 reads every interface from one `select` loop: a frame goes
+//! from the socket through the pipeline to the transmit `send` without a hand-over between
+//! threads, which on a machine with few cores costs more than the forwarding. The other ports
+//! (pcap files, in-process channels) have receive threads that hand over every frame ready as
+//! one [`Batch`], so waking the dataplane thread is paid per burst, not per frame; batches come
+//! back through a pool, so the hot path allocates nothing.
 
 use crate::core::{Core, CpuSink};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -12,14 +23,18 @@ use switch_engine::{Switch, SwitchConfig};
 use switch_ports::{Port, Recv, MAX_FRAME};
 
 /// Frames and closures waiting for the dataplane thread. Bounded: a full queue makes receive
-/// threads wait, and the kernel's socket buffers then drop, as a real port's would.
+/// threads wait, as a polled port's socket buffer fills while the dataplane thread is busy.
 const QUEUE: usize = 1024;
 /// Longest the dataplane thread sleeps without a packet, a closure or a TM event.
 const IDLE: Duration = Duration::from_millis(50);
 /// Receive timeout, so receive threads notice shutdown.
 const RX_POLL: Duration = Duration::from_millis(100);
-/// Receive buffers kept for reuse.
+/// Batches kept for reuse.
 const POOL: usize = 2048;
+/// Most frames read from one port in a row (by a receive thread into one batch, or by the
+/// dataplane thread from a polled port): enough to amortise the wake-up, few enough that one
+/// port's burst does not keep the others waiting long.
+const RX_BATCH: usize = 64;
 
 /// The time base of the dataplane (`--clock`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -59,14 +74,68 @@ type CoreFn = Box<dyn FnOnce(&mut Core, u64) + Send>;
 /// A control-plane job on the engine (`p4runtime_server::Dataplane::exec`).
 pub type EngineJob = Box<dyn FnOnce(&mut Option<Switch>) + Send>;
 
+/// Frames received on one port, back to back in one buffer.
+#[derive(Default)]
+struct Batch {
+    port: u32,
+    bytes: Vec<u8>,
+    /// Where each frame ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    fn push(&mut self, frame: &[u8]) {
+        self.bytes.extend_from_slice(frame);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn frames(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(a, &b)| &self.bytes[a..b])
+    }
+}
+
 enum Msg {
-    Frame(u32, Vec<u8>),
+    Frames(Batch),
     Exec(CoreFn),
+}
+
+/// An eventfd that wakes the dataplane thread from its `ppoll` when a message is queued.
+struct Wake(OwnedFd);
+
+impl Wake {
+    fn new() -> io::Result<Wake> {
+        // SAFETY: plain FFI call; the result is checked before use.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        Ok(Wake(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    fn signal(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes the 8 bytes of `one`. It cannot block (EFD_NONBLOCK) and fails only
+        // when the counter is near overflow, when the thread is already woken.
+        unsafe { libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    fn clear(&self) {
+        let mut n: u64 = 0;
+        // SAFETY: reads 8 bytes into `n`; EAGAIN (nothing signalled) leaves it as it is.
+        unsafe { libc::read(self.0.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+    }
 }
 
 struct Shared {
     tx: SyncSender<Msg>,
-    pool: Mutex<Vec<Vec<u8>>>,
+    wake: Wake,
+    pool: Mutex<Vec<Batch>>,
     stop: AtomicBool,
     engine: SwitchConfig,
     device_id: u64,
@@ -74,16 +143,27 @@ struct Shared {
 }
 
 impl Shared {
-    fn buffer(&self) -> Vec<u8> {
-        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-        pool.pop().unwrap_or_else(|| Vec::with_capacity(2048))
+    /// Queues `msg` for the dataplane thread (waiting while the queue is full) and wakes it;
+    /// false once the dataplane has stopped.
+    fn send(&self, msg: Msg) -> bool {
+        let sent = self.tx.send(msg).is_ok();
+        self.wake.signal();
+        sent
     }
 
-    fn give_back(&self, mut buf: Vec<u8>) {
+    fn batch(&self, port: u32) -> Batch {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        let mut batch = pool.pop().unwrap_or_default();
+        batch.port = port;
+        batch
+    }
+
+    fn give_back(&self, mut batch: Batch) {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         if pool.len() < POOL {
-            buf.clear();
-            pool.push(buf);
+            batch.bytes.clear();
+            batch.ends.clear();
+            pool.push(batch);
         }
     }
 }
@@ -105,7 +185,9 @@ impl Handle {
         let msg = Msg::Exec(Box::new(move |core, now| {
             let _ = done_tx.send(f(core, now));
         }));
-        self.shared.tx.send(msg).ok()?;
+        if !self.shared.send(msg) {
+            return None;
+        }
         done_rx.recv().ok()
     }
 
@@ -115,9 +197,9 @@ impl Handle {
 
     /// Receives a frame as if it arrived on `port` (CPU PacketOut, tests).
     pub fn inject(&self, port: u32, frame: &[u8]) {
-        let mut buf = self.shared.buffer();
-        buf.extend_from_slice(frame);
-        let _ = self.shared.tx.send(Msg::Frame(port, buf));
+        let mut batch = self.shared.batch(port);
+        batch.push(frame);
+        self.shared.send(Msg::Frames(batch));
     }
 
     /// The P4Runtime-facing operations (what `p4runtime_server::Dataplane` asks for).
@@ -155,8 +237,9 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Starts the dataplane thread on `core` and a receive thread per port. Receiving starts
-    /// after `start_delay` (bmv2 `--use-files N`).
+    /// Starts the dataplane thread on `core`, which also reads the ports that can be polled, and
+    /// a receive thread for each other port. Receiving starts after `start_delay` (bmv2
+    /// `--use-files N`).
     pub fn start(
         core: Core,
         ports: Vec<(u32, Arc<dyn Port>)>,
@@ -167,20 +250,25 @@ impl Runtime {
         let (tx, rx) = sync_channel(QUEUE);
         let shared = Arc::new(Shared {
             tx,
+            wake: Wake::new()?,
             pool: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             engine: core.engine_config().clone(),
             device_id,
             clock,
         });
+        let (polled, threaded): (Vec<_>, Vec<_>) = ports
+            .into_iter()
+            .partition(|(_, port)| port.readable_fd().is_some());
         let mut threads = Vec::new();
         let s = shared.clone();
+        let start_at = Instant::now() + start_delay;
         threads.push(
             std::thread::Builder::new()
                 .name("dataplane".into())
-                .spawn(move || dataplane(core, rx, &s))?,
+                .spawn(move || dataplane(core, rx, polled, start_at, &s))?,
         );
-        for (num, port) in ports {
+        for (num, port) in threaded {
             let s = shared.clone();
             threads.push(
                 std::thread::Builder::new()
@@ -201,44 +289,120 @@ impl Runtime {
     /// Stops every thread and waits for them.
     pub fn shutdown(self) {
         self.handle.shared.stop.store(true, Ordering::Relaxed);
-        // Wakes the dataplane thread if it sleeps; a full queue means it is awake anyway.
-        match self
-            .handle
-            .shared
-            .tx
-            .try_send(Msg::Exec(Box::new(|_, _| {})))
-        {
-            Ok(()) | Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {}
-        }
+        self.handle.shared.wake.signal();
         for t in self.threads {
             let _ = t.join();
         }
     }
 }
 
-fn dataplane(mut core: Core, rx: Receiver<Msg>, s: &Shared) {
+/// Waits until a descriptor of `fds` is readable or `timeout` passes (nanosecond precision,
+/// which the traffic manager's next event needs; `poll` would round to milliseconds).
+fn wait_readable(fds: &mut [libc::pollfd], timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `fds` is a live slice of pollfd of the length passed; `ts` outlives the call.
+    // EINTR and the like leave every revents 0: the loop simply goes round again.
+    let rc = unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if rc < 0 {
+        fds.iter_mut().for_each(|f| f.revents = 0);
+    }
+}
+
+fn handle(core: &mut Core, msg: Msg, s: &Shared) {
+    match msg {
+        Msg::Frames(batch) => {
+            for frame in batch.frames() {
+                core.receive(s.clock.now_ns(), batch.port, frame);
+            }
+            s.give_back(batch);
+        }
+        Msg::Exec(f) => f(core, s.clock.now_ns()),
+    }
+}
+
+fn dataplane(
+    mut core: Core,
+    rx: Receiver<Msg>,
+    polled: Vec<(u32, Arc<dyn Port>)>,
+    start_at: Instant,
+    s: &Shared,
+) {
+    let mut frame = vec![0u8; MAX_FRAME];
+    let pollfd = |fd: libc::c_int| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // The wake-up eventfd first, then one entry per polled port, in `polled`'s order. A port
+    // that reports it is closed gets fd -1, which ppoll skips.
+    let mut fds: Vec<libc::pollfd> = std::iter::once(s.wake.0.as_raw_fd())
+        .chain(
+            polled
+                .iter()
+                .map(|(_, p)| p.readable_fd().map_or(-1, |fd| fd.as_raw_fd())),
+        )
+        .map(pollfd)
+        .collect();
     let mut next: Option<u64> = None;
+    let mut busy = false;
     while !s.stop.load(Ordering::Relaxed) {
         let now = s.clock.now_ns();
-        let wait = next.map_or(IDLE, |t| {
-            Duration::from_nanos(t.saturating_sub(now)).min(IDLE)
-        });
-        let msg = if wait.is_zero() {
-            rx.try_recv().ok()
+        let started = Instant::now() >= start_at;
+        let wait = if busy {
+            Duration::ZERO
         } else {
-            match rx.recv_timeout(wait) {
-                Ok(m) => Some(m),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
+            let tm = next.map_or(IDLE, |t| Duration::from_nanos(t.saturating_sub(now)));
+            let start = start_at.saturating_duration_since(Instant::now());
+            let start = if started { IDLE } else { start };
+            tm.min(start).min(IDLE)
         };
-        match msg {
-            Some(Msg::Frame(port, buf)) => {
-                core.receive(s.clock.now_ns(), port, &buf);
-                s.give_back(buf);
+        let live = if started { fds.len() } else { 1 };
+        wait_readable(&mut fds[..live], wait);
+        // Clear the wake-up before taking the queue: a message queued after the take signals
+        // again, so the next ppoll returns at once instead of leaving it behind.
+        if fds[0].revents != 0 {
+            s.wake.clear();
+        }
+        // At most a queue's worth, so that receive threads cannot starve the polled ports; what
+        // is left keeps the loop from sleeping.
+        let mut taken = 0;
+        for msg in rx.try_iter().take(QUEUE) {
+            handle(&mut core, msg, s);
+            taken += 1;
+        }
+        busy = taken == QUEUE;
+        for (i, (num, port)) in polled.iter().enumerate() {
+            let pfd = &mut fds[i + 1];
+            if pfd.revents == 0 {
+                continue;
             }
-            Some(Msg::Exec(f)) => f(&mut core, s.clock.now_ns()),
-            None => {}
+            for _ in 0..RX_BATCH {
+                match port.recv(&mut frame, Duration::ZERO) {
+                    Ok(Recv::Frame(n)) => {
+                        core.receive(s.clock.now_ns(), *num, &frame[..n]);
+                        busy = true;
+                    }
+                    Ok(Recv::Timeout) => break,
+                    Ok(Recv::Closed) => {
+                        pfd.fd = -1;
+                        break;
+                    }
+                    Err(e) => {
+                        eprintln!("{e}");
+                        break;
+                    }
+                }
+            }
         }
         next = core.run_due(s.clock.now_ns());
     }
@@ -253,23 +417,32 @@ fn receive(num: u32, port: Arc<dyn Port>, start_delay: Duration, s: &Shared) {
         std::thread::sleep(RX_POLL.min(start_delay.saturating_sub(begin.elapsed())));
     }
     let mut frame = vec![0u8; MAX_FRAME];
-    while !s.stop.load(Ordering::Relaxed) {
-        match port.recv(&mut frame, RX_POLL) {
-            Ok(Recv::Frame(n)) => {
-                let mut buf = s.buffer();
-                buf.extend_from_slice(&frame[..n]);
-                if s.tx.send(Msg::Frame(num, buf)).is_err() {
-                    return;
+    let mut batch = s.batch(num);
+    let mut closed = false;
+    while !closed && !s.stop.load(Ordering::Relaxed) {
+        // Wait for the first frame, then take what else is ready without waiting.
+        let mut wait = RX_POLL;
+        while batch.len() < RX_BATCH {
+            match port.recv(&mut frame, wait) {
+                Ok(Recv::Frame(n)) => batch.push(&frame[..n]),
+                Ok(Recv::Timeout) => break,
+                Ok(Recv::Closed) => {
+                    closed = true;
+                    break;
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    closed = matches!(e, switch_ports::PortError::Pcap(_));
+                    break;
                 }
             }
-            Ok(Recv::Timeout) => {}
-            Ok(Recv::Closed) => return,
-            Err(e) => {
-                eprintln!("{e}");
-                if matches!(e, switch_ports::PortError::Pcap(_)) {
-                    return;
-                }
+            wait = Duration::ZERO;
+        }
+        if !batch.ends.is_empty() {
+            if !s.send(Msg::Frames(batch)) {
+                return;
             }
+            batch = s.batch(num);
         }
     }
 }

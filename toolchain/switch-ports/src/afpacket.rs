@@ -9,7 +9,7 @@
 use std::ffi::CString;
 use std::io;
 use std::mem::{size_of, zeroed};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use crate::{Port, PortError, Recv};
@@ -254,11 +254,13 @@ impl Port for AfPacketPort {
     fn recv(&self, buf: &mut [u8], timeout: Duration) -> Result<Recv, PortError> {
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if !self.wait_readable(left)? {
-                return Ok(Recv::Timeout);
-            }
+            // Read first and poll only when nothing is waiting: under load that is one system
+            // call per frame instead of two.
             let Some(Raw { len, pkttype, vlan }) = self.recv_one(buf)? else {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() || !self.wait_readable(left)? {
+                    return Ok(Recv::Timeout);
+                }
                 continue;
             };
             if pkttype == libc::PACKET_OUTGOING {
@@ -283,6 +285,10 @@ impl Port for AfPacketPort {
             }
             return Ok(Recv::Frame(total));
         }
+    }
+
+    fn readable_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.fd.as_fd())
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -65,5 +66,9 @@ impl<P: Port> Port for Captured<P> {
             record(self.name(), &self.rx_file, &buf[..len])?;
         }
         Ok(got)
+    }
+
+    fn readable_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.inner.readable_fd()
     }
 }

@@ -13,6 +13,7 @@ mod capture;
 mod channel;
 pub mod pcap;
 
+use std::os::fd::BorrowedFd;
 use std::time::Duration;
 
 pub use afpacket::{setsockopt, AfPacketPort};
@@ -43,6 +44,11 @@ pub trait Port: Send + Sync {
     fn send(&self, frame: &[u8]) -> Result<(), PortError>;
     /// Waits at most `timeout` for one frame and copies it into `buf`.
     fn recv(&self, buf: &mut [u8], timeout: Duration) -> Result<Recv, PortError>;
+    /// A descriptor that polls readable when `recv` has a frame, so that one thread can wait
+    /// on many ports at once; `None` for a port that can only be waited on through `recv`.
+    fn readable_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
 }
 
 /// Every way port I/O fails; each names the port.
