@@ -6,7 +6,7 @@
 //! - **in process**: the dataplane core (ingress, TM, egress, transmit to a port that discards),
 //!   without a traffic manager (bmv2's path) and with one shaping 100 Gb/s ports on a simulated
 //!   clock (so it measures the switch's work per packet, not the line rate);
-//! - **veth** (root): the threaded runtime (a receive thread per port, the dataplane thread) on
+//! - **veth** (root): the threaded runtime (the dataplane thread polls the AF_PACKET ports) on
 //!   AF_PACKET ports in a network namespace of its own, 64-byte frames sent into h0 and counted
 //!   out of h1 by threads of this bench, which share the machine's cores with the switch:
 //!   - flood (`l3_pps`, `l3_offered_pps`, ...): one thread sends as fast as it can for
@@ -19,6 +19,10 @@
 //!     what was sent minus `loss_tolerance`; the rate is bisected between `search_pps` to
 //!     `resolution`, `max_trials` at most. `pps` is the highest passing offered rate as the
 //!     sender achieved it (not its target); every trial is listed;
+//!   - `l3_full_size`/`noop_full_size`: the same search with 1514-byte frames, also in Gb/s
+//!     (frame bits), since bmv2's quoted figure (about 1 Gb/s, 80,000 packets/s) is iperf's
+//!     full-size frames; `vs_bmv2` divides by bmv2's quoted figure in the same unit (packets/s
+//!     for 64-byte frames, Gb/s for full-size ones);
 //!   - `pps_per_switch_core` (flood, each trial, best trial): packets out of h1 per CPU-second
 //!     (user + system, from schedstat) of the switch's own threads (`switch_threads`: the
 //!     runtime's "dataplane" and "rx N"), and `switch_cores` the CPU-seconds they used per
@@ -92,15 +96,29 @@ fn switch(program: Program, member_ports: [u8; 4]) -> Result<Switch, String> {
     Ok(sw)
 }
 
-/// 64-byte IPv4/UDP frames of `FLOWS` flows spread over the routes.
-fn frames() -> Vec<Vec<u8>> {
+/// The frame size of every figure but one: the smallest Ethernet frame (without FCS).
+const SMALL: usize = 64;
+/// The full-size frame of a 1500-byte MTU, for the one figure in bits per second: bmv2's quoted
+/// rate (about 1 Gb/s, 80,000 packets/s through a simple router) was measured with iperf's
+/// full-size frames.
+const FULL: usize = 1514;
+/// bmv2's quoted simple-router rate, the yardstick.
+const BMV2_PPS: f64 = 80_000.0;
+const BMV2_GBPS: f64 = 1.0;
+
+/// IPv4/UDP frames of `len` bytes, `FLOWS` flows spread over the routes.
+fn frames(len: usize) -> Vec<Vec<u8>> {
+    let ip_len = (len - 14) as u16;
     (0..FLOWS)
         .map(|i| {
-            let mut p = vec![2, 0, 0, 0, 0, 0xaa, 2, 0, 0, 0, 0, 0xbb, 0x08, 0x00];
-            p.extend_from_slice(&[0x45, 0, 0, 50, 0, 0, 0, 0, 64, 17, 0, 0]);
+            let mut p = vec![
+                2, 0, 0, 0, 0, 0xaa, 2, 0, 0, 0, 0, 0xbb, 0x08, 0x00, 0x45, 0,
+            ];
+            p.extend_from_slice(&ip_len.to_be_bytes());
+            p.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0]);
             p.extend_from_slice(&(0xc0a8_0000 + i).to_be_bytes());
             p.extend_from_slice(&(0x0a00_0001 | ((i % ROUTES) << 8)).to_be_bytes());
-            p.resize(64, 0);
+            p.resize(len, 0);
             p
         })
         .collect()
@@ -124,7 +142,7 @@ fn in_process(program: Program, tm: bool, packets: u64) -> Result<f64, String> {
         .map_err(|e| e.to_string())?;
     let mut core =
         Core::new(Some(sw), cfg, ports, SwitchConfig::default(), 0).map_err(|e| e.to_string())?;
-    let frames = frames();
+    let frames = frames(SMALL);
     let mut now = 0u64;
     let start = Instant::now();
     for i in 0..packets {
@@ -188,11 +206,11 @@ struct Sent {
 /// Sends the bench's frames tagged `tag` into `port` for `length`: as fast as one thread can
 /// (`pps` None), or at `pps` in bursts every `BURST_GAP` on a schedule fixed at the start, so
 /// that a late wake-up is made up by the next burst instead of lowering the rate.
-fn send(port: &dyn Port, tag: u32, pps: Option<f64>, length: Duration) -> Sent {
+fn send(port: &dyn Port, tag: u32, pps: Option<f64>, length: Duration, frame_len: usize) -> Sent {
     // Sleeps end within a microsecond of their deadline instead of the default 50 µs slack.
     // SAFETY: PR_SET_TIMERSLACK takes one integer and changes only the calling thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-    let mut frames = frames();
+    let mut frames = frames(frame_len);
     for f in &mut frames {
         f[TAG].copy_from_slice(&tag.to_be_bytes());
     }
@@ -233,10 +251,11 @@ fn spawn_sender<'s, 'p: 's>(
     tag: u32,
     pps: Option<f64>,
     length: Duration,
+    frame_len: usize,
 ) -> Result<std::thread::ScopedJoinHandle<'s, Sent>, String> {
     std::thread::Builder::new()
         .name("bench send".into())
-        .spawn_scoped(scope, move || send(port, tag, pps, length))
+        .spawn_scoped(scope, move || send(port, tag, pps, length, frame_len))
         .map_err(|e| format!("start the sender: {e}"))
 }
 
@@ -318,7 +337,7 @@ struct Flood {
 
 fn flood(h0: &dyn Port, h1: &dyn Port, length: Duration) -> Result<Flood, String> {
     std::thread::scope(|s| {
-        let sender = spawn_sender(s, h0, 0, None, WARM_UP + length)?;
+        let sender = spawn_sender(s, h0, 0, None, WARM_UP + length, SMALL)?;
         let warm = Instant::now() + WARM_UP;
         // Read, not only wait: frames of the warm-up left in h1's buffer would count as later.
         count(h1, 0, || Instant::now() >= warm);
@@ -343,12 +362,18 @@ fn two_places(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// One trial of the zero-loss search at `pps`, its frames tagged `tag`.
-fn trial(h0: &dyn Port, h1: &dyn Port, tag: u32, pps: f64) -> Result<Value, String> {
+/// One trial of the zero-loss search at `pps`, its `frame_len`-byte frames tagged `tag`.
+fn trial(
+    h0: &dyn Port,
+    h1: &dyn Port,
+    tag: u32,
+    pps: f64,
+    frame_len: usize,
+) -> Result<Value, String> {
     settle(h1);
     let (cpu, start) = (SwitchCpu::now()?, Instant::now());
     let (sent, got) = std::thread::scope(|s| {
-        let sender = spawn_sender(s, h0, tag, Some(pps), TRIAL)?;
+        let sender = spawn_sender(s, h0, tag, Some(pps), TRIAL, frame_len)?;
         let mut until = None;
         let got = count(h1, tag, || match until {
             Some(t) => Instant::now() >= t,
@@ -387,12 +412,18 @@ fn settle(h1: &dyn Port) {
 /// RFC 2544 (26.1) throughput, with a loss tolerance: bisects the offered rate (geometrically)
 /// between `SEARCH_PPS` until the pass/fail bounds are `RESOLUTION` apart or `MAX_TRIALS` ran.
 /// The figure is the highest offered rate (as achieved, not as targeted) of a passing trial.
-fn zero_loss(h0: &dyn Port, h1: &dyn Port) -> Result<Value, String> {
+/// Trials are tagged from `first_tag` on, so that two searches on one switch stay apart.
+fn zero_loss(
+    h0: &dyn Port,
+    h1: &dyn Port,
+    frame_len: usize,
+    first_tag: u32,
+) -> Result<Value, String> {
     let (mut passed, mut failed) = SEARCH_PPS;
     let mut rate = passed;
     let mut trials = Vec::new();
     while trials.len() < MAX_TRIALS {
-        let t = trial(h0, h1, trials.len() as u32 + 1, rate)?;
+        let t = trial(h0, h1, first_tag + trials.len() as u32, rate, frame_len)?;
         let pass = t["pass"] == true;
         trials.push(t);
         if pass {
@@ -412,16 +443,27 @@ fn zero_loss(h0: &dyn Port, h1: &dyn Port) -> Result<Value, String> {
         let pps = |t: &Value| t["offered_pps"].as_f64().unwrap_or(0.0);
         pps(a).total_cmp(&pps(b))
     });
+    let pps = best.and_then(|t| t["offered_pps"].as_f64());
+    let gbps = pps.map(|p| two_places(p * frame_len as f64 * 8.0 / 1e9));
     Ok(json!({
-        "pps": best.map(|t| t["offered_pps"].clone()),
+        "frame_bytes": frame_len,
+        "pps": pps,
+        "gbps": gbps,
+        // bmv2's figure in the same unit: packets/s for small frames, bits/s for full-size.
+        "vs_bmv2": if frame_len == FULL {
+            gbps.map(|g| two_places(g / BMV2_GBPS))
+        } else {
+            pps.map(|p| two_places(p / BMV2_PPS))
+        },
         "pps_per_switch_core": best.map(|t| t["pps_per_switch_core"].clone()),
         "switch_cores": best.map(|t| t["switch_cores"].clone()),
         "trials": trials,
     }))
 }
 
-/// Through veths, on one runtime for `program`: the flood for `flood_length`, then the search.
-fn veth(program: Program, flood_length: Duration) -> Result<(Flood, Value), String> {
+/// Through veths, on one runtime for `program`: the flood for `flood_length`, then the search
+/// with 64-byte frames and with full-size ones.
+fn veth(program: Program, flood_length: Duration) -> Result<(Flood, Value, Value), String> {
     let ns = netns_test_support::Netns::new("p4swb");
     ns.veth("s0", "h0", None);
     ns.veth("s1", "h1", None);
@@ -451,7 +493,14 @@ fn veth(program: Program, flood_length: Duration) -> Result<(Flood, Value), Stri
     let rt = Runtime::start(core, ports, Duration::ZERO, Clock::new(ClockKind::Real), 0)
         .map_err(|e| e.to_string())?;
     let measured = flood(&*h0, &*h1, flood_length)
-        .and_then(|f| Ok((f, zero_loss(&*h0, &*h1)?)))
+        .and_then(|f| {
+            let small = zero_loss(&*h0, &*h1, SMALL, 1)?;
+            Ok((
+                f,
+                small,
+                zero_loss(&*h0, &*h1, FULL, 1 + MAX_TRIALS as u32)?,
+            ))
+        })
         .map_err(|e| format!("{}: {e}", program.name()));
     rt.shutdown();
     measured
@@ -462,7 +511,7 @@ fn run(packets: u64, veth_secs: f64) -> Result<Value, String> {
         "bench": "p4-switch",
         "program": "switch-engine/tests/programs/ecmp.json: 10000 /24 LPM routes, 4-member ECMP selector (crc16), MAC + TTL rewrite, IPv4 checksum",
         "baseline": "switch-engine/tests/programs/noop.json: every packet to port 1",
-        "frame_bytes": 64,
+        "frame_bytes": SMALL,
         "flows": FLOWS,
         "in_process": {
             "packets": packets,
@@ -475,8 +524,8 @@ fn run(packets: u64, veth_secs: f64) -> Result<Value, String> {
     // SAFETY: geteuid has no preconditions.
     doc["veth"] = if unsafe { libc::geteuid() } == 0 {
         let flood_length = Duration::from_secs_f64(veth_secs);
-        let (l3, l3_search) = veth(Program::L3, flood_length)?;
-        let (noop, noop_search) = veth(Program::Noop, flood_length)?;
+        let (l3, l3_search, l3_full) = veth(Program::L3, flood_length)?;
+        let (noop, noop_search, noop_full) = veth(Program::Noop, flood_length)?;
         json!({
             "seconds": veth_secs,
             "l3_pps": l3.pps.round(),
@@ -496,8 +545,11 @@ fn run(packets: u64, veth_secs: f64) -> Result<Value, String> {
                 "resolution": RESOLUTION,
                 "max_trials": MAX_TRIALS,
                 "burst_gap_us": BURST_GAP.as_micros(),
+                "bmv2_quoted": {"pps": BMV2_PPS, "gbps": BMV2_GBPS},
                 "l3": l3_search,
                 "noop": noop_search,
+                "l3_full_size": l3_full,
+                "noop_full_size": noop_full,
             },
         })
     } else {
