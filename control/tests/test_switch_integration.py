@@ -23,7 +23,7 @@ from lossless_ctl.loader import pipeline_cookie, plan, read_back, read_pipeline
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.port_config import tm_config
 from lossless_ctl.sai import derive
-from lossless_topo.switch import free_port, wait_for_port
+from lossless_topo.switch import PortlessSwitch, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / "build" / "bin"
@@ -38,52 +38,14 @@ def pipeline(compiled_pipeline) -> Path:
     return compiled_pipeline
 
 
-class Switch:
-    """p4-switch without ports, on fixed P4Runtime and stats ports so that a restart comes back
-    where the controller looks for it."""
-
-    def __init__(self, workdir: Path, port_config: Path | None = None):
-        self.port_config = port_config
-        self.grpc_port, self.stats_port = free_port(), free_port()
-        self.address = f"127.0.0.1:{self.grpc_port}"
-        self.stats = f"127.0.0.1:{self.stats_port}"
-        self.workdir = workdir
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        self.starts += 1
-        self.log = self.workdir / f"p4-switch-{self.starts}.log"
-        cmd = [
-            BIN / "p4-switch", "--no-p4", "--device-id", str(DEVICE_ID),
-            "--cpu-port", "255", "--grpc-server-addr", self.address, "--stats-addr", self.stats,
-        ]  # fmt: skip
-        if self.port_config is not None:
-            cmd += ["--port-config", str(self.port_config)]
-        with self.log.open("wb") as err:
-            self.proc = subprocess.Popen(
-                cmd,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
-        wait_for_port(self.grpc_port, self.proc, self.log, timeout_s=20)
-        wait_for_port(self.stats_port, self.proc, self.log, timeout_s=10)
-
-    def stop(self) -> None:
-        assert self.proc is not None
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-        assert self.proc.returncode == 0, f"p4-switch exited {self.proc.returncode}"
-
-
 @pytest.fixture
 def server(tmp_path):
-    sw = Switch(tmp_path)
+    sw = PortlessSwitch(BIN / "p4-switch", DEVICE_ID, tmp_path)
     sw.start()
     try:
         yield sw
     finally:
-        if sw.proc is not None and sw.proc.poll() is None:
+        if sw.running():
             sw.stop()
 
 
@@ -130,7 +92,7 @@ def test_load_configures_the_running_switchs_ports(tmp_path, pipeline, capsys):
     start = tmp_path / "ports.json"
     ports = [{"port": p, "rate_bps": 100_000_000} for p in (1, 2, 3, 4)]
     start.write_text(json.dumps({"buffer": {"total_bytes": 1_000_000}, "ports": ports}))
-    sw = Switch(tmp_path, port_config=start)
+    sw = PortlessSwitch(BIN / "p4-switch", DEVICE_ID, tmp_path, port_config=start)
     sw.start()
     try:
         assert _load(sw.address, pipeline, "--stats", sw.stats) == 0
@@ -153,21 +115,23 @@ def test_port_configuration_needs_a_traffic_manager(server, pipeline, capsys):
     assert f"port configuration: http://{server.stats}/ports/1: 400: no traffic manager" in err
 
 
-def _show(server: Switch, capsys, *what: str) -> dict:
+def _show(server: PortlessSwitch, capsys, *what: str) -> dict:
     capsys.readouterr()
     argv = ["show", *what, "--switch", server.address, "--stats", server.stats, "--json"]
     assert ctl_main([*argv, "--config", str(CONFIG), "--device-id", str(DEVICE_ID)]) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def _clear(server: Switch, capsys, *what: str) -> str:
+def _clear(server: PortlessSwitch, capsys, *what: str) -> str:
     capsys.readouterr()
     argv = ["clear", *what, "--switch", server.address, "--stats", server.stats]
     assert ctl_main([*argv, "--device-id", str(DEVICE_ID)]) == 0
     return capsys.readouterr().out
 
 
-def _write_cells(server: Switch, pipeline: Path, cells: list[tuple[str, str, int, int]]) -> None:
+def _write_cells(
+    server: PortlessSwitch, pipeline: Path, cells: list[tuple[str, str, int, int]]
+) -> None:
     """(counter|register, name, index, value): what traffic would have left in the pipeline."""
     index = P4InfoIndex(read_pipeline(pipeline).p4info)
     with P4RuntimeClient(server.address, device_id=DEVICE_ID) as client:

@@ -54,8 +54,8 @@ def program(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def switch(tmp_path_factory):
-    log = tmp_path_factory.mktemp("switch") / "p4-switch.log"
-    with switch_without_program(BIN / "p4-switch", DEVICE_ID, log) as addr:
+    workdir = tmp_path_factory.mktemp("switch")
+    with switch_without_program(BIN / "p4-switch", DEVICE_ID, workdir) as addr:
         yield addr
 
 

@@ -117,38 +117,71 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class PortlessSwitch:
+    """`switch_bin --no-p4` with no ports and CPU_PORT as its CPU port, for P4Runtime tests.
+
+    Its P4Runtime (`address`) and stats (`stats`) addresses are chosen once, so that after
+    `stop()` and `start()` the switch comes back where a controller looks for it; each start
+    logs to `workdir/p4-switch-N.log`. `port_config`: a traffic-manager file (`--port-config`).
+    """
+
+    def __init__(
+        self,
+        switch_bin: Path,
+        device_id: int,
+        workdir: Path,
+        port_config: Path | None = None,
+    ):
+        self.switch_bin = switch_bin
+        self.device_id = device_id
+        self.workdir = workdir
+        self.port_config = port_config
+        self.grpc_port, self.stats_port = free_port(), free_port()
+        self.address = f"127.0.0.1:{self.grpc_port}"
+        self.stats = f"127.0.0.1:{self.stats_port}"
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        self.log = self.workdir / f"p4-switch-{self.starts}.log"
+        cmd = [
+            self.switch_bin, "--no-p4", "--device-id", str(self.device_id),
+            "--cpu-port", str(CPU_PORT), "--grpc-server-addr", self.address,
+            "--stats-addr", self.stats,
+        ]  # fmt: skip
+        if self.port_config is not None:
+            cmd += ["--port-config", str(self.port_config)]
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        wait_for_port(self.grpc_port, self.proc, self.log, timeout_s=20)
+        wait_for_port(self.stats_port, self.proc, self.log, timeout_s=10)
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM; the switch must exit 0 (SwitchError with its log's tail otherwise)."""
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        if self.proc.returncode != 0:
+            raise SwitchError(
+                f"{self.switch_bin} exited {self.proc.returncode}; its log ({self.log}) "
+                f"ends:\n{tail(self.log)}"
+            )
+
+
 @contextmanager
-def switch_without_program(switch_bin: Path, device_id: int, log: Path) -> Iterator[str]:
-    """`switch_bin --no-p4` with no ports and CPU_PORT as its CPU port, for P4Runtime tests;
-    yields its P4Runtime address. The switch must then stop cleanly on SIGTERM."""
-    grpc_port, stats_port = free_port(), free_port()
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                switch_bin,
-                "--no-p4",
-                "--device-id",
-                str(device_id),
-                "--cpu-port",
-                str(CPU_PORT),
-                "--grpc-server-addr",
-                f"127.0.0.1:{grpc_port}",
-                "--stats-addr",
-                f"127.0.0.1:{stats_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
+def switch_without_program(switch_bin: Path, device_id: int, workdir: Path) -> Iterator[str]:
+    """A started PortlessSwitch for the `with` block; yields its P4Runtime address."""
+    sw = PortlessSwitch(switch_bin, device_id, workdir)
+    sw.start()
     try:
-        wait_for_port(grpc_port, proc, log, timeout_s=20)
-        yield f"127.0.0.1:{grpc_port}"
+        yield sw.address
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-    if proc.returncode != 0:
-        raise SwitchError(
-            f"{switch_bin} exited {proc.returncode}; its log ({log}) ends:\n{tail(log)}"
-        )
+        sw.stop()
 
 
 class LosslessSwitch(Switch):
