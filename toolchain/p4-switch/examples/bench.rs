@@ -25,7 +25,7 @@
 //!     for 64-byte frames, Gb/s for full-size ones);
 //!   - `pps_per_switch_core` (flood, each trial, best trial): packets out of h1 per CPU-second
 //!     (user + system, from schedstat) of the switch's own threads (`switch_threads`: the
-//!     runtime's "dataplane" and "rx N"), and `switch_cores` the CPU-seconds they used per
+//!     runtime's "dataplane", "tx" and "rx N"), and `switch_cores` the CPU-seconds they used per
 //!     second: what the switch does per core of its own, whatever the generator takes.
 //!
 //! `cargo run --release -p p4-switch --example p4-switch-bench -- OUT.json [PACKETS] [VETH_SECONDS]`
@@ -271,7 +271,7 @@ fn count(port: &dyn Port, tag: u32, mut done: impl FnMut() -> bool) -> u64 {
     n
 }
 
-/// CPU time of the switch's own threads: the runtime names them "dataplane" and "rx N"; the
+/// CPU time of the switch's own threads: the runtime names them "dataplane", "tx" and "rx N"; the
 /// bench's sender and counter are other threads of this process and are left out.
 struct SwitchCpu(BTreeMap<String, (String, u64)>);
 
@@ -287,7 +287,7 @@ impl SwitchCpu {
                 continue;
             };
             let name = comm.trim_end();
-            if !(name.starts_with("dataplane") || name.starts_with("rx ")) {
+            if !(name.starts_with("dataplane") || name.starts_with("rx ") || name == "tx") {
                 continue;
             }
             // schedstat's first field: nanoseconds on a CPU, user and system time together.
@@ -304,7 +304,7 @@ impl SwitchCpu {
         }
         if threads.is_empty() {
             return Err(format!(
-                "{tasks}: no switch thread (\"dataplane\", \"rx N\") to measure"
+                "{tasks}: no switch thread (\"dataplane\", \"tx\", \"rx N\") to measure"
             ));
         }
         Ok(SwitchCpu(threads))

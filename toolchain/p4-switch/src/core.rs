@@ -19,14 +19,19 @@ const QDEPTH_MASK: u32 = (1 << 19) - 1;
 /// Where frames the pipeline sends to the CPU port go (P4Runtime PacketIn).
 pub type CpuSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
 
+/// Frames handed to ports, in order, for a transmit thread to send (see
+/// [`Core::defer_transmit`]).
+pub type TxBatch = Vec<(Arc<dyn Port>, Vec<u8>)>;
+
 /// What the switch counts beside the engine and the traffic manager.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CoreCounters {
     /// Frames handed to the pipeline, per port.
     pub rx_frames: BTreeMap<u32, u64>,
+    /// Frames and bytes handed to each port (with a transmit thread, before it sends them).
     pub tx_frames: BTreeMap<u32, u64>,
     pub tx_bytes: BTreeMap<u32, u64>,
-    /// `Port::send` failures.
+    /// `Port::send` failures among them.
     pub tx_errors: u64,
     /// PFC/PAUSE and other MAC control frames consumed by the ports.
     pub mac_control_consumed: u64,
@@ -67,6 +72,8 @@ pub struct Core {
     pub cli_groups: BTreeMap<(String, u32), Vec<(u32, u32)>>,
     /// Per-packet log lines (`-L debug`/`--dump-packet-data`) go here when set.
     pub log: Option<crate::log::Logger>,
+    /// Frames waiting for the transmit thread, when there is one.
+    tx_queue: Option<TxBatch>,
 }
 
 impl Core {
@@ -112,7 +119,35 @@ impl Core {
             engine_base: Stats::default(),
             cli_groups: BTreeMap::new(),
             log: None,
+            tx_queue: None,
         })
+    }
+
+    /// From now on frames for ports are queued for [`Core::take_tx`] instead of sent here: the
+    /// runtime's transmit thread sends them, so that the kernel's send path (most of a
+    /// forwarded packet's cost through veths) runs beside the pipeline, as bmv2's transmit
+    /// thread does.
+    pub fn defer_transmit(&mut self) {
+        self.tx_queue.get_or_insert_with(Vec::new);
+    }
+
+    /// The frames queued since the last call, replaced by an empty batch from `spare` (so that
+    /// batches are reused); `None` when there are none.
+    pub fn take_tx(&mut self, spare: &mut Vec<TxBatch>) -> Option<TxBatch> {
+        let queue = self.tx_queue.as_mut().filter(|q| !q.is_empty())?;
+        Some(std::mem::replace(queue, spare.pop().unwrap_or_default()))
+    }
+
+    /// A batch the transmit thread has sent, `errors` of its frames failed: their buffers go
+    /// back to the engine and the emptied batch is returned for reuse.
+    pub fn tx_done(&mut self, mut batch: TxBatch, errors: u64) -> TxBatch {
+        self.counters.tx_errors += errors;
+        for (_, data) in batch.drain(..) {
+            if let Some(sw) = &mut self.switch {
+                sw.recycle_buffer(data);
+            }
+        }
+        batch
     }
 
     pub fn set_cpu_sink(&mut self, sink: CpuSink) {
@@ -307,10 +342,13 @@ impl Core {
                 if let Some(log) = &self.log {
                     log.packet("Transmitting packet out of port", o.port, &o.data);
                 }
-                if p.send(&o.data).is_ok() {
-                    *self.counters.tx_frames.entry(o.port).or_default() += 1;
-                    *self.counters.tx_bytes.entry(o.port).or_default() += o.data.len() as u64;
-                } else {
+                *self.counters.tx_frames.entry(o.port).or_default() += 1;
+                *self.counters.tx_bytes.entry(o.port).or_default() += o.data.len() as u64;
+                if let Some(queue) = &mut self.tx_queue {
+                    queue.push((p.clone(), o.data));
+                    return;
+                }
+                if p.send(&o.data).is_err() {
                     self.counters.tx_errors += 1;
                 }
             }

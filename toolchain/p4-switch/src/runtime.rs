@@ -1,5 +1,5 @@
-//! Threads: one dataplane thread owning the [`Core`] (engine and traffic manager), and a
-//! receive thread for each port that cannot be polled. Control-plane work reaches the engine as
+//! Threads: one dataplane thread owning the [`Core`] (engine and traffic manager), one transmit
+//! thread, and a receive thread for each port that cannot be polled. Control-plane work reaches the engine as
 //! closures run by the dataplane thread between two packets ([`Handle::exec_core`]), so the
 //! engine needs no lock.
 //!
@@ -10,12 +10,17 @@
 //! (pcap files, in-process channels) have receive threads that hand over every frame ready as
 //! one [`Batch`], so waking the dataplane thread is paid per burst, not per frame; batches come
 //! back through a pool, so the hot path allocates nothing.
+//!
+//! The transmit thread sends what the pipeline produced, one [`TxBatch`] per round of the
+//! dataplane loop, as bmv2's transmit thread does: through veths the kernel's send path costs
+//! more than the pipeline, and on its own thread it runs beside it. Sent batches come back with
+//! their buffers, which return to the engine.
 
-use crate::core::{Core, CpuSink};
+use crate::core::{Core, CpuSink, TxBatch};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -31,6 +36,8 @@ const IDLE: Duration = Duration::from_millis(50);
 const RX_POLL: Duration = Duration::from_millis(100);
 /// Batches kept for reuse.
 const POOL: usize = 2048;
+/// Batches waiting for the transmit thread; when full, the dataplane thread waits for it.
+const TX_QUEUE: usize = 64;
 /// Most frames read from one port in a row (by a receive thread into one batch, or by the
 /// dataplane thread from a polled port): enough to amortise the wake-up, few enough that one
 /// port's burst does not keep the others waiting long.
@@ -261,12 +268,22 @@ impl Runtime {
             .into_iter()
             .partition(|(_, port)| port.readable_fd().is_some());
         let mut threads = Vec::new();
+        let (to_tx, batches) = sync_channel(TX_QUEUE);
+        let (sent, done) = channel();
+        threads.push(
+            std::thread::Builder::new()
+                .name("tx".into())
+                .spawn(move || transmit(batches, sent))?,
+        );
+        let mut core = core;
+        core.defer_transmit();
         let s = shared.clone();
         let start_at = Instant::now() + start_delay;
+        let tx = Tx { to_tx, done };
         threads.push(
             std::thread::Builder::new()
                 .name("dataplane".into())
-                .spawn(move || dataplane(core, rx, polled, start_at, &s))?,
+                .spawn(move || dataplane(core, rx, polled, start_at, tx, &s))?,
         );
         for (num, port) in threaded {
             let s = shared.clone();
@@ -330,13 +347,35 @@ fn handle(core: &mut Core, msg: Msg, s: &Shared) {
     }
 }
 
+/// The dataplane thread's ends of the transmit thread's queues.
+struct Tx {
+    to_tx: SyncSender<TxBatch>,
+    done: Receiver<(TxBatch, u64)>,
+}
+
+/// The transmit thread: sends each batch in order and gives it back with its failures, until
+/// the dataplane thread drops its end (every round of its loop queues what the round produced,
+/// so nothing is left behind when it stops).
+fn transmit(batches: Receiver<TxBatch>, sent: Sender<(TxBatch, u64)>) {
+    for batch in batches {
+        let errors = batch
+            .iter()
+            .filter(|(port, data)| port.send(data).is_err())
+            .count() as u64;
+        // The dataplane thread may be gone at shutdown; the rest is still sent.
+        let _ = sent.send((batch, errors));
+    }
+}
+
 fn dataplane(
     mut core: Core,
     rx: Receiver<Msg>,
     polled: Vec<(u32, Arc<dyn Port>)>,
     start_at: Instant,
+    tx: Tx,
     s: &Shared,
 ) {
+    let mut spare: Vec<TxBatch> = Vec::new();
     let mut frame = vec![0u8; MAX_FRAME];
     let pollfd = |fd: libc::c_int| libc::pollfd {
         fd,
@@ -405,6 +444,14 @@ fn dataplane(
             }
         }
         next = core.run_due(s.clock.now_ns());
+        for (batch, errors) in tx.done.try_iter() {
+            spare.push(core.tx_done(batch, errors));
+        }
+        if let Some(batch) = core.take_tx(&mut spare) {
+            if tx.to_tx.send(batch).is_err() {
+                return;
+            }
+        }
     }
 }
 
