@@ -1667,16 +1667,18 @@ impl<'a> L<'a> {
         let mut keys = Vec::new();
         for (k, key) in t.key.iter().enumerate() {
             let kpath = format!("{tpath}.key[{k}]");
-            let (src, width, default_name) = match (&key.target, key.match_type) {
+            let (src, width, default_name, target_name) = match (&key.target, key.match_type) {
                 (j::KeyTarget::Header(h), MatchType::Valid) => (
                     KeySrc::Valid(HRef::Static(self.header(h, &format!("{kpath}.target"))?)),
                     1,
                     format!("{h}.$valid$"),
+                    format!("{h}_valid"),
                 ),
                 (j::KeyTarget::Field(f), _) if f.1 == "$valid$" => (
                     KeySrc::Valid(HRef::Static(self.header(&f.0, &format!("{kpath}.target"))?)),
                     1,
                     f.to_string(),
+                    format!("{}_valid", f.0),
                 ),
                 (j::KeyTarget::Field(f), _) => {
                     let id = self.field_ref(f, &format!("{kpath}.target"))?;
@@ -1684,6 +1686,7 @@ impl<'a> L<'a> {
                         KeySrc::Field(FieldLoc::Static(id)),
                         self.p.fields[id as usize].width,
                         f.to_string(),
+                        format!("{}.{}", f.0, f.1),
                     )
                 }
                 (j::KeyTarget::Header(h), _) => {
@@ -1695,6 +1698,7 @@ impl<'a> L<'a> {
             };
             keys.push(KeyElem {
                 name: key.name.clone().unwrap_or(default_name),
+                target_name,
                 src,
                 kind: key.match_type,
                 width,
