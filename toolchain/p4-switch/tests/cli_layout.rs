@@ -8,10 +8,18 @@ use common::fixture::compile_fixture;
 use std::path::Path;
 
 fn run(name: &str) {
-    let dir = std::env::temp_dir().join(format!("p4sw-cli-layout-{}-{name}", std::process::id()));
+    run_json(name, "", compile_fixture(name));
+}
+
+/// Runs case `name` on the program `json` (`tag` keeps temporary directories apart).
+fn run_json(name: &str, tag: &str, json_text: String) {
+    let dir = std::env::temp_dir().join(format!(
+        "p4sw-cli-layout-{}-{name}{tag}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join(format!("{name}.json"));
-    std::fs::write(&json, compile_fixture(name)).unwrap();
+    std::fs::write(&json, json_text).unwrap();
     let r = run_case(
         Path::new(env!("CARGO_BIN_EXE_p4-switch")),
         Path::new(env!("CARGO_BIN_EXE_simple_switch_CLI")),
@@ -30,6 +38,36 @@ fn run(name: &str) {
 #[test]
 fn indirect_tables_and_action_profiles() {
     run("cli_indirect");
+}
+
+/// The same commands on the program rewritten in the older JSON layout of bmv2's own CLI test
+/// programs: tables list actions by name only, and an indirect table names its action profile
+/// (`act_prof_name`) and carries its selector, with no `action_profiles` list.
+#[test]
+fn indirect_tables_from_older_json() {
+    let mut j: serde_json::Value = serde_json::from_str(&compile_fixture("cli_indirect")).unwrap();
+    for p in j["pipelines"].as_array_mut().unwrap() {
+        let profiles = p
+            .as_object_mut()
+            .unwrap()
+            .remove("action_profiles")
+            .unwrap();
+        for t in p["tables"].as_array_mut().unwrap() {
+            let t = t.as_object_mut().unwrap();
+            t.remove("action_ids").unwrap();
+            if let Some(name) = t.remove("action_profile") {
+                let prof = profiles
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|a| a["name"] == name)
+                    .unwrap();
+                t.insert("selector".into(), prof["selector"].clone());
+                t.insert("act_prof_name".into(), name);
+            }
+        }
+    }
+    run_json("cli_indirect", "-older", j.to_string());
 }
 
 /// table_add/set_default/modify/delete/dump, counters, meters, registers, multicast, errors.

@@ -1595,20 +1595,27 @@ impl<'a> L<'a> {
             let mut profile_by_name = HashMap::new();
             for (ai, ap) in p.action_profiles.iter().enumerate() {
                 let apath = format!("{ppath}.action_profiles[{ai}]");
-                let selector = match &ap.selector {
-                    None => None,
-                    Some(s) => {
-                        let algo = Self::hasher(&s.algo, &format!("{apath}.selector.algo"))?;
-                        let inputs =
-                            self.calc_inputs(&s.input, &format!("{apath}.selector.input"))?;
-                        self.p.calcs.push(CalcInfo { algo, inputs });
-                        Some(self.p.calcs.len() as u32 - 1)
-                    }
-                };
+                let selector = self.selector(&ap.selector, &apath)?;
                 profile_by_name.insert(ap.name.as_str(), self.p.profiles.len() as u32);
                 self.p.profiles.push(ProfileInfo {
                     name: ap.name.clone(),
                     max_size: ap.max_size as usize,
+                    selector,
+                });
+            }
+            // Older JSON declares a table's profile (and selector) in the table itself.
+            for (ti, t) in p.tables.iter().enumerate() {
+                let Some(name) = t.act_prof_name.as_deref() else {
+                    continue;
+                };
+                if t.action_profile.is_some() || profile_by_name.contains_key(name) {
+                    continue;
+                }
+                let selector = self.selector(&t.selector, &format!("{ppath}.tables[{ti}]"))?;
+                profile_by_name.insert(name, self.p.profiles.len() as u32);
+                self.p.profiles.push(ProfileInfo {
+                    name: name.to_string(),
+                    max_size: t.max_size as usize,
                     selector,
                 });
             }
@@ -1661,6 +1668,17 @@ impl<'a> L<'a> {
             });
         }
         Ok(())
+    }
+
+    /// The hash calculation of an action selector at `path` (`PATH.selector`), if any.
+    fn selector(&mut self, sel: &Option<j::Selector>, path: &str) -> R<Option<u32>> {
+        let Some(s) = sel else {
+            return Ok(None);
+        };
+        let algo = Self::hasher(&s.algo, &format!("{path}.selector.algo"))?;
+        let inputs = self.calc_inputs(&s.input, &format!("{path}.selector.input"))?;
+        self.p.calcs.push(CalcInfo { algo, inputs });
+        Ok(Some(self.p.calcs.len() as u32 - 1))
     }
 
     fn table(&self, t: &j::Table, tpath: &str, profiles: &HashMap<&str, u32>) -> R<TableInfo> {
@@ -1718,6 +1736,19 @@ impl<'a> L<'a> {
                 by_name.insert(n.as_str(), a);
             }
         }
+        // JSON from P4_14's p4c-bm (bmv2's own test programs) lists actions by name only.
+        if t.action_ids.is_empty() {
+            for (k, n) in t.actions.iter().enumerate() {
+                let Some(a) = self.p.actions.iter().position(|x| x.name == *n) else {
+                    return err(
+                        &format!("{tpath}.actions[{k}]"),
+                        format!("no action named \"{n}\""),
+                    );
+                };
+                actions.push(a as u32);
+                by_name.insert(n.as_str(), a as u32);
+            }
+        }
         let mut next_by_action = HashMap::new();
         let (mut hit, mut miss) = (None, None);
         for (name, node) in &t.next_tables {
@@ -1738,7 +1769,10 @@ impl<'a> L<'a> {
         }
         let base_default_next =
             self.next(&t.base_default_next, &format!("{tpath}.base_default_next"))?;
-        let profile = match (&t.action_profile, t.kind) {
+        let profile = match (
+            t.action_profile.as_ref().or(t.act_prof_name.as_ref()),
+            t.kind,
+        ) {
             (_, j::TableType::Simple) => None,
             (Some(name), kind) => match profiles.get(name.as_str()) {
                 Some(&p) => {
