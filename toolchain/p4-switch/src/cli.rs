@@ -121,6 +121,22 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
         .switch
         .as_mut()
         .ok_or("no pipeline loaded (start with a JSON file or push one over P4Runtime)")?;
+    if let Some(sub) = deprecated_for(cmd) {
+        // bmv2's older per-table spellings of the act_prof_* commands: the table stands for
+        // its action profile.
+        let Some((&t, rest)) = args.split_first() else {
+            return Err("Insufficient number of args".into());
+        };
+        let prof = table(sw, t)?
+            .profile
+            .ok_or("Cannot run this command on non-indirect table")?;
+        let line = [sub, prof.as_str()]
+            .into_iter()
+            .chain(rest.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ");
+        return run(core, now_ns, &line);
+    }
     match cmd {
         "table_add" => table_add(sw, keys, args),
         "table_set_default" => table_set_default(sw, args),
@@ -560,6 +576,22 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
         }
         _ => Err(Fail::Text(format!("*** Unknown syntax: {line}\n"))),
     }
+}
+
+/// The act_prof_* command a deprecated table_indirect_* / table_dump_* command stands for.
+fn deprecated_for(cmd: &str) -> Option<&'static str> {
+    Some(match cmd {
+        "table_indirect_create_member" => "act_prof_create_member",
+        "table_indirect_delete_member" => "act_prof_delete_member",
+        "table_indirect_modify_member" => "act_prof_modify_member",
+        "table_indirect_create_group" => "act_prof_create_group",
+        "table_indirect_delete_group" => "act_prof_delete_group",
+        "table_indirect_add_member_to_group" => "act_prof_add_member_to_group",
+        "table_indirect_remove_member_from_group" => "act_prof_remove_member_from_group",
+        "table_dump_member" => "act_prof_dump_member",
+        "table_dump_group" => "act_prof_dump_group",
+        _ => return None,
+    })
 }
 
 /// An action profile with a selector, as the group commands need.
@@ -1050,12 +1082,23 @@ fn table_dump(sw: &Switch, keys: &BTreeMap<(String, u64), CliKey>, t: &TableDesc
     Ok(out)
 }
 
-/// An entry's action line as bmv2's dumps print it.
+/// An entry's action line as bmv2's dumps print it. bmv2 hands action data back as the
+/// value's shortest big-endian bytes (one byte for 0), not at the parameter's width.
 fn describe(a: &EntryAction) -> String {
+    let shortest = |b: &[u8]| {
+        let first = b
+            .iter()
+            .position(|x| *x != 0)
+            .unwrap_or(b.len().saturating_sub(1));
+        hex(&b[first..])
+    };
     match a {
         EntryAction::Action { name, args } => format!(
             "Action entry: {name} - {}\n",
-            args.iter().map(|a| hex(a)).collect::<Vec<_>>().join(", ")
+            args.iter()
+                .map(|a| shortest(a))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         EntryAction::Member(m) => format!("Index: member({m})\n"),
         EntryAction::Group(g) => format!("Index: group({g})\n"),

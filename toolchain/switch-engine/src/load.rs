@@ -1054,6 +1054,29 @@ impl<'a> L<'a> {
                 want(2, 2)?;
                 Prim::Assign(lv(0)?, e(1)?)
             }
+            // P4_14's primitives, in JSON from p4c-bm (bmv2's own test programs).
+            "modify_field" => {
+                want(2, 3)?;
+                let value = match ps.len() {
+                    2 => e(1)?,
+                    _ => {
+                        // dst = (dst & ~mask) | (src & mask)
+                        let (dst, src, mask) = (e(0)?, e(1)?, e(2)?);
+                        let keep = bin(Op2::BAnd, dst, un(Op1::BNot, mask.clone()));
+                        bin(Op2::BOr, keep, bin(Op2::BAnd, src, mask))
+                    }
+                };
+                Prim::Assign(lv(0)?, value)
+            }
+            "add_to_field" | "subtract_from_field" => {
+                want(2, 2)?;
+                let op = if p.op == "add_to_field" {
+                    Op2::Add
+                } else {
+                    Op2::Sub
+                };
+                Prim::Assign(lv(0)?, bin(op, e(0)?, e(1)?))
+            }
             "assign_VL" => {
                 want(2, 2)?;
                 Prim::AssignVl(lv(0)?, lv(1)?)
@@ -1851,5 +1874,21 @@ impl<'a> L<'a> {
             });
         }
         Ok(())
+    }
+}
+
+fn bin(op: Op2, a: Ex, b: Ex) -> Ex {
+    let wide = a.wide || b.wide;
+    Ex {
+        k: K::Bin(op, Box::new(a), Box::new(b)),
+        wide,
+    }
+}
+
+fn un(op: Op1, a: Ex) -> Ex {
+    let wide = a.wide;
+    Ex {
+        k: K::Un(op, Box::new(a)),
+        wide,
     }
 }
