@@ -466,6 +466,23 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             r.map_err(refused("PRE", &said))?;
             Ok(said)
         }
+        "mc_dump" => {
+            exactly::<0>(args)?;
+            let mut out = String::from("==========\nMC ENTRIES\n");
+            for (g, nodes) in sw.mc_entries() {
+                out.push_str(&format!("**********\nmgrp({g})\n"));
+                for (h, rid, ports) in nodes {
+                    let ports: Vec<String> = ports.iter().map(u32::to_string).collect();
+                    out.push_str(&format!(
+                        "  -> (L1h={h}, rid={rid}) -> (ports=[{}], lags=[])\n",
+                        ports.join(", ")
+                    ));
+                }
+            }
+            // No LAGs in the engine: the section is always empty.
+            out.push_str("==========\nLAGS\n==========\n");
+            Ok(out)
+        }
         "register_read" => {
             let (typed, index) = match args {
                 [n] => (*n, None),

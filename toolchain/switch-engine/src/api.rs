@@ -182,6 +182,9 @@ pub struct ActionDesc {
     pub params: Vec<(String, u32)>,
 }
 
+/// A multicast group: its id and its nodes as `(node handle, rid, ports)`.
+pub type McGroupDesc = (u32, Vec<(u32, u32, Vec<u32>)>);
+
 /// A group's `(member, weight)` list.
 pub type GroupMembers = Vec<(u32, u32)>;
 
@@ -1122,6 +1125,28 @@ impl Switch {
     }
 
     /// Creates a replication node; handles are 0, 1, 2, ... as bmv2 assigns them.
+    /// The multicast groups by id, each with its nodes in association order as
+    /// `(node handle, rid, ports)` (bmv2's `bm_mc_get_entries`).
+    pub fn mc_entries(&self) -> Vec<McGroupDesc> {
+        let mut groups: Vec<McGroupDesc> = self
+            .pre
+            .groups
+            .iter()
+            .map(|(&g, nodes)| {
+                let nodes = nodes
+                    .iter()
+                    .filter_map(|&h| {
+                        let n = self.pre.nodes.get(h as usize)?.as_ref()?;
+                        Some((h, n.rid, n.ports.iter().copied().collect()))
+                    })
+                    .collect();
+                (g, nodes)
+            })
+            .collect();
+        groups.sort_by_key(|(g, _)| *g);
+        groups
+    }
+
     pub fn mc_node_create(&mut self, rid: u32, ports: &[u32]) -> u32 {
         let node = McNode {
             rid,

@@ -17,7 +17,8 @@ mod switch;
 mod value;
 
 pub use api::{
-    ActionDesc, ApiError, EntryAction, EntryDesc, ErrorCode, GroupMembers, KeyDesc, TableDesc,
+    ActionDesc, ApiError, EntryAction, EntryDesc, ErrorCode, GroupMembers, KeyDesc, McGroupDesc,
+    TableDesc,
 };
 pub use p4_bmv2_json::{JsonError as LoadError, MatchType};
 pub use state::{CounterValue, Digest, MeterRate};
