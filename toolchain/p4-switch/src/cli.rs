@@ -487,7 +487,13 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             let (typed, index) = match args {
                 [n] => (*n, None),
                 [n, i] => (*n, Some(handle(i, "index")?)),
-                _ => return Err(exactly::<2>(args).err().unwrap_or("".into())),
+                _ => {
+                    return Err(format!(
+                        "Wrong number of args, expected 1 or 2 but got {}",
+                        args.len()
+                    )
+                    .into())
+                }
             };
             let name = resolve(&sw.register_names(), typed, "register")?;
             match index {
