@@ -605,6 +605,12 @@ pub struct Table {
     pub kind: TableType,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_profile: Option<String>,
+    /// Older JSON (P4_14's p4c-bm, bmv2's own test programs): the indirect table names its
+    /// action profile here and carries the selector itself, with no `action_profiles` list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_prof_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<Selector>,
     #[serde(default)]
     pub max_size: u32,
     #[serde(default)]

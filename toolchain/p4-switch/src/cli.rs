@@ -3,147 +3,371 @@
 //! (decimal, `0x` hex, IPv4 for 32-bit, MAC for 48-bit, IPv6 for 128-bit fields; `&&&` masks,
 //! `/len` prefixes, `->` ranges; priority last, lower number wins).
 
-use crate::core::Core;
+use crate::core::{CliKey, Core};
 use p4_bmv2_json::MatchType;
-use switch_engine::{EntryAction, FieldMatch, MeterRate, MirrorSession, Switch, TableDesc};
+use std::collections::BTreeMap;
+use switch_engine::{
+    ApiError, EntryAction, EntryDesc, ErrorCode, FieldMatch, MeterRate, MirrorSession, Switch,
+    TableDesc,
+};
 use switch_tables::{priority_from_bmv2, EntryHandle};
 
-/// Runs one command line; `Ok` text is what bmv2's CLI prints, `Err` an error message.
+/// Why a command failed, printed as bmv2's CLI prints it.
+enum Fail {
+    /// Bad input, caught before the switch is asked: `Error: ...` (bmv2's `UIn_Error`).
+    Input(String),
+    /// Printed as is: what the command printed before the switch refused it, and bmv2's
+    /// `Invalid <object> operation (<CODE>)` line.
+    Text(String),
+}
+
+impl From<String> for Fail {
+    fn from(m: String) -> Fail {
+        Fail::Input(m)
+    }
+}
+
+impl From<&str> for Fail {
+    fn from(m: &str) -> Fail {
+        Fail::Input(m.to_string())
+    }
+}
+
+type Out = Result<String, Fail>;
+
+/// Runs one command line; `Ok` text is what bmv2's CLI prints on success, `Err` what it prints
+/// on failure (both end with a newline unless empty).
 pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, String> {
+    run(core, now_ns, line).map_err(|f| match f {
+        Fail::Input(m) => format!("Error: {m}\n"),
+        Fail::Text(t) => t,
+    })
+}
+
+/// bmv2's name for an engine error, from the Thrift error enum of the object kind
+/// (`TableOperationErrorCode`, `CounterOperationErrorCode`, `McOperationErrorCode`, ...).
+fn code_name(kind: &str, c: ErrorCode) -> &'static str {
+    use ErrorCode::*;
+    match c {
+        InvalidTableName => "INVALID_TABLE_NAME",
+        InvalidActionName | ActionNotInTable => "INVALID_ACTION_NAME",
+        TableFull | ActionProfileFull => "TABLE_FULL",
+        DuplicateEntry => "DUPLICATE_ENTRY",
+        BadMatchKey => "BAD_MATCH_KEY",
+        InvalidHandle if kind == "PRE" => "INVALID_L1_HANDLE",
+        InvalidHandle => "INVALID_HANDLE",
+        BadActionData => "BAD_ACTION_DATA",
+        WrongTableType => "WRONG_TABLE_TYPE",
+        DefaultActionIsConst => "DEFAULT_ACTION_IS_CONST",
+        DefaultEntryIsConst => "DEFAULT_ENTRY_IS_CONST",
+        ImmutableTableEntries => "IMMUTABLE_TABLE_ENTRIES",
+        InvalidActionProfileName => "INVALID_ACTION_PROFILE_NAME",
+        InvalidMemberHandle => "INVALID_MBR_HANDLE",
+        MemberStillUsed => "MBR_STILL_USED",
+        InvalidGroupHandle => "INVALID_GRP_HANDLE",
+        InvalidCounterName => "INVALID_COUNTER_NAME",
+        InvalidMeterName => "INVALID_METER_NAME",
+        InvalidRegisterName => "INVALID_REGISTER_NAME",
+        IndexOutOfRange => "INVALID_INDEX",
+        BadValue if kind == "meter" => "INVALID_INFO_RATE_VALUE",
+        InvalidMulticastGroup => "INVALID_MGID",
+        InvalidMulticastNode => "INVALID_L1_HANDLE",
+        _ => "ERROR",
+    }
+}
+
+/// Maps an engine error to bmv2's line, after what the command printed so far.
+fn refused<'a>(kind: &'a str, printed: &'a str) -> impl Fn(ApiError) -> Fail + 'a {
+    move |e| {
+        Fail::Text(format!(
+            "{printed}Invalid {kind} operation ({})\n",
+            code_name(kind, e.code)
+        ))
+    }
+}
+
+fn exactly<'a, const N: usize>(args: &[&'a str]) -> Result<[&'a str; N], Fail> {
+    <[&str; N]>::try_from(args).map_err(|_| {
+        Fail::Input(format!(
+            "Wrong number of args, expected {N} but got {}",
+            args.len()
+        ))
+    })
+}
+
+fn at_least(args: &[&str], n: usize) -> Result<(), Fail> {
+    if args.len() < n {
+        return Err("Insufficient number of args".into());
+    }
+    Ok(())
+}
+
+/// An integer argument as bmv2's CLI reads it (`int(s)`), else `Bad format for <what>`.
+fn handle(s: &str, what: &str) -> Result<u32, Fail> {
+    s.parse()
+        .map_err(|_| Fail::Input(format!("Bad format for {what}")))
+}
+
+fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
     let words: Vec<&str> = line.split_whitespace().collect();
     let Some((&cmd, args)) = words.split_first() else {
         return Ok(String::new());
     };
-    match cmd {
-        "set_queue_depth" | "set_queue_rate" => return set_queue(core, now_ns, cmd, args),
-        _ => {}
+    if let "set_queue_depth" | "set_queue_rate" = cmd {
+        return Ok(set_queue(core, now_ns, cmd, args)?);
     }
+    let keys = &mut core.cli_keys;
     let sw = core
         .switch
         .as_mut()
         .ok_or("no pipeline loaded (start with a JSON file or push one over P4Runtime)")?;
+    if let Some(sub) = deprecated_for(cmd) {
+        // bmv2's older per-table spellings of the act_prof_* commands: the table stands for
+        // its action profile.
+        let Some((&t, rest)) = args.split_first() else {
+            return Err("Insufficient number of args".into());
+        };
+        let prof = table(sw, t)?
+            .profile
+            .ok_or("Cannot run this command on non-indirect table")?;
+        let line = [sub, prof.as_str()]
+            .into_iter()
+            .chain(rest.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ");
+        return run(core, now_ns, &line);
+    }
     match cmd {
-        "table_add" => table_add(sw, args),
+        "table_add" => table_add(sw, keys, args),
         "table_set_default" => table_set_default(sw, args),
-        "table_delete" => {
-            let [t, h] = args else {
-                return Err(usage("table_delete <table name> <entry handle>"));
-            };
+        "table_num_entries" => {
+            let [t] = exactly(args)?;
             let t = table(sw, t)?;
-            let h = number(h, "entry handle")?;
+            let n = sw.table_entries(&t.name).map_err(refused("table", ""))?;
+            Ok(format!("{}\n", n.len()))
+        }
+        "table_delete" | "table_indirect_delete" => {
+            let [tn, h] = exactly(args)?;
+            let t = table(sw, tn)?;
+            let h = handle(h, "entry handle")?;
+            let said = format!("Deleting entry {h} from {tn}\n");
             sw.table_delete(&t.name, EntryHandle(h as _))
-                .map_err(|e| format!("Invalid table operation ({:?}): {e}", e.code))?;
-            Ok(format!("Deleting entry {h} from {}\n", t.name))
+                .map_err(refused("table", &said))?;
+            keys.remove(&(t.name, h as u64));
+            Ok(said)
         }
         "table_modify" => {
-            let [t, a, h, params @ ..] = args else {
-                return Err(usage(
-                    "table_modify <table name> <action name> <entry handle> [action parameters]",
-                ));
+            at_least(args, 3)?;
+            let (tn, a, h) = (args[0], args[1], args[2]);
+            let params = match &args[3..] {
+                ["=>", rest @ ..] => rest,
+                rest => rest,
             };
-            let t = table(sw, t)?;
-            let (action, data) = action_args(&t, a, params)?;
-            let h = number(h, "entry handle")?;
+            let t = table(sw, tn)?;
+            let h = handle(h, "entry handle")?;
+            let (action, data) = action_args(&t, tn, a, params)?;
+            let said = format!(
+                "Modifying entry {h} for {} match table {tn}\n",
+                table_match_type(&t)
+            );
             sw.table_modify(&t.name, EntryHandle(h as _), &action, &data)
-                .map_err(|e| format!("Invalid table operation ({:?}): {e}", e.code))?;
-            Ok(format!("Modifying entry {h} for {} table\n", t.name))
+                .map_err(refused("table", &said))?;
+            Ok(said)
         }
         "table_clear" => {
-            let [t] = args else {
-                return Err(usage("table_clear <table name>"));
-            };
+            let [t] = exactly(args)?;
             let t = table(sw, t)?;
-            let entries = sw.table_entries(&t.name).map_err(|e| e.to_string())?;
+            let entries = sw.table_entries(&t.name).map_err(refused("table", ""))?;
             for e in entries {
                 sw.table_delete(&t.name, e.handle)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(refused("table", ""))?;
+                keys.remove(&(t.name.clone(), e.handle.0 as u64));
             }
             Ok(String::new())
         }
         "table_dump" => {
-            let [t] = args else {
-                return Err(usage("table_dump <table name>"));
-            };
+            let [t] = exactly(args)?;
             let t = table(sw, t)?;
-            table_dump(sw, &t)
+            table_dump(sw, keys, &t)
         }
-        "act_prof_create_member" => {
-            let [prof, a, params @ ..] = args else {
-                return Err(usage(
-                    "act_prof_create_member <action profile name> <action_name> [action parameters]",
-                ));
-            };
-            let prof = resolve(&sw.profile_names(), prof, "action profile")?;
-            let (action, data) = profile_action(sw, a, params)?;
-            let m = sw
-                .profile_add_member(&prof, &action, &data)
-                .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
-            Ok(format!("Member has been created with handle {m}\n"))
+        "table_dump_entry" => {
+            let [t, h] = exactly(args)?;
+            let t = table(sw, t)?;
+            let h = handle(h, "entry handle")?;
+            let entries = sw.table_entries(&t.name).map_err(refused("table", ""))?;
+            let e = entries
+                .iter()
+                .find(|e| e.handle.0 as u64 == h as u64)
+                .ok_or_else(|| Fail::Text("Invalid table operation (INVALID_HANDLE)\n".into()))?;
+            Ok(dump_entry(keys, &t, e))
         }
-        "act_prof_create_group" => {
-            let [prof] = args else {
-                return Err(usage("act_prof_create_group <action profile name>"));
-            };
-            let prof = resolve(&sw.profile_names(), prof, "action profile")?;
-            let next = core.cli_groups.keys().filter(|(p, _)| *p == prof).count() as u32;
-            let sw = core.switch.as_mut().ok_or("no pipeline loaded")?;
-            sw.profile_set_group(&prof, next, &[])
-                .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
-            core.cli_groups.insert((prof, next), Vec::new());
-            Ok(format!("Group has been created with handle {next}\n"))
-        }
-        "act_prof_add_member_to_group" => {
-            let [prof, m, g] = args else {
-                return Err(usage(
-                    "act_prof_add_member_to_group <action profile name> <member handle> <group handle>",
-                ));
-            };
-            let prof = resolve(&sw.profile_names(), prof, "action profile")?;
-            let (m, g) = (
-                number(m, "member handle")? as u32,
-                number(g, "group handle")? as u32,
-            );
-            let key = (prof.clone(), g);
-            let mut members = core.cli_groups.get(&key).cloned().ok_or_else(|| {
-                format!("no group {g} created with act_prof_create_group in {prof}")
-            })?;
-            members.push((m, 1));
-            let sw = core.switch.as_mut().ok_or("no pipeline loaded")?;
-            sw.profile_set_group(&prof, g, &members)
-                .map_err(|e| format!("Invalid action profile operation ({:?}): {e}", e.code))?;
-            core.cli_groups.insert(key, members);
-            Ok(String::new())
+        "table_dump_entry_from_key" => {
+            at_least(args, 1)?;
+            let t = table(sw, args[0])?;
+            let mut key = args[1..].to_vec();
+            key.push("=>");
+            let (mut matches, priority, _) = entry_key(&t, &key)?;
+            sw.canonicalize_like_bmv2(&t.name, &mut matches)
+                .map_err(refused("table", ""))?;
+            let entries = sw.table_entries(&t.name).map_err(refused("table", ""))?;
+            let e = entries
+                .iter()
+                .find(|e| e.matches == matches && (priority.is_none() || e.priority == priority))
+                .ok_or_else(|| Fail::Text("Invalid table operation (BAD_MATCH_KEY)\n".into()))?;
+            Ok(dump_entry(keys, &t, e))
         }
         "table_indirect_add" | "table_indirect_add_with_group" => {
-            let [t, rest @ ..] = args else {
-                return Err(usage(&format!(
-                    "{cmd} <table name> <match fields> => <handle> [priority]"
-                )));
-            };
-            let t = table(sw, t)?;
-            let (matches, priority, params) = entry_key(&t, rest)?;
+            at_least(args, 2)?;
+            let tn = args[0];
+            let t = table(sw, tn)?;
+            if !t.has_profile || (cmd == "table_indirect_add_with_group" && !t.has_selector) {
+                return Err(if t.has_profile || cmd == "table_indirect_add" {
+                    "Cannot run this command on non-indirect table, or on indirect table with no selector"
+                } else {
+                    "Cannot run this command on non-indirect table"
+                }
+                .into());
+            }
+            let (typed, priority, params) = entry_key(&t, &args[1..])?;
             let [h] = params else {
-                return Err(format!("{cmd}: give one handle after =>"));
+                return Err("Invalid arguments, could not find handle".into());
             };
-            let h = number(h, "handle")? as u32;
+            let h = handle(h, "handle")?;
+            let said = format!("Adding entry to indirect match table {tn}\n");
+            let mut matches = typed.clone();
+            sw.canonicalize_like_bmv2(&t.name, &mut matches)
+                .map_err(refused("table", &said))?;
             let r = if cmd == "table_indirect_add" {
-                sw.table_add_member_entry(&t.name, matches, priority, h)
+                sw.table_add_member_entry(&t.name, matches.clone(), priority, h)
             } else {
-                sw.table_add_group_entry(&t.name, matches, priority, h)
+                sw.table_add_group_entry(&t.name, matches.clone(), priority, h)
             };
-            let e = r.map_err(|e| format!("Invalid table operation ({:?}): {e}", e.code))?;
-            Ok(format!("Entry has been added with handle {}\n", e.0))
+            let e = r.map_err(refused("table", &said))?;
+            keys.insert((t.name, e.0 as u64), (typed, matches));
+            Ok(format!("{said}Entry has been added with handle {}\n", e.0))
+        }
+        "act_prof_create_member" => {
+            at_least(args, 2)?;
+            let prof = resolve(&sw.profile_names(), args[0], "action profile")?;
+            let (action, data) = profile_action(sw, &prof, args[0], args[1], &args[2..])?;
+            let m = sw
+                .profile_add_member(&prof, &action, &data)
+                .map_err(refused("table", ""))?;
+            Ok(format!("Member has been created with handle {m}\n"))
+        }
+        "act_prof_modify_member" => {
+            at_least(args, 3)?;
+            let prof = resolve(&sw.profile_names(), args[0], "action profile")?;
+            let m = handle(args[2], "member handle")?;
+            let params = match &args[3..] {
+                ["=>", rest @ ..] => rest,
+                rest => rest,
+            };
+            let (action, data) = profile_action(sw, &prof, args[0], args[1], params)?;
+            sw.profile_modify_member(&prof, m, &action, &data)
+                .map_err(refused("table", ""))?;
+            Ok(String::new())
+        }
+        "act_prof_delete_member" => {
+            let [p, m] = exactly(args)?;
+            let prof = resolve(&sw.profile_names(), p, "action profile")?;
+            let m = handle(m, "member handle")?;
+            sw.profile_delete_member(&prof, m)
+                .map_err(refused("table", ""))?;
+            Ok(String::new())
+        }
+        "act_prof_create_group" => {
+            let [p] = exactly(args)?;
+            let prof = selector_profile(sw, p)?;
+            // bmv2 hands out the lowest free handle; groups written over P4Runtime hold
+            // theirs (the group id) in the same space.
+            let groups = sw.profile_groups(&prof).map_err(refused("table", ""))?;
+            let next = (0..)
+                .find(|g| groups.iter().all(|(h, _)| h != g))
+                .unwrap_or_default();
+            sw.profile_set_group(&prof, next, &[])
+                .map_err(refused("table", ""))?;
+            Ok(format!("Group has been created with handle {next}\n"))
+        }
+        "act_prof_delete_group" => {
+            let [p, g] = exactly(args)?;
+            let prof = selector_profile(sw, p)?;
+            let g = handle(g, "group handle")?;
+            sw.profile_delete_group(&prof, g)
+                .map_err(refused("table", ""))?;
+            Ok(String::new())
+        }
+        "act_prof_add_member_to_group" | "act_prof_remove_member_from_group" => {
+            let [p, m, g] = exactly(args)?;
+            let prof = selector_profile(sw, p)?;
+            let m = handle(m, "member handle")?;
+            let g = handle(g, "group handle")?;
+            let bad = |code: &str| Fail::Text(format!("Invalid table operation ({code})\n"));
+            if !sw
+                .profile_members(&prof)
+                .map_err(refused("table", ""))?
+                .iter()
+                .any(|(h, _)| *h == m)
+            {
+                return Err(bad("INVALID_MBR_HANDLE"));
+            }
+            let mut members = sw
+                .profile_groups(&prof)
+                .map_err(refused("table", ""))?
+                .into_iter()
+                .find(|(h, _)| *h == g)
+                .ok_or_else(|| bad("INVALID_GRP_HANDLE"))?
+                .1;
+            let at = members.iter().position(|(h, _)| *h == m);
+            match (cmd == "act_prof_add_member_to_group", at) {
+                (true, Some(_)) => return Err(bad("MBR_ALREADY_IN_GRP")),
+                (true, None) => members.push((m, 1)),
+                (false, Some(i)) => {
+                    members.remove(i);
+                }
+                (false, None) => return Err(bad("MBR_NOT_IN_GRP")),
+            }
+            sw.profile_set_group(&prof, g, &members)
+                .map_err(refused("table", ""))?;
+            Ok(String::new())
+        }
+        "act_prof_dump_member" => {
+            let [p, m] = exactly(args)?;
+            let prof = resolve(&sw.profile_names(), p, "action profile")?;
+            let m = handle(m, "member handle")?;
+            let members = sw.profile_members(&prof).map_err(refused("table", ""))?;
+            let (h, a) = members.iter().find(|(h, _)| *h == m).ok_or_else(|| {
+                Fail::Text("Invalid table operation (INVALID_MBR_HANDLE)\n".into())
+            })?;
+            Ok(dump_member(*h, a))
+        }
+        "act_prof_dump_group" => {
+            let [p, g] = exactly(args)?;
+            let prof = resolve(&sw.profile_names(), p, "action profile")?;
+            let g = handle(g, "group handle")?;
+            let groups = sw.profile_groups(&prof).map_err(refused("table", ""))?;
+            let (h, ms) = groups.iter().find(|(h, _)| *h == g).ok_or_else(|| {
+                Fail::Text("Invalid table operation (INVALID_GRP_HANDLE)\n".into())
+            })?;
+            Ok(dump_group(*h, ms))
+        }
+        "act_prof_dump" => {
+            let [p] = exactly(args)?;
+            let prof = resolve(&sw.profile_names(), p, "action profile")?;
+            let with_selector = sw
+                .tables()
+                .iter()
+                .any(|t| t.has_selector && t.profile.as_deref() == Some(prof.as_str()));
+            dump_profile(sw, &prof, with_selector)
         }
         "set_crc16_parameters" | "set_crc32_parameters" => {
-            let [name, poly, init, xor, refin, refout] = args else {
-                return Err(usage(&format!(
-                    "{cmd} <name> <polynomial> <initial remainder> <final xor value> <reflect data?> <reflect remainder?>"
-                )));
-            };
-            let flag = |s: &str| match s.to_ascii_lowercase().as_str() {
-                "true" | "1" => Ok(true),
-                "false" | "0" => Ok(false),
-                _ => Err(format!("'{s}': expected true or false")),
+            let [name, poly, init, xor, refin, refout] = exactly(args)?;
+            let flag = |s: &str| match s {
+                "true" | "True" => Ok(true),
+                "false" | "False" => Ok(false),
+                _ => number(s, "flag")
+                    .map(|n| n != 0)
+                    .map_err(|_| format!("Invalid bool parameter ({s})")),
             };
             let params = switch_engine::CrcParams {
                 polynomial: number(poly, "polynomial")? as u64,
@@ -152,17 +376,18 @@ pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, Strin
                 data_reflected: flag(refin)?,
                 remainder_reflected: flag(refout)?,
             };
-            let name = resolve(&sw.calculation_names(), name, "calculation")?;
-            sw.set_crc_parameters(&name, params)
-                .map_err(|e| e.to_string())?;
+            // bmv2 knows only the custom CRCs of the width the command names.
+            let unknown = || Fail::Input(format!("Invalid {}_custom name ({name})", &cmd[4..9]));
+            let full =
+                resolve(&sw.calculation_names(), name, "calculation").map_err(|_| unknown())?;
+            sw.set_crc_parameters(&full, params)
+                .map_err(|_| unknown())?;
             Ok(String::new())
         }
         "mirroring_add" => {
-            let [s, p] = args else {
-                return Err(usage("mirroring_add <mirror_id> <egress_port>"));
-            };
-            let session = number(s, "mirror id")? as u32;
-            let port = number(p, "egress port")? as u32;
+            let [s, p] = exactly(args)?;
+            let session = handle(s, "mirror_id")?;
+            let port = handle(p, "egress_port")?;
             sw.mirroring_add(
                 session,
                 MirrorSession {
@@ -170,133 +395,297 @@ pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, Strin
                     mgrp: None,
                 },
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(refused("mirroring", ""))?;
             Ok(String::new())
         }
-        "mc_mgrp_create" => {
-            let [g] = args else {
-                return Err(usage("mc_mgrp_create <group id>"));
+        "mc_mgrp_create" | "mc_mgrp_destroy" => {
+            let [g] = exactly(args)?;
+            let g = handle(g, "multicast group id")?;
+            let (said, r) = if cmd == "mc_mgrp_create" {
+                (
+                    format!("Creating multicast group {g}\n"),
+                    sw.mc_mgrp_create(g),
+                )
+            } else {
+                (
+                    format!("Destroying multicast group {g}\n"),
+                    sw.mc_mgrp_destroy(g),
+                )
             };
-            let g = number(g, "group id")? as u32;
-            sw.mc_mgrp_create(g).map_err(|e| e.to_string())?;
-            Ok(format!("Creating multicast group {g}\n"))
+            r.map_err(refused("PRE", &said))?;
+            Ok(said)
         }
-        "mc_node_create" => {
-            let [rid, ports @ ..] = args else {
-                return Err(usage("mc_node_create <rid> <space-separated port list>"));
-            };
-            let rid = number(rid, "rid")? as u32;
-            let ports = ports
-                .iter()
-                .take_while(|p| **p != "|")
-                .map(|p| number(p, "port").map(|n| n as u32))
-                .collect::<Result<Vec<u32>, String>>()?;
-            let h = sw.mc_node_create(rid, &ports);
-            Ok(format!("Creating node with rid {rid} , port list {ports:?}\nnode was created with handle {h}\n"))
+        "mc_node_create" | "mc_node_update" => {
+            at_least(args, if cmd == "mc_node_create" { 1 } else { 2 })?;
+            let first = handle(
+                args[0],
+                if cmd == "mc_node_create" {
+                    "rid"
+                } else {
+                    "node handle"
+                },
+            )?;
+            let (ports, port_map, lag_map) = ports_and_lags(&args[1..])?;
+            if cmd == "mc_node_create" {
+                let said = format!(
+                    "Creating node with rid {first} , port map {port_map} and lag map {lag_map}\n"
+                );
+                let h = sw.mc_node_create(first, &ports);
+                Ok(format!("{said}node was created with handle {h}\n"))
+            } else {
+                let said = format!(
+                    "Updating node {first} with port map {port_map} and lag map {lag_map}\n"
+                );
+                sw.mc_node_update(first, &ports)
+                    .map_err(refused("PRE", &said))?;
+                Ok(said)
+            }
         }
-        "mc_node_associate" => {
-            let [g, h] = args else {
-                return Err(usage("mc_node_associate <group handle> <node handle>"));
+        "mc_node_destroy" => {
+            let [h] = exactly(args)?;
+            let h = handle(h, "node handle")?;
+            let said = format!("Destroying node {h}\n");
+            sw.mc_node_destroy(h).map_err(refused("PRE", &said))?;
+            Ok(said)
+        }
+        "mc_node_associate" | "mc_node_dissociate" => {
+            let [g, h] = exactly(args)?;
+            let g = handle(g, "multicast group id")?;
+            let h = handle(h, "node handle")?;
+            let (said, r) = if cmd == "mc_node_associate" {
+                (
+                    format!("Associating node {h} to multicast group {g}\n"),
+                    sw.mc_node_associate(g, h),
+                )
+            } else {
+                (
+                    format!("Dissociating node {h} from multicast group {g}\n"),
+                    sw.mc_node_dissociate(g, h),
+                )
             };
-            let (g, h) = (number(g, "group")? as u32, number(h, "node handle")? as u32);
-            sw.mc_node_associate(g, h).map_err(|e| e.to_string())?;
-            Ok(format!("Associating node {h} to multicast group {g}\n"))
+            r.map_err(refused("PRE", &said))?;
+            Ok(said)
+        }
+        "mc_dump" => {
+            exactly::<0>(args)?;
+            let mut out = String::from("==========\nMC ENTRIES\n");
+            for (g, nodes) in sw.mc_entries() {
+                out.push_str(&format!("**********\nmgrp({g})\n"));
+                for (h, rid, ports) in nodes {
+                    let ports: Vec<String> = ports.iter().map(u32::to_string).collect();
+                    out.push_str(&format!(
+                        "  -> (L1h={h}, rid={rid}) -> (ports=[{}], lags=[])\n",
+                        ports.join(", ")
+                    ));
+                }
+            }
+            // No LAGs in the engine: the section is always empty.
+            out.push_str("==========\nLAGS\n==========\n");
+            Ok(out)
         }
         "register_read" => {
-            let (name, index) = match args {
+            let (typed, index) = match args {
                 [n] => (*n, None),
-                [n, i] => (*n, Some(number(i, "index")?)),
-                _ => return Err(usage("register_read <name> [index]")),
+                [n, i] => (*n, Some(handle(i, "index")?)),
+                _ => {
+                    return Err(format!(
+                        "Wrong number of args, expected 1 or 2 but got {}",
+                        args.len()
+                    )
+                    .into())
+                }
             };
-            let name = resolve(&sw.register_names(), name, "register")?;
+            let name = resolve(&sw.register_names(), typed, "register")?;
             match index {
                 Some(i) => {
                     let v = sw
                         .register_read(&name, i as u64)
-                        .map_err(|e| e.to_string())?;
-                    Ok(format!("{name}[{i}]= {v}\n"))
+                        .map_err(refused("register", ""))?;
+                    Ok(format!("{typed}[{i}]= {v}\n"))
                 }
                 None => {
                     let mut vals = Vec::new();
-                    let mut i = 0u64;
-                    while let Ok(v) = sw.register_read(&name, i) {
+                    while let Ok(v) = sw.register_read(&name, vals.len() as u64) {
                         vals.push(v.to_string());
-                        i += 1;
                     }
-                    Ok(format!("{name}= {}\n", vals.join(", ")))
+                    Ok(format!("{typed}= {}\n", vals.join(", ")))
                 }
             }
         }
         "register_write" => {
-            let [n, i, v] = args else {
-                return Err(usage("register_write <name> <index> <value>"));
-            };
+            let [n, i, v] = exactly(args)?;
             let name = resolve(&sw.register_names(), n, "register")?;
-            let (i, v) = (number(i, "index")?, number(v, "value")?);
+            let i = handle(i, "index")?;
+            let v = number(v, "value").map_err(|_| "Bad format for value, must be an integer")?;
             sw.register_write(&name, i as u64, v)
-                .map_err(|e| e.to_string())?;
+                .map_err(refused("register", ""))?;
             Ok(String::new())
         }
         "register_reset" => {
-            let [n] = args else {
-                return Err(usage("register_reset <name>"));
-            };
+            let [n] = exactly(args)?;
             let name = resolve(&sw.register_names(), n, "register")?;
-            sw.register_reset(&name).map_err(|e| e.to_string())?;
+            sw.register_reset(&name).map_err(refused("register", ""))?;
             Ok(String::new())
         }
         "counter_read" => {
-            let [n, i] = args else {
-                return Err(usage("counter_read <name> <index>"));
-            };
-            let name = resolve(&sw.counter_names(), n, "counter")?;
-            let i = number(i, "index")? as u64;
-            let v = sw.counter_read(&name, i).map_err(|e| e.to_string())?;
+            let [typed, i] = exactly(args)?;
+            let name = resolve(&sw.counter_names(), typed, "counter")?;
+            let i = handle(i, "index")?;
+            let v = sw
+                .counter_read(&name, i as u64)
+                .map_err(refused("counter", ""))?;
+            // Python prints the Thrift struct's repr after `"%s[%d]= " % ...` and a space.
             Ok(format!(
-                "{name}[{i}]=  BmCounterValue(packets={}, bytes={})\n",
-                v.packets, v.bytes
+                "{typed}[{i}]=  BmCounterValue(bytes={}, packets={})\n",
+                v.bytes, v.packets
             ))
         }
         "counter_reset" => {
-            let [n] = args else {
-                return Err(usage("counter_reset <name>"));
-            };
+            let [n] = exactly(args)?;
             let name = resolve(&sw.counter_names(), n, "counter")?;
-            sw.counter_reset(&name).map_err(|e| e.to_string())?;
+            sw.counter_reset(&name).map_err(refused("counter", ""))?;
             Ok(String::new())
         }
-        "meter_set_rates" => {
-            let [n, i, rates @ ..] = args else {
-                return Err(usage(
-                    "meter_set_rates <name> <index> <rate_1>:<burst_1> <rate_2>:<burst_2>",
-                ));
+        "meter_set_rates" | "meter_array_set_rates" => {
+            let one = cmd == "meter_set_rates";
+            at_least(args, if one { 2 } else { 1 })?;
+            let name = resolve(&sw.meter_names(), args[0], "meter")?;
+            let (index, rates) = if one {
+                (Some(handle(args[1], "index")?), &args[2..])
+            } else {
+                (None, &args[1..])
             };
-            let name = resolve(&sw.meter_names(), n, "meter")?;
-            let i = number(i, "index")? as u64;
+            let expected = sw.meter_rate_count(&name).map_err(refused("meter", ""))?;
+            if rates.len() != expected {
+                return Err(format!(
+                    "Invalid number of rates, expected {expected} but got {}",
+                    rates.len()
+                )
+                .into());
+            }
             let rates = rates
                 .iter()
                 .map(|r| {
-                    let (rate, burst) = r
-                        .split_once(':')
-                        .ok_or_else(|| format!("rate '{r}': expected <rate>:<burst>"))?;
-                    Ok(MeterRate {
-                        rate_per_us: rate
-                            .parse()
-                            .map_err(|_| format!("rate '{rate}' is not a number"))?,
-                        burst: number(burst, "burst")? as u64,
+                    let (rate, burst) = r.split_once(':')?;
+                    Some(MeterRate {
+                        rate_per_us: rate.parse().ok()?,
+                        burst: burst.parse().ok()?,
                     })
                 })
-                .collect::<Result<Vec<_>, String>>()?;
-            sw.meter_set_rates(&name, Some(i), &rates)
-                .map_err(|e| e.to_string())?;
+                .collect::<Option<Vec<_>>>()
+                .ok_or("Error while parsing rates")?;
+            sw.meter_set_rates(&name, index.map(u64::from), &rates)
+                .map_err(refused("meter", ""))?;
             Ok(String::new())
         }
-        _ => Err(format!("*** Unknown syntax: {line}")),
+        "meter_get_rates" => {
+            let [n, i] = exactly(args)?;
+            let name = resolve(&sw.meter_names(), n, "meter")?;
+            let i = handle(i, "index")?;
+            let rates = sw
+                .meter_get_rates(&name, i as u64)
+                .map_err(refused("meter", ""))?;
+            Ok(rates
+                .iter()
+                .enumerate()
+                .map(|(k, r)| {
+                    format!(
+                        "{k}: info rate = {}, burst size = {}\n",
+                        python_float(r.rate_per_us),
+                        r.burst
+                    )
+                })
+                .collect())
+        }
+        _ => Err(Fail::Text(format!("*** Unknown syntax: {line}\n"))),
     }
 }
 
-fn usage(u: &str) -> String {
-    format!("usage: {u}")
+/// The act_prof_* command a deprecated table_indirect_* / table_dump_* command stands for.
+fn deprecated_for(cmd: &str) -> Option<&'static str> {
+    Some(match cmd {
+        "table_indirect_create_member" => "act_prof_create_member",
+        "table_indirect_delete_member" => "act_prof_delete_member",
+        "table_indirect_modify_member" => "act_prof_modify_member",
+        "table_indirect_create_group" => "act_prof_create_group",
+        "table_indirect_delete_group" => "act_prof_delete_group",
+        "table_indirect_add_member_to_group" => "act_prof_add_member_to_group",
+        "table_indirect_remove_member_from_group" => "act_prof_remove_member_from_group",
+        "table_dump_member" => "act_prof_dump_member",
+        "table_dump_group" => "act_prof_dump_group",
+        _ => return None,
+    })
+}
+
+/// An action profile with a selector, as the group commands need.
+fn selector_profile(sw: &Switch, typed: &str) -> Result<String, Fail> {
+    let prof = resolve(&sw.profile_names(), typed, "action profile")?;
+    if !sw
+        .tables()
+        .iter()
+        .any(|t| t.has_selector && t.profile.as_deref() == Some(prof.as_str()))
+    {
+        return Err("Cannot run this command on an action profile without selector".into());
+    }
+    Ok(prof)
+}
+
+/// bmv2's port (or LAG) bitmap string: bit `n` set for port `n`, port 0 rightmost.
+fn port_map(list: &[u32]) -> String {
+    let mut sorted = list.to_vec();
+    sorted.sort_unstable();
+    let mut out = String::new();
+    let mut next = 0;
+    for p in sorted {
+        out.push_str(&"0".repeat(p.saturating_sub(next) as usize));
+        out.push('1');
+        next = p + 1;
+    }
+    out.chars().rev().collect()
+}
+
+/// `<ports> [| <lags>]`: the ports and both bitmap strings. The engine has no LAGs, so a
+/// non-empty LAG list is refused rather than ignored.
+fn ports_and_lags(args: &[&str]) -> Result<(Vec<u32>, String, String), Fail> {
+    let (ports, lags) = match args.iter().position(|a| *a == "|") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    let parse = |l: &[&str]| {
+        l.iter()
+            .map(|p| {
+                p.parse::<u32>()
+                    .map_err(|_| Fail::Input(format!("'{p}' is not a valid port number")))
+            })
+            .collect::<Result<Vec<u32>, Fail>>()
+    };
+    let (ports, lags) = (parse(ports)?, parse(lags)?);
+    if !lags.is_empty() {
+        return Err("LAGs are not supported by p4-switch's replication engine".into());
+    }
+    let (pm, lm) = (port_map(&ports), port_map(&lags));
+    Ok((ports, pm, lm))
+}
+
+/// A float as Python's `str()` prints it (`1.0`, `0.25`, `1e-06`, `1.5e+16`).
+fn python_float(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 || (1e-4..1e16).contains(&a) {
+        let s = format!("{v}");
+        if s.contains('.') || s.contains("inf") || s.contains("NaN") {
+            s
+        } else {
+            format!("{s}.0")
+        }
+    } else {
+        let s = format!("{v:e}");
+        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        format!("{mant}e{sign}{digits:0>2}")
+    }
 }
 
 fn resolve(names: &[String], wanted: &str, what: &str) -> Result<String, String> {
@@ -325,7 +714,7 @@ fn resolve_name<'a>(
     }
     match hits.as_slice() {
         [one] => Ok(one),
-        [] => Err(format!("no {what} named '{wanted}'")),
+        [] => Err(format!("Invalid {what} name ({wanted})")),
         many => Err(format!(
             "{what} name '{wanted}' is ambiguous: {}",
             many.join(", ")
@@ -442,54 +831,106 @@ fn needs_priority(t: &TableDesc) -> bool {
     })
 }
 
+/// The action `action` of `t` (called `owner` as the user typed it) and its parameters, with
+/// bmv2's messages for a foreign action, a wrong count and a bad value.
 fn action_args(
     t: &TableDesc,
+    owner: &str,
     action: &str,
     params: &[&str],
-) -> Result<(String, Vec<Vec<u8>>), String> {
-    let full = resolve_name(t.actions.iter().map(|a| a.name.as_str()), action, "action")?;
-    let a = t
-        .actions
-        .iter()
-        .find(|a| a.name == full)
-        .ok_or_else(|| format!("no action named '{action}'"))?;
+) -> Result<(String, Vec<Vec<u8>>), Fail> {
+    let a = resolve_name(t.actions.iter().map(|a| a.name.as_str()), action, "action")
+        .ok()
+        .and_then(|full| t.actions.iter().find(|a| a.name == full))
+        .ok_or_else(|| Fail::Input(format!("Table {owner} has no action {action}")))?;
     if params.len() != a.params.len() {
-        return Err(format!(
-            "action {} needs {} parameters, got {}",
-            a.name,
-            a.params.len(),
-            params.len()
-        ));
+        return Err(format!("Action {} needs {} parameters", a.name, a.params.len()).into());
     }
     let data = a
         .params
         .iter()
         .zip(params)
-        .map(|((name, w), s)| param(s, *w).map_err(|e| format!("parameter {name}: {e}")))
+        .map(|((_, w), s)| {
+            param(s, *w).map_err(|e| {
+                Fail::Text(format!(
+                    "Invalid runtime data: Error while parsing {s} - {e}\n"
+                ))
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((a.name.clone(), data))
 }
 
-fn table_add(sw: &mut Switch, args: &[&str]) -> Result<String, String> {
-    let usage_text =
-        "table_add <table name> <action name> <match fields> => <action parameters> [priority]";
-    let [t, a, rest @ ..] = args else {
-        return Err(usage(usage_text));
-    };
-    let t = table(sw, t)?;
-    let (matches, priority, params) = entry_key(&t, rest)?;
-    let (action, data) = action_args(&t, a, params)?;
+/// The table's match type as bmv2's JSON gives it and its CLI prints it: the "widest" kind
+/// among the keys (range, then ternary, then lpm, else exact).
+fn table_match_type(t: &TableDesc) -> &'static str {
+    let has = |m: &[MatchType]| t.keys.iter().any(|k| m.contains(&k.match_type));
+    if has(&[MatchType::Range]) {
+        "range"
+    } else if has(&[MatchType::Ternary, MatchType::Optional]) {
+        "ternary"
+    } else if has(&[MatchType::Lpm]) {
+        "lpm"
+    } else {
+        "exact"
+    }
+}
+
+/// Bytes as bmv2's CLI echoes what it sends: `0a:00:00:01`.
+fn colon_hex(b: &[u8]) -> String {
+    b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// A match field as bmv2's CLI echoes it on `table_add` (`EXACT-0a:00`, `LPM-0a:00/8`).
+fn echo_match(m: &FieldMatch) -> String {
+    match m {
+        FieldMatch::Exact(v) => format!("EXACT-{}", colon_hex(v)),
+        FieldMatch::Lpm { value, prefix_len } => format!("LPM-{}/{prefix_len}", colon_hex(value)),
+        FieldMatch::Ternary { value, mask } => {
+            format!("TERNARY-{} &&& {}", colon_hex(value), colon_hex(mask))
+        }
+        FieldMatch::Range { low, high } => {
+            format!("RANGE-{} -> {}", colon_hex(low), colon_hex(high))
+        }
+        FieldMatch::Optional(v) => {
+            format!("OPTIONAL-{}", v.as_deref().map_or(String::new(), colon_hex))
+        }
+    }
+}
+
+fn echo_data(data: &[Vec<u8>]) -> String {
+    data.iter()
+        .map(|d| colon_hex(d))
+        .collect::<Vec<_>>()
+        .join("\t")
+}
+
+fn table_add(sw: &mut Switch, keys: &mut BTreeMap<(String, u64), CliKey>, args: &[&str]) -> Out {
+    at_least(args, 3)?;
+    let (tn, a) = (args[0], args[1]);
+    let t = table(sw, tn)?;
+    let (typed, priority, params) = entry_key(&t, &args[2..])?;
+    let (action, data) = action_args(&t, tn, a, params)?;
+    let mut matches = typed.clone();
+    sw.canonicalize_like_bmv2(&t.name, &mut matches)
+        .map_err(refused("table", ""))?;
+    let said = format!(
+        "Adding entry to {} match table {tn}\n{:<20} {}\n{:<20} {a}\n{:<20} {}\n",
+        table_match_type(&t),
+        "match key:",
+        typed.iter().map(echo_match).collect::<Vec<_>>().join("\t"),
+        "action:",
+        "runtime data:",
+        echo_data(&data),
+    );
     let h = sw
-        .table_add(&t.name, matches, priority, &action, &data)
-        .map_err(|e| format!("Invalid table operation ({:?}): {e}", e.code))?;
-    Ok(format!(
-        "Adding entry to {} table {}\naction:              {action}\nEntry has been added with handle {}\n",
-        t.keys
-            .first()
-            .map_or("exact".to_string(), |k| format!("{:?}", k.match_type).to_lowercase()),
-        t.name,
-        h.0
-    ))
+        .table_add(&t.name, matches.clone(), priority, &action, &data)
+        .map_err(refused("table", &said))?;
+    keys.insert((t.name, h.0 as u64), (typed, matches));
+    Ok(format!("{said}Entry has been added with handle {}\n", h.0))
 }
 
 type Key<'a> = (Vec<FieldMatch>, Option<i32>, &'a [&'a str]);
@@ -536,84 +977,154 @@ fn entry_key<'a>(t: &TableDesc, rest: &'a [&'a str]) -> Result<Key<'a>, String> 
 /// An action for an action-profile member: any table's action, by full name or unique suffix.
 fn profile_action(
     sw: &Switch,
+    prof: &str,
+    typed: &str,
     action: &str,
     params: &[&str],
-) -> Result<(String, Vec<Vec<u8>>), String> {
+) -> Result<(String, Vec<Vec<u8>>), Fail> {
     let tables = sw.tables();
     let owner = tables
         .iter()
-        .filter(|t| t.has_profile)
+        .filter(|t| t.profile.as_deref() == Some(prof))
         .find(|t| resolve_name(t.actions.iter().map(|a| a.name.as_str()), action, "action").is_ok())
-        .ok_or_else(|| format!("no action named '{action}' in a table with an action profile"))?;
-    action_args(owner, action, params)
+        .ok_or_else(|| Fail::Input(format!("Action profile '{typed}' has no action '{action}'")))?;
+    action_args(owner, typed, action, params)
 }
 
-fn table_set_default(sw: &mut Switch, args: &[&str]) -> Result<String, String> {
-    let [t, a, params @ ..] = args else {
-        return Err(usage(
-            "table_set_default <table name> <action name> <action parameters>",
-        ));
-    };
-    let t = table(sw, t)?;
-    let (action, data) = action_args(&t, a, params)?;
+fn table_set_default(sw: &mut Switch, args: &[&str]) -> Out {
+    at_least(args, 2)?;
+    let (tn, a) = (args[0], args[1]);
+    let t = table(sw, tn)?;
+    let (action, data) = action_args(&t, tn, a, &args[2..])?;
+    let said = format!(
+        "Setting default action of {tn}\n{:<20} {a}\n{:<20} {}\n",
+        "action:",
+        "runtime data:",
+        echo_data(&data)
+    );
     sw.table_set_default(&t.name, &action, &data)
-        .map_err(|e| format!("Invalid table operation ({:?}): {e}", e.code))?;
-    Ok(format!(
-        "Setting default action of {}\naction:              {action}\n",
-        t.name
-    ))
+        .map_err(refused("table", &said))?;
+    Ok(said)
 }
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn table_dump(sw: &Switch, t: &TableDesc) -> Result<String, String> {
-    let mut out = String::from("==========\nTABLE ENTRIES\n");
-    for e in sw.table_entries(&t.name).map_err(|e| e.to_string())? {
-        out.push_str(&format!(
-            "**********\nDumping entry 0x{:x}\nMatch key:\n",
-            e.handle.0
-        ));
-        for (k, m) in t.keys.iter().zip(&e.matches) {
-            let v = match m {
-                FieldMatch::Exact(v) => format!("EXACT     {}", hex(v)),
-                FieldMatch::Lpm { value, prefix_len } => {
-                    format!("LPM       {}/{prefix_len}", hex(value))
+/// One entry as bmv2's `table_dump_entry` prints it.
+fn dump_entry(keys: &BTreeMap<(String, u64), CliKey>, t: &TableDesc, e: &EntryDesc) -> String {
+    let matches = match keys.get(&(t.name.clone(), e.handle.0 as u64)) {
+        Some((typed, stored)) if *stored == e.matches => typed,
+        _ => &e.matches,
+    };
+    let w = t
+        .keys
+        .iter()
+        .map(|k| k.target_name.len())
+        .max()
+        .unwrap_or(0)
+        .max(20);
+    let mut out = format!("Dumping entry 0x{:x}\nMatch key:\n", e.handle.0);
+    for (k, m) in t.keys.iter().zip(matches) {
+        let (kind, v) = match m {
+            FieldMatch::Exact(v) if k.match_type == MatchType::Valid => (
+                "VALID",
+                if v.iter().any(|b| *b != 0) {
+                    "01"
+                } else {
+                    "00"
                 }
-                FieldMatch::Ternary { value, mask } => {
-                    format!("TERNARY   {} &&& {}", hex(value), hex(mask))
-                }
-                FieldMatch::Range { low, high } => {
-                    format!("RANGE     {} -> {}", hex(low), hex(high))
-                }
-                FieldMatch::Optional(v) => {
-                    format!("OPTIONAL  {}", v.as_deref().map_or("*".into(), hex))
-                }
-            };
-            out.push_str(&format!("* {:<20}: {v}\n", k.name));
-        }
-        if let Some(p) = e.priority {
-            out.push_str(&format!("Priority: {}\n", i32::MAX - p));
-        }
-        out.push_str(&format!("Action entry: {}\n", describe(&e.action)));
+                .to_string(),
+            ),
+            FieldMatch::Exact(v) => ("EXACT", hex(v)),
+            FieldMatch::Lpm { value, prefix_len } => {
+                ("LPM", format!("{}/{prefix_len}", hex(value)))
+            }
+            FieldMatch::Ternary { value, mask } => {
+                ("TERNARY", format!("{} &&& {}", hex(value), hex(mask)))
+            }
+            FieldMatch::Range { low, high } => ("RANGE", format!("{} -> {}", hex(low), hex(high))),
+            FieldMatch::Optional(v) => ("OPTIONAL", v.as_deref().map_or("*".into(), hex)),
+        };
+        out.push_str(&format!("* {:<w$}: {kind:<10}{v}\n", k.target_name));
     }
-    out.push_str("==========\nDefault entry:\n");
-    if let Some(d) = sw.table_default(&t.name).map_err(|e| e.to_string())? {
-        out.push_str(&format!("Action entry: {}\n", describe(&d)));
+    if let Some(p) = e.priority {
+        out.push_str(&format!("Priority: {}\n", i32::MAX - p));
+    }
+    out.push_str(&describe(&e.action));
+    out
+}
+
+fn dump_member(m: u32, a: &EntryAction) -> String {
+    format!("Dumping member {m}\n{}", describe(a))
+}
+
+fn dump_group(g: u32, members: &[(u32, u32)]) -> String {
+    format!(
+        "Dumping group {g}\nMembers: [{}]\n",
+        members
+            .iter()
+            .map(|(m, _)| m.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// bmv2's `act_prof_dump` (also the middle of `table_dump` for indirect tables).
+fn dump_profile(sw: &Switch, prof: &str, with_selector: bool) -> Out {
+    let mut out = String::from("==========\nMEMBERS\n");
+    for (m, a) in sw.profile_members(prof).map_err(refused("table", ""))? {
+        out.push_str("**********\n");
+        out.push_str(&dump_member(m, &a));
+    }
+    if with_selector {
+        out.push_str("==========\nGROUPS\n");
+        for (g, ms) in sw.profile_groups(prof).map_err(refused("table", ""))? {
+            out.push_str("**********\n");
+            out.push_str(&dump_group(g, &ms));
+        }
+    }
+    Ok(out)
+}
+
+fn table_dump(sw: &Switch, keys: &BTreeMap<(String, u64), CliKey>, t: &TableDesc) -> Out {
+    let mut out = String::from("==========\nTABLE ENTRIES\n");
+    for e in sw.table_entries(&t.name).map_err(refused("table", ""))? {
+        out.push_str("**********\n");
+        out.push_str(&dump_entry(keys, t, &e));
+    }
+    if let Some(prof) = &t.profile {
+        out.push_str(&dump_profile(sw, prof, t.has_selector)?);
+    }
+    out.push_str("==========\nDumping default entry\n");
+    match sw.table_default(&t.name).map_err(refused("table", ""))? {
+        Some(d) => out.push_str(&describe(&d)),
+        None => out.push_str("EMPTY\n"),
     }
     out.push_str("==========\n");
     Ok(out)
 }
 
+/// An entry's action line as bmv2's dumps print it. bmv2 hands action data back as the
+/// value's shortest big-endian bytes (one byte for 0), not at the parameter's width.
 fn describe(a: &EntryAction) -> String {
+    let shortest = |b: &[u8]| {
+        let first = b
+            .iter()
+            .position(|x| *x != 0)
+            .unwrap_or(b.len().saturating_sub(1));
+        hex(&b[first..])
+    };
     match a {
         EntryAction::Action { name, args } => format!(
-            "{name} - {}",
-            args.iter().map(|a| hex(a)).collect::<Vec<_>>().join(", ")
+            "Action entry: {name} - {}\n",
+            args.iter()
+                .map(|a| shortest(a))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
-        EntryAction::Member(m) => format!("member {m}"),
-        EntryAction::Group(g) => format!("group {g}"),
+        EntryAction::Member(m) => format!("Index: member({m})\n"),
+        EntryAction::Group(g) => format!("Index: group({g})\n"),
     }
 }
 
@@ -629,9 +1140,9 @@ fn set_queue(core: &mut Core, now_ns: u64, cmd: &str, args: &[&str]) -> Result<S
         [v, p] => (v, Some(p), None),
         [v, p, q] => (v, Some(p), Some(q)),
         _ => {
-            return Err(usage(&format!(
-                "{cmd} <{what}> [<egress_port> [<priority>]]"
-            )))
+            return Err(format!(
+                "usage: {cmd} <{what}> [<egress_port> [<priority>]]"
+            ))
         }
     };
     let value = number(value, what)?;
@@ -704,7 +1215,7 @@ mod tests {
         assert_eq!(r("ingress.acl.drop"), Ok("ingress.acl.drop"));
         // The full name wins over suffixes of other names.
         assert_eq!(r("drop"), Ok("drop"));
-        assert_eq!(r("ap"), Err("no x named 'ap'".to_string()));
+        assert_eq!(r("ap"), Err("Invalid x name (ap)".to_string()));
         assert_eq!(
             r("acl.drop"),
             Err("x name 'acl.drop' is ambiguous: ingress.acl.drop, egress.acl.drop".to_string())

@@ -1,6 +1,7 @@
 //! The runtime CLI's wire protocol (`--thrift-port N`; no Thrift): a TCP connection on
 //! 127.0.0.1 carrying one command per line from the client; for each, the switch answers
-//! `OK <n>\n` or `ERR <n>\n` followed by `n` bytes of text (what bmv2's CLI prints).
+//! `OK <n>\n` or `ERR <n>\n` followed by `n` bytes of text (what bmv2's CLI prints, error
+//! lines included).
 
 use crate::runtime::Handle;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -90,7 +91,7 @@ fn serve(stream: TcpStream, h: &Handle) {
             .unwrap_or_else(|| Err("the switch is stopping".into()));
         let (tag, text) = match reply {
             Ok(t) => ("OK", t),
-            Err(e) => ("ERR", format!("Error: {e}\n")),
+            Err(e) => ("ERR", e),
         };
         if write!(out, "{tag} {}\n{text}", text.len()).is_err() {
             return;
@@ -168,16 +169,19 @@ pub fn client_main() -> i32 {
         }
     };
     let stdin = std::io::stdin();
-    let interactive = std::io::IsTerminal::is_terminal(&stdin);
     let mut line = String::new();
+    // As bmv2's CLI (Python's `cmd`): the banner, then the prompt before every line read,
+    // whether stdin is a terminal or a file; its test cuts the output at the prompts.
+    println!("Control utility for runtime P4 table manipulation");
     loop {
-        if interactive {
-            print!("RuntimeCmd: ");
-            let _ = std::io::stdout().flush();
-        }
+        print!("RuntimeCmd: ");
+        let _ = std::io::stdout().flush();
         line.clear();
         match stdin.lock().read_line(&mut line) {
-            Ok(0) | Err(_) => return 0,
+            Ok(0) | Err(_) => {
+                println!();
+                return 0;
+            }
             Ok(_) => {}
         }
         let cmd = line.trim();

@@ -17,6 +17,12 @@ pub const UNSHAPED_BPS: u64 = 1_000_000_000_000;
 const QDEPTH_MASK: u32 = (1 << 19) - 1;
 
 /// Where frames the pipeline sends to the CPU port go (P4Runtime PacketIn).
+/// A runtime-CLI entry key: as typed, and as the engine stored it.
+pub type CliKey = (
+    Vec<switch_engine::FieldMatch>,
+    Vec<switch_engine::FieldMatch>,
+);
+
 pub type CpuSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
 
 /// Frames handed to ports, in order, for a transmit thread to send (see
@@ -67,9 +73,11 @@ pub struct Core {
     counters: CoreCounters,
     /// Engine counters at the last clear (the engine's own never reset).
     engine_base: Stats,
-    /// Action-profile groups created by the runtime CLI, with their (member, weight) lists
-    /// (bmv2's CLI adds members one at a time; the engine takes whole groups).
-    pub cli_groups: BTreeMap<(String, u32), Vec<(u32, u32)>>,
+    /// Keys of entries added by the runtime CLI as typed, with what the engine stored, by
+    /// (table, handle): bmv2 dumps a key as it was given (`0a000001/12`), the engine keeps it
+    /// masked (`0a000000/12`). A dump shows the typed key only while the stored one still
+    /// matches, so entries replaced over P4Runtime show their own.
+    pub cli_keys: BTreeMap<(String, u64), CliKey>,
     /// Per-packet log lines (`-L debug`/`--dump-packet-data`) go here when set.
     pub log: Option<crate::log::Logger>,
     /// Frames waiting for the transmit thread, when there is one.
@@ -117,7 +125,7 @@ impl Core {
             outs: Vec::new(),
             counters: CoreCounters::default(),
             engine_base: Stats::default(),
-            cli_groups: BTreeMap::new(),
+            cli_keys: BTreeMap::new(),
             log: None,
             tx_queue: None,
         })

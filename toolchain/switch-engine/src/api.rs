@@ -159,6 +159,8 @@ pub struct TableDesc {
     /// Action names with their parameters (name, width).
     pub actions: Vec<ActionDesc>,
     pub has_profile: bool,
+    /// The action profile's name, for indirect tables.
+    pub profile: Option<String>,
     pub has_selector: bool,
     pub max_size: usize,
     /// JSON `support_timeout`: entries record hits (`take_hits`).
@@ -168,6 +170,8 @@ pub struct TableDesc {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyDesc {
     pub name: String,
+    /// The key as bmv2's runtime CLI names it (target joined with dots, `HEADER_valid`).
+    pub target_name: String,
     pub match_type: MatchType,
     pub width: u32,
 }
@@ -177,6 +181,12 @@ pub struct ActionDesc {
     pub name: String,
     pub params: Vec<(String, u32)>,
 }
+
+/// A multicast group: its id and its nodes as `(node handle, rid, ports)`.
+pub type McGroupDesc = (u32, Vec<(u32, u32, Vec<u32>)>);
+
+/// A group's `(member, weight)` list.
+pub type GroupMembers = Vec<(u32, u32)>;
 
 /// What an installed entry does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -311,6 +321,20 @@ impl Switch {
         Ok(h)
     }
 
+    /// Clears the bits bmv2 ignores in a key (beyond an LPM prefix, outside a ternary mask,
+    /// above the field width), so that keys bmv2's runtime CLI accepts are accepted here too.
+    pub fn canonicalize_like_bmv2(
+        &self,
+        table: &str,
+        matches: &mut [FieldMatch],
+    ) -> Result<(), ApiError> {
+        let t = self.table_index(table)?;
+        if let Some(tb) = &self.rt.tables[t].table {
+            tb.canonicalize_like_bmv2(matches);
+        }
+        Ok(())
+    }
+
     /// Every table, in JSON order.
     pub fn tables(&self) -> Vec<TableDesc> {
         self.prog
@@ -323,6 +347,7 @@ impl Switch {
                     .iter()
                     .map(|k| KeyDesc {
                         name: k.name.clone(),
+                        target_name: k.target_name.clone(),
                         match_type: k.kind,
                         width: k.width,
                     })
@@ -336,6 +361,9 @@ impl Switch {
                     })
                     .collect(),
                 has_profile: t.profile.is_some(),
+                profile: t
+                    .profile
+                    .map(|p| self.prog.profiles[p as usize].name.clone()),
                 has_selector: t
                     .profile
                     .is_some_and(|p| self.prog.profiles[p as usize].selector.is_some()),
@@ -548,20 +576,22 @@ impl Switch {
 
     fn describe(&self, v: &EntryVal) -> EntryAction {
         match v {
-            EntryVal::Act(d) => {
-                let a = &self.prog.actions[d.action as usize];
-                EntryAction::Action {
-                    name: a.name.clone(),
-                    args: d
-                        .args
-                        .iter()
-                        .zip(&a.params)
-                        .map(|(x, (_, w))| to_bytes(x, *w))
-                        .collect(),
-                }
-            }
+            EntryVal::Act(d) => self.describe_action(d),
             EntryVal::Member(m) => EntryAction::Member(*m),
             EntryVal::Group(g) => EntryAction::Group(*g),
+        }
+    }
+
+    fn describe_action(&self, d: &ActionData) -> EntryAction {
+        let a = &self.prog.actions[d.action as usize];
+        EntryAction::Action {
+            name: a.name.clone(),
+            args: d
+                .args
+                .iter()
+                .zip(&a.params)
+                .map(|(x, (_, w))| to_bytes(x, *w))
+                .collect(),
         }
     }
 
@@ -645,6 +675,29 @@ impl Switch {
             prof.insert_group(group, list)?;
         }
         Ok(())
+    }
+
+    /// The members of an action profile with their actions, by handle; whoever created them
+    /// (P4Runtime or the runtime CLI).
+    pub fn profile_members(&self, profile: &str) -> Result<Vec<(u32, EntryAction)>, ApiError> {
+        let p = self.profile_index(profile)?;
+        let mut out: Vec<(u32, EntryAction)> = self.rt.profiles[p]
+            .members()
+            .map(|(m, d)| (m, self.describe_action(d)))
+            .collect();
+        out.sort_by_key(|(m, _)| *m);
+        Ok(out)
+    }
+
+    /// The groups of an action profile with their `(member, weight)` lists, by handle.
+    pub fn profile_groups(&self, profile: &str) -> Result<Vec<(u32, GroupMembers)>, ApiError> {
+        let p = self.profile_index(profile)?;
+        let mut out: Vec<(u32, GroupMembers)> = self.rt.profiles[p]
+            .groups()
+            .map(|(g, ms)| (g, ms.iter().map(|m| (m.member, m.weight)).collect()))
+            .collect();
+        out.sort_by_key(|(g, _)| *g);
+        Ok(out)
     }
 
     pub fn profile_delete_group(&mut self, profile: &str, group: u32) -> Result<(), ApiError> {
@@ -829,6 +882,16 @@ impl Switch {
                 ),
             );
         }
+        // bmv2 refuses a committed rate above the peak rate (INVALID_INFO_RATE_VALUE).
+        if rates
+            .windows(2)
+            .any(|w| w[0].rate_per_us > w[1].rate_per_us)
+        {
+            return fail(
+                ErrorCode::BadValue,
+                format!("meter \"{name}\": the rates must not decrease (committed, then peak)"),
+            );
+        }
         let now = self.rt.ext.now_us;
         let cells = &mut self.rt.ext.meters[m];
         match index {
@@ -911,6 +974,11 @@ impl Switch {
     pub fn direct_meter_table(&self, name: &str) -> Option<String> {
         let m = self.prog.meters.iter().find(|m| m.name == name)?;
         Some(self.prog.tables[m.direct? as usize].name.clone())
+    }
+
+    /// How many rates a cell of meter `name` takes (2 for bmv2's two-rate meters).
+    pub fn meter_rate_count(&self, name: &str) -> Result<usize, ApiError> {
+        Ok(self.prog.meters[self.meter_index(name)?].rate_count)
     }
 
     pub fn meter_get_rates(&mut self, name: &str, index: u64) -> Result<Vec<MeterRate>, ApiError> {
@@ -1057,6 +1125,28 @@ impl Switch {
     }
 
     /// Creates a replication node; handles are 0, 1, 2, ... as bmv2 assigns them.
+    /// The multicast groups by id, each with its nodes in association order as
+    /// `(node handle, rid, ports)` (bmv2's `bm_mc_get_entries`).
+    pub fn mc_entries(&self) -> Vec<McGroupDesc> {
+        let mut groups: Vec<McGroupDesc> = self
+            .pre
+            .groups
+            .iter()
+            .map(|(&g, nodes)| {
+                let nodes = nodes
+                    .iter()
+                    .filter_map(|&h| {
+                        let n = self.pre.nodes.get(h as usize)?.as_ref()?;
+                        Some((h, n.rid, n.ports.iter().copied().collect()))
+                    })
+                    .collect();
+                (g, nodes)
+            })
+            .collect();
+        groups.sort_by_key(|(g, _)| *g);
+        groups
+    }
+
     pub fn mc_node_create(&mut self, rid: u32, ports: &[u32]) -> u32 {
         let node = McNode {
             rid,

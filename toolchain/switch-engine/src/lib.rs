@@ -16,7 +16,10 @@ mod state;
 mod switch;
 mod value;
 
-pub use api::{ActionDesc, ApiError, EntryAction, EntryDesc, ErrorCode, KeyDesc, TableDesc};
+pub use api::{
+    ActionDesc, ApiError, EntryAction, EntryDesc, ErrorCode, GroupMembers, KeyDesc, McGroupDesc,
+    TableDesc,
+};
 pub use p4_bmv2_json::{JsonError as LoadError, MatchType};
 pub use state::{CounterValue, Digest, MeterRate};
 pub use switch::{

@@ -1054,6 +1054,29 @@ impl<'a> L<'a> {
                 want(2, 2)?;
                 Prim::Assign(lv(0)?, e(1)?)
             }
+            // P4_14's primitives, in JSON from p4c-bm (bmv2's own test programs).
+            "modify_field" => {
+                want(2, 3)?;
+                let value = match ps.len() {
+                    2 => e(1)?,
+                    _ => {
+                        // dst = (dst & ~mask) | (src & mask)
+                        let (dst, src, mask) = (e(0)?, e(1)?, e(2)?);
+                        let keep = bin(Op2::BAnd, dst, un(Op1::BNot, mask.clone()));
+                        bin(Op2::BOr, keep, bin(Op2::BAnd, src, mask))
+                    }
+                };
+                Prim::Assign(lv(0)?, value)
+            }
+            "add_to_field" | "subtract_from_field" => {
+                want(2, 2)?;
+                let op = if p.op == "add_to_field" {
+                    Op2::Add
+                } else {
+                    Op2::Sub
+                };
+                Prim::Assign(lv(0)?, bin(op, e(0)?, e(1)?))
+            }
             "assign_VL" => {
                 want(2, 2)?;
                 Prim::AssignVl(lv(0)?, lv(1)?)
@@ -1595,20 +1618,27 @@ impl<'a> L<'a> {
             let mut profile_by_name = HashMap::new();
             for (ai, ap) in p.action_profiles.iter().enumerate() {
                 let apath = format!("{ppath}.action_profiles[{ai}]");
-                let selector = match &ap.selector {
-                    None => None,
-                    Some(s) => {
-                        let algo = Self::hasher(&s.algo, &format!("{apath}.selector.algo"))?;
-                        let inputs =
-                            self.calc_inputs(&s.input, &format!("{apath}.selector.input"))?;
-                        self.p.calcs.push(CalcInfo { algo, inputs });
-                        Some(self.p.calcs.len() as u32 - 1)
-                    }
-                };
+                let selector = self.selector(&ap.selector, &apath)?;
                 profile_by_name.insert(ap.name.as_str(), self.p.profiles.len() as u32);
                 self.p.profiles.push(ProfileInfo {
                     name: ap.name.clone(),
                     max_size: ap.max_size as usize,
+                    selector,
+                });
+            }
+            // Older JSON declares a table's profile (and selector) in the table itself.
+            for (ti, t) in p.tables.iter().enumerate() {
+                let Some(name) = t.act_prof_name.as_deref() else {
+                    continue;
+                };
+                if t.action_profile.is_some() || profile_by_name.contains_key(name) {
+                    continue;
+                }
+                let selector = self.selector(&t.selector, &format!("{ppath}.tables[{ti}]"))?;
+                profile_by_name.insert(name, self.p.profiles.len() as u32);
+                self.p.profiles.push(ProfileInfo {
+                    name: name.to_string(),
+                    max_size: t.max_size as usize,
                     selector,
                 });
             }
@@ -1663,20 +1693,33 @@ impl<'a> L<'a> {
         Ok(())
     }
 
+    /// The hash calculation of an action selector at `path` (`PATH.selector`), if any.
+    fn selector(&mut self, sel: &Option<j::Selector>, path: &str) -> R<Option<u32>> {
+        let Some(s) = sel else {
+            return Ok(None);
+        };
+        let algo = Self::hasher(&s.algo, &format!("{path}.selector.algo"))?;
+        let inputs = self.calc_inputs(&s.input, &format!("{path}.selector.input"))?;
+        self.p.calcs.push(CalcInfo { algo, inputs });
+        Ok(Some(self.p.calcs.len() as u32 - 1))
+    }
+
     fn table(&self, t: &j::Table, tpath: &str, profiles: &HashMap<&str, u32>) -> R<TableInfo> {
         let mut keys = Vec::new();
         for (k, key) in t.key.iter().enumerate() {
             let kpath = format!("{tpath}.key[{k}]");
-            let (src, width, default_name) = match (&key.target, key.match_type) {
+            let (src, width, default_name, target_name) = match (&key.target, key.match_type) {
                 (j::KeyTarget::Header(h), MatchType::Valid) => (
                     KeySrc::Valid(HRef::Static(self.header(h, &format!("{kpath}.target"))?)),
                     1,
                     format!("{h}.$valid$"),
+                    format!("{h}_valid"),
                 ),
                 (j::KeyTarget::Field(f), _) if f.1 == "$valid$" => (
                     KeySrc::Valid(HRef::Static(self.header(&f.0, &format!("{kpath}.target"))?)),
                     1,
                     f.to_string(),
+                    format!("{}_valid", f.0),
                 ),
                 (j::KeyTarget::Field(f), _) => {
                     let id = self.field_ref(f, &format!("{kpath}.target"))?;
@@ -1684,6 +1727,7 @@ impl<'a> L<'a> {
                         KeySrc::Field(FieldLoc::Static(id)),
                         self.p.fields[id as usize].width,
                         f.to_string(),
+                        format!("{}.{}", f.0, f.1),
                     )
                 }
                 (j::KeyTarget::Header(h), _) => {
@@ -1695,6 +1739,7 @@ impl<'a> L<'a> {
             };
             keys.push(KeyElem {
                 name: key.name.clone().unwrap_or(default_name),
+                target_name,
                 src,
                 kind: key.match_type,
                 width,
@@ -1712,6 +1757,19 @@ impl<'a> L<'a> {
             by_name.insert(self.p.actions[a as usize].name.as_str(), a);
             if let Some(n) = t.actions.get(k) {
                 by_name.insert(n.as_str(), a);
+            }
+        }
+        // JSON from P4_14's p4c-bm (bmv2's own test programs) lists actions by name only.
+        if t.action_ids.is_empty() {
+            for (k, n) in t.actions.iter().enumerate() {
+                let Some(a) = self.p.actions.iter().position(|x| x.name == *n) else {
+                    return err(
+                        &format!("{tpath}.actions[{k}]"),
+                        format!("no action named \"{n}\""),
+                    );
+                };
+                actions.push(a as u32);
+                by_name.insert(n.as_str(), a as u32);
             }
         }
         let mut next_by_action = HashMap::new();
@@ -1734,7 +1792,10 @@ impl<'a> L<'a> {
         }
         let base_default_next =
             self.next(&t.base_default_next, &format!("{tpath}.base_default_next"))?;
-        let profile = match (&t.action_profile, t.kind) {
+        let profile = match (
+            t.action_profile.as_ref().or(t.act_prof_name.as_ref()),
+            t.kind,
+        ) {
             (_, j::TableType::Simple) => None,
             (Some(name), kind) => match profiles.get(name.as_str()) {
                 Some(&p) => {
@@ -1813,5 +1874,21 @@ impl<'a> L<'a> {
             });
         }
         Ok(())
+    }
+}
+
+fn bin(op: Op2, a: Ex, b: Ex) -> Ex {
+    let wide = a.wide || b.wide;
+    Ex {
+        k: K::Bin(op, Box::new(a), Box::new(b)),
+        wide,
+    }
+}
+
+fn un(op: Op1, a: Ex) -> Ex {
+    let wide = a.wide;
+    Ex {
+        k: K::Un(op, Box::new(a)),
+        wide,
     }
 }

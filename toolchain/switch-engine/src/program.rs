@@ -181,6 +181,9 @@ pub(crate) enum KeySrc {
 #[derive(Debug)]
 pub(crate) struct KeyElem {
     pub name: String,
+    /// The key as bmv2's runtime CLI names it: the target joined with dots, `HEADER_valid`
+    /// for validity keys.
+    pub target_name: String,
     pub src: KeySrc,
     pub kind: MatchType,
     pub width: u32,

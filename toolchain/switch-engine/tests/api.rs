@@ -460,3 +460,62 @@ fn priority_selects_a_queue_and_out_of_range_priorities_drop() {
     sw.ingress(0, &pkt, 1, &mut jobs);
     assert_eq!((jobs.len(), jobs[0].priority, jobs[0].port), (1, 3, 1));
 }
+
+/// P4_14's `modify_field` (with and without mask), `add_to_field` and `subtract_from_field`, as
+/// JSON from p4c-bm (bmv2's own test programs) carries them: l3's `set_nhop` rewritten with them.
+#[test]
+fn p4_14_field_primitives() {
+    let path = format!("{}/tests/stf/l3.json", env!("CARGO_MANIFEST_DIR"));
+    let mut j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let f = |h: &str, n: &str| serde_json::json!({"type": "field", "value": [h, n]});
+    let hex = |v: &str| serde_json::json!({"type": "hexstr", "value": v});
+    let rd = |i: u32| serde_json::json!({"type": "runtime_data", "value": i});
+    let prim =
+        |op: &str, ps: Vec<serde_json::Value>| serde_json::json!({"op": op, "parameters": ps});
+    let set_nhop = j["actions"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|a| a["name"] == "ingress.set_nhop")
+        .unwrap();
+    set_nhop["primitives"] = serde_json::json!([
+        prim(
+            "modify_field",
+            vec![f("standard_metadata", "egress_spec"), rd(0)]
+        ),
+        prim(
+            "modify_field",
+            vec![f("ethernet", "srcAddr"), f("ethernet", "dstAddr")]
+        ),
+        prim("modify_field", vec![f("ethernet", "dstAddr"), rd(1)]),
+        prim("subtract_from_field", vec![f("ipv4", "ttl"), hex("0x1")]),
+        prim("add_to_field", vec![f("ipv4", "ttl"), hex("0x3")]),
+        prim(
+            "modify_field",
+            vec![f("ipv4", "diffserv"), hex("0xff"), hex("0x0f")]
+        ),
+    ]);
+    let mut sw = Switch::from_json(&j.to_string(), SwitchConfig::default()).unwrap();
+    sw.table_add(
+        "ingress.ipv4_lpm",
+        vec![FieldMatch::Lpm {
+            value: vec![10, 0, 0, 0],
+            prefix_len: 8,
+        }],
+        None,
+        "ingress.set_nhop",
+        &[vec![0, 2], vec![0, 0, 0, 0, 0, 2]],
+    )
+    .unwrap();
+    let mut frame = vec![0, 0, 0, 0, 0, 0xaa, 0, 0, 0, 0, 0, 0xbb, 0x08, 0x00];
+    frame.extend_from_slice(&[0x45, 0x30, 0, 20, 0, 0, 0, 0, 64, 6, 0, 0]);
+    frame.extend_from_slice(&[192, 168, 0, 1, 10, 1, 2, 3]);
+    let out = run(&mut sw, 0, &frame);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].port, 2);
+    let d = &out[0].data;
+    assert_eq!(&d[..12], &[0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0xaa]);
+    // ttl 64 - 1 + 3; diffserv 0x30 with its low nibble replaced by 0xf.
+    assert_eq!((d[14 + 8], d[14 + 1]), (66, 0x3f));
+}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use switch_engine::{Switch, SwitchConfig};
 use switch_ports::{ChannelPort, Port};
 
+pub mod cli_layout;
 pub mod fixture;
 
 pub fn program(name: &str) -> String {
