@@ -430,19 +430,7 @@ fn priority_selects_a_queue_and_out_of_range_priorities_drop() {
         {"type": "field", "value": ["standard_metadata", "priority"]},
         {"type": "hexstr", "value": "0x3"}]}));
     let text = v.to_string();
-    let route = |sw: &mut Switch| {
-        sw.table_add(
-            "ingress.ipv4_lpm",
-            vec![FieldMatch::Lpm {
-                value: vec![10, 0, 0, 0],
-                prefix_len: 8,
-            }],
-            None,
-            "ingress.set_nhop",
-            &[vec![0, 1], vec![0, 0, 0, 0, 0, 1]],
-        )
-        .unwrap();
-    };
+    let route = |sw: &mut Switch| route_10_8(sw, 1);
     let pkt = ipv4(0xc0a8_0001, 0x0a00_0001, 6);
     // One queue per port (simple_switch's default): priority 3 is dropped at enqueue.
     let mut sw = Switch::from_json(&text, SwitchConfig::default()).unwrap();
@@ -497,17 +485,7 @@ fn p4_14_field_primitives() {
         ),
     ]);
     let mut sw = Switch::from_json(&j.to_string(), SwitchConfig::default()).unwrap();
-    sw.table_add(
-        "ingress.ipv4_lpm",
-        vec![FieldMatch::Lpm {
-            value: vec![10, 0, 0, 0],
-            prefix_len: 8,
-        }],
-        None,
-        "ingress.set_nhop",
-        &[vec![0, 2], vec![0, 0, 0, 0, 0, 2]],
-    )
-    .unwrap();
+    route_10_8(&mut sw, 2);
     let mut frame = vec![0, 0, 0, 0, 0, 0xaa, 0, 0, 0, 0, 0, 0xbb, 0x08, 0x00];
     frame.extend_from_slice(&[0x45, 0x30, 0, 20, 0, 0, 0, 0, 64, 6, 0, 0]);
     frame.extend_from_slice(&[192, 168, 0, 1, 10, 1, 2, 3]);
@@ -518,4 +496,19 @@ fn p4_14_field_primitives() {
     assert_eq!(&d[..12], &[0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0xaa]);
     // ttl 64 - 1 + 3; diffserv 0x30 with its low nibble replaced by 0xf.
     assert_eq!((d[14 + 8], d[14 + 1]), (66, 0x3f));
+}
+
+/// l3.json's route for 10.0.0.0/8 to `port`, next-hop MAC 00:00:00:00:00:`port`.
+fn route_10_8(sw: &mut Switch, port: u8) {
+    sw.table_add(
+        "ingress.ipv4_lpm",
+        vec![FieldMatch::Lpm {
+            value: vec![10, 0, 0, 0],
+            prefix_len: 8,
+        }],
+        None,
+        "ingress.set_nhop",
+        &[vec![0, port], vec![0, 0, 0, 0, 0, port]],
+    )
+    .unwrap();
 }
