@@ -1,12 +1,12 @@
 //! Threads: one dataplane thread owning the [`Core`] (engine and traffic manager), one transmit
-//! thread, and a receive thread for each port that cannot be polled. Control-plane work reaches the engine as
-//! closures run by the dataplane thread between two packets ([`Handle::exec_core`]), so the
-//! engine needs no lock.
+//! thread, and a receive thread for each port that cannot be polled. Control-plane work reaches
+//! the engine as closures run by the dataplane thread between two packets
+//! ([`Handle::exec_core`]), so the engine needs no lock.
 //!
 //! Ports with a descriptor (`AF_PACKET`) are read by the dataplane thread itself, from one
 //! `ppoll` over all of them, as bmv2 reads every interface from one `select` loop: a frame goes
-//! from the socket through the pipeline to the transmit `send` without a hand-over between
-//! threads, which on a machine with few cores costs more than the forwarding. The other ports
+//! from the socket into the pipeline without a hand-over between threads, which on a machine
+//! with few cores costs more than the forwarding. The other ports
 //! (pcap files, in-process channels) have receive threads that hand over every frame ready as
 //! one [`Batch`], so waking the dataplane thread is paid per burst, not per frame; batches come
 //! back through a pool, so the hot path allocates nothing.
@@ -396,14 +396,19 @@ fn dataplane(
     let mut busy = false;
     while !s.stop.load(Ordering::Relaxed) {
         let now = s.clock.now_ns();
-        let started = Instant::now() >= start_at;
+        let until_start = start_at.saturating_duration_since(Instant::now());
+        let started = until_start.is_zero();
         let wait = if busy {
             Duration::ZERO
         } else {
             let tm = next.map_or(IDLE, |t| Duration::from_nanos(t.saturating_sub(now)));
-            let start = start_at.saturating_duration_since(Instant::now());
-            let start = if started { IDLE } else { start };
-            tm.min(start).min(IDLE)
+            let wait = tm.min(IDLE);
+            // Before the start, also wake up when the ports are to be read.
+            if started {
+                wait
+            } else {
+                wait.min(until_start)
+            }
         };
         let live = if started { fds.len() } else { 1 };
         wait_readable(&mut fds[..live], wait);
