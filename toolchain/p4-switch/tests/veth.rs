@@ -344,6 +344,44 @@ fn forwards_between_veths() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// The transmit thread's failures reach the counters: a frame forwarded to a port whose
+/// interface is down is counted as handed to the port (`tx_frames`) and as a send error.
+#[test]
+fn a_send_to_a_down_interface_is_a_tx_error() {
+    let ns = lab(&[0, 1]);
+    let prog = format!(
+        "{}/../switch-engine/tests/stf/l3.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let sw = SwitchProcess::start(&ns, &[], &[&prog, "-i", "0@s0", "-i", "1@s1"]);
+    let down = ns
+        .command("ip")
+        .args(["link", "set", "s0", "down"])
+        .status()
+        .expect("run ip");
+    assert!(down.success(), "ip link set s0 down: {down}");
+    // l3.json sends anything that is not IPv4 to port 0 unchanged.
+    ns.run(|| {
+        let h1 = AfPacketPort::open("h1").expect("open h1");
+        let mut frame = vec![0x5au8; 64];
+        frame[..6].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        frame[12..14].copy_from_slice(&[0x88, 0xb5]);
+        h1.send(&frame).expect("send on h1");
+    });
+    let t = Instant::now();
+    let s = loop {
+        let s = sw.stats(&ns);
+        if s["switch"]["tx_errors"] != 0 || t.elapsed() > PATIENCE {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(s["switch"]["tx_errors"], 1, "{s}");
+    assert_eq!(s["switch"]["tx_frames"]["0"], 1, "{s}");
+    assert_eq!(sw.stop().code(), Some(0));
+}
+
 /// Issue 5's end-to-end check: two senders at the egress port's line rate into one port with a
 /// small shared buffer overflow it; the drops are counted by reason and every frame the switch
 /// received is either transmitted or counted as dropped.
