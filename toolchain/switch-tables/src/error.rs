@@ -1,4 +1,4 @@
-use crate::{EntryHandle, MatchKind};
+use crate::entry::{EntryHandle, MatchKind};
 
 /// Why a table operation was refused. Field indices count from 0 in key order.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,14 +1,13 @@
 //! Match tables and action profiles of `p4-switch`: pure data structures with P4Runtime and
 //! bmv2 semantics. See README.md for the design and what is covered.
 
+mod entry;
 mod error;
 mod keys;
 mod profile;
 mod table;
 
+pub use entry::{EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind};
 pub use error::{ProfileError, TableError};
 pub use profile::{ActionProfile, GroupMember};
-pub use table::{
-    priority_from_bmv2, EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind, Table,
-    MAX_FIELD_WIDTH,
-};
+pub use table::{priority_from_bmv2, Table, MAX_FIELD_WIDTH};
