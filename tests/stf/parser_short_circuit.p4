@@ -2,7 +2,8 @@
  * its inout argument) runs only when the left operand does not decide the result (P4_16 spec,
  * 8.6: the right operand of && is evaluated only if the left is true, of || only if it is
  * false). `count` also returns early, and `k + (count(k, 1) ? ...)` reads k before the call
- * changes it (operands are evaluated left to right). */
+ * changes it (operands are evaluated left to right). A call in a branch of `?:` runs only when
+ * that branch is chosen; a call as a select key runs once, before the transition. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -15,6 +16,9 @@ header h_t {
     bit<8> r_or;
     bit<8> seq;
     bit<8> k;
+    bit<8> t;
+    bit<8> k2;
+    bit<8> s;
 }
 struct headers { h_t h; }
 struct meta_t { bit<8> unused; }
@@ -30,6 +34,7 @@ bool count(inout bit<8> c, in bit<8> v) {
 }
 
 parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    bit<8> k3;
     state start {
         pkt.extract(hdr.h);
         bit<8> n = 0;
@@ -43,6 +48,17 @@ parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata
         bit<8> k = 0;
         hdr.h.seq = k + (count(k, 1) ? 8w0 : 8w0);
         hdr.h.k = k;
+        bit<8> k2 = 0;
+        hdr.h.t = hdr.h.a == 1 ? 8w0 : (count(k2, hdr.h.b) ? 8w1 : 8w2);
+        hdr.h.k2 = k2;
+        k3 = 0;
+        transition select(count(k3, hdr.h.b)) {
+            true: counted;
+            default: accept;
+        }
+    }
+    state counted {
+        hdr.h.s = k3 + 0x80;
         transition accept;
     }
 }

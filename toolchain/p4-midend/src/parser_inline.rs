@@ -224,8 +224,8 @@ fn rename_locals(
     map: &mut HashMap<DeclId, DeclId>,
 ) -> Vec<Stmt> {
     let mut locals = Vec::new();
-    for s in &stmts {
-        collect_locals(s, &mut locals);
+    for s in &mut stmts {
+        locals_mut(s, &mut |d| locals.push(*d));
     }
     for d in locals {
         let mut decl = p.decl(d).clone();
@@ -242,7 +242,11 @@ fn rename_locals(
         }
     };
     for s in &mut stmts {
-        rename_decl_stmts(s, map);
+        locals_mut(s, &mut |d| {
+            if let Some(n) = map.get(d) {
+                *d = *n;
+            }
+        });
         stmt_exprs_mut(s, &mut subst);
     }
     for &id in map.values() {
@@ -256,42 +260,20 @@ fn rename_locals(
     stmts
 }
 
-fn collect_locals(s: &Stmt, out: &mut Vec<DeclId>) {
-    match &s.kind {
-        StmtKind::Var(d) | StmtKind::Const(d) => out.push(*d),
-        StmtKind::If(_, t, e) => {
-            collect_locals(t, out);
-            if let Some(e) = e {
-                collect_locals(e, out);
-            }
-        }
-        StmtKind::Block(b) => b.stmts.iter().for_each(|s| collect_locals(s, out)),
-        StmtKind::Switch(_, cases) => {
-            for b in cases.iter().filter_map(|c| c.body.as_ref()) {
-                b.stmts.iter().for_each(|s| collect_locals(s, out));
-            }
-        }
-        _ => {}
-    }
-}
-
-fn rename_decl_stmts(s: &mut Stmt, map: &HashMap<DeclId, DeclId>) {
+/// Calls `f` on the declaration of every local variable and constant of `s`, nested ones too.
+fn locals_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut DeclId)) {
     match &mut s.kind {
-        StmtKind::Var(d) | StmtKind::Const(d) => {
-            if let Some(n) = map.get(d) {
-                *d = *n;
-            }
-        }
+        StmtKind::Var(d) | StmtKind::Const(d) => f(d),
         StmtKind::If(_, t, e) => {
-            rename_decl_stmts(t, map);
+            locals_mut(t, f);
             if let Some(e) = e {
-                rename_decl_stmts(e, map);
+                locals_mut(e, f);
             }
         }
-        StmtKind::Block(b) => b.stmts.iter_mut().for_each(|s| rename_decl_stmts(s, map)),
+        StmtKind::Block(b) => b.stmts.iter_mut().for_each(|s| locals_mut(s, f)),
         StmtKind::Switch(_, cases) => {
             for b in cases.iter_mut().filter_map(|c| c.body.as_mut()) {
-                b.stmts.iter_mut().for_each(|s| rename_decl_stmts(s, map));
+                b.stmts.iter_mut().for_each(|s| locals_mut(s, f));
             }
         }
         _ => {}

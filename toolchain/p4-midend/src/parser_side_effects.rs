@@ -14,11 +14,12 @@
 //! Statements with nothing to hoist are left exactly as they were.
 
 use crate::build::{assign, block, not, stmt, var_ref, Temps};
+use crate::visit::operands_mut;
 use crate::Pass;
 use p4_sema::ir::{
     CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Transition, Type,
 };
-use p4_syntax::ast::{BinOp, Direction};
+use p4_syntax::ast::BinOp;
 use p4_syntax::Span;
 use std::collections::HashSet;
 
@@ -66,43 +67,6 @@ fn needs(e: &Expr) -> bool {
 
 pub(crate) fn is_function_call(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Function(_)))
-}
-
-/// The operands of `e` in evaluation order, each with whether it is a value that may be saved
-/// into a temporary (l-values, receivers and `out` arguments may not).
-fn operands_mut(e: &mut Expr) -> Vec<(&mut Expr, bool)> {
-    match &mut e.kind {
-        ExprKind::Field(b, _) | ExprKind::StackProp(b, _) => vec![(&mut **b, false)],
-        ExprKind::Slice(b, _, _) | ExprKind::Unary(_, b) | ExprKind::Cast(b) => {
-            vec![(&mut **b, true)]
-        }
-        ExprKind::Index(a, i) => vec![(&mut **a, false), (&mut **i, true)],
-        ExprKind::Binary(_, a, b) => vec![(&mut **a, true), (&mut **b, true)],
-        ExprKind::Ternary(c, a, b) => vec![(&mut **c, true), (&mut **a, false), (&mut **b, false)],
-        ExprKind::Tuple(items) => items.iter_mut().map(|i| (i, true)).collect(),
-        ExprKind::Call(c) => {
-            let c = &mut **c;
-            let mut out = Vec::new();
-            if let CallTarget::Method { receiver, .. }
-            | CallTarget::Apply(receiver)
-            | CallTarget::Builtin(receiver, _) = &mut c.target
-            {
-                out.push((receiver, false));
-            }
-            for (a, prm) in c.args.iter_mut().zip(&c.params) {
-                if let Some(a) = a {
-                    let value = matches!(prm.dir, None | Some(Direction::In));
-                    out.push((a, value));
-                }
-            }
-            out
-        }
-        ExprKind::Const(_)
-        | ExprKind::Ref(_)
-        | ExprKind::TableApply(..)
-        | ExprKind::DontCare
-        | ExprKind::Default => Vec::new(),
-    }
 }
 
 /// Hoists side effects out of parser statements; also used by `parser-inline` on the bodies

@@ -1,39 +1,49 @@
 //! Mutable walks over statements and expressions (the front end's walkers only read).
 
 use p4_sema::ir::{CallTarget, Expr, ExprKind, Stmt, StmtKind, SwitchLabel};
+use p4_syntax::ast::Direction;
 
-/// Calls `f` on `e` and every expression inside it, inner before outer.
-pub(crate) fn expr_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+/// The operands of `e` in evaluation order, each with whether it is a value that may be saved
+/// into a temporary (l-values, receivers and `out` arguments may not).
+pub(crate) fn operands_mut(e: &mut Expr) -> Vec<(&mut Expr, bool)> {
     match &mut e.kind {
-        ExprKind::Const(_)
-        | ExprKind::Ref(_)
-        | ExprKind::TableApply(..)
-        | ExprKind::DontCare
-        | ExprKind::Default => {}
-        ExprKind::Field(b, _)
-        | ExprKind::StackProp(b, _)
-        | ExprKind::Slice(b, _, _)
-        | ExprKind::Unary(_, b)
-        | ExprKind::Cast(b) => expr_mut(b, f),
-        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => {
-            expr_mut(a, f);
-            expr_mut(b, f);
+        ExprKind::Field(b, _) | ExprKind::StackProp(b, _) => vec![(&mut **b, false)],
+        ExprKind::Slice(b, _, _) | ExprKind::Unary(_, b) | ExprKind::Cast(b) => {
+            vec![(&mut **b, true)]
         }
-        ExprKind::Ternary(a, b, c) => {
-            expr_mut(a, f);
-            expr_mut(b, f);
-            expr_mut(c, f);
-        }
-        ExprKind::Tuple(items) => items.iter_mut().for_each(|i| expr_mut(i, f)),
+        ExprKind::Index(a, i) => vec![(&mut **a, false), (&mut **i, true)],
+        ExprKind::Binary(_, a, b) => vec![(&mut **a, true), (&mut **b, true)],
+        ExprKind::Ternary(c, a, b) => vec![(&mut **c, true), (&mut **a, false), (&mut **b, false)],
+        ExprKind::Tuple(items) => items.iter_mut().map(|i| (i, true)).collect(),
         ExprKind::Call(c) => {
+            let c = &mut **c;
+            let mut out = Vec::new();
             if let CallTarget::Method { receiver, .. }
             | CallTarget::Apply(receiver)
             | CallTarget::Builtin(receiver, _) = &mut c.target
             {
-                expr_mut(receiver, f);
+                out.push((receiver, false));
             }
-            c.args.iter_mut().flatten().for_each(|a| expr_mut(a, f));
+            for (a, prm) in c.args.iter_mut().zip(&c.params) {
+                if let Some(a) = a {
+                    let value = matches!(prm.dir, None | Some(Direction::In));
+                    out.push((a, value));
+                }
+            }
+            out
         }
+        ExprKind::Const(_)
+        | ExprKind::Ref(_)
+        | ExprKind::TableApply(..)
+        | ExprKind::DontCare
+        | ExprKind::Default => Vec::new(),
+    }
+}
+
+/// Calls `f` on `e` and every expression inside it, inner before outer.
+pub(crate) fn expr_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    for (o, _) in operands_mut(e) {
+        expr_mut(o, f);
     }
     f(e);
 }
