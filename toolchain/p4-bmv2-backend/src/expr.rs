@@ -342,21 +342,8 @@ impl Ctx<'_> {
             ExprKind::Binary(o, l, r) => self.binary(b, *o, l, r, e),
             ExprKind::Ternary(c, t, f) => {
                 if t.has_call() || f.has_call() {
-                    // Only the chosen branch is evaluated: branches into a temporary.
-                    if b.parser {
-                        return unsupported(e.span, "a call inside a branch of `?:` in a parser");
-                    }
-                    let tmp = self.scalar("tmp", &repr(self, &e.ty), e.span)?;
-                    let cv = self.rv(b, c)?;
-                    let else_l = b.new_label();
-                    let end = b.new_label();
-                    b.jump_if_zero(b2d(cv), else_l);
-                    self.assign_expr(b, &tmp, t)?;
-                    b.jump(end);
-                    b.place_label(else_l);
-                    self.assign_expr(b, &tmp, f)?;
-                    b.place_label(end);
-                    return self.read(&tmp, e.span);
+                    // p4-midend's `side-effects`/`parser-side-effects` make these `if`s.
+                    return unsupported(e.span, "a call inside a branch of `?:` here");
                 }
                 let c = self.rv(b, c)?;
                 let t = self.rv(b, t)?;
@@ -413,20 +400,8 @@ impl Ctx<'_> {
             return Ok(if o == BinOp::Eq { eq } else { un("not", eq) });
         }
         if matches!(o, BinOp::And | BinOp::Or) && r.has_call() {
-            // Short-circuit: the right operand (and its side effects) only when needed.
-            if b.parser {
-                return unsupported(r.span, "a call on the right of && or || in a parser");
-            }
-            let tmp = self.scalar("tmp", &Type::Bool, l.span)?;
-            let lv = self.rv(b, l)?;
-            self.assign_tv(b, &tmp, lv, l.span)?;
-            let cur = self.read(&tmp, l.span)?;
-            let skip = b.new_label();
-            let test = if o == BinOp::And { cur } else { un("not", cur) };
-            b.jump_if_zero(b2d(test), skip);
-            self.assign_expr(b, &tmp, r)?;
-            b.place_label(skip);
-            return self.read(&tmp, e.span);
+            // p4-midend's `side-effects`/`parser-side-effects` make these `if`s.
+            return unsupported(r.span, "a call on the right of && or || here");
         }
         let mut lv = self.rv(b, l)?;
         // Strict left-to-right: the left operand is saved before a call on the right runs.

@@ -1,9 +1,9 @@
-//! Runs the pass list (`passes::PASSES`) over one program: preprocess with the system cpp,
+//! Runs the pass list (`passes::passes()`) over one program: preprocess with the system cpp,
 //! then each pass in turn, then writes the outputs. Returns what it has to say instead of
 //! printing it; `main` renders it.
 
 use crate::cli::Options;
-use crate::passes::{self, Stage, PASSES};
+use crate::passes::{self, Stage};
 use p4_syntax::{Diagnostics, SourceMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -140,7 +140,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
     let mut ast = None;
     let mut ir = None;
     let mut output = None;
-    for step in PASSES {
+    for step in passes::passes() {
         match step.stage {
             Stage::Parse => ast = Some(p4_syntax::parse(&map, &mut diags)),
             Stage::Check => {

@@ -144,6 +144,10 @@ fn short_circuit_program() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/stf/parser_short_circuit.p4")
 }
 
+fn control_short_circuit_program() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/stf/short_circuit.p4")
+}
+
 /// The pass names in the order the driver runs them, from `--list-passes`.
 fn pass_names() -> Vec<String> {
     let out = p4_compile(&tests_dir(), &["--list-passes"]);
@@ -161,6 +165,7 @@ fn list_passes_names_the_pipeline_in_order() {
         [
             "parse",
             "check",
+            "side-effects",
             "parser-side-effects",
             "parser-inline",
             "bmv2"
@@ -177,6 +182,7 @@ fn dump_after_each_pass_is_p4_that_checks_again() {
     std::fs::create_dir_all(&tmp).unwrap();
     let mut programs = good_programs();
     programs.push(short_circuit_program());
+    programs.push(control_short_circuit_program());
     let mut failures = Vec::new();
     for pass in pass_names() {
         for f in &programs {
@@ -222,7 +228,7 @@ fn dump_after_each_pass_is_p4_that_checks_again() {
 
 /// What the parser passes leave for the lowering: after `parser-side-effects` the call on the
 /// right of `&&` runs under an `if` on the left operand; after `parser-inline` no function is
-/// called from the parser any more.
+/// called from the parser any more. `side-effects` does the same in actions and apply blocks.
 #[test]
 fn parser_passes_hoist_then_inline_the_calls() {
     let f = short_circuit_program();
@@ -251,4 +257,18 @@ fn parser_passes_hoist_then_inline_the_calls() {
     let inlined = dump("parser-inline");
     assert!(!inlined.contains("count("), "{inlined}");
     assert!(inlined.contains("if (!(returned)) {"), "{inlined}");
+    let f = control_short_circuit_program();
+    let out = p4_compile(
+        f.parent().unwrap(),
+        &["--dump-after", "side-effects", f.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("bool tmp = (hdr.h.a == 8w1);\n        if (tmp) {\n            tmp = count(n, hdr.h.b);"),
+        "{text}"
+    );
+    assert!(
+        text.contains("if (!(tmp_0)) {\n            tmp_0 = count(n2, hdr.h.b);"),
+        "{text}"
+    );
 }

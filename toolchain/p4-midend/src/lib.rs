@@ -2,12 +2,14 @@
 //! module each, that rewrite what P4 allows into what the BMv2 lowering can express. Every
 //! pass leaves a program that prints as P4 and checks again (`p4-compile --dump-after PASS`).
 //!
-//! The order the passes run in is `p4-compile`'s pass list; each names itself here through a
-//! [`Pass`] constant.
+//! [`PASSES`] is the order they run in; `p4-compile`'s pass list puts the front end before it
+//! and the BMv2 lowering, which expects its output, after it.
 
 mod build;
+mod hoist;
 pub mod parser_inline;
 pub mod parser_side_effects;
+pub mod side_effects;
 mod visit;
 
 use p4_sema::ir::Program;
@@ -20,4 +22,19 @@ pub struct Pass {
     /// One line on what the pass does.
     pub about: &'static str,
     pub run: fn(&mut Program),
+}
+
+/// The midend's passes in the order they run. `side-effects` runs before the parser passes so
+/// that the function bodies `parser-inline` copies have their own side effects ordered already.
+pub const PASSES: &[Pass] = &[
+    side_effects::PASS,
+    parser_side_effects::PASS,
+    parser_inline::PASS,
+];
+
+/// Runs every pass of [`PASSES`] in order.
+pub fn run(p: &mut Program) {
+    for pass in PASSES {
+        (pass.run)(p);
+    }
 }

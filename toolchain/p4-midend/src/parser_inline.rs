@@ -12,7 +12,7 @@
 //! place could change during the call).
 
 use crate::build::{assign, block, not, stmt, var_ref};
-use crate::parser_side_effects::{is_function_call, Hoister};
+use crate::hoist::{is_function_call, Hoister, Mode};
 use crate::visit::stmt_exprs_mut;
 use crate::Pass;
 use p4_sema::ir::{
@@ -33,7 +33,7 @@ pub const PASS: Pass = Pass {
 const MAX_DEPTH: usize = 64;
 
 fn run(p: &mut Program) {
-    let mut h = Hoister::new(p);
+    let mut h = Hoister::new(p, Mode::Parser);
     for i in 0..p.decls.len() {
         let DeclKind::State { stmts, .. } = &p.decls[i].kind else {
             continue;
