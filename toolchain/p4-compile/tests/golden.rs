@@ -168,6 +168,7 @@ fn list_passes_names_the_pipeline_in_order() {
             "side-effects",
             "parser-side-effects",
             "parser-inline",
+            "parser-fold",
             "bmv2"
         ]
     );
@@ -257,6 +258,15 @@ fn parser_passes_hoist_then_inline_the_calls() {
     let inlined = dump("parser-inline");
     assert!(!inlined.contains("count("), "{inlined}");
     assert!(inlined.contains("if (!(returned)) {"), "{inlined}");
+    // `count(k, 1)`: the constant argument is used in place and `if (1 == 0)` folds away.
+    assert!(inlined.contains("if ((8w1 == 8w0)) {"), "{inlined}");
+    let folded = dump("parser-fold");
+    assert!(!folded.contains("(8w1 == 8w0)"), "{folded}");
+    assert_eq!(
+        folded.matches("if ((v_").count(),
+        inlined.matches("if ((v_").count(),
+        "only the constant test is gone"
+    );
     let f = control_short_circuit_program();
     let out = p4_compile(
         f.parent().unwrap(),

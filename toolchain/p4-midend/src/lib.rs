@@ -7,6 +7,7 @@
 
 mod build;
 mod hoist;
+pub mod parser_fold;
 pub mod parser_inline;
 pub mod parser_side_effects;
 pub mod side_effects;
@@ -30,6 +31,7 @@ pub const PASSES: &[Pass] = &[
     side_effects::PASS,
     parser_side_effects::PASS,
     parser_inline::PASS,
+    parser_fold::PASS,
 ];
 
 /// Runs every pass of [`PASSES`] in order.

@@ -13,7 +13,7 @@
 
 use crate::build::{assign, block, not, stmt, var_ref};
 use crate::hoist::{is_function_call, Hoister, Mode};
-use crate::visit::stmt_exprs_mut;
+use crate::visit::{locals_mut, stmt_exprs_mut, stmts_mut};
 use crate::Pass;
 use p4_sema::ir::{
     Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type,
@@ -21,7 +21,7 @@ use p4_sema::ir::{
 };
 use p4_syntax::ast::Direction;
 use p4_syntax::Span;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub const PASS: Pass = Pass {
     name: "parser-inline",
@@ -169,8 +169,24 @@ fn inline_call(
     let mut map = HashMap::new();
     let mut stmts = Vec::new();
     let mut copy_out = Vec::new();
+    let mut body = body;
+    let written = written(&mut body);
+    let mut consts = HashMap::new();
     for (prm, a) in c.params.iter().zip(c.args) {
         let a = a.filter(|a| !matches!(a.kind, ExprKind::DontCare));
+        if let Some(
+            a @ Expr {
+                kind: ExprKind::Const(_),
+                ..
+            },
+        ) = &a
+        {
+            // A constant the body only reads: used in place, for `parser-fold`.
+            if matches!(prm.dir, None | Some(Direction::In)) && !written.contains(&prm.decl) {
+                consts.insert(prm.decl, a.clone());
+                continue;
+            }
+        }
         let init = match prm.dir {
             Some(Direction::Out) => None,
             _ => a.clone(),
@@ -190,7 +206,7 @@ fn inline_call(
         stmts.push(s);
         v
     });
-    let body = rename_locals(p, h, body, &mut map);
+    let body = rename_locals(p, h, body, &mut map, &consts);
     stmts.extend(lower_returns(p, h, body, retval, span));
     stmts.extend(copy_out);
     if let (Some(d), Some(r)) = (dst, retval) {
@@ -215,6 +231,40 @@ fn set_invalid(p: &Program, v: DeclId, span: Span) -> Stmt {
     stmt(StmtKind::Call(e), span)
 }
 
+/// The variable an l-value is part of.
+fn root(e: &Expr) -> Option<DeclId> {
+    match &e.kind {
+        ExprKind::Ref(d) => Some(*d),
+        ExprKind::Field(b, _)
+        | ExprKind::Index(b, _)
+        | ExprKind::Slice(b, _, _)
+        | ExprKind::StackProp(b, _) => root(b),
+        _ => None,
+    }
+}
+
+/// The variables and parameters `stmts` may write: assigned, or passed as `out`/`inout`.
+fn written(stmts: &mut [Stmt]) -> HashSet<DeclId> {
+    let mut out = HashSet::new();
+    for s in stmts.iter_mut() {
+        stmts_mut(s, &mut |s| {
+            if let StmtKind::Assign(l, _) = &s.kind {
+                out.extend(root(l));
+            }
+        });
+        stmt_exprs_mut(s, &mut |e| {
+            if let ExprKind::Call(c) = &e.kind {
+                for (prm, a) in c.params.iter().zip(&c.args) {
+                    if matches!(prm.dir, Some(Direction::Out | Direction::InOut)) {
+                        out.extend(a.as_ref().and_then(root));
+                    }
+                }
+            }
+        });
+    }
+    out
+}
+
 /// The body's own declarations copied under fresh names (each inlined copy has its own), and
 /// every reference to a parameter or local renamed through `map`.
 fn rename_locals(
@@ -222,6 +272,7 @@ fn rename_locals(
     h: &mut Hoister,
     mut stmts: Vec<Stmt>,
     map: &mut HashMap<DeclId, DeclId>,
+    consts: &HashMap<DeclId, Expr>,
 ) -> Vec<Stmt> {
     let mut locals = Vec::new();
     for s in &mut stmts {
@@ -238,6 +289,11 @@ fn rename_locals(
         if let ExprKind::Ref(d) = &mut e.kind {
             if let Some(n) = map.get(d) {
                 *d = *n;
+            } else if let Some(c) = consts.get(d) {
+                *e = Expr {
+                    span: e.span,
+                    ..c.clone()
+                };
             }
         }
     };
@@ -258,26 +314,6 @@ fn rename_locals(
         }
     }
     stmts
-}
-
-/// Calls `f` on the declaration of every local variable and constant of `s`, nested ones too.
-fn locals_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut DeclId)) {
-    match &mut s.kind {
-        StmtKind::Var(d) | StmtKind::Const(d) => f(d),
-        StmtKind::If(_, t, e) => {
-            locals_mut(t, f);
-            if let Some(e) = e {
-                locals_mut(e, f);
-            }
-        }
-        StmtKind::Block(b) => b.stmts.iter_mut().for_each(|s| locals_mut(s, f)),
-        StmtKind::Switch(_, cases) => {
-            for b in cases.iter_mut().filter_map(|c| c.body.as_mut()) {
-                b.stmts.iter_mut().for_each(|s| locals_mut(s, f));
-            }
-        }
-        _ => {}
-    }
 }
 
 fn has_return(s: &Stmt) -> bool {

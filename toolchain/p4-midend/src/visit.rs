@@ -1,6 +1,6 @@
 //! Mutable walks over statements and expressions (the front end's walkers only read).
 
-use p4_sema::ir::{CallTarget, Expr, ExprKind, Stmt, StmtKind, SwitchLabel};
+use p4_sema::ir::{CallTarget, DeclId, Expr, ExprKind, Stmt, StmtKind, SwitchLabel};
 use p4_syntax::ast::Direction;
 
 /// The operands of `e` in evaluation order, each with whether it is a value that may be saved
@@ -48,37 +48,51 @@ pub(crate) fn expr_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     f(e);
 }
 
+/// Calls `f` on `s` and every statement nested in it, outer first.
+pub(crate) fn stmts_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Stmt)) {
+    f(s);
+    match &mut s.kind {
+        StmtKind::If(_, t, e) => {
+            stmts_mut(t, f);
+            if let Some(e) = e {
+                stmts_mut(e, f);
+            }
+        }
+        StmtKind::Block(b) => b.stmts.iter_mut().for_each(|s| stmts_mut(s, f)),
+        StmtKind::Switch(_, cases) => {
+            for b in cases.iter_mut().filter_map(|c| c.body.as_mut()) {
+                b.stmts.iter_mut().for_each(|s| stmts_mut(s, f));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Calls `f` on every expression of `s` and of the statements inside it.
 pub(crate) fn stmt_exprs_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
-    match &mut s.kind {
+    stmts_mut(s, &mut |s| match &mut s.kind {
         StmtKind::Assign(l, r) => {
             expr_mut(l, f);
             expr_mut(r, f);
         }
-        StmtKind::Call(e) | StmtKind::Return(Some(e)) => expr_mut(e, f),
-        StmtKind::If(c, t, e) => {
-            expr_mut(c, f);
-            stmt_exprs_mut(t, f);
-            if let Some(e) = e {
-                stmt_exprs_mut(e, f);
-            }
-        }
-        StmtKind::Block(b) => b.stmts.iter_mut().for_each(|s| stmt_exprs_mut(s, f)),
+        StmtKind::Call(e) | StmtKind::Return(Some(e)) | StmtKind::If(e, ..) => expr_mut(e, f),
         StmtKind::Switch(e, cases) => {
             expr_mut(e, f);
             for c in cases {
                 if let SwitchLabel::Value(v) = &mut c.label {
                     expr_mut(v, f);
                 }
-                if let Some(b) = &mut c.body {
-                    b.stmts.iter_mut().for_each(|s| stmt_exprs_mut(s, f));
-                }
             }
         }
-        StmtKind::Exit
-        | StmtKind::Return(None)
-        | StmtKind::Empty
-        | StmtKind::Var(_)
-        | StmtKind::Const(_) => {}
-    }
+        _ => {}
+    });
+}
+
+/// Calls `f` on the declaration of every local variable and constant of `s`, nested ones too.
+pub(crate) fn locals_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut DeclId)) {
+    stmts_mut(s, &mut |s| {
+        if let StmtKind::Var(d) | StmtKind::Const(d) = &mut s.kind {
+            f(d);
+        }
+    });
 }
