@@ -1,6 +1,6 @@
 //! Compile time per phase: `cargo run --release -p p4-bmv2-backend --example compile_bench --
 //! PROG.p4 OUT.json [ITERATIONS]`. Preprocesses once with the system cpp (p4-compile's
-//! `p4include`), then runs parse, check, lowering (midend and BMv2 JSON model), JSON
+//! `p4include`), then runs parse, check, midend (`p4-midend`'s passes) and lowering to the BMv2 JSON model, JSON
 //! serialisation and P4Info generation ITERATIONS times, and writes the median of each phase in
 //! microseconds as one JSON object to OUT.json (and stdout).
 
@@ -56,10 +56,11 @@ fn main() -> ExitCode {
         let t1 = Instant::now();
         let typed = p4_sema::check(&ast, &mut diags);
         let t2 = Instant::now();
-        let Some(ir) = typed else {
+        let Some(mut ir) = typed else {
             eprint!("{}", diags.render(&map));
             return ExitCode::FAILURE;
         };
+        p4_midend::run(&mut ir);
         let Some(output) = p4_bmv2_backend::compile(&ir, &mut diags) else {
             eprint!("{}", diags.render(&map));
             return ExitCode::FAILURE;

@@ -7,10 +7,11 @@
 //! as the specification says even when the arguments alias. `return` jumps to the end of the
 //! inlined body (`_jump`), `if` branches with `_jump_if_zero`, `exit` is bmv2's `exit`.
 
-use crate::expr::{b2d, hex, hex_u, mask, op, repr, value_tv};
+use crate::expr::{b2d, op, repr, value_tv};
 use crate::layout::Place;
+use crate::num::{hex, hex_u, mask, unsigned};
+use crate::prims::{Body, CallValue};
 use crate::{unsupported, Bind, Ctx, R};
-use num_bigint::BigInt;
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
@@ -19,81 +20,6 @@ use p4_sema::ir::{
 };
 use p4_syntax::ast::Direction;
 use p4_syntax::Span;
-
-/// The value of an inlined call.
-pub(crate) enum CallValue {
-    Tv(Tv),
-    Place(Place),
-}
-
-/// Primitives being collected, with labels for jumps.
-#[derive(Default)]
-pub(crate) struct Body {
-    pub prims: Vec<j::Primitive>,
-    labels: Vec<Option<usize>>,
-    /// (primitive, parameter, label) to patch once labels are placed.
-    fixups: Vec<(usize, usize, usize)>,
-    /// Innermost inlined callee: its end label and where its result goes.
-    returns: Vec<(usize, Option<Place>)>,
-    /// Per inlined callee (innermost last), its `out`/`inout` copy-outs: `exit` performs them
-    /// all before ending the pipeline, as the specification requires.
-    copy_outs: Vec<Vec<(Place, Place, Span)>>,
-    pub parser: bool,
-}
-
-impl Body {
-    pub fn new(parser: bool) -> Body {
-        Body {
-            parser,
-            ..Body::default()
-        }
-    }
-
-    pub fn push(&mut self, op: &str, parameters: Vec<Tv>) {
-        self.prims.push(j::Primitive {
-            op: op.into(),
-            parameters,
-            source_info: None,
-        });
-    }
-
-    pub fn new_label(&mut self) -> usize {
-        self.labels.push(None);
-        self.labels.len() - 1
-    }
-
-    pub fn place_label(&mut self, l: usize) {
-        self.labels[l] = Some(self.prims.len());
-    }
-
-    pub fn jump(&mut self, l: usize) {
-        self.fixups.push((self.prims.len(), 0, l));
-        self.push("_jump", vec![Tv::Int(0)]);
-    }
-
-    pub fn jump_if_zero(&mut self, cond: Tv, l: usize) {
-        self.fixups.push((self.prims.len(), 1, l));
-        self.push("_jump_if_zero", vec![cond, Tv::Int(0)]);
-    }
-
-    /// Opens the outermost body so that a `return` in it ends it.
-    pub fn open(&mut self) {
-        let l = self.new_label();
-        self.returns.push((l, None));
-    }
-
-    /// The primitives with jump targets resolved.
-    pub fn finish(mut self) -> Vec<j::Primitive> {
-        while let Some((l, _)) = self.returns.pop() {
-            self.place_label(l);
-        }
-        for (pi, arg, l) in std::mem::take(&mut self.fixups) {
-            let target = self.labels[l].unwrap_or(self.prims.len());
-            self.prims[pi].parameters[arg] = hex_u(target as u64);
-        }
-        self.prims
-    }
-}
 
 impl Ctx<'_> {
     pub fn stmts(&mut self, b: &mut Body, stmts: &[Stmt]) -> R<()> {
@@ -1038,7 +964,7 @@ impl Ctx<'_> {
             match &it.kind {
                 ExprKind::Const(Value::Int(v)) => {
                     let w = self.p.width_of(&it.ty).unwrap_or(0) as u32;
-                    let Tv::Hexstr(value) = hex(&crate::expr::unsigned(v, w)) else {
+                    let Tv::Hexstr(value) = hex(&unsigned(v, w)) else {
                         unreachable!("hex makes a hexstr")
                     };
                     input.push(Tv::SizedHexstr { value, bitwidth: w });
@@ -1164,18 +1090,5 @@ impl Ctx<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// The integer value of a constant expression.
-pub(crate) fn const_int(e: &Expr) -> Option<BigInt> {
-    match &e.kind {
-        ExprKind::Const(Value::Int(v)) => Some(v.clone()),
-        ExprKind::Const(Value::Bool(b)) => Some(BigInt::from(*b as u8)),
-        ExprKind::Const(Value::Error(i)) | ExprKind::Const(Value::EnumMember(_, i)) => {
-            Some(BigInt::from(*i))
-        }
-        ExprKind::Cast(x) => const_int(x),
-        _ => None,
     }
 }

@@ -4,8 +4,8 @@
 //! a calculation over `data` and a `checksums` entry on `f` guarded by `c`; the deparser's
 //! `emit` calls become its header order (a stack emits each element, a struct each member).
 
-use crate::body::Body;
 use crate::layout::Place;
+use crate::prims::Body;
 use crate::{unsupported, Ctx, R};
 use p4_bmv2_json as j;
 use p4_sema::ir::{CallTarget, DeclId, DeclKind, ExprKind, Stmt, StmtKind, TypeDeclKind};

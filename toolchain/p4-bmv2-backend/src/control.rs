@@ -7,9 +7,10 @@
 //! successors. A sub-control's apply is lowered in place with its own name prefix and its
 //! `return` continuing after the call; `exit` ends the pipeline.
 
-use crate::body::{const_int, Body};
-use crate::expr::{has_call, has_table_hit, hex, mask, unsigned};
+use crate::expr::has_table_hit;
 use crate::layout::Place;
+use crate::num::{const_int, hex, mask, unsigned};
+use crate::prims::Body;
 use crate::{unsupported, Bind, Ctx, Frame, R};
 use num_bigint::BigInt;
 use p4_bmv2_json as j;
@@ -277,7 +278,7 @@ impl Ctx<'_> {
                 }
                 let mut pre = Body::new(false);
                 pre.open();
-                let cond = if has_call(c) {
+                let cond = if c.has_call() {
                     let tmp = self.scalar("cond", &Type::Bool, c.span)?;
                     self.assign_expr(&mut pre, &tmp, c)?;
                     self.read(&tmp, c.span)?
@@ -420,7 +421,7 @@ impl Ctx<'_> {
                 hit_operands(e, &mut subs);
                 let mut rest_has_call = false;
                 crate::expr::children(e).iter().for_each(|c| {
-                    if !has_table_hit(c) && has_call(c) {
+                    if !has_table_hit(c) && c.has_call() {
                         rest_has_call = true;
                     }
                 });

@@ -5,33 +5,16 @@
 //! saturating operators by `usat_cast`/`sat_cast`. Booleans are their own kind of value:
 //! stored as `bit<1>`, converted with `b2d` and `d2b`.
 
-use crate::body::Body;
 use crate::layout::Place;
+use crate::num::{const_int, hex, hex_u, mask};
+use crate::prims::{Body, CallValue};
 use crate::{unsupported, Bind, Ctx, R};
-use num_bigint::BigInt;
-use num_traits::{One, Signed, Zero};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
     Builtin, CallTarget, DeclKind, Expr, ExprKind, StackProp, TableField, Type, TypeDeclKind, Value,
 };
 use p4_syntax::ast::{BinOp, UnOp};
-
-pub(crate) fn hex(v: &BigInt) -> Tv {
-    let (sign, bytes) = v.to_bytes_be();
-    Tv::Hexstr(j::HexStr {
-        negative: sign == num_bigint::Sign::Minus,
-        bytes,
-    })
-}
-
-pub(crate) fn hex_u(v: u64) -> Tv {
-    hex(&BigInt::from(v))
-}
-
-pub(crate) fn mask(w: u32) -> BigInt {
-    (BigInt::one() << w) - 1
-}
 
 pub(crate) fn op(o: &str, l: Tv, r: Tv) -> Tv {
     Tv::Expression(Box::new(j::Expr::Op(j::ExprOp {
@@ -89,19 +72,6 @@ pub(crate) fn value_tv(v: &Value, span: p4_syntax::Span) -> R<Tv> {
         Value::Str(s) => Tv::String(s.clone()),
         Value::Tuple(_) => return unsupported(span, "a list value in an expression"),
     })
-}
-
-/// Whether evaluating `e` may have side effects (calls other than `isValid`).
-pub(crate) fn has_call(e: &Expr) -> bool {
-    let mut found = false;
-    walk(e, &mut |x| {
-        if let ExprKind::Call(c) = &x.kind {
-            if !matches!(c.target, CallTarget::Builtin(_, Builtin::IsValid)) {
-                found = true;
-            }
-        }
-    });
-    found
 }
 
 /// Whether `e` applies a table for its `hit`/`miss`.
@@ -189,7 +159,7 @@ impl Ctx<'_> {
             }
             ExprKind::Index(s, i) => {
                 let sp = self.place(b, s)?;
-                if let (Place::Struct { fields }, Some(k)) = (&sp, crate::body::const_int(i)) {
+                if let (Place::Struct { fields }, Some(k)) = (&sp, const_int(i)) {
                     return match usize::try_from(k).ok().and_then(|k| fields.get(k)) {
                         Some(f) => Ok(f.clone()),
                         None => unsupported(e.span, "a tuple index out of range"),
@@ -239,7 +209,7 @@ impl Ctx<'_> {
                 }
             }
             ExprKind::Call(c) => match self.call(b, c, e)? {
-                Some(crate::body::CallValue::Place(p)) => Ok(p),
+                Some(CallValue::Place(p)) => Ok(p),
                 _ => unsupported(e.span, "this call as a storage location"),
             },
             _ => unsupported(e.span, "this expression as a storage location"),
@@ -371,22 +341,9 @@ impl Ctx<'_> {
             }
             ExprKind::Binary(o, l, r) => self.binary(b, *o, l, r, e),
             ExprKind::Ternary(c, t, f) => {
-                if has_call(t) || has_call(f) {
-                    // Only the chosen branch is evaluated: branches into a temporary.
-                    if b.parser {
-                        return unsupported(e.span, "a call inside a branch of `?:` in a parser");
-                    }
-                    let tmp = self.scalar("tmp", &repr(self, &e.ty), e.span)?;
-                    let cv = self.rv(b, c)?;
-                    let else_l = b.new_label();
-                    let end = b.new_label();
-                    b.jump_if_zero(b2d(cv), else_l);
-                    self.assign_expr(b, &tmp, t)?;
-                    b.jump(end);
-                    b.place_label(else_l);
-                    self.assign_expr(b, &tmp, f)?;
-                    b.place_label(end);
-                    return self.read(&tmp, e.span);
+                if t.has_call() || f.has_call() {
+                    // p4-midend's `side-effects`/`parser-side-effects` make these `if`s.
+                    return unsupported(e.span, "a call inside a branch of `?:` here");
                 }
                 let c = self.rv(b, c)?;
                 let t = self.rv(b, t)?;
@@ -417,8 +374,8 @@ impl Ctx<'_> {
                         return unsupported(e.span, "a call without a value used as a value");
                     };
                     match result {
-                        crate::body::CallValue::Tv(tv) => Ok(tv),
-                        crate::body::CallValue::Place(p) => self.read(&p, e.span),
+                        CallValue::Tv(tv) => Ok(tv),
+                        CallValue::Place(p) => self.read(&p, e.span),
                     }
                 }
             },
@@ -442,25 +399,13 @@ impl Ctx<'_> {
             let eq = self.eq_places(&pa, &pb, e.span)?;
             return Ok(if o == BinOp::Eq { eq } else { un("not", eq) });
         }
-        if matches!(o, BinOp::And | BinOp::Or) && has_call(r) {
-            // Short-circuit: the right operand (and its side effects) only when needed.
-            if b.parser {
-                return unsupported(r.span, "a call on the right of && or || in a parser");
-            }
-            let tmp = self.scalar("tmp", &Type::Bool, l.span)?;
-            let lv = self.rv(b, l)?;
-            self.assign_tv(b, &tmp, lv, l.span)?;
-            let cur = self.read(&tmp, l.span)?;
-            let skip = b.new_label();
-            let test = if o == BinOp::And { cur } else { un("not", cur) };
-            b.jump_if_zero(b2d(test), skip);
-            self.assign_expr(b, &tmp, r)?;
-            b.place_label(skip);
-            return self.read(&tmp, e.span);
+        if matches!(o, BinOp::And | BinOp::Or) && r.has_call() {
+            // p4-midend's `side-effects`/`parser-side-effects` make these `if`s.
+            return unsupported(r.span, "a call on the right of && or || here");
         }
         let mut lv = self.rv(b, l)?;
         // Strict left-to-right: the left operand is saved before a call on the right runs.
-        if has_call(r) && !matches!(l.kind, ExprKind::Const(_)) {
+        if r.has_call() && !matches!(l.kind, ExprKind::Const(_)) {
             let tmp = self.scalar("tmp", &l.ty, l.span)?;
             self.assign_tv(b, &tmp, lv, l.span)?;
             lv = self.read(&tmp, l.span)?;
@@ -602,18 +547,6 @@ pub(crate) fn slice(v: Tv, hi: u32, lo: u32) -> Tv {
         op(">>", v, hex_u(u64::from(lo)))
     };
     op("&", shifted, hex(&mask(hi - lo + 1)))
-}
-
-/// `v` as an unsigned value of `w` bits (two's complement for negative numbers).
-pub(crate) fn unsigned(v: &BigInt, w: u32) -> BigInt {
-    if v.is_negative() {
-        let m = BigInt::one() << w;
-        ((v % &m) + &m) % m
-    } else if w == 0 {
-        BigInt::zero()
-    } else {
-        v & mask(w)
-    }
 }
 
 /// `pkt.lookahead<T>()`.

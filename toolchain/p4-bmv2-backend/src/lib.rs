@@ -22,6 +22,11 @@
 //!    the deparser's `emit` calls to its header order.
 //! 7. `p4info`: the control-plane model with p4c's names (`MyIngress.ipv4_lpm`, `@name`).
 //!
+//!
+//! Below them, `prims` collects one body's primitives (jumps, labels, the inlined callees'
+//! returns and copy-outs) and `num` makes numbers into BMv2 values; no module imports one that
+//! imports it back (`body` calls into `expr` for values, `expr` reaches calls through `Ctx`).
+//!
 //! Anything outside this subset is an `unsupported` error at its source location.
 
 mod body;
@@ -29,8 +34,10 @@ mod checksum;
 mod control;
 mod expr;
 mod layout;
+mod num;
 mod p4info;
 mod parser;
+mod prims;
 
 use p4_bmv2_json as j;
 use p4_sema::ir::{self, DeclId, DeclKind, ExprKind, Type, TypeDeclKind};

@@ -4,7 +4,7 @@
 //! declaration order after the top-level actions its tables use, then its tables and extern
 //! instances in declaration order).
 
-use crate::body::const_int;
+use crate::num::const_int;
 use crate::{Bind, Ctx, R};
 use num_traits::ToPrimitive;
 use p4_bmv2_json as j;
@@ -383,7 +383,7 @@ pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
                 }
                 let w = p.width_of(&crate::expr::repr(cx, &prm.ty)).unwrap_or(1) as u32;
                 let v = a.as_ref().and_then(const_int).unwrap_or_default();
-                let v = crate::expr::unsigned(&v, w).to_u128().unwrap_or(0);
+                let v = crate::num::unsigned(&v, w).to_u128().unwrap_or(0);
                 arguments.push(m::bytestring(v, w));
             }
             Some(m::DefaultAction {

@@ -4,8 +4,8 @@
 //! `default` mask their part out, value sets become `parse_vset` transitions. Each key part
 //! occupies whole bytes of the transition value, as bmv2 concatenates them.
 
-use crate::body::{const_int, Body};
-use crate::expr::{hex, mask, unsigned};
+use crate::num::{const_int, hex, mask, unsigned};
+use crate::prims::Body;
 use crate::{unsupported, Bind, Ctx, R};
 use num_bigint::BigInt;
 use num_traits::{One, Zero};

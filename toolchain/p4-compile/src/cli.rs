@@ -16,14 +16,17 @@ pub struct Options {
     pub parse_only: bool,
     /// Stop after semantic checks (no JSON, no P4Info).
     pub check_only: bool,
-    /// Print the typed IR after semantic checks (for compiler developers).
+    /// Print the typed IR after semantic checks (for compiler developers); `--dump-after check`.
     pub dump_ir: bool,
+    /// Print the program as P4 after this pass and stop.
+    pub dump_after: Option<String>,
     pub input: PathBuf,
 }
 
 pub enum Parsed {
     Run(Options),
     Help(String),
+    ListPasses,
 }
 
 fn prog_name(args: &[String]) -> String {
@@ -37,7 +40,7 @@ pub fn usage_line(args: &[String]) -> String {
     if prog_name(args) == "p4c-bm2-ss" {
         "usage: p4c-bm2-ss [-I DIR] [-D NAME[=VAL]] -o OUT.json [--p4runtime-files FILE[,FILE]] PROG.p4".to_string()
     } else {
-        "usage: p4-compile --target bmv2 --arch v1model [--std p4-16] [-I DIR] [-D NAME[=VAL]] [-o OUTDIR] [--p4runtime-files FILE[,FILE]] PROG.p4".to_string()
+        "usage: p4-compile --target bmv2 --arch v1model [--std p4-16] [-I DIR] [-D NAME[=VAL]] [-o OUTDIR] [--p4runtime-files FILE[,FILE]] [--list-passes] [--dump-after PASS] PROG.p4".to_string()
     }
 }
 
@@ -115,6 +118,8 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
             "--parse-only" => o.parse_only = true,
             "--check-only" => o.check_only = true,
             "--dump-ir" => o.dump_ir = true,
+            "--dump-after" => o.dump_after = Some(value("--dump-after")?),
+            "--list-passes" => return Ok(Parsed::ListPasses),
             k if IGNORED_WITH_VALUE.contains(&k) && inline.is_some() => {}
             k if IGNORED_FLAGS.contains(&k) => {}
             k if IGNORED_WITH_VALUE.contains(&k) => {
@@ -145,7 +150,7 @@ mod tests {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match parse_args(&v)? {
             Parsed::Run(o) => Ok(o),
-            Parsed::Help(_) => Err("help".into()),
+            Parsed::Help(_) | Parsed::ListPasses => Err("help".into()),
         }
     }
 
@@ -190,5 +195,11 @@ mod tests {
         assert_eq!(run(&["p4-compile", "-o"]).unwrap_err(), "-o needs a value");
         assert_eq!(run(&["p4-compile"]).unwrap_err(), "no input file");
         assert!(run(&["p4-compile", "--bogus", "p.p4"]).is_err());
+        assert_eq!(
+            run(&["p4-compile", "--dump-after"]).unwrap_err(),
+            "--dump-after needs a value"
+        );
+        let o = run(&["p4-compile", "--dump-after=parser-inline", "p.p4"]).unwrap();
+        assert_eq!(o.dump_after.as_deref(), Some("parser-inline"));
     }
 }

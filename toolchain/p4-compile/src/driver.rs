@@ -1,9 +1,77 @@
-//! The pass pipeline: preprocess with the system cpp, parse, check, emit.
+//! Runs the pass list (`passes::passes()`) over one program: preprocess with the system cpp,
+//! then each pass in turn, then writes the outputs. Returns what it has to say instead of
+//! printing it; `main` renders it.
 
 use crate::cli::Options;
+use crate::passes::{self, Stage};
 use p4_syntax::{Diagnostics, SourceMap};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// A compilation that went through: the program's warnings (rendered with file, line and
+/// caret) and, for `--dump-after`/`--dump-ir`, the program printed as P4.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub diagnostics: String,
+    pub dump: Option<String>,
+}
+
+/// A compilation that stopped: the diagnostics gathered until then and why it stopped.
+#[derive(Debug)]
+pub struct Failure {
+    pub diagnostics: String,
+    pub error: CompileError,
+}
+
+#[derive(Debug)]
+pub enum CompileError {
+    NoInput(PathBuf),
+    /// `cpp` could not be started.
+    Cpp(std::io::Error),
+    /// `cpp` failed; its messages are the failure's diagnostics.
+    Preprocess(PathBuf),
+    /// Errors in the program, all in the failure's diagnostics.
+    Program {
+        errors: usize,
+    },
+    P4Info(Vec<p4_p4info::P4InfoError>),
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// `--dump-after` names no pass after which there is a P4 program to print.
+    NotDumpable(String),
+}
+
+impl CompileError {
+    /// Whether the error says more than the diagnostics already do.
+    pub fn has_message(&self) -> bool {
+        !matches!(self, CompileError::Program { .. })
+    }
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::NoInput(p) => write!(f, "{}: no such file", p.display()),
+            CompileError::Cpp(e) => write!(f, "cannot run the C preprocessor 'cpp': {e}"),
+            CompileError::Preprocess(p) => write!(f, "preprocessing {} failed", p.display()),
+            CompileError::Program { errors } => write!(f, "{errors} error(s) in the program"),
+            CompileError::P4Info(errs) => {
+                let lines: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+                write!(f, "P4Info: {}", lines.join("\nerror: P4Info: "))
+            }
+            CompileError::Write { path, error } => write!(f, "{}: {error}", path.display()),
+            CompileError::NotDumpable(name) => write!(
+                f,
+                "--dump-after {name}: not a pass after which the program is P4 (see --list-passes)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
 
 /// Where `#include <core.p4>` and `<v1model.p4>` are found: installed next to the binary
 /// (`<prefix>/bin/p4-compile` and `<prefix>/share/p4c/p4include`), else in the source tree.
@@ -19,9 +87,13 @@ pub fn include_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("p4include")
 }
 
+fn fail(diagnostics: String, error: CompileError) -> Failure {
+    Failure { diagnostics, error }
+}
+
 /// Runs cpp as p4c does: C language, no system headers or predefined macros, comments dropped,
 /// line markers kept so that diagnostics name the original files.
-fn preprocess(opts: &Options) -> Result<String, ()> {
+fn preprocess(opts: &Options) -> Result<String, Failure> {
     let mut cmd = Command::new("cpp");
     cmd.args(["-x", "c", "-undef", "-nostdinc", "-w"])
         .arg(format!("-I{}", include_dir().display()))
@@ -36,49 +108,87 @@ fn preprocess(opts: &Options) -> Result<String, ()> {
         cmd.arg(format!("-I{i}"));
     }
     cmd.args(&opts.macros).arg(&opts.input);
-    let out = match cmd.output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: cannot run the C preprocessor 'cpp': {e}");
-            return Err(());
-        }
-    };
+    let out = cmd
+        .output()
+        .map_err(|e| fail(String::new(), CompileError::Cpp(e)))?;
     if !out.status.success() {
-        eprint!("{}", String::from_utf8_lossy(&out.stderr));
-        eprintln!("error: preprocessing {} failed", opts.input.display());
-        return Err(());
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        return Err(fail(stderr, CompileError::Preprocess(opts.input.clone())));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-pub fn run(opts: &Options) -> Result<(), ()> {
+pub fn run(opts: &Options) -> Result<Report, Failure> {
+    let dump_after = match (&opts.dump_after, opts.dump_ir) {
+        (Some(name), _) => Some(name.as_str()),
+        (None, true) => Some("check"),
+        (None, false) => None,
+    };
+    if let Some(name) = dump_after.filter(|n| !passes::dumpable(n)) {
+        return Err(fail(String::new(), CompileError::NotDumpable(name.into())));
+    }
     if !opts.input.is_file() {
-        eprintln!("error: {}: no such file", opts.input.display());
-        return Err(());
+        return Err(fail(
+            String::new(),
+            CompileError::NoInput(opts.input.clone()),
+        ));
     }
     let text = preprocess(opts)?;
     let map = SourceMap::new(&opts.input.to_string_lossy(), text);
     let mut diags = Diagnostics::default();
-    let program = p4_syntax::parse(&map, &mut diags);
-    // Semantic checks need a whole tree: after syntax errors they would only report cascades.
-    if !opts.parse_only && !diags.has_errors() {
-        let typed = p4_sema::check(&program, &mut diags);
-        if let (Some(ir), true) = (&typed, opts.dump_ir) {
-            print!("{}", p4_sema::print::to_p4(ir));
-        }
-        if let (Some(ir), false) = (typed, opts.check_only || opts.dump_ir) {
-            if let Some(out) = p4_bmv2_backend::compile(&ir, &mut diags) {
-                report(&diags, &map)?;
-                return write_outputs(opts, &out);
+    let mut report = Report::default();
+    let mut ast = None;
+    let mut ir = None;
+    let mut output = None;
+    for step in passes::passes() {
+        match step.stage {
+            Stage::Parse => ast = Some(p4_syntax::parse(&map, &mut diags)),
+            Stage::Check => {
+                // Semantic checks need a whole tree: after syntax errors they would only
+                // report cascades.
+                if opts.parse_only || diags.has_errors() {
+                    break;
+                }
+                ir = ast.as_ref().and_then(|a| p4_sema::check(a, &mut diags));
+            }
+            Stage::Midend(run) => {
+                if let Some(p) = ir.as_mut() {
+                    run(p);
+                }
+            }
+            Stage::Lower => {
+                if let Some(p) = &ir {
+                    output = p4_bmv2_backend::compile(p, &mut diags);
+                }
             }
         }
+        if ir.is_none() && matches!(step.stage, Stage::Check) {
+            break;
+        }
+        if dump_after == Some(step.name) {
+            report.dump = ir.as_ref().map(p4_sema::print::to_p4);
+            break;
+        }
+        if opts.check_only && matches!(step.stage, Stage::Check) {
+            break;
+        }
     }
-    report(&diags, &map)
+    report.diagnostics = diags.render(&map);
+    if diags.has_errors() {
+        let errors = diags.error_count();
+        return Err(fail(report.diagnostics, CompileError::Program { errors }));
+    }
+    if let Some(out) = output {
+        if let Err(error) = write_outputs(opts, &out) {
+            return Err(fail(report.diagnostics, error));
+        }
+    }
+    Ok(report)
 }
 
 /// Writes the BMv2 JSON (`OUTDIR/PROG.json`, or `-o OUT.json` for p4c-bm2-ss) and the P4Info
 /// files, each in the format its extension names (`.txtpb`/`.txt`, `.json`, `.bin`).
-fn write_outputs(opts: &Options, out: &p4_bmv2_backend::Output) -> Result<(), ()> {
+fn write_outputs(opts: &Options, out: &p4_bmv2_backend::Output) -> Result<(), CompileError> {
     let stem = opts
         .input
         .file_stem()
@@ -91,24 +201,16 @@ fn write_outputs(opts: &Options, out: &p4_bmv2_backend::Output) -> Result<(), ()
         (None, false) => PathBuf::from(format!("{stem}.json")),
     };
     if let Some(dir) = json_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("error: {}: {e}", dir.display());
-            return Err(());
-        }
+        std::fs::create_dir_all(dir).map_err(|error| CompileError::Write {
+            path: dir.to_path_buf(),
+            error,
+        })?;
     }
     write(&json_path, out.json.to_json_pretty().into_bytes())?;
     if opts.p4runtime_files.is_empty() {
         return Ok(());
     }
-    let info = match p4_p4info::generate(&out.control_plane) {
-        Ok(i) => i,
-        Err(errs) => {
-            for e in errs {
-                eprintln!("error: P4Info: {e}");
-            }
-            return Err(());
-        }
-    };
+    let info = p4_p4info::generate(&out.control_plane).map_err(CompileError::P4Info)?;
     for f in &opts.p4runtime_files {
         let ext = f.extension().map(|e| e.to_string_lossy().into_owned());
         let fmt = opts.p4runtime_format.clone().or(ext).unwrap_or_default();
@@ -122,15 +224,9 @@ fn write_outputs(opts: &Options, out: &p4_bmv2_backend::Output) -> Result<(), ()
     Ok(())
 }
 
-fn write(path: &Path, bytes: Vec<u8>) -> Result<(), ()> {
-    std::fs::write(path, bytes).map_err(|e| eprintln!("error: {}: {e}", path.display()))
-}
-
-fn report(diags: &Diagnostics, map: &SourceMap) -> Result<(), ()> {
-    eprint!("{}", diags.render(map));
-    if diags.has_errors() {
-        Err(())
-    } else {
-        Ok(())
-    }
+fn write(path: &Path, bytes: Vec<u8>) -> Result<(), CompileError> {
+    std::fs::write(path, bytes).map_err(|error| CompileError::Write {
+        path: path.to_path_buf(),
+        error,
+    })
 }

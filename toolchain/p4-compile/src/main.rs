@@ -2,6 +2,7 @@
 
 mod cli;
 mod driver;
+mod passes;
 
 use std::process::ExitCode;
 
@@ -13,6 +14,10 @@ fn main() -> ExitCode {
             print!("{text}");
             return ExitCode::SUCCESS;
         }
+        Ok(cli::Parsed::ListPasses) => {
+            print!("{}", passes::listing());
+            return ExitCode::SUCCESS;
+        }
         Err(msg) => {
             eprintln!("error: {msg}");
             eprintln!("{}", cli::usage_line(&args));
@@ -20,7 +25,17 @@ fn main() -> ExitCode {
         }
     };
     match driver::run(&opts) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(()) => ExitCode::FAILURE,
+        Ok(report) => {
+            print!("{}", report.dump.unwrap_or_default());
+            eprint!("{}", report.diagnostics);
+            ExitCode::SUCCESS
+        }
+        Err(failure) => {
+            eprint!("{}", failure.diagnostics);
+            if failure.error.has_message() {
+                eprintln!("error: {}", failure.error);
+            }
+            ExitCode::FAILURE
+        }
     }
 }

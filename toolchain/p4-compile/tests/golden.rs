@@ -130,3 +130,155 @@ fn missing_input_and_bad_options_fail_with_a_message() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unsupported architecture 'tna'"));
 }
+
+fn p4_compile(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_p4-compile"))
+        .current_dir(dir)
+        .args(["--target", "bmv2", "--arch", "v1model"])
+        .args(args)
+        .output()
+        .expect("run p4-compile")
+}
+
+fn short_circuit_program() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/stf/parser_short_circuit.p4")
+}
+
+fn control_short_circuit_program() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/stf/short_circuit.p4")
+}
+
+/// The pass names in the order the driver runs them, from `--list-passes`.
+fn pass_names() -> Vec<String> {
+    let out = p4_compile(&tests_dir(), &["--list-passes"]);
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn list_passes_names_the_pipeline_in_order() {
+    assert_eq!(
+        pass_names(),
+        [
+            "parse",
+            "check",
+            "side-effects",
+            "parser-side-effects",
+            "parser-inline",
+            "parser-fold",
+            "bmv2"
+        ]
+    );
+}
+
+/// `--dump-after PASS` prints P4 after every pass that works on the typed IR, and that P4 parses
+/// and checks again; the passes with no P4 program after them (parse, bmv2) and unknown names
+/// are refused with a message.
+#[test]
+fn dump_after_each_pass_is_p4_that_checks_again() {
+    let tmp = std::env::temp_dir().join(format!("p4-dump-after-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut programs = good_programs();
+    programs.push(short_circuit_program());
+    programs.push(control_short_circuit_program());
+    let mut failures = Vec::new();
+    for pass in pass_names() {
+        for f in &programs {
+            let out = p4_compile(
+                f.parent().unwrap(),
+                &["--dump-after", &pass, f.to_str().unwrap()],
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            if pass == "parse" || pass == "bmv2" {
+                assert!(!out.status.success());
+                assert!(
+                    stderr.contains("not a pass after which the program is P4"),
+                    "{stderr}"
+                );
+                continue;
+            }
+            assert!(
+                out.status.success(),
+                "{} after {pass}: {stderr}",
+                f.display()
+            );
+            let copy = tmp.join("dump.p4");
+            std::fs::write(&copy, &out.stdout).unwrap();
+            let again = p4_compile(&tmp, &["--check-only", "dump.p4"]);
+            if !again.status.success() {
+                failures.push(format!(
+                    "{} after {pass}:\n{}",
+                    f.display(),
+                    String::from_utf8_lossy(&again.stderr)
+                ));
+            }
+        }
+    }
+    let out = p4_compile(&tests_dir(), &["--dump-after", "nosuch", "x.p4"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --dump-after nosuch: not a pass after which the program is P4 (see --list-passes)\n"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// What the parser passes leave for the lowering: after `parser-side-effects` the call on the
+/// right of `&&` runs under an `if` on the left operand; after `parser-inline` no function is
+/// called from the parser any more. `side-effects` does the same in actions and apply blocks.
+#[test]
+fn parser_passes_hoist_then_inline_the_calls() {
+    let f = short_circuit_program();
+    let dump = |pass: &str| {
+        let out = p4_compile(
+            f.parent().unwrap(),
+            &["--dump-after", pass, f.to_str().unwrap()],
+        );
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let start = text.find("parser P(").expect("parser P");
+        text[start..]
+            .split("\ncontrol ")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let checked = dump("check");
+    assert!(
+        checked.contains("bool r1 = ((hdr.h.a == 8w1) && count(n, hdr.h.b));"),
+        "{checked}"
+    );
+    let hoisted = dump("parser-side-effects");
+    assert!(hoisted.contains("bool tmp = (hdr.h.a == 8w1);\n        if (tmp) {\n            tmp = count(n, hdr.h.b);"), "{hoisted}");
+    assert!(hoisted.contains("if (!(tmp_0)) {"), "{hoisted}");
+    let inlined = dump("parser-inline");
+    assert!(!inlined.contains("count("), "{inlined}");
+    assert!(inlined.contains("if (!(returned)) {"), "{inlined}");
+    // `count(k, 1)`: the constant argument is used in place and `if (1 == 0)` folds away.
+    assert!(inlined.contains("if ((8w1 == 8w0)) {"), "{inlined}");
+    let folded = dump("parser-fold");
+    assert!(!folded.contains("(8w1 == 8w0)"), "{folded}");
+    assert_eq!(
+        folded.matches("if ((v_").count(),
+        inlined.matches("if ((v_").count(),
+        "only the constant test is gone"
+    );
+    let f = control_short_circuit_program();
+    let out = p4_compile(
+        f.parent().unwrap(),
+        &["--dump-after", "side-effects", f.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("bool tmp = (hdr.h.a == 8w1);\n        if (tmp) {\n            tmp = count(n, hdr.h.b);"),
+        "{text}"
+    );
+    assert!(
+        text.contains("if (!(tmp_0)) {\n            tmp_0 = count(n2, hdr.h.b);"),
+        "{text}"
+    );
+}

@@ -614,6 +614,25 @@ impl fmt::Display for ShowType<'_> {
     }
 }
 
+impl Expr {
+    /// Calls `f` on this expression and every operand inside it, outer before inner.
+    pub fn for_each(&self, f: &mut dyn FnMut(&Expr)) {
+        walk_expr(self, f);
+    }
+
+    /// Whether evaluating the expression calls anything other than `isValid()` (so may have
+    /// side effects, and its place in the evaluation order matters).
+    pub fn has_call(&self) -> bool {
+        let mut found = false;
+        walk_expr(self, &mut |x| {
+            if let ExprKind::Call(c) = &x.kind {
+                found |= !matches!(c.target, CallTarget::Builtin(_, Builtin::IsValid));
+            }
+        });
+        found
+    }
+}
+
 impl Program {
     /// Calls `f` on every expression of the program, outer expressions before their operands.
     /// Local variables are visited through their declarations, not their statements.

@@ -1,0 +1,42 @@
+//! The midend of `p4-compile`: passes from the typed IR (`p4_sema::ir`) to the typed IR, one
+//! module each, that rewrite what P4 allows into what the BMv2 lowering can express. Every
+//! pass leaves a program that prints as P4 and checks again (`p4-compile --dump-after PASS`).
+//!
+//! [`PASSES`] is the order they run in; `p4-compile`'s pass list puts the front end before it
+//! and the BMv2 lowering, which expects its output, after it.
+
+mod build;
+mod hoist;
+pub mod parser_fold;
+pub mod parser_inline;
+pub mod parser_side_effects;
+pub mod side_effects;
+mod visit;
+
+use p4_sema::ir::Program;
+
+/// A named IR-to-IR pass.
+#[derive(Clone, Copy)]
+pub struct Pass {
+    /// The name `--dump-after` and `--list-passes` use.
+    pub name: &'static str,
+    /// One line on what the pass does.
+    pub about: &'static str,
+    pub run: fn(&mut Program),
+}
+
+/// The midend's passes in the order they run. `side-effects` runs before the parser passes so
+/// that the function bodies `parser-inline` copies have their own side effects ordered already.
+pub const PASSES: &[Pass] = &[
+    side_effects::PASS,
+    parser_side_effects::PASS,
+    parser_inline::PASS,
+    parser_fold::PASS,
+];
+
+/// Runs every pass of [`PASSES`] in order.
+pub fn run(p: &mut Program) {
+    for pass in PASSES {
+        (pass.run)(p);
+    }
+}
