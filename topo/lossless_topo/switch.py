@@ -76,6 +76,10 @@ class LosslessSwitch(Switch):
         )
 
     @property
+    def device_id(self) -> int:
+        return self.process.device_id
+
+    @property
     def grpc_addr(self) -> str:
         return self.process.grpc_addr
 
