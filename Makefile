@@ -16,7 +16,7 @@ PROFILE  := release
 TARGET   := target/$(PROFILE)
 RESULTS  := results
 # Python trees that exist so far; lint and format only those.
-PY_DIRS  := $(wildcard control topo ptf-tests p4src/tests tests/p4runtime-shell)
+PY_DIRS  := $(wildcard control kit topo ptf-tests p4src/tests tests/p4runtime-shell tests/doubles)
 
 # The P4 compiler and the switch. Ours by default; `make run P4C=p4c SWITCH=simple_switch_grpc`
 # selects the p4lang tools where they are installed.
@@ -150,7 +150,7 @@ stf: build p4
 
 # Issue 4: the unmodified PyPI p4runtime-shell against p4-switch. It pins protobuf<3.21 and
 # p4runtime 1.4.1, which the project's venv cannot hold, so it gets a venv of its own; system
-# site packages as in $(VENV), since the test starts the switch with lossless_topo's helpers.
+# site packages as in $(VENV); the test starts the switch with lossless_kit's SwitchProcess.
 P4SH_VENV := .venv-p4sh
 P4SH_PY   := $(CURDIR)/$(P4SH_VENV)/bin/python
 $(STAMPS)/venv-p4sh: tests/p4runtime-shell/requirements.txt $(STAMPS)/apt
@@ -161,7 +161,7 @@ $(STAMPS)/venv-p4sh: tests/p4runtime-shell/requirements.txt $(STAMPS)/apt
 	@touch $@
 
 p4sh-test: build $(STAMPS)/venv-p4sh
-	cd tests/p4runtime-shell && PYTHONPATH=$(CURDIR)/topo $(P4SH_PY) -m pytest
+	cd tests/p4runtime-shell && PYTHONPATH=$(CURDIR)/kit $(P4SH_PY) -m pytest
 
 # --- PTF suite (ptf-tests/, issue 10) ----------------------------------------------------
 
@@ -212,7 +212,7 @@ bench: build deps p4
 	$(CARGO_EXAMPLE) p4-p4info --example bench_p4info > $(BENCH_OUT)/p4-p4info.json
 	$(BIN)/flowgen bench --out $(BENCH_OUT)/flowgen.json
 	$(CARGO_EXAMPLE) flowgen --example flowgen-tx-bench -- $(BENCH_OUT)/flowgen-tx.json
-	$(PY) -m lossless_ctl.bench --pipeline $(P4_OUT) -o $(BENCH_OUT)/control.json
+	$(PY) -m lossless_kit.bench --pipeline $(P4_OUT) -o $(BENCH_OUT)/control.json
 	@ls -l $(BENCH_OUT)
 
 clean:

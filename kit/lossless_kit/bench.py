@@ -1,7 +1,7 @@
 """Programming time at seed 002's scale points and neighbour learning time, against the real
 p4-switch running the compiled pipeline, as JSON.
 
-    python -m lossless_ctl.bench [--pipeline DIR] [--switch ADDR] [--points ipv4_10k,...]
+    python -m lossless_kit.bench [--pipeline DIR] [--switch ADDR] [--points ipv4_10k,...]
                                  [--batch-size N] [--in-flight N] [-o results/bench/control.json]
 
 The pipeline is `--pipeline` (e.g. build/p4) or p4src/ compiled by build/bin/p4-compile. Scale
@@ -44,7 +44,11 @@ from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4map import to_p4
 from lossless_ctl.routegen import SCALE_POINTS, ScalePoint, generate
 from lossless_ctl.sai import derive
-from lossless_ctl.switchlab import BIN, SwitchLab, compile_pipeline
+from lossless_paths import BIN
+
+from .pipeline import compile_pipeline
+from .switch import SwitchProcess, free_port
+from .vethlab import SwitchLab
 
 # Seed 002 (SONiC L3 scaling HLD, 2019, AS7712 Tomahawk): route programming time in seconds.
 SONIC_2019_SECONDS = {
@@ -212,26 +216,20 @@ def run_learning(name: str, pipeline: Pipeline, workdir: Path) -> dict[str, Any]
     }
 
 
-def _start_switch(workdir: Path):
+def _portless_switch(workdir: Path) -> SwitchProcess:
     """A p4-switch without ports for the scale points: P4Runtime only."""
-    import subprocess
-
-    from lossless_topo.switch import free_port, wait_for_port
-
-    port = free_port()
-    log = workdir / "p4-switch.log"
-    cmd = [str(BIN / "p4-switch"), "--no-p4", "--device-id", "1", "--cpu-port", "255"]
-    cmd += ["--grpc-server-addr", f"127.0.0.1:{port}", "--stats-addr", "127.0.0.1:0"]
-    with log.open("wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-    wait_for_port(port, proc, log, timeout_s=30)
-    return proc, f"127.0.0.1:{port}"
+    return SwitchProcess(
+        BIN / "p4-switch",
+        grpc_addr=f"127.0.0.1:{free_port()}",
+        stats_addr="127.0.0.1:0",
+        log_path=workdir / "p4-switch.log",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     import tempfile
 
-    parser = argparse.ArgumentParser(prog="python -m lossless_ctl.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m lossless_kit.bench", description=__doc__)
     parser.add_argument("--switch", help="a running P4Runtime server (default: start p4-switch)")
     parser.add_argument("--pipeline", help="compiler output dir (default: compile p4src/)")
     parser.add_argument(
@@ -251,10 +249,14 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         pipeline_dir = Path(args.pipeline) if args.pipeline else compile_pipeline(work / "p4")
         pipeline = read_pipeline(pipeline_dir)
-        proc, address = (None, args.switch)
+        switch, address = None, args.switch
         if address is None and any(n in SCALE_POINTS for n in names):
-            proc, address = _start_switch(work)
+            switch = _portless_switch(work)
+            switch.start()
+            address = switch.grpc_addr
         try:
+            if switch is not None:
+                switch.wait_ready(timeout=30)
             for name in names:
                 if name in LEARN_POINTS:
                     record = run_learning(name, pipeline, work)
@@ -267,9 +269,8 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(record)
                 print(json.dumps(record), file=sys.stderr)
         finally:
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=30)
+            if switch is not None:
+                switch.stop(timeout=30)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     report = {

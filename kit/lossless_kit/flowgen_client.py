@@ -6,7 +6,7 @@ read as value lists (`result.value_list("tx_pps")`, as `get_value_list` does for
 `FlowgenClient.sweep` measures Mpps per core from 100 to 8M active flows for several scheduler
 variants and writes the CSV; `plot_sweep` draws it (matplotlib).
 
-Command line: `python -m lossless_ctl.flowgen_client sweep --csv s.csv --png s.png`.
+Command line: `python -m lossless_kit.flowgen_client sweep --csv s.csv --png s.png`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-PROFILES = REPO / "toolchain" / "flowgen" / "profiles"
-SEED_PROFILE = PROFILES / "cur_flow_single.yaml"
+from lossless_paths import BIN, CARGO_RELEASE, FLOWGEN_PROFILES
+
+SEED_PROFILE = FLOWGEN_PROFILES / "cur_flow_single.yaml"
 SEED_MULTIPLIER = 30000.0
 
 # The columns `flowgen sweep` writes, so both CSVs plot alike.
@@ -55,7 +55,7 @@ def find_binary() -> Path:
     """`$FLOWGEN`, else `build/bin/flowgen`, else `target/release/flowgen`, else PATH."""
     env = os.environ.get("FLOWGEN")
     candidates = [Path(env)] if env else []
-    candidates += [REPO / "build" / "bin" / "flowgen", REPO / "target" / "release" / "flowgen"]
+    candidates += [BIN / "flowgen", CARGO_RELEASE / "flowgen"]
     for c in candidates:
         if c.is_file() and os.access(c, os.X_OK):
             return c
@@ -83,7 +83,7 @@ SEED_VARIANTS = (
     Variant("pq", "pq"),
     Variant("tw0", "tw"),
     Variant("tw1", "tw", buckets=16384, levels=2),
-    Variant("tw2", "tw", profile=PROFILES / "cur_flow.yaml"),
+    Variant("tw2", "tw", profile=FLOWGEN_PROFILES / "cur_flow.yaml"),
 )
 
 

@@ -19,11 +19,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from lossless_topo.switch import free_port, wait_for_port
+from lossless_paths import BIN
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "build" / "bin"
-CPU_PORT = 255
+from .switch import SwitchProcess, free_port
+
 ETH_P_ALL = 0x0003
 CLONE_NEWNET = 0x40000000
 PREFIX = "llctl"
@@ -31,22 +30,6 @@ PREFIX = "llctl"
 
 class LabError(Exception):
     pass
-
-
-def compile_pipeline(out: Path, compiler: Path = BIN / "p4-compile") -> Path:
-    """p4src/lossless.p4 compiled as `make p4` does, into `out` (BMv2 JSON + P4Info)."""
-    if not compiler.is_file():
-        raise LabError(f"{compiler} missing: run `make build` first")
-    out.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        str(compiler), "--target", "bmv2", "--arch", "v1model", "--std", "p4-16",
-        "-o", str(out), "--p4runtime-files", str(out / "lossless.p4info.txtpb"),
-        str(ROOT / "p4src" / "lossless.p4"),
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise LabError(f"{' '.join(cmd)}: exit {proc.returncode}\n{proc.stderr}")
-    return out
 
 
 def _ip(*args: str, check: bool = True) -> None:
@@ -131,57 +114,37 @@ class SwitchLab:
     def __init__(self, ports: int, workdir: Path, port_config: Path | None = None,
                  switch: Path = BIN / "p4-switch", device_id: int = 1):  # fmt: skip
         self.veths = VethPorts(ports)
-        self.workdir = workdir
-        self.port_config = port_config
-        self.switch = switch
-        self.device_id = device_id
-        self.grpc_addr = ""
-        self.stats_addr = ""
-        self.proc: subprocess.Popen | None = None
+        self.switch = SwitchProcess(
+            switch,
+            interfaces={p: self.veths.switch_iface(p) for p in self.veths.ports},
+            device_id=device_id,
+            grpc_addr=f"127.0.0.1:{free_port()}",
+            stats_addr=f"127.0.0.1:{free_port()}",
+            port_config=port_config,
+            log_path=workdir / "p4-switch.log",
+        )
+        self.grpc_addr = self.switch.grpc_addr
+        self.stats_addr = self.switch.stats_addr
         self.sockets: dict[int, socket.socket] = {}
 
     def __enter__(self) -> SwitchLab:
-        if not self.switch.is_file():
-            raise LabError(f"{self.switch} missing: run `make build` first")
+        if not Path(self.switch.binary).is_file():
+            raise LabError(f"{self.switch.binary} missing: run `make build` first")
         self.veths.up()
         try:
-            self._start()
+            self.switch.start()
+            self.switch.wait_ready(timeout=30)
             self.sockets = {p: self.veths.host_socket(p) for p in self.veths.ports}
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
-    def _start(self) -> None:
-        grpc_port, stats_port = free_port(), free_port()
-        self.grpc_addr = f"127.0.0.1:{grpc_port}"
-        self.stats_addr = f"127.0.0.1:{stats_port}"
-        cmd = [
-            str(self.switch), "--no-p4", "--device-id", str(self.device_id),
-            "--cpu-port", str(CPU_PORT), "--priority-queues", "8",
-            "--grpc-server-addr", self.grpc_addr, "--stats-addr", self.stats_addr,
-        ]  # fmt: skip
-        for p in self.veths.ports:
-            cmd += ["-i", f"{p}@{self.veths.switch_iface(p)}"]
-        if self.port_config is not None:
-            cmd += ["--port-config", str(self.port_config)]
-        self.log = self.workdir / "p4-switch.log"
-        with self.log.open("wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-        wait_for_port(grpc_port, self.proc, self.log, timeout_s=30)
-        wait_for_port(stats_port, self.proc, self.log, timeout_s=10)
-
     def __exit__(self, *exc: object) -> None:
         for s in self.sockets.values():
             s.close()
         self.sockets = {}
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.switch.stop()
         self.veths.down()
 
     def send(self, port: int, frame: bytes) -> None:

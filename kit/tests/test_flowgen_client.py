@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from lossless_ctl import flowgen_client as fc
+from lossless_kit import flowgen_client as fc
+from lossless_paths import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +17,7 @@ def client():
     except fc.FlowgenError:
         # Not built yet (a fresh checkout running pytest alone): build just this crate.
         subprocess.run(
-            ["cargo", "build", "--release", "-p", "flowgen"], cwd=fc.REPO, check=True, timeout=900
+            ["cargo", "build", "--release", "-p", "flowgen"], cwd=ROOT, check=True, timeout=900
         )
         return fc.FlowgenClient()
 
