@@ -174,6 +174,27 @@ class Interface:
         return next((a.ip for a in self.addresses if ip in a.network), None)
 
 
+def routed_interfaces(cfg: ConfigDb) -> dict[str, Interface]:
+    """Interfaces the pipeline routes out of, by name: routed ports and one-port VLANs."""
+    mac = mac_bytes(cfg.mac or "00:00:00:00:00:00")
+    by_name: dict[str, Interface] = {}
+    for rip in cfg.router_ips:
+        if rip.ifname.startswith("Loopback"):
+            continue
+        port_name = rip.ifname
+        if rip.ifname.startswith("Vlan"):
+            members = cfg.vlans[rip.ifname].members
+            if len(members) != 1:
+                continue
+            port_name = members[0]
+        port = cfg.ports.get(port_name)
+        if port is None or port.index is None:
+            continue
+        iface = by_name.setdefault(rip.ifname, Interface(rip.ifname, port.index, mac, []))
+        iface.addresses.append(rip.ip)
+    return by_name
+
+
 @dataclass
 class Learned:
     mac: bytes
@@ -201,25 +222,8 @@ class NeighborLearner:
         self.age_s = age_s
         self.in_fields = {m.id: m.name for m in p4info.packet_metadata("packet_in").values()}
         self.out_fields = p4info.packet_metadata("packet_out")
-        mac = mac_bytes(cfg.mac or "00:00:00:00:00:00")
-        # Interfaces the pipeline routes out of: routed ports and one-port VLANs.
-        by_name: dict[str, Interface] = {}
-        for rip in cfg.router_ips:
-            if rip.ifname.startswith("Loopback"):
-                continue
-            port_name = rip.ifname
-            if rip.ifname.startswith("Vlan"):
-                members = cfg.vlans[rip.ifname].members
-                if len(members) != 1:
-                    continue
-                port_name = members[0]
-            port = cfg.ports.get(port_name)
-            if port is None or port.index is None:
-                continue
-            iface = by_name.setdefault(rip.ifname, Interface(rip.ifname, port.index, mac, []))
-            iface.addresses.append(rip.ip)
-        self.interfaces = by_name
-        self.by_port = {i.port: i for i in by_name.values()}
+        self.interfaces = routed_interfaces(cfg)
+        self.by_port = {i.port: i for i in self.interfaces.values()}
         self.static = {(n.ifname, n.ip) for n in cfg.neighbors}
         self.learned: dict[tuple[str, IpAddress], Learned] = {}
         self.asked: dict[IpAddress, float] = {}
