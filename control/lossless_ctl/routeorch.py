@@ -107,6 +107,7 @@ class RouteOrch:
         self.desired: dict[IpNetwork, FpmRoute] = {}  # every route zebra has, resolvable or not
         self.pending: dict[IpNetwork, FpmRoute] = {}
         self.installed: dict[IpNetwork, Installed] = {}
+        self.waiting: dict[IpNetwork, FpmRoute] = {}  # found their table full
         self.nexthops: dict[str, _Ref] = {}
         self.members: dict[int, _Ref] = {}
         self.groups: dict[frozenset, _Ref] = {}
@@ -130,6 +131,7 @@ class RouteOrch:
                 self.ids.routes.discard(prefix)
             self.ids.members.difference_update(self.members)
             self.installed.clear()
+            self.waiting.clear()
             self.nexthops.clear()
             self.members.clear()
             self.groups.clear()
@@ -332,12 +334,15 @@ class RouteOrch:
                 self.counters["routes with a failed group"] += 1
                 self._release(target, gone)
             failed = self._write([u for *_, u in ready], "route")
-            full = Counter()
+            inserts, full, freed = Counter(), Counter(), set()
             for i, (prefix, route, target, update) in enumerate(ready):
                 old = self.installed.get(prefix)
+                if update.type == self.pb.Update.INSERT:
+                    inserts[prefix.version] += 1
                 if i in failed:
                     if failed[i] == "RESOURCE_EXHAUSTED":
                         full[prefix.version] += 1
+                        self.waiting[prefix] = route
                     if update.type != self.pb.Update.DELETE:
                         self._release(target, gone)
                     continue
@@ -346,12 +351,19 @@ class RouteOrch:
                 if route is None:
                     del self.installed[prefix]
                     self.ids.routes.discard(prefix)
+                    freed.add(prefix.version)
                 else:
+                    self.waiting.pop(prefix, None)
                     self.installed[prefix] = Installed(route, target)
                     self.ids.routes.add(prefix)
                 stats.routes += 1
             for version, n in full.items():
-                self._report_full(version, n)
+                self._report_full(version, n, inserts[version])
+            # Routes that found the table full get another try once routes of their family go.
+            for prefix in [p for p in self.waiting if p.version in freed]:
+                route = self.waiting.pop(prefix)
+                if self.desired.get(prefix) == route and prefix not in self.pending:
+                    self.pending[prefix] = route
             for what in ("groups", "members", "nexthops"):
                 self._write(gone[what], f"stale {what}")
             stats.seconds = time.perf_counter() - start
@@ -393,14 +405,14 @@ class RouteOrch:
         ref = self.nexthops.get(target[1])
         return ("nexthop", ref.id if ref is not None else self.ids.nexthop_ids[target[1]])
 
-    def _report_full(self, version: int, n: int) -> None:
+    def _report_full(self, version: int, n: int, inserted: int) -> None:
         table = "ipv4_route" if version == 4 else "ipv6_route"
-        have = sum(1 for p in self.ids.routes if p.version == version)
         self.counters[f"{table} full"] += n
+        waiting = sum(1 for p in self.waiting if p.version == version)
         self.log(
-            f"routeorch: {table} is full: {n} IPv{version} routes did not fit; {have} fit "
-            f"(size {self.sizes[version]}, the config's routes included); installed routes "
-            "are kept"
+            f"routeorch: {table} is full (size {self.sizes[version]}): {n} of {inserted} new "
+            f"IPv{version} routes did not fit, {inserted - n} fit; installed routes are kept, "
+            f"{waiting} wait for room"
         )
 
     # --- state -------------------------------------------------------------------------------

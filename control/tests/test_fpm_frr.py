@@ -12,6 +12,7 @@ Needs root (namespaces), `make build` and the frr package (`make deps`).
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -52,6 +53,7 @@ V6_GATEWAYS = [gw for _, gw in V6_PORTS.values()]
 PREFIXES = [ipaddress.ip_network(f"40.{i // 256}.{i % 256}.0/24") for i in range(ROUTES)]
 V6_PREFIXES = [ipaddress.ip_network(f"2001:db8:40:{i:x}::/64") for i in range(20)]
 WAIT_S = 60.0
+IPV6_ROUTES_SMALL = 64
 
 
 def _ns(ns: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -202,15 +204,15 @@ def _ips(addresses) -> frozenset:
     return frozenset(int(ipaddress.ip_address(a)) for a in addresses)
 
 
-def _wait_for(state: SwitchState, check, what: str):
-    deadline = time.monotonic() + WAIT_S
+def _wait_for(state: SwitchState, check, what: str, wait_s: float = WAIT_S):
+    deadline = time.monotonic() + wait_s
     while True:
         routes, groups = state.read()
         problem = check(routes, groups)
         if problem is None:
             return routes, groups
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: after {WAIT_S} s: {problem}")
+            raise AssertionError(f"{what}: after {wait_s} s: {problem}")
         time.sleep(0.25)
 
 
@@ -259,9 +261,9 @@ def _route_msg(
     family: int | None = None,
     nexthop_object: int | None = None,
 ) -> bytes:
-    """RTM_NEWROUTE (24) or RTM_DELROUTE (25) for an IPv4 prefix (RTA_DST 1, RTA_TABLE 15,
-    RTA_GATEWAY 5, RTA_NH_ID 30); `family` overrides the rtmsg's address family field."""
-    af = socket.AF_INET
+    """RTM_NEWROUTE (24) or RTM_DELROUTE (25) (RTA_DST 1, RTA_TABLE 15, RTA_GATEWAY 5,
+    RTA_NH_ID 30); `family` overrides the rtmsg's address family field."""
+    af = socket.AF_INET6 if ":" in prefix else socket.AF_INET
     attrs = _rtattr(1, socket.inet_pton(af, prefix)) + _rtattr(15, struct.pack("=I", 254))
     if gateway is not None:
         attrs += _rtattr(5, socket.inet_pton(af, gateway))
@@ -284,18 +286,18 @@ def _send_frames(ns: str, port: int, frames: list[bytes]) -> None:
         sock.sendall(b"".join(frames))
 
 
-@pytest.fixture
-def controller(netns, compiled_pipeline, tmp_path):
+@contextlib.contextmanager
+def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str):
     """p4-switch, and `lossless-ctl run --fpm` on it with its FPM socket in `netns`."""
     assert (BIN / "p4-switch").is_file(), "build/bin/p4-switch missing: run `make build`"
-    switch = PortlessSwitch(BIN / "p4-switch", 1, tmp_path)
+    switch = PortlessSwitch(BIN / "p4-switch", 1, workdir)
     switch.start()
     fpm_port = free_port()
-    log = tmp_path / "lossless-ctl.log"
+    log = workdir / "lossless-ctl.log"
     cmd = [
         sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
-        "--switch", switch.address, "--pipeline", str(compiled_pipeline),
-        "--fpm", f"127.0.0.1:{fpm_port}", "--fpm-netns", netns, "--route-bulk", "64/0.2",
+        "--switch", switch.address, "--pipeline", str(pipeline),
+        "--fpm", f"127.0.0.1:{fpm_port}", "--fpm-netns", netns, "--route-bulk", bulk,
     ]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -316,6 +318,35 @@ def controller(netns, compiled_pipeline, tmp_path):
             proc.kill()
             proc.wait()
         switch.stop()
+
+
+@pytest.fixture
+def controller(netns, compiled_pipeline, tmp_path):
+    with _controller(netns, compiled_pipeline, tmp_path, "64/0.2") as running:
+        yield running
+
+
+@pytest.fixture
+def small_ipv6_controller(netns, tmp_path):
+    """The controller on a pipeline whose ipv6_route holds IPV6_ROUTES_SMALL entries (p4src/
+    with that one define changed, compiled by the p4c-bm2-ss drop-in)."""
+    src = tmp_path / "p4src"
+    shutil.copytree(ROOT / "p4src", src)
+    headers = src / "headers.p4"
+    text = headers.read_text()
+    assert "#define IPV6_ROUTES 81920" in text
+    headers.write_text(text.replace("IPV6_ROUTES 81920", f"IPV6_ROUTES {IPV6_ROUTES_SMALL}"))
+    out = tmp_path / "p4-small"
+    out.mkdir()
+    compiler = BIN / "p4c-bm2-ss"
+    info = out / "lossless.p4info.txtpb"
+    proc = subprocess.run(
+        [compiler, "-o", out / "lossless.json", "--p4runtime-files", info, src / "lossless.p4"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with _controller(netns, out, tmp_path, "16/0.1") as running:
+        yield running
 
 
 def test_bad_fpm_input_is_counted_and_the_listener_keeps_serving(controller, netns):
@@ -399,3 +430,67 @@ def test_route_bulk_setting():
         with pytest.raises(ValueError, match="SIZE/SECONDS"):
             parse_bulk(bad)
     assert json.dumps(SEED002.__dict__) == '{"size": 64, "flush_s": 1.0}'
+
+
+def test_a_full_route_table_is_reported_and_keeps_what_it_holds(small_ipv6_controller, netns):
+    """ipv6_route (64 entries here) filled through FPM to 5 entries short of its size; of 8
+    more routes 5 fit, 3 are reported and wait, and get in once 3 routes go. Nothing
+    installed is lost."""
+    _, fpm_port, state, log = small_ipv6_controller
+    table = state.index.table(ING + "ipv6_route")
+    assert table.size == IPV6_ROUTES_SMALL
+    room = table.size - len(state._table("ipv6_route"))
+    base = int(ipaddress.IPv6Address("2001:db8:f000::"))
+    filler = [ipaddress.IPv6Network((base + (i << 64), 64)) for i in range(room - 5)]
+    extra = [ipaddress.IPv6Network((base + (i << 64), 64)) for i in range(room, room + 8)]
+
+    def add(prefixes):
+        return [_fpm(_route_msg(24, str(p.network_address), 64, "fc00:1::2")) for p in prefixes]
+
+    def routes_are(want: set):
+        def check(routes, _groups):
+            return None if set(routes) == want else f"{len(set(routes) ^ want)} routes differ"
+
+        return check
+
+    _send_frames(netns, fpm_port, add(filler))
+    _wait_for(state, routes_are(set(filler)), "the filler routes")
+    _send_frames(netns, fpm_port, add(extra))
+
+    def not_fitting() -> int:
+        """Routes the controller reported as not fitting (`... is full (size N): K of ...`)."""
+        lines = [line for line in log.read_text().splitlines() if "ipv6_route is full" in line]
+        assert all(f"ipv6_route is full (size {table.size}): " in line for line in lines)
+        return sum(int(line.split("): ")[1].split()[0]) for line in lines)
+
+    deadline = time.monotonic() + WAIT_S
+    while not_fitting() < 3:
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.1)
+    routes, _ = state.read()
+    assert not_fitting() == 3
+    assert set(filler) <= set(routes)
+    assert len(set(extra) & set(routes)) == 5
+    assert len(routes) == len(filler) + 5
+    deletes = [_fpm(_route_msg(25, str(p.network_address), 64, None)) for p in filler[:3]]
+    _send_frames(netns, fpm_port, deletes)
+    _wait_for(state, routes_are(set(filler[3:]) | set(extra)), "waiting routes, once room was made")
+
+
+def test_fpm_frames_split_anywhere_decode_the_same():
+    """TCP delivers the stream in any pieces: fed one byte at a time, three frames give their
+    three routes; a length below the header's loses the framing and says so."""
+    from lossless_ctl.fpm import FpmCounters, FpmError, FpmReader
+
+    frames = b"".join(_fpm(_route_msg(24, f"70.0.{i}.0", 24, "10.2.0.2")) for i in range(3)) + _fpm(
+        _route_msg(24, "2001:db8:70::", 48, "fc00:2::2")
+    )
+    counters = FpmCounters()
+    reader = FpmReader(counters, log=lambda line: pytest.fail(line))
+    routes = [r for i in range(len(frames)) for r in reader.feed(frames[i : i + 1])]
+    want = [ipaddress.ip_network(f"70.0.{i}.0/24") for i in range(3)]
+    assert [r.prefix for r in routes] == [*want, ipaddress.ip_network("2001:db8:70::/48")]
+    assert routes[0].nexthops == (ipaddress.ip_address("10.2.0.2"),)
+    assert routes[0].protocol == "static" and counters["frames"] == 4
+    with pytest.raises(FpmError, match="FPM frame length 2 < 4"):
+        reader.feed(struct.pack("!BBH", 1, 1, 2))
