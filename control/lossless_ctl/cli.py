@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import queue
 import sys
 from pathlib import Path
 
@@ -226,7 +227,7 @@ def _run(args: argparse.Namespace) -> int:
         return _sessions(args, cfg, pipeline, model, program, stop, routing)
     finally:
         if routing is not None:
-            server, orch = routing
+            server, orch, _ = routing
             server.stop()
             orch.stop()
             print(orch.summary(server.counters), flush=True)
@@ -239,6 +240,9 @@ def _start_fpm(args: argparse.Namespace, cfg, pipeline, program):
     from lossless_ctl.p4info import P4InfoIndex
     from lossless_ctl.routeorch import RouteOrch, parse_bulk
 
+    # Next hops routeorch wants resolved; the neighbour learner's thread sends the ARP/NS.
+    asks: queue.Queue = queue.Queue()
+
     def log(line: str) -> None:
         print(line, flush=True)
 
@@ -248,12 +252,13 @@ def _start_fpm(args: argparse.Namespace, cfg, pipeline, program):
         routed_interfaces(cfg),
         parse_bulk(args.route_bulk),
         log=log,
+        resolve=asks.put,
     )
     server = FpmServer(args.fpm, orch.submit, log=log, netns=args.fpm_netns)
     orch.start()
     server.start()
     log(f"fpm: listening on {server.address}" + (f" in {args.fpm_netns}" if args.fpm_netns else ""))
-    return server, orch
+    return server, orch, asks
 
 
 def _sessions(args, cfg, pipeline, model, program, stop, routing) -> int:
@@ -263,7 +268,7 @@ def _sessions(args, cfg, pipeline, model, program, stop, routing) -> int:
     from lossless_ctl.neighbor import NeighborLearner, serve
     from lossless_ctl.p4info import P4InfoIndex
 
-    orch = routing[1] if routing is not None else None
+    _, orch, resolve = routing if routing is not None else (None, None, None)
     sessions = 0
     while not stop.is_set():
         try:
@@ -287,7 +292,13 @@ def _sessions(args, cfg, pipeline, model, program, stop, routing) -> int:
                 if orch is not None:
                     orch.attach(client)
                 try:
-                    serve(client, learner, stop, log=lambda line: print(line, flush=True))
+                    serve(
+                        client,
+                        learner,
+                        stop,
+                        log=lambda line: print(line, flush=True),
+                        resolve=resolve,
+                    )
                 finally:
                     if orch is not None:
                         orch.detach()

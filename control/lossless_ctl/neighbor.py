@@ -22,6 +22,7 @@ P4Runtime updates and PacketOuts, without I/O of its own (so it is tested with p
 from __future__ import annotations
 
 import ipaddress
+import queue
 import struct
 import threading
 import time
@@ -372,10 +373,12 @@ def serve(
     tick_s: float = 1.0,
     log=print,
     burst: int = 1024,
+    resolve: queue.Queue | None = None,
 ) -> None:
     """PacketIns in, updates and PacketOuts out, until `stop` is set or the switch's stream is
     lost. PacketIns that arrive together (up to `burst`) are handled as one, so their updates
-    share WriteRequests."""
+    share WriteRequests. Addresses put in `resolve` (routes' next hops, from another thread)
+    are asked for as a glean is, within a tick."""
     for line in apply(client, learner, learner.start(time.monotonic())):
         log(line)
     next_tick = time.monotonic() + tick_s
@@ -388,6 +391,12 @@ def serve(
                 metadata = [(m.metadata_id, m.value) for m in p.metadata]
                 actions.extend(learner.packet_in(p.payload, metadata, now))
             for line in apply(client, learner, actions):
+                log(line)
+        if resolve is not None:
+            asks = Actions()
+            while not resolve.empty():
+                asks.extend(learner.glean(resolve.get_nowait(), now))
+            for line in apply(client, learner, asks):
                 log(line)
         if now >= next_tick:
             for line in apply(client, learner, learner.tick(now)):

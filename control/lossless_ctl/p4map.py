@@ -71,7 +71,7 @@ class HardwareIds:
     routes: set[Any] = field(default_factory=set)  # prefixes with a route entry
     group_ids: dict[str, int] = field(default_factory=dict)
     members: set[int] = field(default_factory=set)  # ECMP members written (id = next hop id)
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     _free: dict[str, list[int]] = field(default_factory=dict, repr=False)
     _next: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -712,13 +712,14 @@ class NeighborEntries:
             return updates
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
         key = f"nexthop:{ifname}|{ip}"
-        nid = self.ids.nexthop_ids.get(key)
-        if nid is None:
-            nid = self.ids.nexthop_ids[key] = self.ids.allocate("nexthop")
-            nexthop = (ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop")
-            params = {"rif": rif, "neighbor_ip": int(ip)}
-            updates.append(self._entry(pb.INSERT, *nexthop, params))
-            created.insert(0, self._entry(pb.DELETE, *nexthop, params))
+        with self.ids.lock:  # routeorch may be making the same next hop
+            nid = self.ids.nexthop_ids.get(key)
+            if nid is None:
+                nid = self.ids.nexthop_ids[key] = self.ids.allocate("nexthop")
+                nexthop = (ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop")
+                params = {"rif": rif, "neighbor_ip": int(ip)}
+                updates.append(self._entry(pb.INSERT, *nexthop, params))
+                created.insert(0, self._entry(pb.DELETE, *nexthop, params))
         host = ipaddress.ip_network(ip)
         if host not in self.ids.routes:
             self.ids.routes.add(host)

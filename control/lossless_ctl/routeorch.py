@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lossless_ctl.client import P4RuntimeClient
-from lossless_ctl.config_db import IpNetwork
+from lossless_ctl.config_db import IpAddress, IpNetwork
 from lossless_ctl.fpm import FpmRoute
 from lossless_ctl.neighbor import Interface
 from lossless_ctl.p4info import P4InfoIndex
@@ -90,6 +90,7 @@ class RouteOrch:
         bulk: Bulk = SEED002,
         log: Callable[[str], None] = print,
         in_flight: int = 4,
+        resolve: Callable[[IpAddress], None] | None = None,
     ):
         self.entries = RouteEntries(p4info)
         self.pb = self.entries.pb
@@ -112,6 +113,10 @@ class RouteOrch:
         self.members: dict[int, _Ref] = {}
         self.groups: dict[frozenset, _Ref] = {}
         self.counters: Counter = Counter()
+        self._unwritten: set = set()  # this flush's groups that are not on the switch
+        # Next hops the config has no neighbour for: `resolve` asks for their MACs (ARP/ND).
+        self.resolve = resolve
+        self._to_resolve: list[IpAddress] = []
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
 
@@ -195,18 +200,20 @@ class RouteOrch:
 
     def _nexthop_id(self, key: str, out: list[Any]) -> int:
         """The id of next hop `key`, written (into `out`) if neither the config, a learned
-        neighbour nor an earlier route has it."""
+        neighbour nor an earlier route has it; a new one's neighbour is to be resolved."""
         ref = self.nexthops.get(key)
         if ref is None:
-            nid = self.ids.nexthop_ids.get(key)
-            if nid is not None:
-                return nid  # the config's or a learned neighbour's: not ours to remove
-            ifname, ip = key.removeprefix("nexthop:").split("|")
-            rif = self.ids.rif_ids[f"rif:{ifname}"]
-            address = ipaddress.ip_address(ip)
-            ref = self.nexthops[key] = _Ref(self.ids.allocate("nexthop"), 0, (rif, address))
-            self.ids.nexthop_ids[key] = ref.id
+            with self.ids.lock:  # the neighbour learner may be making the same next hop
+                nid = self.ids.nexthop_ids.get(key)
+                if nid is not None:
+                    return nid  # the config's or a learned neighbour's: not ours to remove
+                ifname, ip = key.removeprefix("nexthop:").split("|")
+                rif = self.ids.rif_ids[f"rif:{ifname}"]
+                address = ipaddress.ip_address(ip)
+                ref = self.nexthops[key] = _Ref(self.ids.allocate("nexthop"), 0, (rif, address))
+                self.ids.nexthop_ids[key] = ref.id
             out.append(self.entries.nexthop(ref.id, rif, address))
+            self._to_resolve.append(address)
         ref.refs += 1
         return ref.id
 
@@ -245,7 +252,8 @@ class RouteOrch:
         if ref.refs > 0:
             return
         del self.groups[target[1]]
-        gone["groups"] += self.entries.group(ref.id, ref.detail, insert=False)
+        if target[1] not in self._unwritten:
+            gone["groups"] += self.entries.group(ref.id, ref.detail, insert=False)
         self.ids.release("group", ref.id)
         for nid in ref.detail:
             mref = self.members.get(nid)
@@ -285,7 +293,17 @@ class RouteOrch:
         return {e.index: e.code for e in result.errors}
 
     def flush(self) -> FlushStats:
-        """Write what is pending (see the module's description for the order)."""
+        """Write what is pending (see the module's description for the order), then have the
+        new next hops' neighbours resolved."""
+        stats = self._flush()
+        with self.lock:
+            asks, self._to_resolve = self._to_resolve, []
+        if self.resolve is not None:
+            for ip in asks:
+                self.resolve(ip)
+        return stats
+
+    def _flush(self) -> FlushStats:
         stats = FlushStats()
         with self.lock:
             if self.client is None or not self.pending:
@@ -321,7 +339,7 @@ class RouteOrch:
                 kind = self.pb.Update.INSERT if old is None else self.pb.Update.MODIFY
                 update = self.entries.route(prefix, hw, f"fpm:{route.protocol}", kind)
                 planned.append((prefix, route, target, update))
-            failed_groups = self._write_objects(writes, gone)
+            failed_groups = self._unwritten = self._write_objects(writes, gone)
             # Routes whose group could not be written stay as they were.
             ready, skipped = [], []
             for item in planned:

@@ -287,16 +287,20 @@ def _send_frames(ns: str, port: int, frames: list[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str):
-    """p4-switch, and `lossless-ctl run --fpm` on it with its FPM socket in `netns`."""
+def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=None):
+    """p4-switch (a portless one unless `switch`, a started SwitchLab, is given), and
+    `lossless-ctl run --fpm` on it with its FPM socket in `netns`."""
     assert (BIN / "p4-switch").is_file(), "build/bin/p4-switch missing: run `make build`"
-    switch = PortlessSwitch(BIN / "p4-switch", 1, workdir)
-    switch.start()
+    portless = switch is None
+    if portless:
+        switch = PortlessSwitch(BIN / "p4-switch", 1, workdir)
+        switch.start()
+    address = switch.address if portless else switch.grpc_addr
     fpm_port = free_port()
     log = workdir / "lossless-ctl.log"
     cmd = [
         sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
-        "--switch", switch.address, "--pipeline", str(pipeline),
+        "--switch", address, "--pipeline", str(pipeline),
         "--fpm", f"127.0.0.1:{fpm_port}", "--fpm-netns", netns, "--route-bulk", bulk,
     ]  # fmt: skip
     with log.open("wb") as out:
@@ -307,9 +311,9 @@ def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str):
             assert proc.poll() is None, f"lossless-ctl run exited:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"lossless-ctl run not ready:\n{log.read_text()}"
             time.sleep(0.1)
-        with P4RuntimeClient(switch.address) as client:
+        with P4RuntimeClient(address) as client:
             client.connect()
-            yield switch, fpm_port, SwitchState(client), log
+            yield address, fpm_port, SwitchState(client), log
     finally:
         proc.terminate()
         try:
@@ -317,7 +321,8 @@ def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        switch.stop()
+        if portless:
+            switch.stop()
 
 
 @pytest.fixture
@@ -387,7 +392,7 @@ def test_frr_routes_share_one_group_follow_a_link_flap_and_go(controller, netns)
         ours = {value for action, value, _ in routes.values() if action == "set_ecmp_group_id"}
         assert len(ours) == 2  # one IPv4 and one IPv6 next-hop set
 
-        out = _show(switch.address, "ip", "route")
+        out = _show(switch, "ip", "route")
         fpm_lines = [line for line in out.splitlines() if line.split()[2:3] == ["[fpm]"]]
         assert len(fpm_lines) == ROUTES and all(line.startswith("S>*") for line in fpm_lines)
         assert "S>* 20.0.0.0/8 [config_db] via 10.3.0.1, Ethernet8" in out
@@ -494,3 +499,58 @@ def test_fpm_frames_split_anywhere_decode_the_same():
     assert routes[0].protocol == "static" and counters["frames"] == 4
     with pytest.raises(FpmError, match="FPM frame length 2 < 4"):
         reader.feed(struct.pack("!BBH", 1, 1, 2))
+
+
+ROUTER_MAC = bytes.fromhex("020000000001")  # DEVICE_METADATA mac
+HOST_MAC = bytes.fromhex("020000000199")  # the next hop the config does not know
+
+
+def _arp(op: int, sha: bytes, spa: str, tha: bytes, tpa: str, dst: bytes) -> bytes:
+    """RFC 826 over Ethernet, padded to 60 bytes."""
+    body = struct.pack("!HHBBH", 1, 0x0800, 6, 4, op) + sha + socket.inet_aton(spa)
+    frame = dst + sha + struct.pack("!H", 0x0806) + body + tha + socket.inet_aton(tpa)
+    return frame + bytes(60 - len(frame))
+
+
+def _udp_frame(src_mac: bytes, src: str, dst: str, ttl: int = 64) -> bytes:
+    """IPv4 (RFC 791, checksum over the header) and UDP without checksum, padded to 60."""
+    udp = struct.pack("!HHHH", 1000, 2000, 8 + 4, 0) + b"fpm!"
+    header = struct.pack(
+        "!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, ttl, 17, 0,
+        socket.inet_aton(src), socket.inet_aton(dst),
+    )  # fmt: skip
+    total = sum(struct.unpack("!10H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    header = header[:10] + struct.pack("!H", ~total & 0xFFFF) + header[12:]
+    frame = ROUTER_MAC + src_mac + struct.pack("!H", 0x0800) + header + udp
+    return frame + bytes(60 - len(frame))
+
+
+def test_a_route_via_a_next_hop_the_config_lacks_resolves_it_and_forwards(
+    compiled_pipeline, tmp_path
+):
+    """An FPM route via 10.1.0.99 (on Ethernet0, not in NEIGH): the controller ARPs for it out
+    of port 1, learns the reply, and the switch forwards the route's traffic to that MAC."""
+    from lossless_ctl.switchlab import SwitchLab
+
+    with SwitchLab(4, tmp_path) as lab:
+        ns = lab.veths.namespace
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)  # for FPM
+        with _controller(ns, compiled_pipeline, tmp_path, "64/0.1", switch=lab) as running:
+            _, fpm_port, state, _ = running
+            lab.receive(timeout=0.5)  # whatever start-up sent
+            _send_frames(ns, fpm_port, [_fpm(_route_msg(24, "80.0.0.0", 24, "10.1.0.99"))])
+            frames = [f for port, f in lab.receive(timeout=5) if port == 1]
+            want = _arp(1, ROUTER_MAC, "10.1.0.1", bytes(6), "10.1.0.99", b"\xff" * 6)
+            assert want in frames, frames
+            lab.send(1, _arp(2, HOST_MAC, "10.1.0.99", ROUTER_MAC, "10.1.0.1", ROUTER_MAC))
+            sent = _udp_frame(bytes.fromhex("020000000202"), "10.2.0.2", "80.0.0.5")
+            expected = HOST_MAC + ROUTER_MAC + _udp_frame(HOST_MAC, "10.2.0.2", "80.0.0.5", 63)[12:]
+            deadline = time.monotonic() + WAIT_S
+            while True:  # until the learned neighbour is written
+                lab.send(2, sent)
+                got = [f for port, f in lab.receive(timeout=0.5) if port == 1]
+                if expected in got:
+                    break
+                assert time.monotonic() < deadline, got
