@@ -253,8 +253,11 @@ def _start_fpm(args: argparse.Namespace, cfg, pipeline, program):
         parse_bulk(args.route_bulk),
         log=log,
         resolve=asks.put,
+        restart_s=args.fpm_restart,
     )
-    server = FpmServer(args.fpm, orch.submit, log=log, netns=args.fpm_netns)
+    server = FpmServer(
+        args.fpm, orch.submit, log=log, netns=args.fpm_netns, on_connect=orch.zebra_connected
+    )
     orch.start()
     server.start()
     log(f"fpm: listening on {server.address}" + (f" in {args.fpm_netns}" if args.fpm_netns else ""))
@@ -573,6 +576,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--fpm-netns",
         metavar="NAME",
         help="open the FPM socket in this network namespace (zebra's), e.g. a lab switch's",
+    )
+    run.add_argument(
+        "--fpm-restart",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after zebra reconnects, routes it has not sent again once it has been quiet "
+        "this long are removed (until then they stay, as graceful restart keeps them)",
     )
     run.add_argument(
         "--route-bulk",

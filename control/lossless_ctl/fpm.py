@@ -215,10 +215,12 @@ class FpmServer:
         sink: Callable[[list[FpmRoute]], None],
         log: Callable[[str], None] = print,
         netns: str | None = None,
+        on_connect: Callable[[], None] | None = None,
     ):
         host, _, port = address.rpartition(":")
         self.counters = FpmCounters()
         self.sink = sink
+        self.on_connect = on_connect
         self.log = log
         self._stop = threading.Event()
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -249,6 +251,8 @@ class FpmServer:
                 continue
             self.counters.add("connections")
             self.log(f"fpm: connection from {peer[0]}:{peer[1]}")
+            if self.on_connect is not None:
+                self.on_connect()
             with conn:
                 self._session(conn)
             self.log("fpm: connection closed")

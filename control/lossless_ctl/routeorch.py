@@ -91,6 +91,7 @@ class RouteOrch:
         log: Callable[[str], None] = print,
         in_flight: int = 4,
         resolve: Callable[[IpAddress], None] | None = None,
+        restart_s: float = 5.0,
     ):
         self.entries = RouteEntries(p4info)
         self.pb = self.entries.pb
@@ -117,6 +118,10 @@ class RouteOrch:
         # Next hops the config has no neighbour for: `resolve` asks for their MACs (ARP/ND).
         self.resolve = resolve
         self._to_resolve: list[IpAddress] = []
+        # Routes of an earlier FPM connection not sent again yet (see zebra_connected).
+        self.restart_s = restart_s
+        self.stale: set[IpNetwork] = set()
+        self.last_input = 0.0
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
 
@@ -162,16 +167,41 @@ class RouteOrch:
 
     def _tick(self) -> None:
         while not self._stop.wait(self.bulk.flush_s):
+            self._sweep()
             stats = self.flush()
             if stats.routes:
                 self.log(self.summary())
 
     # --- input -------------------------------------------------------------------------------
 
+    def zebra_connected(self) -> None:
+        """A new FPM connection: zebra (perhaps restarted) sends its whole FIB again. Until it
+        has, the routes it gave before stay (as graceful restart keeps them); those it has not
+        sent again once it has been quiet for `restart_s` are removed."""
+        with self.lock:
+            self.stale = set(self.desired)
+            self.last_input = time.monotonic()
+
+    def _sweep(self) -> None:
+        with self.lock:
+            if not self.stale or time.monotonic() - self.last_input < self.restart_s:
+                return
+            for prefix in self.stale:
+                route = self.desired.pop(prefix)
+                self.pending[prefix] = FpmRoute(prefix, None, route.protocol)
+            self.log(
+                f"routeorch: {len(self.stale)} routes zebra did not send again after it "
+                f"reconnected ({self.restart_s:g} s quiet) are removed"
+            )
+            self.counters["stale routes removed"] += len(self.stale)
+            self.stale = set()
+
     def submit(self, routes: list[FpmRoute]) -> None:
         """Routes from zebra (the FPM listener's sink); flushed once `bulk.size` are pending."""
         with self.lock:
+            self.last_input = time.monotonic()
             for route in routes:
+                self.stale.discard(route.prefix)
                 if route.deleted:
                     self.desired.pop(route.prefix, None)
                 else:

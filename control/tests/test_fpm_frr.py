@@ -279,10 +279,16 @@ def _fpm(payload: bytes, version: int = 1, kind: int = 1) -> bytes:
     return struct.pack("!BBH", version, kind, 4 + len(payload)) + payload
 
 
-def _send_frames(ns: str, port: int, frames: list[bytes]) -> None:
+def _connect(ns: str, port: int) -> socket.socket:
+    """A connection to the FPM listener, as zebra's: the controller takes one at a time, and a
+    new one starts a restart (routes not sent again are removed after --fpm-restart s)."""
     sock = create_socket(ns, socket.AF_INET, socket.SOCK_STREAM, flags=0)
-    with sock:
-        sock.connect(("127.0.0.1", port))
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def _send_frames(ns: str, port: int, frames: list[bytes]) -> None:
+    with _connect(ns, port) as sock:
         sock.sendall(b"".join(frames))
 
 
@@ -302,6 +308,7 @@ def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=Non
         sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
         "--switch", address, "--pipeline", str(pipeline),
         "--fpm", f"127.0.0.1:{fpm_port}", "--fpm-netns", netns, "--route-bulk", bulk,
+        "--fpm-restart", "1",
     ]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -458,9 +465,10 @@ def test_a_full_route_table_is_reported_and_keeps_what_it_holds(small_ipv6_contr
 
         return check
 
-    _send_frames(netns, fpm_port, add(filler))
+    zebra = _connect(netns, fpm_port)
+    zebra.sendall(b"".join(add(filler)))
     _wait_for(state, routes_are(set(filler)), "the filler routes")
-    _send_frames(netns, fpm_port, add(extra))
+    zebra.sendall(b"".join(add(extra)))
 
     def not_fitting() -> int:
         """Routes the controller reported as not fitting (`... is full (size N): K of ...`)."""
@@ -478,8 +486,9 @@ def test_a_full_route_table_is_reported_and_keeps_what_it_holds(small_ipv6_contr
     assert len(set(extra) & set(routes)) == 5
     assert len(routes) == len(filler) + 5
     deletes = [_fpm(_route_msg(25, str(p.network_address), 64, None)) for p in filler[:3]]
-    _send_frames(netns, fpm_port, deletes)
+    zebra.sendall(b"".join(deletes))
     _wait_for(state, routes_are(set(filler[3:]) | set(extra)), "waiting routes, once room was made")
+    zebra.close()
 
 
 def test_fpm_frames_split_anywhere_decode_the_same():
@@ -554,3 +563,22 @@ def test_a_route_via_a_next_hop_the_config_lacks_resolves_it_and_forwards(
                 if expected in got:
                     break
                 assert time.monotonic() < deadline, got
+
+
+def test_a_reconnected_zebra_keeps_its_routes_until_it_has_resent_them(controller, netns):
+    """Graceful restart as the controller does it: after zebra's connection drops its routes
+    stay; a new connection that sends one of two again keeps that one, and the other goes once
+    zebra has been quiet for --fpm-restart seconds (the fixture's 1)."""
+    _, fpm_port, state, log = controller
+    a, b = ipaddress.ip_network("90.1.0.0/24"), ipaddress.ip_network("90.2.0.0/24")
+    both = {a: _ips(["10.1.0.2"]), b: _ips(["10.1.0.2"])}
+    with _connect(netns, fpm_port) as first:
+        first.sendall(b"".join(_fpm(_route_msg(24, str(p.network_address), 24, "10.1.0.2"))
+                               for p in (a, b)))  # fmt: skip
+        _wait_for(state, _expect(both), "the first connection's routes")
+    time.sleep(1.5)  # past --fpm-restart: nothing is removed while zebra is away
+    assert state.read()[0].keys() == both.keys()
+    with _connect(netns, fpm_port) as second:
+        second.sendall(_fpm(_route_msg(24, str(a.network_address), 24, "10.1.0.2")))
+        _wait_for(state, _expect({a: both[a]}), "the route zebra did not resend removed")
+    assert "1 routes zebra did not send again after it reconnected (1 s quiet)" in log.read_text()
