@@ -254,7 +254,11 @@ class FpmServer:
             if self.on_connect is not None:
                 self.on_connect()
             with conn:
-                self._session(conn)
+                try:
+                    self._session(conn)
+                except Exception as err:  # a fault behind the sink must not stop the listener
+                    self.counters.add("internal errors")
+                    self.log(f"fpm: internal error: {err!r}; dropping the connection")
             self.log("fpm: connection closed")
 
     def _session(self, conn: socket.socket) -> None:

@@ -150,7 +150,9 @@ class RouteOrch:
         self.flush()
 
     def detach(self) -> None:
-        """The session ended: gather zebra's updates until the next attach()."""
+        """The session ended: gather zebra's updates until the next attach(). Call it before
+        the client closes: it waits for a flush in progress (gRPC must not be called on a
+        closed channel)."""
         with self.lock:
             self.client = None
 
@@ -167,8 +169,13 @@ class RouteOrch:
 
     def _tick(self) -> None:
         while not self._stop.wait(self.bulk.flush_s):
-            self._sweep()
-            stats = self.flush()
+            try:
+                self._sweep()
+                stats = self.flush()
+            except Exception as err:  # a fault here must not stop later flushes
+                self.counters["internal errors"] += 1
+                self.log(f"routeorch: flush failed: {err!r}")
+                continue
             if stats.routes:
                 self.log(self.summary())
 

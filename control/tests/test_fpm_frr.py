@@ -403,6 +403,11 @@ def test_frr_routes_share_one_group_follow_a_link_flap_and_go(controller, netns)
         fpm_lines = [line for line in out.splitlines() if line.split()[2:3] == ["[fpm]"]]
         assert len(fpm_lines) == ROUTES and all(line.startswith("S>*") for line in fpm_lines)
         assert "S>* 20.0.0.0/8 [config_db] via 10.3.0.1, Ethernet8" in out
+        out6 = _show(switch, "ipv6", "route")
+        fpm6 = [line for line in out6.splitlines() if line.split()[2:3] == ["[fpm]"]]
+        assert len(fpm6) == len(V6_PREFIXES)
+        assert "S>* 2001:db8:40::/64 [fpm] via fc00:1::2, Ethernet0, ecmp group" in out6
+        assert "* via fc00:2::2, Ethernet4" in out6
 
         # Ethernet12's link goes down: zebra drops 10.4.0.1 from every route.
         _ns(netns, "ip", "link", "set", "p3", "down")
