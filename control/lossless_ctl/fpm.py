@@ -87,10 +87,10 @@ class FpmCounters(Counter):
             self[kind] += n
 
 
-def _gateway(attrs: Any, family: int) -> IpAddress | None:
-    gw = attrs.get_attr("RTA_GATEWAY")
+def _gateway(attrs: dict[str, Any], family: int) -> IpAddress | None:
+    gw = attrs.get("RTA_GATEWAY")
     if gw is None:
-        via = attrs.get_attr("RTA_VIA")
+        via = attrs.get("RTA_VIA")
         gw = via.get("addr") if isinstance(via, dict) else None
     if gw is None:
         return None
@@ -100,16 +100,30 @@ def _gateway(attrs: Any, family: int) -> IpAddress | None:
     return ip
 
 
+def _attrs(msg: Any) -> dict[str, Any]:
+    """A message's attributes by name; RTA_NH_ID (30), which pyroute2 0.9 does not name, by
+    its name too."""
+    out = {}
+    for nla in msg["attrs"]:
+        name, value = nla[0], nla[1]
+        if name == "UNKNOWN" and value.get("header", {}).get("type") == 30:
+            name = "RTA_NH_ID"
+        out[name] = value
+    return out
+
+
 def route_of(msg: Any) -> FpmRoute | None:
     """The route in one decoded rtmsg; None for a route this switch does not program
     (connected and link-local routes, which config_db's INTERFACE table already describes)."""
     family = msg["family"]
     if family not in (socket.AF_INET, socket.AF_INET6):
         raise FpmError("unknown address family", f"route of address family {family}")
-    table = msg.get_attr("RTA_TABLE") or msg["table"]
+    # One pass over the attributes: pyroute2's get_attr() scans them on every call.
+    attrs = _attrs(msg)
+    table = attrs.get("RTA_TABLE") or msg["table"]
     if table != RT_TABLE_MAIN:
         raise FpmError("other vrf", f"route in table {table} (only the default VRF is routed)")
-    dst = msg.get_attr("RTA_DST")
+    dst = attrs.get("RTA_DST")
     full = 32 if family == socket.AF_INET else 128
     default = "0.0.0.0" if family == socket.AF_INET else "::"
     try:
@@ -123,10 +137,7 @@ def route_of(msg: Any) -> FpmRoute | None:
     protocol = PROTOCOLS.get(msg["proto"], f"proto {msg['proto']}")
     if msg["header"]["type"] == RTM_DELROUTE:
         return FpmRoute(prefix, None, protocol)
-    if msg.get_attr("RTA_NH_ID") is not None or any(
-        name == "UNKNOWN" and value.get("header", {}).get("type") == 30  # RTA_NH_ID
-        for name, value in msg["attrs"]
-    ):
+    if "RTA_NH_ID" in attrs:
         raise FpmError(
             "next-hop object",
             f"{prefix}: next hop given as a next-hop object id; configure zebra with "
@@ -136,8 +147,11 @@ def route_of(msg: Any) -> FpmRoute | None:
         return FpmRoute(prefix, (), protocol)
     if msg["type"] != RTN_UNICAST:
         return None
-    paths = msg.get_attr("RTA_MULTIPATH")
-    gateways = [_gateway(p, family) for p in paths] if paths else [_gateway(msg, family)]
+    paths = attrs.get("RTA_MULTIPATH")
+    if paths:
+        gateways = [_gateway(_attrs(p), family) for p in paths]
+    else:
+        gateways = [_gateway(attrs, family)]
     hops = tuple(sorted({g for g in gateways if g is not None}))
     if not hops:
         return None  # directly connected: an INTERFACE subnet of the config
@@ -182,16 +196,18 @@ class FpmReader:
         """Routes of the complete frames in `data` (plus what was buffered). A frame whose
         header cannot be right (a length below the header's) loses the stream's framing:
         FpmError("desynchronised") tells the caller to drop the connection."""
-        self.buffer += data
+        buffer = self.buffer + data
         out: list[FpmRoute] = []
-        while len(self.buffer) >= FPM_HEADER.size:
-            version, kind, length = FPM_HEADER.unpack_from(self.buffer)
+        at = 0  # cut once at the end: slicing the rest off per frame copies it per frame
+        while len(buffer) - at >= FPM_HEADER.size:
+            version, kind, length = FPM_HEADER.unpack_from(buffer, at)
             if length < FPM_HEADER.size:
                 self.counters.add("malformed")
                 raise FpmError("desynchronised", f"FPM frame length {length} < 4")
-            if len(self.buffer) < length:
+            if len(buffer) - at < length:
                 break
-            payload, self.buffer = self.buffer[FPM_HEADER.size : length], self.buffer[length:]
+            payload = buffer[at + FPM_HEADER.size : at + length]
+            at += length
             self.counters.add("frames")
             try:
                 if version != FPM_VERSION:
@@ -202,6 +218,7 @@ class FpmReader:
             except FpmError as err:
                 self.counters.add(err.kind)
                 self.log(f"fpm: {err.kind}: {err}")
+        self.buffer = buffer[at:]
         return out
 
 
