@@ -19,7 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from lossless_ctl.client import P4RuntimeClient
@@ -78,7 +78,6 @@ class _Ref:
 class FlushStats:
     routes: int = 0
     seconds: float = 0.0
-    counts: Counter = field(default_factory=Counter)
 
 
 class RouteOrch:
@@ -177,7 +176,9 @@ class RouteOrch:
                 self.log(f"routeorch: flush failed: {err!r}")
                 continue
             if stats.routes:
-                self.log(self.summary())
+                self.log(
+                    f"{self.summary()}; {stats.routes} in the last flush, {stats.seconds:.3f} s"
+                )
 
     # --- input -------------------------------------------------------------------------------
 
@@ -376,7 +377,7 @@ class RouteOrch:
                 kind = self.pb.Update.INSERT if old is None else self.pb.Update.MODIFY
                 update = self.entries.route(prefix, hw, f"fpm:{route.protocol}", kind)
                 planned.append((prefix, route, target, update))
-            failed_groups = self._unwritten = self._write_objects(writes, gone)
+            failed_groups = self._unwritten = self._write_objects(writes)
             # Routes whose group could not be written stay as they were.
             ready, skipped = [], []
             for item in planned:
@@ -422,11 +423,11 @@ class RouteOrch:
             for what in ("groups", "members", "nexthops"):
                 self._write(gone[what], f"stale {what}")
             stats.seconds = time.perf_counter() - start
-            stats.counts = Counter({k: len(v) for k, v in writes.items()})
             self.counters["routes written"] += stats.routes
+            self._unwritten = set()
         return stats
 
-    def _write_objects(self, writes: dict[str, list[Any]], gone: dict[str, list[Any]]) -> set:
+    def _write_objects(self, writes: dict[str, list[Any]]) -> set:
         """Next hops, members, then groups with their entries; the next-hop sets of the groups
         that could not be written (whole: a group whose entry failed is deleted again)."""
         failed_nexthops = self._write(writes["nexthops"], "next hop")
