@@ -27,8 +27,10 @@ export P4C SWITCH
 # Debian packages the tree needs: the C preprocessor (P4 #include), Debian's Python with venv
 # (Mininet's module is installed for it), and iproute2 for namespaces and veths; the lab's
 # Mininet with the helpers it calls (bridge-utils, iputils-ping), iperf3 for TCP flows,
-# tcpdump for per-port pcaps and ethtool to turn off checksum offloads on veths.
-APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool
+# tcpdump for per-port pcaps and ethtool to turn off checksum offloads on veths; FRR (zebra
+# with dplane_fpm_nl, staticd, bgpd, vtysh), the routing daemons that feed the controller's
+# FPM listener.
+APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool frr
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: help build test lint fmt run bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
