@@ -31,11 +31,10 @@ from pyroute2.netns import create_socket
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.show import action_profiles
-from lossless_topo.switch import PortlessSwitch, free_port
+from lossless_kit.switch import SwitchProcess, free_port
+from lossless_paths import BIN, P4SRC, PTF_CONFIG_DB
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "build" / "bin"
-CONFIG = ROOT / "ptf-tests" / "config" / "config_db.json"
+CONFIG = PTF_CONFIG_DB
 FRR = Path("/usr/lib/frr")
 ING = "LosslessIngress."
 ROUTES = 200
@@ -299,9 +298,15 @@ def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=Non
     assert (BIN / "p4-switch").is_file(), "build/bin/p4-switch missing: run `make build`"
     portless = switch is None
     if portless:
-        switch = PortlessSwitch(BIN / "p4-switch", 1, workdir)
+        switch = SwitchProcess(
+            BIN / "p4-switch",
+            device_id=1,
+            grpc_addr=f"127.0.0.1:{free_port()}",
+            log_path=workdir / "p4-switch.log",
+        )
         switch.start()
-    address = switch.address if portless else switch.grpc_addr
+        switch.wait_ready()
+    address = switch.grpc_addr
     fpm_port = free_port()
     log = workdir / "lossless-ctl.log"
     cmd = [
@@ -343,7 +348,7 @@ def small_ipv6_controller(netns, tmp_path):
     """The controller on a pipeline whose ipv6_route holds IPV6_ROUTES_SMALL entries (p4src/
     with that one define changed, compiled by the p4c-bm2-ss drop-in)."""
     src = tmp_path / "p4src"
-    shutil.copytree(ROOT / "p4src", src)
+    shutil.copytree(P4SRC, src)
     headers = src / "headers.p4"
     text = headers.read_text()
     assert "#define IPV6_ROUTES 81920" in text
@@ -546,7 +551,7 @@ def test_a_route_via_a_next_hop_the_config_lacks_resolves_it_and_forwards(
 ):
     """An FPM route via 10.1.0.99 (on Ethernet0, not in NEIGH): the controller ARPs for it out
     of port 1, learns the reply, and the switch forwards the route's traffic to that MAC."""
-    from lossless_ctl.switchlab import SwitchLab
+    from lossless_kit.vethlab import SwitchLab
 
     with SwitchLab(4, tmp_path) as lab:
         ns = lab.veths.namespace
