@@ -31,13 +31,14 @@ export P4C SWITCH
 APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: help build test lint fmt run bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
+.PHONY: help build test lint fmt run sim bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
 	p4sh-test
 
 help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
 	@echo "make run        build and run the default lab"
+	@echo "make sim        the same topology in lossless-sim, nominal rates, virtual time"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
 	@echo "make stf        STF tests of the pipeline's mechanisms (p4src/tests/)"
 	@echo "make p4sh-test  the PyPI p4runtime-shell drives p4-switch (tests/p4runtime-shell/)"
@@ -194,6 +195,14 @@ run: build deps
 	-@$(MAKE) --no-print-directory p4
 	PATH=$$PATH:$(BIN) $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
 	    --results $(RESULTS)
+
+# `make sim [TOPO=...] [CASE=ecn=off] [QUICK=1] [SEED=N]`: the same topology in lossless-sim, at
+# its nominal link rates in virtual time (toolchain/lossless-sim/README.md).
+CASE ?=
+SEED ?= 1
+sim: build deps p4
+	$(BIN)/lossless-sim run $(TOPO) --lab $(CURDIR) --seed $(SEED) --out $(RESULTS)/sim/$(TOPO) \
+	    $(if $(CASE),--case '$(CASE)') $(if $(filter 1,$(QUICK)),--quick)
 
 # Each benchmark writes JSON under results/bench/ with its baseline measured in the same run
 # (a no-op program, the heap scheduler, a linear scan, ...); crates' READMEs explain the figures.
