@@ -7,12 +7,14 @@
 //! [`Core`]: p4_switch::core::Core
 
 pub mod des;
+pub mod experiment;
 pub mod fabric;
 pub mod link;
 pub mod net;
 pub mod probe;
 pub mod program;
 pub mod results;
+pub mod traffic;
 
 use fabric::{parse_mac, Fabric};
 use link::LinkSpec;

@@ -2,9 +2,11 @@
 //! then run it in virtual time and write results.json (README.md).
 
 use clap::{Parser, Subcommand};
+use lossless_sim::experiment::{incast_results, setup_incast, Plan};
 use lossless_sim::net::{Progress, Stop};
 use lossless_sim::program::{self, Lab};
 use lossless_sim::results::{table, Measurement, Results, SimInfo, StatsSample};
+use lossless_sim::traffic::NicParams;
 use lossless_sim::{assemble, probe, DEFAULT_PIPELINE_NS};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +53,12 @@ struct RunArgs {
     /// Nanoseconds a frame spends in a switch's pipeline.
     #[arg(long, default_value_t = DEFAULT_PIPELINE_NS)]
     pipeline_latency_ns: u64,
+    /// The NICs' minimum interval between two CNPs for one QP (seed 003's NICs: 1000).
+    #[arg(long, value_name = "NS", default_value_t = 50_000)]
+    cnp_interval_ns: u64,
+    /// The NICs' per-flow minimum rate under DCQCN (seed 003's NICs: 45).
+    #[arg(long, value_name = "MBPS", default_value_t = 1.0)]
+    min_rate_mbps: f64,
     /// The lossless-lab checkout whose .venv, control/, topo/ and build/p4 are used.
     #[arg(long, default_value = ".")]
     lab: PathBuf,
@@ -95,8 +103,24 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let switches = program::program(&lab, &fabric, &args.out).map_err(|e| e.to_string())?;
     let mut sim =
         assemble(&fabric, switches, args.pipeline_latency_ns).map_err(|e| e.to_string())?;
-    let probes = probe::all_pairs(&mut sim, 0, PROBE_GAP_NS, PROBE_DSCP, PROBE_PAYLOAD);
-    let end_ns = PROBE_GAP_NS * probes.len() as u64;
+    let plan = Plan::of(&fabric).map_err(|e| e.to_string())?;
+    let mut probes = Vec::new();
+    match &plan {
+        Plan::Probes => {
+            probes = probe::all_pairs(&mut sim, 0, PROBE_GAP_NS, PROBE_DSCP, PROBE_PAYLOAD);
+        }
+        Plan::Incast(inc) => {
+            let nic = NicParams {
+                cnp_interval_ns: args.cnp_interval_ns,
+                min_rate_bps: args.min_rate_mbps * 1e6,
+                ..NicParams::new(inc.roce_mtu, inc.priority * 8)
+            };
+            setup_incast(&mut sim, inc, &nic, 0).map_err(|e| e.to_string())?;
+        }
+    }
+    let end_ns = args
+        .time_limit
+        .or((!probes.is_empty()).then(|| PROBE_GAP_NS * probes.len() as u64));
     let wall = Instant::now();
     let mut last = 0.0;
     let mut progress = |p: &Progress| {
@@ -105,16 +129,18 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             return;
         }
         last = s;
-        let target = args.time_limit.unwrap_or(end_ns).max(1);
-        let eta = s * (target.saturating_sub(p.now_ns)) as f64 / p.now_ns.max(1) as f64;
+        let eta = end_ns.map_or(String::new(), |end| {
+            let left = end.saturating_sub(p.now_ns) as f64 / p.now_ns.max(1) as f64;
+            format!(", ETA {:.0} s", s * left)
+        });
         eprintln!(
-            "lossless-sim: virtual {:.3} ms, {:.0} events/s, ETA {eta:.0} s",
+            "lossless-sim: virtual {:.3} ms, {:.0} events/s{eta}",
             p.now_ns as f64 / 1e6,
             p.events as f64 / s
         );
     };
     let stop = sim.run(args.time_limit, args.max_events, &mut progress);
-    let partial = stop != Stop::Drained;
+    let partial = matches!(stop, Stop::MaxEvents | Stop::Reached);
     match stop {
         Stop::MaxEvents => eprintln!(
             "lossless-sim: stopped at --max-events {} (virtual time {} ns); writing what there is, marked partial",
@@ -126,42 +152,52 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             sim.now_ns(),
             sim.events()
         ),
-        Stop::Drained => {}
+        Stop::Drained | Stop::Finished => {}
     }
-    let arrivals = probe::arrivals(&sim, &probes);
     let mut measurements = Vec::new();
-    let mut rows = Vec::new();
+    let mut tables = Vec::new();
     let mut lost = Vec::new();
-    for (p, at) in probes.iter().zip(&arrivals) {
-        let latency = at.map(|t| t - p.sent_ns);
-        if latency.is_none() {
-            lost.push(format!("{} -> {}", p.from, p.to));
-        }
-        rows.push(vec![
-            p.from.clone(),
-            p.to.clone(),
-            latency.map_or("-".into(), |l| l.to_string()),
-        ]);
-        measurements.push(Measurement {
-            case: format!("probe {} -> {}", p.from, p.to),
-            params: serde_json::json!(p),
-            values: serde_json::json!({
-                "latency_ns": latency,
-                "latency_us": latency.map(|l| l as f64 / 1000.0),
-            }),
-            latency_us: latency.map(|l| l as f64 / 1000.0).into_iter().collect(),
-            throughput: serde_json::Map::new(),
-        });
+    if let Plan::Incast(inc) = &plan {
+        let (m, t) = incast_results(&sim, inc, &fabric.case);
+        println!("{t}");
+        measurements.push(m);
+        tables.push(t);
     }
-    let probe_table = table(
-        &format!(
-            "One {}-byte frame on an idle fabric, host to host (ns, virtual time)",
-            probes.first().map_or(0, |p| p.bytes)
-        ),
-        &["from", "to", "latency_ns"],
-        &rows,
-    );
-    println!("{probe_table}");
+    if !probes.is_empty() {
+        let arrivals = probe::arrivals(&sim, &probes);
+        let mut rows = Vec::new();
+        for (p, at) in probes.iter().zip(&arrivals) {
+            let latency = at.map(|t| t - p.sent_ns);
+            if latency.is_none() {
+                lost.push(format!("{} -> {}", p.from, p.to));
+            }
+            rows.push(vec![
+                p.from.clone(),
+                p.to.clone(),
+                latency.map_or("-".into(), |l| l.to_string()),
+            ]);
+            measurements.push(Measurement {
+                case: format!("probe {} -> {}", p.from, p.to),
+                params: serde_json::json!(p),
+                values: serde_json::json!({
+                    "latency_ns": latency,
+                    "latency_us": latency.map(|l| l as f64 / 1000.0),
+                }),
+                latency_us: latency.map(|l| l as f64 / 1000.0).into_iter().collect(),
+                throughput: serde_json::Map::new(),
+            });
+        }
+        let probe_table = table(
+            &format!(
+                "One {}-byte frame on an idle fabric, host to host (ns, virtual time)",
+                probes.first().map_or(0, |p| p.bytes)
+            ),
+            &["from", "to", "latency_ns"],
+            &rows,
+        );
+        println!("{probe_table}");
+        tables.push(probe_table);
+    }
     let now = sim.now_ns();
     let stats = sim
         .switches
@@ -186,13 +222,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         scale: serde_json::json!({"factor": 1, "nominal_mbps": nominal, "lab_mbps": nominal}),
         switch: "lossless-sim (p4-switch core)".into(),
         missing_features: vec![
-            "experiment traffic (roce-host on the virtual clock): only probes run".into(),
+            "write_lat, the leaf-spine's RoCE:TCP mixes: probes run instead".into(),
             "TCP hosts".into(),
             "plots and pcap files".into(),
         ],
         measurements,
         stats,
-        tables: vec![probe_table],
+        tables,
         sim: SimInfo {
             rng_seed: args.seed,
             case: fabric.case.clone(),

@@ -11,7 +11,9 @@
 
 use crate::des::EventQueue;
 use crate::link::LinkSpec;
+use crate::traffic::Sender;
 use p4_switch::core::Core;
+use roce_host::Endpoint;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
@@ -98,7 +100,27 @@ impl SimSwitch {
     }
 }
 
-/// A host's NIC: a transmit FIFO sent back to back at the link rate, and what it received.
+/// roce-host's endpoint as a host's NIC, with the senders that post on it.
+pub struct HostNic {
+    pub ep: Endpoint,
+    pub senders: Vec<Sender>,
+    wake_at: Option<u64>,
+    buf: Vec<u8>,
+}
+
+impl HostNic {
+    pub fn new(ep: Endpoint) -> HostNic {
+        HostNic {
+            ep,
+            senders: Vec::new(),
+            wake_at: None,
+            buf: Vec::new(),
+        }
+    }
+}
+
+/// A host: roce-host's endpoint when it runs RDMA traffic; otherwise a transmit FIFO sent back
+/// to back at the link rate, recording what it receives (probes).
 pub struct SimHost {
     pub name: String,
     pub ip: Ipv4Addr,
@@ -109,8 +131,9 @@ pub struct SimHost {
     /// When the line is free, in units of 1/rate ns (exact, see [`LinkSpec::line_units`]).
     busy_units: u128,
     line_event: bool,
-    /// Every frame received, with the virtual time its last bit arrived.
+    /// Every frame received, with the virtual time its last bit arrived (hosts without a NIC).
     pub rx: Vec<(u64, Vec<u8>)>,
+    pub nic: Option<HostNic>,
 }
 
 impl SimHost {
@@ -125,6 +148,7 @@ impl SimHost {
             busy_units: 0,
             line_event: false,
             rx: Vec::new(),
+            nic: None,
         }
     }
 }
@@ -152,6 +176,10 @@ enum Event {
     HostLine {
         host: usize,
     },
+    /// A host's endpoint asked to be woken (pacing, pause end, timers, a sender's start).
+    NicWake {
+        host: usize,
+    },
 }
 
 /// Why [`Sim::run`] returned.
@@ -164,6 +192,8 @@ pub enum Stop {
     Reached,
     /// `--max-events` would have been passed.
     MaxEvents,
+    /// Every sender has finished (timers such as DCQCN's may still be running).
+    Finished,
 }
 
 /// What the progress callback is told, every so many events.
@@ -242,7 +272,11 @@ impl Sim {
         max_events: Option<u64>,
         progress: &mut dyn FnMut(&Progress),
     ) -> Stop {
+        let senders = self.senders();
         loop {
+            if senders > 0 && self.senders_done() {
+                return Stop::Finished;
+            }
             let Some(t) = self.queue.peek_time() else {
                 return Stop::Drained;
             };
@@ -281,7 +315,21 @@ impl Sim {
                     self.service(sw);
                 }
             }
-            Event::HostRx { host, frame } => self.hosts[host].rx.push((now, frame)),
+            Event::HostRx { host, frame } => match &mut self.hosts[host].nic {
+                Some(nic) => {
+                    nic.ep.handle_frame(now, &frame);
+                    self.drive_nic(host);
+                }
+                None => self.hosts[host].rx.push((now, frame)),
+            },
+            Event::NicWake { host } => {
+                if let Some(nic) = &mut self.hosts[host].nic {
+                    if nic.wake_at == Some(now) {
+                        nic.wake_at = None;
+                        self.drive_nic(host);
+                    }
+                }
+            }
             Event::HostSend { host, frame } => {
                 self.hosts[host].tx.push_back(frame);
                 self.host_transmit(host);
@@ -319,6 +367,94 @@ impl Sim {
                 s.wake_at = Some(t);
                 self.queue.push(t, Event::Wake { sw });
             }
+        }
+    }
+
+    /// Gives `host` roce-host's endpoint as its NIC, at its link's rate (once).
+    pub fn add_nic(&mut self, host: usize, params: &crate::traffic::NicParams) {
+        let h = &mut self.hosts[host];
+        let (Some(peer), None) = (h.peer, &h.nic) else {
+            return;
+        };
+        let ep = params.endpoint(h.mac, h.ip.octets(), peer.link.rate_bps);
+        h.nic = Some(HostNic::new(ep));
+    }
+
+    pub fn add_sender(&mut self, host: usize, sender: Sender) {
+        if let Some(nic) = &mut self.hosts[host].nic {
+            nic.senders.push(sender);
+        }
+    }
+
+    /// The NICs of two different hosts, both at once (to connect their QPs); `None` when
+    /// `a == b` or either has none ([`Sim::add_nic`]).
+    pub fn two_nics(&mut self, a: usize, b: usize) -> Option<(&mut HostNic, &mut HostNic)> {
+        if a == b || a.max(b) >= self.hosts.len() {
+            return None;
+        }
+        let (left, right) = self.hosts.split_at_mut(a.max(b));
+        let (lo, hi) = (left[a.min(b)].nic.as_mut()?, right[0].nic.as_mut()?);
+        Some(if a < b { (lo, hi) } else { (hi, lo) })
+    }
+
+    fn senders(&self) -> usize {
+        self.hosts
+            .iter()
+            .filter_map(|h| h.nic.as_ref())
+            .map(|n| n.senders.len())
+            .sum()
+    }
+
+    fn senders_done(&self) -> bool {
+        self.hosts
+            .iter()
+            .filter_map(|h| h.nic.as_ref())
+            .all(|n| n.senders.iter().all(Sender::done))
+    }
+
+    /// Wakes `host`'s endpoint at `at_ns` (a sender's start).
+    pub fn wake_nic(&mut self, host: usize, at_ns: u64) {
+        if let Some(nic) = &mut self.hosts[host].nic {
+            if nic.wake_at.map_or(true, |w| at_ns < w) {
+                nic.wake_at = Some(at_ns);
+                self.queue.push(at_ns, Event::NicWake { host });
+            }
+        }
+    }
+
+    /// Lets the senders react to completions, sends what the endpoint may send now and keeps
+    /// its next wake-up.
+    fn drive_nic(&mut self, host: usize) {
+        let now = self.now_ns;
+        let h = &mut self.hosts[host];
+        let (Some(nic), Some(peer)) = (h.nic.as_mut(), h.peer) else {
+            return;
+        };
+        let completions = nic.ep.take_completions();
+        for s in &mut nic.senders {
+            s.step(now, &mut nic.ep, &completions);
+        }
+        let mut buf = std::mem::take(&mut nic.buf);
+        let sent = nic.ep.poll_tx(now, &mut buf).then(|| buf.clone());
+        nic.buf = buf;
+        let mut next = nic.ep.next_wakeup();
+        for s in &nic.senders {
+            if !s.done() && s.start_ns > now {
+                next = Some(next.map_or(s.start_ns, |n| n.min(s.start_ns)));
+            }
+        }
+        if let Some(t) = next.map(|t| t.max(now + u64::from(sent.is_none()))) {
+            if nic.wake_at.map_or(true, |w| t < w || w < now) {
+                nic.wake_at = Some(t);
+                self.queue.push(t, Event::NicWake { host });
+            }
+        }
+        if let Some(frame) = sent {
+            let rate = peer.link.rate_bps as u128;
+            let at = (now as u128 * rate + peer.link.frame_units(frame.len())).div_ceil(rate)
+                as u64
+                + peer.link.delay_ns;
+            self.deliver(peer, at, frame);
         }
     }
 

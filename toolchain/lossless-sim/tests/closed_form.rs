@@ -9,37 +9,13 @@ use lossless_sim::net::{Sim, Stop};
 use lossless_sim::program::{self, Lab};
 use lossless_sim::{assemble, probe};
 use lossless_wire::pfc::MacControl;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
+
+mod common;
+use common::{pipeline, root};
 
 const PIPELINE_NS: u64 = 500;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// lossless.p4 compiled once per test run by the tree's own compiler.
-fn pipeline() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-p4");
-        std::fs::create_dir_all(&dir).expect("pipeline directory");
-        let compiler = root().join("build/bin/p4-compile");
-        let status = Command::new(&compiler)
-            .args([
-                "--target", "bmv2", "--arch", "v1model", "--std", "p4-16", "-o",
-            ])
-            .arg(&dir)
-            .arg("--p4runtime-files")
-            .arg(dir.join("lossless.p4info.txtpb"))
-            .arg(root().join("p4src/lossless.p4"))
-            .status()
-            .unwrap_or_else(|e| panic!("{}: {e} (run make build)", compiler.display()));
-        assert!(status.success(), "p4-compile failed on p4src/lossless.p4");
-        dir
-    })
-}
 
 fn lab() -> Lab {
     let mut lab = Lab::at(&root());
