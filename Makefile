@@ -217,6 +217,7 @@ bench: build deps p4
 	$(CARGO_EXAMPLE) switch-tables --example switch-tables-bench -- $(BENCH_OUT)/switch-tables.json
 	$(CARGO_EXAMPLE) switch-hash --example switch-hash-bench -- $(BENCH_OUT)/switch-hash.json
 	$(CARGO_EXAMPLE) roce-host --example roce-host-bench -- $(BENCH_OUT)/roce-host.json
+	$(CARGO_EXAMPLE) lossless-sim --example lossless-sim-bench -- $(BENCH_OUT)/sim.json
 	$(CARGO_EXAMPLE) p4-bmv2-backend --example compile_bench -- $(P4_MAIN) $(BENCH_OUT)/compile.json
 	$(CARGO_EXAMPLE) p4-p4info --example bench_p4info > $(BENCH_OUT)/p4-p4info.json
 	$(BIN)/flowgen bench --out $(BENCH_OUT)/flowgen.json
