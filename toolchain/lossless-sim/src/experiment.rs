@@ -18,6 +18,15 @@ pub struct Incast {
     pub size: usize,
     pub iters: u64,
     pub roce_mtu: usize,
+    pub cases: Vec<IncastCase>,
+}
+
+/// One configuration of the incast (config_db.json variant).
+#[derive(Debug, Deserialize)]
+pub struct IncastCase {
+    pub name: String,
+    pub buffers: String,
+    pub pfc: bool,
 }
 
 /// perftest's default tx-depth (WRITEs in flight per QP), as the lab's write_bw runs.
@@ -44,7 +53,7 @@ impl Plan {
                 let mut doc = fabric.experiment.clone();
                 if let Some(o) = doc.as_object_mut() {
                     // The lab's fields this traffic does not use.
-                    for k in ["kind", "cases", "quick"] {
+                    for k in ["kind", "quick"] {
                         o.remove(k);
                     }
                 }
@@ -97,40 +106,41 @@ pub fn setup_incast(
     Ok(())
 }
 
-/// The incast's measurement and table: perftest bandwidth per sender, message latency, what
-/// PFC did and what was dropped on the lossless priority.
+/// The incast's measurement and table, as the lab's runner reports them (same value names and
+/// table layout): goodput over the run, message latency, drops on the lossless priority (the
+/// pipeline's admission and the traffic manager), what the hosts' mechanisms did.
 pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, String) {
+    let pfc = inc.cases.iter().any(|c| c.name == case && c.pfc);
     let now = sim.now_ns();
     let prio = inc.priority as usize;
-    let mut rows = Vec::new();
     let mut latencies: Vec<u64> = Vec::new();
     let (mut posted, mut completed, mut failed) = (0usize, 0usize, 0u64);
+    let (mut first_post, mut last_completion) = (u64::MAX, 0u64);
+    let mut per_sender = serde_json::Map::new();
     for h in &sim.hosts {
         let Some(nic) = &h.nic else { continue };
         for s in &nic.senders {
-            let bw = s.report();
             posted += s.posted_ns.len();
             completed += s.completed_ns.len();
-            failed += s.failed;
+            failed += u64::from(s.failed > 0);
             latencies.extend(&s.latency_ns);
-            rows.push(vec![
-                h.name.clone(),
-                s.completed_ns.len().to_string(),
-                format!("{:.2}", bw.bw_average_gbps),
-            ]);
+            first_post = first_post.min(s.posted_ns.first().copied().unwrap_or(u64::MAX));
+            last_completion = last_completion.max(s.completed_ns.last().copied().unwrap_or(0));
+            per_sender.insert(h.name.clone(), serde_json::json!(s.report()));
         }
     }
-    let xoff_rx: u64 = sim
-        .hosts
-        .iter()
-        .filter_map(|h| h.nic.as_ref())
-        .map(|n| n.ep.pause_counters().rx_pfc_xoff[prio])
-        .sum();
+    let (mut ce, mut cnps, mut xoff, mut retx) = (0, 0, 0, 0);
+    for nic in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
+        let c = nic.ep.counters();
+        ce += c.rx_ce_marked;
+        cnps += c.rx_cnps;
+        retx += c.tx_retransmitted_pkts;
+        xoff += nic.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
+    }
     let mut tm_drops = 0;
     for s in &sim.switches {
         if let Some(tm) = s.core.tm() {
-            let st = tm.stats(now);
-            for p in &st.ports {
+            for p in &tm.stats(now).ports {
                 tm_drops += p.queues.get(prio).map_or(0, |q| q.drops.total());
             }
         }
@@ -140,39 +150,61 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
         .iter()
         .map(|s| s.core.engine_stats().dropped_ingress)
         .sum();
-    let mut lat_us: Vec<u64> = latencies.clone();
-    let lat = LatReport::compute(inc.size as u64, &mut lat_us);
+    let span = last_completion.saturating_sub(first_post);
+    let bw_mbps = if span > 0 {
+        (completed * inc.size) as f64 * 8.0 * 1e3 / span as f64
+    } else {
+        0.0
+    };
+    let mut samples = latencies.clone();
+    let lat = LatReport::compute(inc.size as u64, &mut samples);
     let m = Measurement {
         case: case.to_string(),
-        params: serde_json::json!({"case": case, "size": inc.size, "iters": inc.iters,
-            "senders": inc.senders.len(), "tx_depth": TX_DEPTH}),
+        params: serde_json::json!({"name": case, "pfc": pfc, "size": inc.size,
+            "iters": inc.iters, "senders": inc.senders.len(), "tx_depth": TX_DEPTH}),
         values: serde_json::json!({
+            "bw_mbps_nominal": bw_mbps,
+            "latency_avg_us_nominal": lat.t_avg_usec,
+            "p99_latency_us": lat.p99_usec,
             "messages_posted": posted,
             "messages_completed": completed,
-            "qps_failed": failed,
-            "pfc_xoff_rx": xoff_rx,
-            "drops_lossless_tm": tm_drops,
+            "drops_lossless": tm_drops + pipeline_drops,
             "drops_pipeline": pipeline_drops,
-            "avg_latency_us": lat.t_avg_usec,
-            "p99_latency_us": lat.p99_usec,
+            "drops_tm": tm_drops,
+            "ce_marked": ce,
+            "cnps_rx": cnps,
+            "pfc_xoff_rx": xoff,
+            "retransmissions": retx,
+            "qps_failed": failed,
+            "senders": per_sender,
         }),
         latency_us: latencies.iter().map(|&l| l as f64 / 1000.0).collect(),
         throughput: serde_json::Map::new(),
     };
-    let mut text = table(
+    let row = vec![
+        case.to_string(),
+        if pfc { "on" } else { "off" }.to_string(),
+        format!("{bw_mbps:.2}"),
+        format!("{:.2}", lat.t_avg_usec),
+        (tm_drops + pipeline_drops).to_string(),
+        format!("{completed}/{posted}"),
+        failed.to_string(),
+    ];
+    let text = table(
         &format!(
-            "Incast {}:1, {} B messages, case {case}: write_bw per sender (virtual time)",
-            inc.senders.len(),
-            inc.size
+            "{}-to-1 incast, priority {prio} (virtual time, nominal rates)",
+            inc.senders.len()
         ),
-        &["sender", "messages", "BW average [Gb/s]"],
-        &rows,
+        &[
+            "profile",
+            "PFC",
+            "Bandwidth (Mbps, nominal)",
+            "Latency (us)",
+            "Drops",
+            "Messages",
+            "QPs failed",
+        ],
+        &[row],
     );
-    text.push_str(&format!(
-        "\nmessage latency avg {:.2} us, p99 {:.2} us; XOFF received by hosts {xoff_rx}; \
-         drops: pipeline {pipeline_drops}, traffic manager (priority {prio}) {tm_drops}; \
-         QPs failed {failed}",
-        lat.t_avg_usec, lat.p99_usec
-    ));
     (m, text)
 }

@@ -40,12 +40,13 @@ fn pfc_makes_the_100g_incast_lossless() {
         assert_eq!(v["messages_completed"], 160, "{v}");
         assert_eq!(v["qps_failed"], 0, "{v}");
     }
-    assert_eq!(tuned["drops_pipeline"], 0, "{tuned}");
-    assert_eq!(tuned["drops_lossless_tm"], 0, "{tuned}");
+    assert_eq!(tuned["drops_lossless"], 0, "{tuned}");
+    assert_eq!(tuned["retransmissions"], 0, "{tuned}");
     assert!(tuned["pfc_xoff_rx"].as_u64().unwrap() > 0, "{tuned}");
-    assert!(default["drops_pipeline"].as_u64().unwrap() > 0, "{default}");
+    assert!(default["drops_lossless"].as_u64().unwrap() > 0, "{default}");
+    assert!(default["retransmissions"].as_u64().unwrap() > 0, "{default}");
     assert_eq!(default["pfc_xoff_rx"], 0, "{default}");
     // Drops cost retransmission timeouts: the lossy incast's messages take far longer.
-    let lat = |v: &serde_json::Value| v["avg_latency_us"].as_f64().unwrap();
+    let lat = |v: &serde_json::Value| v["latency_avg_us_nominal"].as_f64().unwrap();
     assert!(lat(&default) > 5.0 * lat(&tuned), "{default} vs {tuned}");
 }
