@@ -39,7 +39,8 @@ fn main() {
         fail("incast-16to1 is not an incast".into());
     };
     let nic = NicParams::new(inc.roce_mtu, inc.priority * 8);
-    setup_incast(&mut sim, &inc, &nic, 0).unwrap_or_else(|e| fail(e.to_string()));
+    let mut rng = fastrand::Rng::with_seed(1);
+    setup_incast(&mut sim, &inc, &nic, 0, &mut rng).unwrap_or_else(|e| fail(e.to_string()));
 
     let start = Instant::now();
     let stop = sim.run(None, None, &mut |_| {});

@@ -31,6 +31,9 @@ pub struct IncastCase {
 
 /// perftest's default tx-depth (WRITEs in flight per QP), as the lab's write_bw runs.
 pub const TX_DEPTH: u32 = 128;
+/// Senders start at a random offset below this (from `--seed`): processes on different hosts
+/// never start in the same nanosecond, and in lockstep they would share every queue alike.
+pub const START_JITTER_NS: u64 = 1_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
@@ -73,12 +76,14 @@ fn host(sim: &Sim, field: String, name: &str) -> Result<usize, ExperimentError> 
     })
 }
 
-/// Gives every host of the incast roce-host's endpoint and each sender one QP to the receiver.
+/// Gives every host of the incast roce-host's endpoint and each sender one QP to the receiver;
+/// each sender starts at `start_ns` plus a jitter drawn from `rng`.
 pub fn setup_incast(
     sim: &mut Sim,
     inc: &Incast,
     nic: &NicParams,
     start_ns: u64,
+    rng: &mut fastrand::Rng,
 ) -> Result<(), ExperimentError> {
     let recv = host(sim, "receiver".into(), &inc.receiver)?;
     let mut senders = Vec::new();
@@ -95,13 +100,14 @@ pub fn setup_incast(
         sim.add_nic(h, nic);
     }
     for &s in &senders {
-        let mut sender = Sender::new(s, inc.size, inc.iters, TX_DEPTH, start_ns);
+        let start = start_ns + rng.u64(0..START_JITTER_NS);
+        let mut sender = Sender::new(s, inc.size, inc.iters, TX_DEPTH, start);
         let (gw, peer_gw) = (sim.hosts[s].gateway_mac, sim.hosts[recv].gateway_mac);
         if let Some((a, b)) = sim.two_nics(s, recv) {
             sender.connect(&mut a.ep, gw, &mut b.ep, peer_gw);
         }
         sim.add_sender(s, sender);
-        sim.wake_nic(s, start_ns);
+        sim.wake_nic(s, start);
     }
     Ok(())
 }

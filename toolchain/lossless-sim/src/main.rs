@@ -38,7 +38,7 @@ struct RunArgs {
     /// The experiment case whose config_db.json the switches get (default: the first).
     #[arg(long)]
     case: Option<String>,
-    /// Seed of every random choice of the simulation.
+    /// Seed of every random choice of the simulation (today: the senders' start jitter).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Output directory (results.json, fabric.json, config/, ports.json files).
@@ -115,7 +115,8 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
                 min_rate_bps: args.min_rate_mbps * 1e6,
                 ..NicParams::new(inc.roce_mtu, inc.priority * 8)
             };
-            setup_incast(&mut sim, inc, &nic, 0).map_err(|e| e.to_string())?;
+            let mut rng = fastrand::Rng::with_seed(args.seed);
+            setup_incast(&mut sim, inc, &nic, 0, &mut rng).map_err(|e| e.to_string())?;
         }
     }
     let end_ns = args

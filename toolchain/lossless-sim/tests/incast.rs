@@ -44,7 +44,10 @@ fn pfc_makes_the_100g_incast_lossless() {
     assert_eq!(tuned["retransmissions"], 0, "{tuned}");
     assert!(tuned["pfc_xoff_rx"].as_u64().unwrap() > 0, "{tuned}");
     assert!(default["drops_lossless"].as_u64().unwrap() > 0, "{default}");
-    assert!(default["retransmissions"].as_u64().unwrap() > 0, "{default}");
+    assert!(
+        default["retransmissions"].as_u64().unwrap() > 0,
+        "{default}"
+    );
     assert_eq!(default["pfc_xoff_rx"], 0, "{default}");
     // Drops cost retransmission timeouts: the lossy incast's messages take far longer.
     let lat = |v: &serde_json::Value| v["latency_avg_us_nominal"].as_f64().unwrap();
