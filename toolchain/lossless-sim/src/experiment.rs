@@ -1,12 +1,12 @@
 //! The topology's experiment on the simulated fabric: its hosts' traffic, and its results as the
-//! lab reports them. So far seed 000's incast (`kind: incast`); the other kinds run the probes
-//! (README.md, Missing).
+//! lab reports them. So far seed 000's incast (`kind: incast`) and seed 001's head-of-line test
+//! (`kind: prio-2to1`); the leaf-spine runs the probes (README.md, Missing).
 
 use crate::fabric::Fabric;
 use crate::net::Sim;
 use crate::results::{table, Measurement};
-use crate::traffic::{NicParams, Sender};
-use roce_host::perftest::LatReport;
+use crate::traffic::{NicParams, PingPong, Sender};
+use roce_host::perftest::{BwReport, LatReport};
 use serde::Deserialize;
 
 /// The incast section of a topology file (topo/README.md), quick overrides applied.
@@ -43,10 +43,37 @@ pub enum ExperimentError {
     UnknownHost { field: String, host: String },
 }
 
+/// The prio-2to1 section (seed 001): write_lat alone and beside write_bw, per case.
+#[derive(Debug, Deserialize)]
+pub struct Prio {
+    pub lat_host: String,
+    pub bw_host: String,
+    pub receiver: String,
+    pub lat_size: usize,
+    pub lat_iters: u64,
+    pub bw_size: usize,
+    pub cases: Vec<PrioCase>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PrioCase {
+    pub name: String,
+    pub lat_priority: u8,
+    pub bw_priority: Option<u8>,
+}
+
+/// Seed 001's write_lat figures (us): alone; then (4, 4) and (3, 4) with ECN on / off.
+const SEED001_BASELINE_US: f64 = 3.22;
+const SEED001_US: [(&str, f64, f64); 2] = [("same", 5.67, 15.48), ("different", 4.28, 5.64)];
+/// write_bw runs this long before write_lat starts beside it, so that its queue has built up
+/// (the lab waits until it flows).
+pub const BW_LEAD_NS: u64 = 200_000;
+
 /// What the run does.
 pub enum Plan {
     Probes,
     Incast(Incast),
+    Prio(Prio),
 }
 
 impl Plan {
@@ -64,6 +91,9 @@ impl Plan {
                     .map_err(|e| ExperimentError::Parse(e.to_string()))?;
                 Ok(Plan::Incast(inc))
             }
+            Some("prio-2to1") => serde_json::from_value(fabric.experiment.clone())
+                .map(Plan::Prio)
+                .map_err(|e| ExperimentError::Parse(e.to_string())),
             _ => Ok(Plan::Probes),
         }
     }
@@ -97,7 +127,7 @@ pub fn setup_incast(
         senders.push(h);
     }
     for &h in senders.iter().chain([&recv]) {
-        sim.add_nic(h, nic);
+        sim.set_nic(h, nic);
     }
     for &s in &senders {
         let start = start_ns + rng.u64(0..START_JITTER_NS);
@@ -213,4 +243,140 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
         &[row],
     );
     (m, text)
+}
+
+/// One prio-2to1 case from `start_ns`: fresh endpoints marked for its priorities, write_lat
+/// from the latency host to the receiver and, in the cases that have it, write_bw from the
+/// bandwidth host to the receiver in the background, started [`BW_LEAD_NS`] earlier.
+pub fn setup_prio_case(
+    sim: &mut Sim,
+    prio: &Prio,
+    case: &PrioCase,
+    nic: &NicParams,
+    start_ns: u64,
+) -> Result<(), ExperimentError> {
+    let lat = host(sim, "lat_host".into(), &prio.lat_host)?;
+    let recv = host(sim, "receiver".into(), &prio.receiver)?;
+    let bw = host(sim, "bw_host".into(), &prio.bw_host)?;
+    if lat == recv || bw == recv || lat == bw {
+        return Err(ExperimentError::Parse(
+            "lat_host, bw_host and receiver must be three hosts".into(),
+        ));
+    }
+    let lat_nic = NicParams {
+        dscp: case.lat_priority * 8,
+        ..*nic
+    };
+    sim.set_nic(lat, &lat_nic);
+    sim.set_nic(recv, &lat_nic);
+    let lat_start = start_ns + BW_LEAD_NS * u64::from(case.bw_priority.is_some());
+    let (gl, gr) = (sim.hosts[lat].gateway_mac, sim.hosts[recv].gateway_mac);
+    let pair = sim.two_nics(lat, recv).and_then(|(a, b)| {
+        PingPong::pair(
+            prio.lat_iters,
+            prio.lat_size,
+            lat_start,
+            (lat, &mut a.ep, gl),
+            (recv, &mut b.ep, gr),
+        )
+    });
+    let Some((client, server)) = pair else {
+        return Err(ExperimentError::Parse("write_lat: cannot connect".into()));
+    };
+    sim.add_pingpong(lat, client);
+    sim.add_pingpong(recv, server);
+    sim.wake_nic(lat, lat_start);
+    if let Some(p) = case.bw_priority {
+        sim.set_nic(
+            bw,
+            &NicParams {
+                dscp: p * 8,
+                ..*nic
+            },
+        );
+        let mut sender = Sender::new(bw, prio.bw_size, u64::MAX, TX_DEPTH, start_ns);
+        sender.background = true;
+        let gb = sim.hosts[bw].gateway_mac;
+        if let Some((a, b)) = sim.two_nics(bw, recv) {
+            sender.connect(&mut a.ep, gb, &mut b.ep, gr);
+        }
+        sim.add_sender(bw, sender);
+        sim.wake_nic(bw, start_ns);
+    }
+    Ok(())
+}
+
+/// The case's write_lat report (and write_bw's beside it) as a measurement.
+pub fn prio_case_results(sim: &Sim, prio: &Prio, case: &PrioCase, ecn: bool) -> Measurement {
+    let nic = |name: &str| sim.host_index(name).and_then(|h| sim.hosts[h].nic.as_ref());
+    let mut samples: Vec<u64> = nic(&prio.lat_host)
+        .and_then(|n| n.pingpongs.first())
+        .map_or(Vec::new(), |p| p.samples_ns.clone());
+    let lat = LatReport::compute(prio.lat_size as u64, &mut samples);
+    let bw: Option<BwReport> = case
+        .bw_priority
+        .and_then(|_| nic(&prio.bw_host)?.senders.first().map(Sender::report));
+    let (mut ce, mut cnps, mut xoff, mut retx) = (0, 0, 0, 0);
+    for n in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
+        let c = n.ep.counters();
+        ce += c.rx_ce_marked;
+        cnps += c.rx_cnps;
+        retx += c.tx_retransmitted_pkts;
+        xoff += n.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
+    }
+    Measurement {
+        case: format!("{} ecn={}", case.name, if ecn { "on" } else { "off" }),
+        params: serde_json::json!({"ecn": ecn, "name": case.name,
+            "lat_priority": case.lat_priority, "bw_priority": case.bw_priority}),
+        values: serde_json::json!({
+            "lat_t_avg_us_nominal": lat.t_avg_usec,
+            "lat_t_typical_us_nominal": lat.t_typical_usec,
+            "p99_latency_us": lat.p99_usec,
+            "lat_iterations": lat.iterations,
+            "bw_gbps": bw.map(|b| b.bw_average_gbps),
+            "ce_marked": ce,
+            "cnps_rx": cnps,
+            "pfc_xoff_rx": xoff,
+            "retransmissions": retx,
+        }),
+        latency_us: samples.iter().map(|&l| l as f64 / 1000.0).collect(),
+        throughput: serde_json::Map::new(),
+    }
+}
+
+/// Seed 001's table for one ECN setting, the seed's figure beside each simulated one.
+pub fn prio_table(prio: &Prio, ecn: bool, rows: &[(String, f64)]) -> String {
+    let seed = |name: &str| {
+        if name == "baseline" {
+            return Some(SEED001_BASELINE_US);
+        }
+        SEED001_US
+            .iter()
+            .find(|(n, ..)| *n == name)
+            .map(|&(_, on, off)| if ecn { on } else { off })
+    };
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(name, us)| {
+            let case = prio.cases.iter().find(|c| &c.name == name);
+            let pri = case.map_or(String::new(), |c| match c.bw_priority {
+                Some(b) => format!("({}, {b})", c.lat_priority),
+                None => format!("({}, -)", c.lat_priority),
+            });
+            vec![
+                name.clone(),
+                pri,
+                format!("{us:.2}"),
+                seed(name).map_or("-".into(), |v| format!("{v:.2}")),
+            ]
+        })
+        .collect();
+    table(
+        &format!(
+            "write_lat t_avg, ECN {} on the switch (us, virtual time; seed 001 beside)",
+            if ecn { "enabled" } else { "disabled" }
+        ),
+        &["case", "(lat, bw) priorities", "simulated", "seed 001"],
+        &body,
+    )
 }

@@ -2,7 +2,9 @@
 //! then run it in virtual time and write results.json (README.md).
 
 use clap::{Parser, Subcommand};
-use lossless_sim::experiment::{incast_results, setup_incast, Plan};
+use lossless_sim::experiment::{
+    incast_results, prio_case_results, prio_table, setup_incast, setup_prio_case, Plan,
+};
 use lossless_sim::net::{Progress, Stop};
 use lossless_sim::program::{self, Lab};
 use lossless_sim::results::{table, Measurement, Results, SimInfo, StatsSample};
@@ -71,6 +73,10 @@ struct RunArgs {
 const PROBE_DSCP: u8 = 24;
 const PROBE_PAYLOAD: usize = 1024;
 const PROBE_GAP_NS: u64 = 10_000;
+/// Idle virtual time between two cases of one run.
+const CASE_GAP_NS: u64 = 10_000;
+/// roce-host's default RoCE MTU (the lab's write_lat and write_bw run with it).
+const ROCE_MTU: usize = 1024;
 /// Wall-clock seconds between two progress lines.
 const PROGRESS_S: f64 = 2.0;
 
@@ -104,19 +110,28 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let mut sim =
         assemble(&fabric, switches, args.pipeline_latency_ns).map_err(|e| e.to_string())?;
     let plan = Plan::of(&fabric).map_err(|e| e.to_string())?;
+    let nic = |mtu: usize, dscp: u8| NicParams {
+        cnp_interval_ns: args.cnp_interval_ns,
+        min_rate_bps: args.min_rate_mbps * 1e6,
+        ..NicParams::new(mtu, dscp)
+    };
     let mut probes = Vec::new();
     match &plan {
+        // Its cases run one after another below.
+        Plan::Prio(_) => {}
         Plan::Probes => {
             probes = probe::all_pairs(&mut sim, 0, PROBE_GAP_NS, PROBE_DSCP, PROBE_PAYLOAD);
         }
         Plan::Incast(inc) => {
-            let nic = NicParams {
-                cnp_interval_ns: args.cnp_interval_ns,
-                min_rate_bps: args.min_rate_mbps * 1e6,
-                ..NicParams::new(inc.roce_mtu, inc.priority * 8)
-            };
             let mut rng = fastrand::Rng::with_seed(args.seed);
-            setup_incast(&mut sim, inc, &nic, 0, &mut rng).map_err(|e| e.to_string())?;
+            setup_incast(
+                &mut sim,
+                inc,
+                &nic(inc.roce_mtu, inc.priority * 8),
+                0,
+                &mut rng,
+            )
+            .map_err(|e| e.to_string())?;
         }
     }
     let end_ns = args
@@ -140,7 +155,31 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             p.events as f64 / s
         );
     };
-    let stop = sim.run(args.time_limit, args.max_events, &mut progress);
+    let mut measurements = Vec::new();
+    let mut tables = Vec::new();
+    let mut stop = Stop::Drained;
+    if let Plan::Prio(prio) = &plan {
+        let ecn = fabric.case == "ecn=on";
+        let mut rows = Vec::new();
+        for case in &prio.cases {
+            let start = sim.now_ns() + CASE_GAP_NS;
+            setup_prio_case(&mut sim, prio, case, &nic(ROCE_MTU, 0), start)
+                .map_err(|e| e.to_string())?;
+            stop = sim.run(args.time_limit, args.max_events, &mut progress);
+            if matches!(stop, Stop::MaxEvents | Stop::Reached) {
+                break;
+            }
+            let m = prio_case_results(&sim, prio, case, ecn);
+            let avg = m.values["lat_t_avg_us_nominal"].as_f64().unwrap_or(0.0);
+            rows.push((case.name.clone(), avg));
+            measurements.push(m);
+        }
+        let t = prio_table(prio, ecn, &rows);
+        println!("{t}");
+        tables.push(t);
+    } else {
+        stop = sim.run(args.time_limit, args.max_events, &mut progress);
+    }
     let partial = matches!(stop, Stop::MaxEvents | Stop::Reached);
     match stop {
         Stop::MaxEvents => eprintln!(
@@ -155,8 +194,6 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         ),
         Stop::Drained | Stop::Finished => {}
     }
-    let mut measurements = Vec::new();
-    let mut tables = Vec::new();
     let mut lost = Vec::new();
     if let Plan::Incast(inc) = &plan {
         let (m, t) = incast_results(&sim, inc, &fabric.case);
@@ -223,7 +260,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         scale: serde_json::json!({"factor": 1, "nominal_mbps": nominal, "lab_mbps": nominal}),
         switch: "lossless-sim (p4-switch core)".into(),
         missing_features: vec![
-            "write_lat, the leaf-spine's RoCE:TCP mixes: probes run instead".into(),
+            "the leaf-spine's RoCE:TCP mixes: probes run instead".into(),
             "TCP hosts".into(),
             "plots and pcap files".into(),
         ],

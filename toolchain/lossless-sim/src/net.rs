@@ -11,7 +11,7 @@
 
 use crate::des::EventQueue;
 use crate::link::LinkSpec;
-use crate::traffic::Sender;
+use crate::traffic::{PingPong, Sender};
 use p4_switch::core::Core;
 use roce_host::Endpoint;
 use std::collections::{BTreeMap, VecDeque};
@@ -100,10 +100,11 @@ impl SimSwitch {
     }
 }
 
-/// roce-host's endpoint as a host's NIC, with the senders that post on it.
+/// roce-host's endpoint as a host's NIC, with the applications that post on it.
 pub struct HostNic {
     pub ep: Endpoint,
     pub senders: Vec<Sender>,
+    pub pingpongs: Vec<PingPong>,
     wake_at: Option<u64>,
     buf: Vec<u8>,
 }
@@ -113,9 +114,19 @@ impl HostNic {
         HostNic {
             ep,
             senders: Vec::new(),
+            pingpongs: Vec::new(),
             wake_at: None,
             buf: Vec::new(),
         }
+    }
+
+    fn foreground_done(&self) -> bool {
+        self.pingpongs.iter().all(PingPong::done)
+            && self
+                .senders
+                .iter()
+                .filter(|s| !s.background)
+                .all(Sender::done)
     }
 }
 
@@ -192,7 +203,7 @@ pub enum Stop {
     Reached,
     /// `--max-events` would have been passed.
     MaxEvents,
-    /// Every sender has finished (timers such as DCQCN's may still be running).
+    /// Every application has finished (timers such as DCQCN's may still be running).
     Finished,
 }
 
@@ -272,9 +283,9 @@ impl Sim {
         max_events: Option<u64>,
         progress: &mut dyn FnMut(&Progress),
     ) -> Stop {
-        let senders = self.senders();
+        let apps = self.apps();
         loop {
-            if senders > 0 && self.senders_done() {
+            if apps > 0 && self.settle() {
                 return Stop::Finished;
             }
             let Some(t) = self.queue.peek_time() else {
@@ -370,19 +381,24 @@ impl Sim {
         }
     }
 
-    /// Gives `host` roce-host's endpoint as its NIC, at its link's rate (once).
-    pub fn add_nic(&mut self, host: usize, params: &crate::traffic::NicParams) {
+    /// Gives `host` a new roce-host endpoint as its NIC, at its link's rate; the previous one
+    /// (and its applications) is returned.
+    pub fn set_nic(&mut self, host: usize, params: &crate::traffic::NicParams) -> Option<HostNic> {
         let h = &mut self.hosts[host];
-        let (Some(peer), None) = (h.peer, &h.nic) else {
-            return;
-        };
+        let peer = h.peer?;
         let ep = params.endpoint(h.mac, h.ip.octets(), peer.link.rate_bps);
-        h.nic = Some(HostNic::new(ep));
+        h.nic.replace(HostNic::new(ep))
     }
 
     pub fn add_sender(&mut self, host: usize, sender: Sender) {
         if let Some(nic) = &mut self.hosts[host].nic {
             nic.senders.push(sender);
+        }
+    }
+
+    pub fn add_pingpong(&mut self, host: usize, p: PingPong) {
+        if let Some(nic) = &mut self.hosts[host].nic {
+            nic.pingpongs.push(p);
         }
     }
 
@@ -397,15 +413,24 @@ impl Sim {
         Some(if a < b { (lo, hi) } else { (hi, lo) })
     }
 
-    fn senders(&self) -> usize {
+    fn apps(&self) -> usize {
         self.hosts
             .iter()
             .filter_map(|h| h.nic.as_ref())
-            .map(|n| n.senders.len())
+            .map(|n| n.senders.len() + n.pingpongs.len())
             .sum()
     }
 
-    fn senders_done(&self) -> bool {
+    /// True when every application is done. Background senders are stopped once all the
+    /// others are done, and then waited for.
+    fn settle(&mut self) -> bool {
+        let nics = || self.hosts.iter().filter_map(|h| h.nic.as_ref());
+        if !nics().all(HostNic::foreground_done) {
+            return false;
+        }
+        for nic in self.hosts.iter_mut().filter_map(|h| h.nic.as_mut()) {
+            nic.senders.iter_mut().for_each(Sender::stop);
+        }
         self.hosts
             .iter()
             .filter_map(|h| h.nic.as_ref())
@@ -431,16 +456,21 @@ impl Sim {
             return;
         };
         let completions = nic.ep.take_completions();
+        let incoming = nic.ep.take_incoming();
         for s in &mut nic.senders {
             s.step(now, &mut nic.ep, &completions);
+        }
+        for p in &mut nic.pingpongs {
+            p.step(now, &mut nic.ep, &incoming, &completions);
         }
         let mut buf = std::mem::take(&mut nic.buf);
         let sent = nic.ep.poll_tx(now, &mut buf).then(|| buf.clone());
         nic.buf = buf;
         let mut next = nic.ep.next_wakeup();
-        for s in &nic.senders {
-            if !s.done() && s.start_ns > now {
-                next = Some(next.map_or(s.start_ns, |n| n.min(s.start_ns)));
+        let starts = nic.senders.iter().map(|s| s.start_ns);
+        for t in starts.chain(nic.pingpongs.iter().map(|p| p.start_ns)) {
+            if t > now {
+                next = Some(next.map_or(t, |n| n.min(t)));
             }
         }
         if let Some(t) = next.map(|t| t.max(now + u64::from(sent.is_none()))) {

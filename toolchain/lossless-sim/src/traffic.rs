@@ -7,7 +7,9 @@
 
 use roce_host::dcqcn::DcqcnConfig;
 use roce_host::perftest::BwReport;
-use roce_host::{Completion, Endpoint, EndpointConfig, Peer, WcStatus, WorkRequest, WrOp};
+use roce_host::{
+    Completion, Endpoint, EndpointConfig, Incoming, Peer, WcStatus, WorkRequest, WrOp,
+};
 
 /// The NIC's parameters beside the link rate.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -83,6 +85,10 @@ pub struct Sender {
     /// Per message: completion minus post.
     pub latency_ns: Vec<u64>,
     pub failed: u64,
+    /// Runs beside the other applications and stops posting when they are done (perftest's
+    /// write_bw -D, long enough to cover a write_lat beside it).
+    pub background: bool,
+    stopped: bool,
 }
 
 impl Sender {
@@ -99,7 +105,14 @@ impl Sender {
             completed_ns: Vec::new(),
             latency_ns: Vec::new(),
             failed: 0,
+            background: false,
+            stopped: false,
         }
+    }
+
+    /// Stops posting; what is in flight still completes.
+    pub fn stop(&mut self) {
+        self.stopped = true;
     }
 
     /// Connects a new requester QP on `ep` to a new responder QP on `peer_ep`. `gateway_mac` /
@@ -145,15 +158,14 @@ impl Sender {
 
     pub fn done(&self) -> bool {
         self.started
-            && self
-                .flows
-                .iter()
-                .all(|f| f.outstanding == 0 && (f.posted == self.iters || self.failed > 0))
+            && self.flows.iter().all(|f| {
+                f.outstanding == 0 && (f.posted == self.iters || self.stopped || self.failed > 0)
+            })
     }
 
     fn post(&mut self, now: u64, ep: &mut Endpoint, i: usize) {
         let f = &mut self.flows[i];
-        while f.outstanding < self.depth && f.posted < self.iters {
+        while !self.stopped && f.outstanding < self.depth && f.posted < self.iters {
             let wr = WorkRequest {
                 wr_id: f.posted,
                 op: WrOp::Write {
@@ -203,5 +215,143 @@ impl Sender {
             &self.posted_ns,
             &self.completed_ns,
         )
+    }
+}
+
+/// One side of perftest's write_lat ping-pong: the client WRITEs, the server WRITEs back when
+/// the client's message has landed, the client samples half the round trip and WRITEs again.
+#[derive(Debug)]
+pub struct PingPong {
+    pub host: usize,
+    pub size: usize,
+    /// Round trips still to start (client); `None` for the server.
+    remaining: Option<u64>,
+    pub start_ns: u64,
+    started: bool,
+    finished: bool,
+    qpn: u32,
+    remote_va: u64,
+    rkey: u32,
+    sent_ns: u64,
+    /// Client: half of each round trip (perftest's one-way latency).
+    pub samples_ns: Vec<u64>,
+    pub failed: bool,
+}
+
+/// A host, its endpoint and the MAC it sends to (the router in front of it).
+pub type Side<'a> = (usize, &'a mut Endpoint, [u8; 6]);
+
+impl PingPong {
+    /// A connected client/server pair: `iters` round trips of `size` bytes from `start_ns`.
+    pub fn pair(
+        iters: u64,
+        size: usize,
+        start_ns: u64,
+        client: Side,
+        server: Side,
+    ) -> Option<(PingPong, PingPong)> {
+        let (ch, cep, cgw) = client;
+        let (sh, sep, sgw) = server;
+        let c = cep.create_qp(size, 0);
+        let s = sep.create_qp(size, 0);
+        let (ci, si) = (cep.qp_info(c)?, sep.qp_info(s)?);
+        let (cip, sip) = (cep.config().ip, sep.config().ip);
+        let to_server = Peer {
+            ip: sip,
+            mac: cgw,
+            qp: si,
+        };
+        let to_client = Peer {
+            ip: cip,
+            mac: sgw,
+            qp: ci,
+        };
+        cep.connect(c, to_server).ok()?;
+        sep.connect(s, to_client).ok()?;
+        let side = |host, remaining, qpn, remote_va, rkey| PingPong {
+            host,
+            size,
+            remaining,
+            start_ns,
+            started: false,
+            finished: false,
+            qpn,
+            remote_va,
+            rkey,
+            sent_ns: 0,
+            samples_ns: Vec::new(),
+            failed: false,
+        };
+        Some((
+            side(ch, Some(iters), c, si.va, si.rkey),
+            side(sh, None, s, ci.va, ci.rkey),
+        ))
+    }
+
+    pub fn is_client(&self) -> bool {
+        self.remaining.is_some()
+    }
+
+    /// The client has all its samples (or failed); a server is never waited for.
+    pub fn done(&self) -> bool {
+        self.failed || self.finished || !self.is_client()
+    }
+
+    fn write(&mut self, now: u64, ep: &mut Endpoint) {
+        let wr = WorkRequest {
+            wr_id: 0,
+            op: WrOp::Write {
+                remote_va: self.remote_va,
+                rkey: self.rkey,
+            },
+            local_offset: 0,
+            len: self.size,
+        };
+        if ep.post(now, self.qpn, wr).is_err() {
+            self.failed = true;
+        }
+        self.sent_ns = now;
+    }
+
+    fn next(&mut self, now: u64, ep: &mut Endpoint) {
+        match &mut self.remaining {
+            Some(0) => self.finished = true,
+            Some(n) => {
+                *n -= 1;
+                self.write(now, ep);
+            }
+            None => {}
+        }
+    }
+
+    /// Starts the client when its time has come; for every message that landed on its QP the
+    /// server answers, the client samples and goes on. Completions of its own WRITEs matter
+    /// only when they fail.
+    pub fn step(
+        &mut self,
+        now: u64,
+        ep: &mut Endpoint,
+        incoming: &[Incoming],
+        completions: &[Completion],
+    ) {
+        if self.is_client() && !self.started && now >= self.start_ns {
+            self.started = true;
+            self.next(now, ep);
+        }
+        if completions
+            .iter()
+            .any(|c| c.qpn == self.qpn && c.status != WcStatus::Success)
+        {
+            self.failed = true;
+        }
+        let qpn = self.qpn;
+        for _ in incoming.iter().filter(|i| i.qpn == qpn) {
+            if self.is_client() {
+                self.samples_ns.push((now - self.sent_ns) / 2);
+                self.next(now, ep);
+            } else {
+                self.write(now, ep);
+            }
+        }
     }
 }

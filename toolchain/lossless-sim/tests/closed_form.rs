@@ -206,10 +206,18 @@ fn two_to_one_at_line_rate_builds_the_queue_at_the_rate_difference() {
     assert_eq!(frames, 0, "nothing comes back to the senders");
 }
 
+/// `lossless-sim run` on a one-switch, three-host fabric with no experiment: it sends probes.
 fn sim_bin() -> Command {
+    let mut topo = one_switch("probes", 100_000, &[0, 0, 0]);
+    topo.as_object_mut().unwrap().remove("experiment");
+    // One file per call: tests run in parallel.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-probes-{n}.json"));
+    std::fs::write(&file, topo.to_string()).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lossless-sim"));
     cmd.arg("run")
-        .arg("prio-2to1")
+        .arg(file)
         .arg("--lab")
         .arg(root())
         .arg("--pipeline")
