@@ -226,25 +226,11 @@ fn sim_bin() -> Command {
 }
 
 fn incast_doc(seed: &str, out: &Path) -> Vec<u8> {
-    let status = Command::new(env!("CARGO_BIN_EXE_lossless-sim"))
-        .args([
-            "run",
-            "incast-16to1",
-            "--quick",
-            "--case",
-            "tuned",
-            "--seed",
-            seed,
-            "--lab",
-        ])
-        .arg(root())
-        .arg("--pipeline")
-        .arg(pipeline())
-        .arg("--out")
-        .arg(out)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::run_ok(
+        "incast-16to1",
+        &["--quick", "--case", "tuned", "--seed", seed],
+        out,
+    );
     std::fs::read(out.join("results.json")).unwrap()
 }
 

@@ -5,36 +5,20 @@
 //! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
 
 use std::path::Path;
-use std::process::Command;
 
 mod common;
-use common::{pipeline, root};
+use common::run_ok;
 
-fn incast(case: &str, pipeline: &Path) -> serde_json::Value {
+fn incast(case: &str) -> serde_json::Value {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-incast-{case}"));
-    let got = Command::new(env!("CARGO_BIN_EXE_lossless-sim"))
-        .args(["run", "incast-16to1", "--quick", "--case", case, "--lab"])
-        .arg(root())
-        .arg("--pipeline")
-        .arg(pipeline)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        got.status.success(),
-        "{case}: {}",
-        String::from_utf8_lossy(&got.stderr)
-    );
-    let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let doc = run_ok("incast-16to1", &["--quick", "--case", case], &out);
     doc["measurements"][0]["values"].clone()
 }
 
 #[test]
 fn pfc_makes_the_100g_incast_lossless() {
-    let tuned = incast("tuned", pipeline());
-    let default = incast("default", pipeline());
+    let tuned = incast("tuned");
+    let default = incast("default");
     // Every one of the 16 x 10 messages completes in both cases (go-back-N recovers drops).
     for v in [&tuned, &default] {
         assert_eq!(v["messages_completed"], 160, "{v}");

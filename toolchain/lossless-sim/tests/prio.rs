@@ -5,30 +5,14 @@
 //! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
 
 use std::path::Path;
-use std::process::Command;
 
 mod common;
-use common::{pipeline, root};
+use common::run_ok;
 
 /// t_avg of write_lat per case name.
 fn prio(case: &str) -> std::collections::BTreeMap<String, f64> {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-prio-{case}"));
-    let got = Command::new(env!("CARGO_BIN_EXE_lossless-sim"))
-        .args(["run", "prio-2to1", "--quick", "--case", case, "--lab"])
-        .arg(root())
-        .arg("--pipeline")
-        .arg(pipeline())
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        got.status.success(),
-        "{}",
-        String::from_utf8_lossy(&got.stderr)
-    );
-    let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let doc = run_ok("prio-2to1", &["--quick", "--case", case], &out);
     doc["measurements"]
         .as_array()
         .unwrap()

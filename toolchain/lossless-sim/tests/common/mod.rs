@@ -31,3 +31,27 @@ pub fn pipeline() -> &'static Path {
         dir
     })
 }
+
+/// `lossless-sim run TOPOLOGY ARGS... --out OUT` with the checkout and the test's pipeline;
+/// it must succeed. Returns results.json.
+pub fn run_ok(topology: &str, args: &[&str], out: &Path) -> serde_json::Value {
+    let got = Command::new(env!("CARGO_BIN_EXE_lossless-sim"))
+        .arg("run")
+        .arg(topology)
+        .args(args)
+        .arg("--lab")
+        .arg(root())
+        .arg("--pipeline")
+        .arg(pipeline())
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("lossless-sim runs");
+    assert!(
+        got.status.success(),
+        "{topology} {args:?}: {}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let text = std::fs::read(out.join("results.json")).expect("results.json");
+    serde_json::from_slice(&text).expect("results.json is JSON")
+}
