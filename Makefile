@@ -33,13 +33,14 @@ export P4C SWITCH
 APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool frr
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: help build test lint fmt run bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
+.PHONY: help build test lint fmt run sim bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
 	p4sh-test
 
 help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
 	@echo "make run        build and run the default lab"
+	@echo "make sim        the same topology in lossless-sim, nominal rates, virtual time"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
 	@echo "make stf        STF tests of the pipeline's mechanisms (p4src/tests/)"
 	@echo "make p4sh-test  the PyPI p4runtime-shell drives p4-switch (tests/p4runtime-shell/)"
@@ -197,6 +198,14 @@ run: build deps
 	PATH=$$PATH:$(BIN) $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
 	    --results $(RESULTS)
 
+# `make sim [TOPO=...] [CASE=ecn=off] [QUICK=1] [SEED=N]`: the same topology in lossless-sim, at
+# its nominal link rates in virtual time (toolchain/lossless-sim/README.md).
+CASE ?=
+SEED ?= 1
+sim: build deps p4
+	$(BIN)/lossless-sim run $(TOPO) --lab $(CURDIR) --seed $(SEED) --out $(RESULTS)/sim/$(TOPO) \
+	    $(if $(CASE),--case '$(CASE)') $(if $(filter 1,$(QUICK)),--quick)
+
 # Each benchmark writes JSON under results/bench/ with its baseline measured in the same run
 # (a no-op program, the heap scheduler, a linear scan, ...); crates' READMEs explain the figures.
 BENCH_OUT := $(RESULTS)/bench
@@ -210,6 +219,7 @@ bench: build deps p4
 	$(CARGO_EXAMPLE) switch-tables --example switch-tables-bench -- $(BENCH_OUT)/switch-tables.json
 	$(CARGO_EXAMPLE) switch-hash --example switch-hash-bench -- $(BENCH_OUT)/switch-hash.json
 	$(CARGO_EXAMPLE) roce-host --example roce-host-bench -- $(BENCH_OUT)/roce-host.json
+	$(CARGO_EXAMPLE) lossless-sim --example lossless-sim-bench -- $(BENCH_OUT)/sim.json
 	$(CARGO_EXAMPLE) p4-bmv2-backend --example compile_bench -- $(P4_MAIN) $(BENCH_OUT)/compile.json
 	$(CARGO_EXAMPLE) p4-p4info --example bench_p4info > $(BENCH_OUT)/p4-p4info.json
 	$(BIN)/flowgen bench --out $(BENCH_OUT)/flowgen.json

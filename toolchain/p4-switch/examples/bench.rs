@@ -32,8 +32,9 @@
 
 mod support;
 
+use p4_switch::clock::{ClockKind, SystemClock};
 use p4_switch::core::Core;
-use p4_switch::runtime::{Clock, ClockKind, Runtime};
+use p4_switch::runtime::Runtime;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -490,8 +491,14 @@ fn veth(program: Program, flood_length: Duration) -> Result<(Flood, Value, Value
         0,
     )
     .map_err(|e| e.to_string())?;
-    let rt = Runtime::start(core, ports, Duration::ZERO, Clock::new(ClockKind::Real), 0)
-        .map_err(|e| e.to_string())?;
+    let rt = Runtime::start(
+        core,
+        ports,
+        Duration::ZERO,
+        SystemClock::new(ClockKind::Real),
+        0,
+    )
+    .map_err(|e| e.to_string())?;
     let measured = flood(&*h0, &*h1, flood_length)
         .and_then(|f| {
             let small = zero_loss(&*h0, &*h1, SMALL, 1)?;

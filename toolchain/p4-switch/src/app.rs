@@ -1,8 +1,9 @@
 //! The command line (bmv2's `simple_switch_grpc --help` plus ours) and start-up.
 
+use crate::clock::{Clock, ClockKind, SystemClock};
 use crate::core::Core;
 use crate::log::{Level, Logger};
-use crate::runtime::{Clock, ClockKind, Runtime};
+use crate::runtime::Runtime;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -108,7 +109,7 @@ fn parse_interface(s: &str) -> Result<(u32, String), String> {
 
 /// Loads the program and configuration, opens the ports and starts every thread.
 pub fn start(args: &Args) -> Result<Running, String> {
-    let clock = Clock::new(args.clock);
+    let clock = SystemClock::new(args.clock);
     let out: Box<dyn std::io::Write + Send> = match &args.log_file {
         Some(f) => Box::new(
             std::fs::File::create(f).map_err(|e| format!("--log-file {}: {e}", f.display()))?,
@@ -216,13 +217,14 @@ pub fn start(args: &Args) -> Result<Running, String> {
             }
         },
     };
-    let grpc = match crate::grpc::GrpcServer::start(&args.grpc_server_addr, runtime.handle()) {
-        Ok(g) => g,
-        Err(e) => {
-            runtime.shutdown();
-            return Err(e);
-        }
-    };
+    let grpc =
+        match crate::grpc::GrpcServer::start(&args.grpc_server_addr, Arc::new(runtime.handle())) {
+            Ok(g) => g,
+            Err(e) => {
+                runtime.shutdown();
+                return Err(e);
+            }
+        };
     Ok(Running {
         runtime,
         stats,

@@ -5,6 +5,7 @@
 pub mod app;
 pub mod cli;
 pub mod cli_server;
+pub mod clock;
 pub mod core;
 pub mod grpc;
 pub mod http;

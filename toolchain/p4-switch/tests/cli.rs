@@ -4,8 +4,9 @@ mod common;
 use common::*;
 use p4_switch::cli::execute;
 use p4_switch::cli_server::{CliClient, CliServer};
+use p4_switch::clock::{ClockKind, SystemClock};
 use p4_switch::core::Core;
-use p4_switch::runtime::{Clock, ClockKind, Runtime};
+use p4_switch::runtime::Runtime;
 use std::time::Duration;
 use switch_engine::SwitchConfig;
 
@@ -259,7 +260,7 @@ fn commands_over_tcp() {
         core,
         ports.into_iter().collect(),
         Duration::ZERO,
-        Clock::new(ClockKind::Real),
+        SystemClock::new(ClockKind::Real),
         0,
     )
     .unwrap();
