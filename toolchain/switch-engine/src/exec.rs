@@ -1,7 +1,8 @@
 //! Packet processing: parser, checksums, match-action pipelines, primitives, deparser.
 
-use crate::expr::{eval, eval_bool, eval_u32, eval_u64, Arg, Ctx, Ex, FieldLoc, HRef};
-use crate::phv::{Phv, Slot};
+use crate::eval::{eval, eval_bool, eval_u32, eval_u64, Ctx};
+use crate::expr::{Arg, Ex, FieldLoc, HRef};
+use crate::phv::Phv;
 use crate::program::*;
 use crate::state::{ActionData, EntryVal, Ext, Runtime, TableState};
 use crate::value::{get_bits, get_wide, put_bits, put_wide, Arith};

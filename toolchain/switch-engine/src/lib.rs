@@ -7,6 +7,7 @@
 //! on [`Switch`] too (tables, action profiles, counters, registers, meters, mirroring, PRE).
 
 mod api;
+mod eval;
 mod exec;
 mod expr;
 mod load;

@@ -1,9 +1,20 @@
 //! The compiled program: every name of the JSON resolved to an index once, at load time.
 
 use crate::expr::{Ex, FieldId, FieldLoc, HRef, HeaderId, URef};
-use crate::phv::Slot;
 use p4_bmv2_json::{MatchType, MeterType};
 use std::collections::HashMap;
+
+/// Where a field's value lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Index into `Phv::narrow` (fields of at most 64 bits).
+    Narrow(u32),
+    /// Big-endian bytes in `Phv::wide`.
+    Wide { off: u32, len: u32 },
+    /// Variable-length field: `len` bytes reserved in `Phv::wide`, current width in bits in
+    /// `Phv::vl_bits[vl]`. The value is right-aligned in the reserved bytes.
+    Varbit { off: u32, len: u32, vl: u32 },
+}
 
 #[derive(Debug)]
 pub(crate) struct HeaderInfo {
