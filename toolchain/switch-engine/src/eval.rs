@@ -8,7 +8,7 @@ use num_bigint::BigInt;
 use std::cmp::Ordering;
 
 /// What an expression can read.
-pub(crate) struct Ctx<'a> {
+pub struct Ctx<'a> {
     pub prog: &'a Prog,
     pub phv: &'a Phv,
     pub args: &'a [Arg],
@@ -112,7 +112,7 @@ fn lookahead_small(ctx: &Ctx, offset: i64, width: u32) -> i128 {
     i128::from(crate::value::get_bits(ctx.data, start as usize, width))
 }
 
-pub(crate) fn eval_u32(ctx: &Ctx, e: &Ex) -> u32 {
+pub fn eval_u32(ctx: &Ctx, e: &Ex) -> u32 {
     if e.wide {
         eval::<BigInt>(ctx, e).to_u32_sat()
     } else {
@@ -120,7 +120,7 @@ pub(crate) fn eval_u32(ctx: &Ctx, e: &Ex) -> u32 {
     }
 }
 
-pub(crate) fn eval_u64(ctx: &Ctx, e: &Ex) -> u64 {
+pub fn eval_u64(ctx: &Ctx, e: &Ex) -> u64 {
     if e.wide {
         eval::<BigInt>(ctx, e).low_u64()
     } else {
@@ -136,7 +136,7 @@ fn cmp_children(ctx: &Ctx, a: &Ex, b: &Ex) -> Ordering {
     }
 }
 
-pub(crate) fn eval_bool(ctx: &Ctx, e: &Ex) -> bool {
+pub fn eval_bool(ctx: &Ctx, e: &Ex) -> bool {
     match &e.k {
         K::Bin(op, a, b) => match op {
             Op2::And => eval_bool(ctx, a) && eval_bool(ctx, b),
@@ -177,7 +177,7 @@ fn eval_any_zero(ctx: &Ctx, e: &Ex) -> bool {
     }
 }
 
-pub(crate) fn eval<N: Arith>(ctx: &Ctx, e: &Ex) -> N {
+pub fn eval<N: Arith>(ctx: &Ctx, e: &Ex) -> N {
     match &e.k {
         K::Const(v) => N::from_i128(*v),
         K::ConstBig(b) => N::from_be_bytes(&b.to_signed_bytes_be(), true),

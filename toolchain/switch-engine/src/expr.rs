@@ -3,11 +3,11 @@
 
 use num_bigint::BigInt;
 
-pub(crate) type HeaderId = u32;
-pub(crate) type FieldId = u32;
+pub type HeaderId = u32;
+pub type FieldId = u32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Op2 {
+pub enum Op2 {
     Add,
     Sub,
     Mul,
@@ -32,7 +32,7 @@ pub(crate) enum Op2 {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Op1 {
+pub enum Op1 {
     Not,
     BNot,
     Neg,
@@ -42,7 +42,7 @@ pub(crate) enum Op1 {
 
 /// A header chosen at run time (stack element, union member) or at load time.
 #[derive(Debug, Clone)]
-pub(crate) enum HRef {
+pub enum HRef {
     Static(HeaderId),
     Stack(u32, Box<Ex>),
     UnionMember(URef, u32),
@@ -50,20 +50,20 @@ pub(crate) enum HRef {
 
 /// A header union chosen at run time or at load time.
 #[derive(Debug, Clone)]
-pub(crate) enum URef {
+pub enum URef {
     Static(u32),
     Stack(u32, Box<Ex>),
 }
 
 /// A field: fixed, or at an offset in a header chosen at run time.
 #[derive(Debug, Clone)]
-pub(crate) enum FieldLoc {
+pub enum FieldLoc {
     Static(FieldId),
     Dyn(HRef, u32),
 }
 
 #[derive(Debug, Clone)]
-pub(crate) enum K {
+pub enum K {
     Const(i128),
     ConstBig(BigInt),
     Field(FieldId),
@@ -86,14 +86,14 @@ pub(crate) enum K {
 
 /// An expression node. `wide` marks values that may not fit i128 arithmetic.
 #[derive(Debug, Clone)]
-pub(crate) struct Ex {
+pub struct Ex {
     pub k: K,
     pub wide: bool,
 }
 
 /// Action data argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Arg {
+pub enum Arg {
     N(u64),
     W(BigInt),
 }

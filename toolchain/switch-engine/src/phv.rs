@@ -7,7 +7,7 @@ use crate::value::{big_to_bytes, mask64};
 use num_bigint::BigInt;
 
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Phv {
+pub struct Phv {
     pub narrow: Vec<u64>,
     pub wide: Vec<u8>,
     pub valid: Vec<bool>,

@@ -75,7 +75,7 @@ struct L<'a> {
     node_by_name: HashMap<&'a str, Next>,
 }
 
-pub(crate) fn load(jp: &j::Program) -> R<Prog> {
+pub fn load(jp: &j::Program) -> R<Prog> {
     if let Some(meta) = &jp.meta {
         if meta.version.first().is_some_and(|&v| v != 2) {
             return err(

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use switch_engine::{StfSwitch, Switch, SwitchConfig};
+use switch_v1model::{StfSwitch, Switch, SwitchConfig};
 
 const USAGE: &str = "usage: p4-stf [--priority-queues N] PROG.json|PROG.p4 TEST.stf...";
 
