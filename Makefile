@@ -212,7 +212,7 @@ BENCH_OUT := $(RESULTS)/bench
 CARGO_EXAMPLE := $(CARGO) run -q --$(PROFILE) -p
 bench: build deps p4
 	@mkdir -p $(BENCH_OUT)
-	$(CARGO_EXAMPLE) switch-engine --example switch-engine-bench -- $(BENCH_OUT)/switch-engine.json
+	$(CARGO_EXAMPLE) switch-v1model --example switch-v1model-bench -- $(BENCH_OUT)/switch-v1model.json
 	$(CARGO_EXAMPLE) p4-switch --example p4-switch-bench -- $(BENCH_OUT)/p4-switch.json
 	$(CARGO_EXAMPLE) p4-switch --example p4-switch-tm-bench -- $(BENCH_OUT)/p4-switch-tm.json
 	$(CARGO_EXAMPLE) p4runtime-server --example p4runtime-server-bench -- $(BENCH_OUT)/p4runtime-write.json

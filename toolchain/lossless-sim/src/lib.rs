@@ -1,5 +1,5 @@
 //! lossless-sim: the lab's fabric in virtual time. The switches are p4-switch's [`Core`]
-//! (switch-engine running the BMv2 JSON, switch-tm's queues, buffer, PFC and watchdog),
+//! (switch-engine running the BMv2 JSON through the v1model target, switch-v1model, switch-tm's queues, buffer, PFC and watchdog),
 //! programmed by lossless-ctl over P4Runtime from the same config_db.json files the lab loads;
 //! links have a rate and a propagation delay; one event queue orders everything in
 //! nanoseconds. README.md: what is real code, what is modelled, what is missing.

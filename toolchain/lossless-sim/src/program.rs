@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use switch_engine::SwitchConfig;
 use switch_ports::Port;
 use switch_tm::{ConfigFormat, TmConfig};
+use switch_v1model::SwitchConfig;
 
 /// The lab's CPU port and queue count (the lab kit's SwitchProcess, kit/lossless_kit/switch.py).
 pub const CPU_PORT: u32 = 255;

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use switch_engine::{Switch, SwitchConfig};
 use switch_ports::{AfPacketPort, Captured, PcapFilePort, Port};
 use switch_tm::{ConfigFormat, TmConfig};
+use switch_v1model::{Switch, SwitchConfig};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -6,7 +6,7 @@ use p4runtime_server::{CpuSink, Dataplane};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use switch_engine::SwitchConfig;
+use switch_v1model::SwitchConfig;
 use tokio::sync::oneshot;
 
 /// How long a stopping switch lets connected controllers finish their requests.

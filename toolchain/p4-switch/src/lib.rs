@@ -1,4 +1,4 @@
-//! The software switch around `switch-engine`: bmv2 `simple_switch`/`simple_switch_grpc`
+//! The software switch around `switch-v1model`: bmv2 `simple_switch`/`simple_switch_grpc`
 //! command line, ports, the traffic manager between ingress and egress, the statistics and
 //! port-configuration endpoint, and the runtime CLI server.
 

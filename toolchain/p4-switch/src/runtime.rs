@@ -25,8 +25,8 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use switch_engine::{Switch, SwitchConfig};
 use switch_ports::{Port, Recv, MAX_FRAME};
+use switch_v1model::{Switch, SwitchConfig};
 
 /// Frames and closures waiting for the dataplane thread. Bounded: a full queue makes receive
 /// threads wait, as a polled port's socket buffer fills while the dataplane thread is busy.

@@ -7,8 +7,8 @@ use p4_switch::core::Core;
 use p4_switch::http::StatsServer;
 use p4_switch::runtime::Runtime;
 use std::time::{Duration, Instant};
-use switch_engine::SwitchConfig;
 use switch_ports::Port;
+use switch_v1model::SwitchConfig;
 
 fn wait_for(mut f: impl FnMut() -> Result<(), String>) {
     let t = Instant::now();

@@ -886,7 +886,7 @@ async fn action_profile_members_and_groups() {
     let (addr, dp) = start().await;
     let (mut c, _) = Controller::connect(addr, 1).await;
     let json = std::fs::read_to_string(format!(
-        "{}/../switch-engine/tests/programs/ecmp.json",
+        "{}/../switch-v1model/tests/programs/ecmp.json",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
@@ -1584,7 +1584,7 @@ fn ent(e: entity::Entity, ty: update::Type) -> Update {
 }
 
 /// Waits until the data plane has sent `n` frames to front-panel ports; returns them.
-async fn sent_frames(dp: &TestDp, n: usize) -> Vec<switch_engine::Output> {
+async fn sent_frames(dp: &TestDp, n: usize) -> Vec<switch_v1model::Output> {
     for _ in 0..200 {
         if dp.sent.lock().unwrap().len() >= n {
             break;
@@ -1902,7 +1902,7 @@ async fn one_shot_action_sets() {
     let (addr, dp) = start().await;
     let (mut c, _) = Controller::connect(addr, 1).await;
     let json = std::fs::read_to_string(format!(
-        "{}/../switch-engine/tests/programs/ecmp.json",
+        "{}/../switch-v1model/tests/programs/ecmp.json",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();

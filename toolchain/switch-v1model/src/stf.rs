@@ -1,9 +1,10 @@
 //! [`p4_stf::StfTarget`] for the in-process engine: what `p4-stf PROG.json TEST.stf` drives.
 
-use crate::{CounterValue, FieldMatch, MeterRate, MirrorSession, Output, Switch};
+use crate::switch::{MirrorSession, Output, Switch};
 use p4_bmv2_json::MatchType;
 use p4_stf as stf;
 use p4_stf::{resolve_name, TargetResult};
+use switch_engine::{CounterValue, EntryHandle, FieldMatch, MeterRate};
 
 /// The engine under STF test. Time advances one microsecond per packet sent, so meters see
 /// back-to-back packets.
@@ -239,7 +240,7 @@ impl stf::StfTarget for StfSwitch {
                 None => self.switch.counter_read(&name, *i),
             },
             stf::CounterCell::Entry { table, handle } => {
-                let h = crate::EntryHandle(handle.0 as u32);
+                let h = EntryHandle(handle.0 as u32);
                 self.switch.direct_counter_read(table, h)
             }
         }

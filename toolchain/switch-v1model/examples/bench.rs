@@ -1,10 +1,10 @@
 //! Packets per second of the engine in process, no I/O: an L3 program (LPM + ECMP action
 //! selector + MAC/TTL rewrite + IPv4 checksum) beside a no-op forwarder as the ceiling.
 //!
-//! `cargo run --release -p switch-engine --example switch-engine-bench -- OUT.json [SECONDS]`
+//! `cargo run --release -p switch-v1model --example switch-v1model-bench -- OUT.json [SECONDS]`
 
 use std::time::{Duration, Instant};
-use switch_engine::{FieldMatch, Output, QueueMeta, Switch, SwitchConfig};
+use switch_v1model::{FieldMatch, Output, QueueMeta, Switch, SwitchConfig};
 
 fn load(rel: &str) -> Switch {
     let path = format!("{}/tests/{rel}", env!("CARGO_MANIFEST_DIR"));
@@ -108,7 +108,7 @@ fn main() {
     });
 
     let json = format!(
-        "{{\n  \"bench\": \"switch-engine in-process\",\n  \"packet_bytes\": 64,\n  \"l3_routes\": {routes},\n  \"ecmp_members\": 4,\n  \"l3_process_pps\": {l3_pps:.0},\n  \"l3_ingress_egress_pps\": {split_pps:.0},\n  \"noop_process_pps\": {noop_pps:.0},\n  \"seconds_per_case\": {secs}\n}}\n"
+        "{{\n  \"bench\": \"switch-v1model in-process\",\n  \"packet_bytes\": 64,\n  \"l3_routes\": {routes},\n  \"ecmp_members\": 4,\n  \"l3_process_pps\": {l3_pps:.0},\n  \"l3_ingress_egress_pps\": {split_pps:.0},\n  \"noop_process_pps\": {noop_pps:.0},\n  \"seconds_per_case\": {secs}\n}}\n"
     );
     print!("{json}");
     if let Err(e) = std::fs::write(out_path, json) {

@@ -1,7 +1,7 @@
 //! Control-plane API, action selectors, digests, value sets and the ingress/egress split,
 //! on the hand-written programs under tests/.
 
-use switch_engine::*;
+use switch_v1model::*;
 
 fn load(rel: &str) -> Switch {
     let path = format!("{}/tests/{rel}", env!("CARGO_MANIFEST_DIR"));

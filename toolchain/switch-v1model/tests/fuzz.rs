@@ -2,7 +2,7 @@
 //! parser test program (and the L3 program) without a panic, every parser error path taken.
 
 use std::collections::BTreeSet;
-use switch_engine::{Output, Switch, SwitchConfig};
+use switch_v1model::{Output, Switch, SwitchConfig};
 
 /// xorshift64*: a fixed seed makes failures reproducible.
 struct Rng(u64);
@@ -90,7 +90,7 @@ fn a_million_mutated_packets_never_panic() {
     let mut l3 = load("stf/l3.json");
     l3.table_add(
         "ingress.ipv4_lpm",
-        vec![switch_engine::FieldMatch::Lpm {
+        vec![switch_v1model::FieldMatch::Lpm {
             value: vec![10, 0, 0, 0],
             prefix_len: 8,
         }],
@@ -165,13 +165,13 @@ fn random_packets_through_every_test_program_never_panic() {
                         if let Some(last) = v.last_mut() {
                             *last = i as u8 + 1;
                         }
-                        switch_engine::FieldMatch::Exact(v)
+                        switch_v1model::FieldMatch::Exact(v)
                     })
                     .collect();
                 let all_exact = t
                     .keys
                     .iter()
-                    .all(|k| k.match_type == switch_engine::MatchType::Exact);
+                    .all(|k| k.match_type == switch_v1model::MatchType::Exact);
                 if matches.is_empty() || !all_exact {
                     continue;
                 }
@@ -185,7 +185,7 @@ fn random_packets_through_every_test_program_never_panic() {
         }
         let _ = sw.mirroring_add(
             5,
-            switch_engine::MirrorSession {
+            switch_v1model::MirrorSession {
                 port: Some(2),
                 mgrp: Some(1),
             },

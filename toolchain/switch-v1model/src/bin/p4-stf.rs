@@ -3,12 +3,13 @@
 //! expectation and `N passed, N failed` per test. Exit status 0 iff every test passes, 1 if an
 //! expectation failed, 2 if a test could not run. `--priority-queues` is simple_switch's option
 //! (queues per port; `standard_metadata.priority` at or above it drops the packet). A `.p4`
-//! program is compiled first with `$P4C` (default `p4-compile`), called as p4c is: `$P4C
-//! --target bmv2 --arch v1model -o DIR PROG.p4`, which writes `DIR/PROG.json`.
+//! program is compiled first with `$P4C` (default: the `p4-compile` next to this binary, else
+//! `p4-compile` from PATH), called as p4c is: `$P4C --target bmv2 --arch v1model -o DIR
+//! PROG.p4`, which writes `DIR/PROG.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use switch_engine::{StfSwitch, Switch, SwitchConfig};
+use switch_v1model::{StfSwitch, Switch, SwitchConfig};
 
 const USAGE: &str = "usage: p4-stf [--priority-queues N] PROG.json|PROG.p4 TEST.stf...";
 
@@ -101,8 +102,22 @@ fn main() -> ExitCode {
     ExitCode::from(status)
 }
 
+/// `$P4C`, else the `p4-compile` installed beside this binary (`make build` puts both in
+/// build/bin, which need not be on PATH), else `p4-compile` from PATH.
+fn compiler() -> PathBuf {
+    if let Some(c) = std::env::var_os("P4C") {
+        return PathBuf::from(c);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("p4-compile")))
+        .filter(|c| c.is_file())
+        .unwrap_or_else(|| PathBuf::from("p4-compile"))
+}
+
 fn compile(p4: &Path) -> Result<PathBuf, String> {
-    let compiler = std::env::var("P4C").unwrap_or_else(|_| "p4-compile".to_string());
+    let compiler = compiler();
+    let compiler_name = compiler.display();
     let stem = p4
         .file_stem()
         .ok_or("not a file name")?
@@ -115,13 +130,13 @@ fn compile(p4: &Path) -> Result<PathBuf, String> {
         .arg(&dir)
         .arg(p4)
         .status()
-        .map_err(|e| format!("cannot run {compiler} (set P4C): {e}"))?;
+        .map_err(|e| format!("cannot run {compiler_name} (set P4C): {e}"))?;
     if !status.success() {
-        return Err(format!("{compiler} failed ({status})"));
+        return Err(format!("{compiler_name} failed ({status})"));
     }
     let json = dir.join(format!("{stem}.json"));
     if !json.exists() {
-        return Err(format!("{compiler} wrote no {}", json.display()));
+        return Err(format!("{compiler_name} wrote no {}", json.display()));
     }
     Ok(json)
 }

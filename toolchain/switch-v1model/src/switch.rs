@@ -1,16 +1,17 @@
 //! The v1model driver: what simple_switch does around the parser and the two pipelines
 //! (instance types, clone, resubmit, recirculate, multicast through the PRE, drop rules).
 
-use crate::exec::{self, Pkt, Regs};
-use crate::load;
-use crate::program::Prog;
-use crate::state::{ActionData, Digest, EntryVal, Ext, Runtime, TableState};
+use crate::action_data::action_data;
+use crate::error::ApiError;
 use p4_bmv2_json::JsonError;
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use switch_tables::{ActionProfile, KeyField, MatchKind, Table};
+use switch_engine::exec::{self, Pkt, Regs};
+use switch_engine::load;
+use switch_engine::program::Prog;
+use switch_engine::state::{ActionData, CounterValue, Digest, EntryVal, Ext, Runtime, TableState};
+use switch_tables::{ActionProfile, EntryHandle, KeyField, MatchKind, Table};
 
-/// simple_switch's default drop port (`--drop-port`), `egress_spec` value that drops.
-pub const DROP_PORT: u16 = 511;
+pub use switch_engine::exec::DROP_PORT;
 
 /// `standard_metadata.instance_type` values of simple_switch.
 pub mod instance_type {
@@ -386,8 +387,34 @@ impl Switch {
         &self,
         action: u32,
         args: &[Vec<u8>],
-    ) -> Result<ActionData, crate::ApiError> {
-        crate::api::action_data(&self.prog, action, args)
+    ) -> Result<ActionData, ApiError> {
+        action_data(&self.prog, action, args)
+    }
+
+    /// Zeroes the direct counter and meter cells and the hit bit of a new entry.
+    pub(crate) fn reset_direct(&mut self, t: usize, h: EntryHandle) {
+        let i = h.0 as usize;
+        if let Some(c) = self.prog.tables[t].direct_counter {
+            let cells = &mut self.rt.ext.counters[c as usize];
+            if cells.len() <= i {
+                cells.resize(i + 1, CounterValue::default());
+            }
+            cells[i] = CounterValue::default();
+        }
+        if let Some(m) = self.prog.tables[t].direct_meter {
+            let cells = &mut self.rt.ext.meters[m as usize];
+            if cells.len() <= i {
+                cells.resize(i + 1, Default::default());
+            }
+            cells[i] = Default::default();
+        }
+        if self.prog.tables[t].support_timeout {
+            let hits = &mut self.rt.ext.hits[t];
+            if hits.len() <= i {
+                hits.resize(i + 1, false);
+            }
+            hits[i] = false;
+        }
     }
 
     pub fn config(&self) -> &SwitchConfig {

@@ -1,7 +1,7 @@
 //! A malformed or unsupported program is refused with the JSON path of the offending item.
 
 use serde_json::{json, Value};
-use switch_engine::{Switch, SwitchConfig};
+use switch_v1model::{Switch, SwitchConfig};
 
 fn base() -> Value {
     let path = format!("{}/tests/stf/l3.json", env!("CARGO_MANIFEST_DIR"));

@@ -1,155 +1,14 @@
 //! Control-plane operations (what P4Runtime and bmv2's runtime CLI call). Names are the JSON's
 //! full names; suffix resolution belongs to the front ends. Every failure has a closed code.
 
-use crate::expr::Arg;
-use crate::program::Prog;
-use crate::state::{ActionData, CounterValue, EntryVal, MeterRate};
+use crate::action_data::{action_data, to_bytes};
+use crate::error::{fail, ApiError, ErrorCode};
 use crate::switch::{McNode, MirrorSession, Switch};
 use num_bigint::BigInt;
 use p4_bmv2_json::MatchType;
-use switch_tables::{EntryHandle, FieldMatch, GroupMember, ProfileError, TableError};
-
-/// Why a control-plane operation failed; one variant per bmv2 `MatchErrorCode` (and the
-/// equivalents for other objects), so a gRPC layer maps them one to one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    InvalidTableName,
-    InvalidActionName,
-    /// The action is not one of the table's actions.
-    ActionNotInTable,
-    TableFull,
-    DuplicateEntry,
-    BadMatchKey,
-    InvalidHandle,
-    BadActionData,
-    WrongTableType,
-    DefaultActionIsConst,
-    DefaultEntryIsConst,
-    ImmutableTableEntries,
-    InvalidActionProfileName,
-    InvalidMemberHandle,
-    MemberStillUsed,
-    InvalidGroupHandle,
-    ActionProfileFull,
-    InvalidCounterName,
-    InvalidMeterName,
-    InvalidRegisterName,
-    InvalidValueSetName,
-    InvalidCalculationName,
-    IndexOutOfRange,
-    BadValue,
-    InvalidMirroringSession,
-    InvalidMulticastGroup,
-    InvalidMulticastNode,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ApiError {
-    pub code: ErrorCode,
-    pub message: String,
-}
-
-fn fail<T>(code: ErrorCode, message: impl Into<String>) -> Result<T, ApiError> {
-    Err(ApiError {
-        code,
-        message: message.into(),
-    })
-}
-
-impl From<TableError> for ApiError {
-    fn from(e: TableError) -> ApiError {
-        let code = match e {
-            TableError::Full { .. } => ErrorCode::TableFull,
-            TableError::Duplicate { .. } => ErrorCode::DuplicateEntry,
-            TableError::InvalidHandle(_) => ErrorCode::InvalidHandle,
-            _ => ErrorCode::BadMatchKey,
-        };
-        ApiError {
-            code,
-            message: e.to_string(),
-        }
-    }
-}
-
-impl From<ProfileError> for ApiError {
-    fn from(e: ProfileError) -> ApiError {
-        let code = match e {
-            ProfileError::UnknownMember(_) | ProfileError::MemberListedTwice { .. } => {
-                ErrorCode::InvalidMemberHandle
-            }
-            ProfileError::MemberInUse { .. } => ErrorCode::MemberStillUsed,
-            ProfileError::UnknownGroup(_) | ProfileError::DuplicateGroup(_) => {
-                ErrorCode::InvalidGroupHandle
-            }
-            ProfileError::DuplicateMember(_) => ErrorCode::InvalidMemberHandle,
-            ProfileError::MembersFull { .. } | ProfileError::GroupsFull { .. } => {
-                ErrorCode::ActionProfileFull
-            }
-            ProfileError::ZeroWeight { .. } | ProfileError::GroupTooLarge { .. } => {
-                ErrorCode::BadValue
-            }
-        };
-        ApiError {
-            code,
-            message: e.to_string(),
-        }
-    }
-}
-
-/// Converts control-plane action data (big-endian bytes per parameter) to engine form.
-pub(crate) fn action_data(
-    prog: &Prog,
-    action: u32,
-    args: &[Vec<u8>],
-) -> Result<ActionData, ApiError> {
-    let a = &prog.actions[action as usize];
-    if args.len() != a.params.len() {
-        return fail(
-            ErrorCode::BadActionData,
-            format!(
-                "action \"{}\" takes {} parameters, got {}",
-                a.name,
-                a.params.len(),
-                args.len()
-            ),
-        );
-    }
-    let mut out = Vec::with_capacity(args.len());
-    for ((name, width), bytes) in a.params.iter().zip(args) {
-        let v = BigInt::from_bytes_be(num_bigint::Sign::Plus, bytes);
-        if v.bits() > u64::from(*width) {
-            return fail(
-                ErrorCode::BadActionData,
-                format!(
-                    "parameter \"{name}\" of action \"{}\": value does not fit {width} bits",
-                    a.name
-                ),
-            );
-        }
-        out.push(if *width <= 64 {
-            Arg::N(u64::try_from(v).unwrap_or(0))
-        } else {
-            Arg::W(v)
-        });
-    }
-    Ok(ActionData {
-        action,
-        args: out.into_boxed_slice(),
-    })
-}
-
-fn to_bytes(a: &Arg, width: u32) -> Vec<u8> {
-    let n = width.div_ceil(8) as usize;
-    match a {
-        Arg::N(v) => v.to_be_bytes()[8usize.saturating_sub(n)..].to_vec(),
-        Arg::W(b) => {
-            let mut out = vec![0u8; n];
-            crate::value::big_to_bytes(b, &mut out);
-            out
-        }
-    }
-}
+use switch_engine::state::{ActionData, CounterValue, EntryVal, MeterCell, MeterRate};
+use switch_engine::value::big_to_bytes;
+use switch_tables::{EntryHandle, FieldMatch, GroupMember};
 
 /// A table as the control plane sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,31 +124,6 @@ impl Switch {
                 ErrorCode::TableFull,
                 format!("table \"{name}\" has no key and takes no entries"),
             ),
-        }
-    }
-
-    pub(crate) fn reset_direct(&mut self, t: usize, h: EntryHandle) {
-        let i = h.0 as usize;
-        if let Some(c) = self.prog.tables[t].direct_counter {
-            let cells = &mut self.rt.ext.counters[c as usize];
-            if cells.len() <= i {
-                cells.resize(i + 1, CounterValue::default());
-            }
-            cells[i] = CounterValue::default();
-        }
-        if let Some(m) = self.prog.tables[t].direct_meter {
-            let cells = &mut self.rt.ext.meters[m as usize];
-            if cells.len() <= i {
-                cells.resize(i + 1, Default::default());
-            }
-            cells[i] = Default::default();
-        }
-        if self.prog.tables[t].support_timeout {
-            let hits = &mut self.rt.ext.hits[t];
-            if hits.len() <= i {
-                hits.resize(i + 1, false);
-            }
-            hits[i] = false;
         }
     }
 
@@ -918,7 +752,7 @@ impl Switch {
         &mut self,
         table: &str,
         handle: EntryHandle,
-    ) -> Result<&mut crate::state::MeterCell, ApiError> {
+    ) -> Result<&mut MeterCell, ApiError> {
         let t = self.table_index(table)?;
         let Some(m) = self.prog.tables[t].direct_meter else {
             return fail(
@@ -1037,7 +871,7 @@ impl Switch {
             let field = &rest & &mask;
             rest >>= w;
             let mut bytes = vec![0u8; w.div_ceil(8) as usize];
-            crate::value::big_to_bytes(&field, &mut bytes);
+            big_to_bytes(&field, &mut bytes);
             padded.splice(0..0, bytes);
         }
         let set = &mut self.rt.vsets[v];

@@ -2,7 +2,7 @@
 //! program; several STF files may share one program as `NAME.json` + `NAME-case.stf`).
 
 use std::path::{Path, PathBuf};
-use switch_engine::{StfSwitch, Switch, SwitchConfig};
+use switch_v1model::{StfSwitch, Switch, SwitchConfig};
 
 fn program_for(stf: &Path) -> PathBuf {
     let stem = stf.file_stem().unwrap().to_string_lossy().to_string();
