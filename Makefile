@@ -16,7 +16,7 @@ PROFILE  := release
 TARGET   := target/$(PROFILE)
 RESULTS  := results
 # Python trees that exist so far; lint and format only those.
-PY_DIRS  := $(wildcard control kit topo ptf-tests p4src/tests tests/p4runtime-shell tests/doubles)
+PY_DIRS  := $(wildcard control kit topo ptf-tests p4src/tests tests/p4runtime-shell tests/doubles tools)
 
 # The P4 compiler and the switch. Ours by default; `make run P4C=p4c SWITCH=simple_switch_grpc`
 # selects the p4lang tools where they are installed.
@@ -133,6 +133,7 @@ lint: $(STAMPS)/rust $(STAMPS)/venv
 	$(CARGO) clippy --$(PROFILE) --workspace --all-targets -- -D warnings
 	$(PY) -m ruff check $(PY_DIRS)
 	$(PY) -m ruff format --check $(PY_DIRS)
+	python3 tools/import_graph.py --check  # docs/ARCHITECTURE.md: no file cycles, no controller->lab arrow
 
 test: build deps lint
 	$(CARGO) test --$(PROFILE) --workspace
