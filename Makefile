@@ -133,7 +133,7 @@ lint: $(STAMPS)/rust $(STAMPS)/venv
 	$(CARGO) clippy --$(PROFILE) --workspace --all-targets -- -D warnings
 	$(PY) -m ruff check $(PY_DIRS)
 	$(PY) -m ruff format --check $(PY_DIRS)
-	python3 tools/import_graph.py --check  # docs/ARCHITECTURE.md: no file cycles, no controller->lab arrow
+	$(PY) tools/import_graph.py --check  # docs/ARCHITECTURE.md: no file cycles, no controller->lab arrow
 
 test: build deps lint
 	$(CARGO) test --$(PROFILE) --workspace
