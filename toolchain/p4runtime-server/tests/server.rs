@@ -588,6 +588,45 @@ async fn arbitration() {
     .unwrap();
 }
 
+/// P4Runtime spec 5.3: an election id already held by a controller of the role is refused with
+/// INVALID_ARGUMENT, and the stream that sent it is closed; the holder stays primary. The same
+/// id in another role is not a clash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arbitration_refuses_an_election_id_held_in_the_role() {
+    let (addr, _dp) = start().await;
+    let (mut c1, code) = Controller::connect(addr, 5).await;
+    assert_eq!(code, Code::Ok as i32);
+    let mut client = p4runtime_proto::P4RuntimeClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let mut stream = client
+        .stream_channel(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await
+        .unwrap()
+        .into_inner();
+    tx.send(StreamMessageRequest {
+        update: Some(stream_message_request::Update::Arbitration(
+            p4runtime_proto::p4runtime::MasterArbitrationUpdate {
+                device_id: DEVICE,
+                election_id: eid(5),
+                ..Default::default()
+            },
+        )),
+    })
+    .await
+    .unwrap();
+    let refused = stream.message().await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    // The holder is still primary: it may set the pipeline.
+    let l3 = L3::new();
+    c1.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let (_other_role, code) = Controller::connect_role(addr, 5, "other").await;
+    assert_eq!(code, Code::Ok as i32);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packet_out_through_engine_to_packet_in() {
     let (addr, dp) = start().await;
