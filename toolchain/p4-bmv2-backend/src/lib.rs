@@ -21,6 +21,8 @@
 //! 6. `checksum` and `deparser`: verify/compute controls to `checksums` and `calculations`,
 //!    the deparser's `emit` calls to its header order.
 //! 7. `p4info`: the control-plane model with p4c's names (`MyIngress.ipv4_lpm`, `@name`).
+//! 8. `shape`: p4c's JSON shapes where real bmv2's loader requires them (wrapped expression
+//!    parameters, `local` action data in expressions, padded metadata, no `lookahead` operands).
 //!
 //! Anything outside this subset is an `unsupported` error at its source location.
 
@@ -31,6 +33,7 @@ mod expr;
 mod layout;
 mod p4info;
 mod parser;
+mod shape;
 
 use p4_bmv2_json as j;
 use p4_sema::ir::{self, DeclId, DeclKind, ExprKind, Type, TypeDeclKind};
@@ -75,6 +78,7 @@ pub fn compile(p: &ir::Program, diags: &mut Diagnostics) -> Option<Output> {
         return None;
     }
     let control_plane = cx.cp.take_model();
+    shape::conform(&mut cx.json);
     Some(Output {
         json: cx.json,
         control_plane,
