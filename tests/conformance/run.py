@@ -105,16 +105,18 @@ def real_json(bin_dir: Path, scratch: Path) -> Callable[[str], Outcome]:
     return one
 
 
-def p4info(bin_dir: Path, scratch: Path) -> Callable[[str], Outcome]:
-    """Our P4Info against p4c's expected one, as parsed protobuf messages."""
+def load_p4info(path: Path):
+    """A P4Info text file as a protobuf message."""
     from google.protobuf import text_format
 
     from lossless_ctl.p4rt_proto import bindings
 
-    p4info_pb2 = bindings().p4info_pb2
+    return text_format.Parse(path.read_text(), bindings().p4info_pb2.P4Info())
 
-    def parse(path: Path):
-        return text_format.Parse(path.read_text(), p4info_pb2.P4Info())
+
+def p4info(bin_dir: Path, scratch: Path) -> Callable[[str], Outcome]:
+    """Our P4Info against p4c's expected one, as parsed protobuf messages."""
+    parse = load_p4info
 
     def one(name: str) -> Outcome:
         out = scratch / f"{name}.p4info.txtpb"
