@@ -319,14 +319,35 @@ impl Switch {
                 keyv.clone()
                     .ok_or_else(|| format!("match_key[{k}]: missing `key`"))
             };
+            // bmv2 masks a JSON entry's value (p4c writes `const entries` as written, e.g.
+            // 0x11 &&& 0xF0), where P4Runtime must refuse such a value.
+            let masked = |mut v: Vec<u8>, mask: &[u8]| {
+                v.iter_mut().zip(mask).for_each(|(b, m)| *b &= m);
+                v
+            };
             matches.push(match mk.match_type {
                 M::Exact | M::Valid => FieldMatch::Exact(need_key()?),
-                M::Lpm => FieldMatch::Lpm {
-                    value: need_key()?,
-                    prefix_len: mk
+                M::Lpm => {
+                    let prefix_len = mk
                         .prefix_length
-                        .ok_or_else(|| format!("match_key[{k}]: missing `prefix_length`"))?,
-                },
+                        .ok_or_else(|| format!("match_key[{k}]: missing `prefix_length`"))?;
+                    // The field's top prefix_len bits, in its right-aligned bytes.
+                    let first = n as u32 * 8 - key.width;
+                    let mask: Vec<u8> = (0..n as u32)
+                        .map(|byte| {
+                            (0..8u32)
+                                .filter(|bit| {
+                                    let at = byte * 8 + bit;
+                                    at >= first && at < first + prefix_len
+                                })
+                                .fold(0u8, |m, bit| m | (0x80 >> bit))
+                        })
+                        .collect();
+                    FieldMatch::Lpm {
+                        value: masked(need_key()?, &mask),
+                        prefix_len,
+                    }
+                }
                 M::Ternary if key.kind == M::Optional => {
                     let mask = hex(&mk.mask, "mask")?;
                     if mask.iter().all(|&b| b == 0) {
@@ -335,10 +356,13 @@ impl Switch {
                         FieldMatch::Optional(Some(need_key()?))
                     }
                 }
-                M::Ternary => FieldMatch::Ternary {
-                    value: need_key()?,
-                    mask: hex(&mk.mask, "mask")?,
-                },
+                M::Ternary => {
+                    let mask = hex(&mk.mask, "mask")?;
+                    FieldMatch::Ternary {
+                        value: masked(need_key()?, &mask),
+                        mask,
+                    }
+                }
                 M::Range => FieldMatch::Range {
                     low: hex(&mk.start, "start")?,
                     high: hex(&mk.end, "end")?,
