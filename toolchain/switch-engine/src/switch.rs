@@ -113,6 +113,10 @@ pub struct Output {
 pub struct MirrorSession {
     pub port: Option<u32>,
     pub mgrp: Option<u32>,
+    /// P4Runtime `CloneSessionEntry.class_of_service`: the `priority` (egress queue) its clones
+    /// enter, at most the switch's highest queue. A clone starts with fresh metadata, so 0
+    /// (bmv2's only behaviour) is queue 0.
+    pub class_of_service: u8,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -482,8 +486,14 @@ impl Switch {
         self.replicas = replicas;
     }
 
-    fn send_clone(&mut self, copy: Box<Pkt>, session: MirrorSession, out: &mut Vec<EgressJob>) {
+    fn send_clone(&mut self, mut copy: Box<Pkt>, session: MirrorSession, out: &mut Vec<EgressJob>) {
         self.stats.cloned += 1;
+        if session.class_of_service != 0 {
+            // A switch with fewer queues puts the class in its highest rather than drop it.
+            let cos = u32::from(session.class_of_service)
+                .min(self.config.priority_queues.saturating_sub(1));
+            copy.set(&self.prog, self.prog.intr.priority, u64::from(cos));
+        }
         if let Some(m) = session.mgrp {
             self.multicast(&copy, m, out);
         }

@@ -1,6 +1,7 @@
-//! One truth for occupancy (issue 19): p4src's `lossless.p4` counts buffer bytes in registers,
-//! and whatever leaves p4-switch's traffic manager, transmitted or dropped, is released from
-//! them. Driven in process with a simulated clock over the real pipeline.
+//! p4src's `lossless.p4` on p4-switch (issue 19), in process with a simulated clock:
+//! - one truth for occupancy: the pipeline counts buffer bytes in registers, and whatever
+//!   leaves the traffic manager, transmitted or dropped, is released from them;
+//! - generated PFC frames leave ahead of data (the clone session's class of service).
 
 mod common;
 use common::fixture::compile_p4;
@@ -126,6 +127,44 @@ fn program(sw: &mut Switch) {
         "LosslessIngress.set_port_and_src_mac",
         &[arg(u64::from(UPLINK), 2), arg(0x0200_0000_0001, 6)],
     );
+    // The way back to the host: 10.1.0.0/16 -> port 1.
+    sw.table_add(
+        "LosslessIngress.ipv4_route",
+        vec![FieldMatch::Lpm {
+            value: vec![10, 1, 0, 0],
+            prefix_len: 16,
+        }],
+        None,
+        "LosslessIngress.set_nexthop_id",
+        &[arg(2, 2)],
+    )
+    .expect("route");
+    let host_ip = {
+        let mut v = vec![0u8; 16];
+        v[12..].copy_from_slice(&[10, 1, 0, 9]);
+        v
+    };
+    t(
+        sw,
+        "LosslessIngress.nexthop",
+        vec![exact(2, 2)],
+        "LosslessIngress.set_ip_nexthop",
+        &[arg(1, 2), host_ip.clone()],
+    );
+    t(
+        sw,
+        "LosslessIngress.neighbor",
+        vec![exact(1, 2), FieldMatch::Exact(host_ip)],
+        "LosslessIngress.set_dst_mac",
+        &[arg(0x0200_0000_0109, 6)],
+    );
+    t(
+        sw,
+        "LosslessIngress.router_interface",
+        vec![exact(1, 2)],
+        "LosslessIngress.set_port_and_src_mac",
+        &[arg(u64::from(HOST), 2), arg(0x0200_0000_0001, 6)],
+    );
     t(
         sw,
         "LosslessIngress.pg_profile",
@@ -163,6 +202,8 @@ fn program(sw: &mut Switch) {
         MirrorSession {
             port: Some(HOST),
             mgrp: None,
+            // As lossless-ctl writes it: generated frames enter the strict-priority queue 7.
+            class_of_service: 7,
         },
     )
     .expect("clone session");
@@ -170,12 +211,36 @@ fn program(sw: &mut Switch) {
 
 /// A RoCEv2-sized IPv4/UDP packet of `len` bytes from the host, DSCP 3, to 10.3.0.1.
 fn data(len: usize, seq: u16) -> Vec<u8> {
+    udp(len, seq, 3, [10, 1, 0, 2], [10, 3, 0, 1])
+}
+
+/// An IPv4/UDP frame of `len` bytes to the router's MAC.
+fn udp(len: usize, seq: u16, dscp: u8, src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
     let mut f = Vec::with_capacity(len);
     f.extend_from_slice(&HOST_MAC);
     f.extend_from_slice(&[2, 0, 0, 0, 1, 2, 0x08, 0x00]);
     let ip_len = (len - 14) as u16;
     let mut ip = [
-        0x45, 0x0c, 0, 0, 0, 0, 0, 0, 64, 17, 0, 0, 10, 1, 0, 2, 10, 3, 0, 1,
+        0x45,
+        dscp << 2,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+        src[0],
+        src[1],
+        src[2],
+        src[3],
+        dst[0],
+        dst[1],
+        dst[2],
+        dst[3],
     ];
     ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
     ip[4..6].copy_from_slice(&seq.to_be_bytes());
@@ -380,4 +445,71 @@ fn traffic_manager_overflow_releases_what_it_refuses() {
     let pfc = pfc_frames(&drain(&host[&HOST]));
     assert_eq!(pfc.first(), Some(&(0x08, 0xffff)));
     assert_eq!(pfc.last(), Some(&(0x08, 0)));
+}
+
+#[test]
+fn generated_pfc_leaves_within_one_mtu_time_under_full_load() {
+    // Both ports at 1 Gb/s, every queue strict (the TM's default).
+    let (mut core, host) = core(tm(
+        "buffer: {total_bytes: 4194304}\nports:\n  - {port: 1, rate_bps: 1000000000}\n  \
+         - {port: 3, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 3}}\n",
+    ));
+    // The uplink's peer pauses priority 3, so what the host sends stays in its PG.
+    let xoff = MacControl::pfc_xoff(1 << 3, 0xffff).encode([2, 0, 0, 0, 3, 1]);
+    core.receive(0, UPLINK, &xoff);
+    // Full load toward the host on queue 0: 60 MTU-sized frames (DSCP 0 from the uplink).
+    const MTU_FRAME: usize = 1514;
+    for i in 0..60u16 {
+        core.receive(
+            0,
+            UPLINK,
+            &udp(MTU_FRAME, i, 0, [10, 3, 0, 9], [10, 1, 0, 9]),
+        );
+    }
+    let mut now = 0;
+    let mut next = core.run_due(now);
+    // A few frames into the burst the host's PG crosses its pause point (4000 bytes).
+    let generated_at = 40_000;
+    while let Some(t) = next.filter(|&t| t <= generated_at) {
+        now = t;
+        next = core.run_due(now);
+    }
+    now = generated_at;
+    let before = drain(&host[&HOST]).len();
+    assert!(before >= 3, "the line was busy ({before} frames sent)");
+    for i in 0..5u16 {
+        core.receive(now, HOST, &data(1000, i));
+    }
+    assert_eq!(
+        reg(&mut core, "pg_bytes", PG_INDEX),
+        5000,
+        "paused above 4000"
+    );
+    let mut sent_at = None;
+    let mut data_before = 0;
+    loop {
+        next = core.run_due(now);
+        for f in drain(&host[&HOST]) {
+            if pfc_frames(std::slice::from_ref(&f)) == [(0x08, 0xffff)] {
+                sent_at = Some(now);
+            } else if sent_at.is_none() {
+                data_before += 1;
+            }
+        }
+        match (sent_at, next) {
+            (None, Some(t)) => now = t,
+            _ => break,
+        }
+    }
+    let sent_at = sent_at.expect("an XOFF toward the host");
+    // At most the frame on the line when it was generated goes first.
+    let mtu_time_ns = switch_tm::wire_bytes(MTU_FRAME as u32) * 8;
+    assert!(
+        sent_at - generated_at <= mtu_time_ns,
+        "XOFF left {} ns after it was generated (one MTU time is {mtu_time_ns} ns)",
+        sent_at - generated_at
+    );
+    assert!(data_before <= 1, "{data_before} data frames went first");
+    let left = core.tm().unwrap().queue_depth(HOST, 0).unwrap().packets;
+    assert!(left > 50, "the load was still queued ({left} frames)");
 }
