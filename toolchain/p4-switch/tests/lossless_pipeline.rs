@@ -90,81 +90,16 @@ fn program(sw: &mut Switch) {
         "NoAction",
         &[],
     );
-    sw.table_add(
-        "LosslessIngress.ipv4_route",
-        vec![FieldMatch::Lpm {
-            value: vec![10, 3, 0, 0],
-            prefix_len: 16,
-        }],
-        None,
-        "LosslessIngress.set_nexthop_id",
-        &[arg(1, 2)],
-    )
-    .expect("route");
-    let neighbor = {
-        let mut v = vec![0u8; 16];
-        v[12..].copy_from_slice(&[10, 3, 0, 1]);
-        v
-    };
-    t(
+    // 10.3.0.0/16 to the uplink (next hop 10.3.0.1), and back to the host: 10.1.0.0/16 -> port 1.
+    route(
         sw,
-        "LosslessIngress.nexthop",
-        vec![exact(1, 2)],
-        "LosslessIngress.set_ip_nexthop",
-        &[arg(3, 2), neighbor.clone()],
+        [10, 3, 0, 0],
+        1,
+        [10, 3, 0, 1],
+        0x0200_0000_0301,
+        UPLINK,
     );
-    t(
-        sw,
-        "LosslessIngress.neighbor",
-        vec![exact(3, 2), FieldMatch::Exact(neighbor)],
-        "LosslessIngress.set_dst_mac",
-        &[arg(0x0200_0000_0301, 6)],
-    );
-    t(
-        sw,
-        "LosslessIngress.router_interface",
-        vec![exact(3, 2)],
-        "LosslessIngress.set_port_and_src_mac",
-        &[arg(u64::from(UPLINK), 2), arg(0x0200_0000_0001, 6)],
-    );
-    // The way back to the host: 10.1.0.0/16 -> port 1.
-    sw.table_add(
-        "LosslessIngress.ipv4_route",
-        vec![FieldMatch::Lpm {
-            value: vec![10, 1, 0, 0],
-            prefix_len: 16,
-        }],
-        None,
-        "LosslessIngress.set_nexthop_id",
-        &[arg(2, 2)],
-    )
-    .expect("route");
-    let host_ip = {
-        let mut v = vec![0u8; 16];
-        v[12..].copy_from_slice(&[10, 1, 0, 9]);
-        v
-    };
-    t(
-        sw,
-        "LosslessIngress.nexthop",
-        vec![exact(2, 2)],
-        "LosslessIngress.set_ip_nexthop",
-        &[arg(1, 2), host_ip.clone()],
-    );
-    t(
-        sw,
-        "LosslessIngress.neighbor",
-        vec![exact(1, 2), FieldMatch::Exact(host_ip)],
-        "LosslessIngress.set_dst_mac",
-        &[arg(0x0200_0000_0109, 6)],
-    );
-    t(
-        sw,
-        "LosslessIngress.router_interface",
-        vec![exact(1, 2)],
-        "LosslessIngress.set_port_and_src_mac",
-        &[arg(u64::from(HOST), 2), arg(0x0200_0000_0001, 6)],
-    );
+    route(sw, [10, 1, 0, 0], 2, [10, 1, 0, 9], 0x0200_0000_0109, HOST);
     t(
         sw,
         "LosslessIngress.pg_profile",
@@ -207,6 +142,55 @@ fn program(sw: &mut Switch) {
         },
     )
     .expect("clone session");
+}
+
+/// `prefix`/16 through next hop `id` (router interface `port`) to `neighbor` at `mac`.
+fn route(sw: &mut Switch, prefix: [u8; 4], id: u64, neighbor: [u8; 4], mac: u64, port: u32) {
+    let ip = {
+        let mut v = vec![0u8; 16];
+        v[12..].copy_from_slice(&neighbor);
+        v
+    };
+    let rif = u64::from(port);
+    let adds = [
+        (
+            "ipv4_route",
+            vec![FieldMatch::Lpm {
+                value: prefix.to_vec(),
+                prefix_len: 16,
+            }],
+            "set_nexthop_id",
+            vec![arg(id, 2)],
+        ),
+        (
+            "nexthop",
+            vec![exact(id, 2)],
+            "set_ip_nexthop",
+            vec![arg(rif, 2), ip.clone()],
+        ),
+        (
+            "neighbor",
+            vec![exact(rif, 2), FieldMatch::Exact(ip)],
+            "set_dst_mac",
+            vec![arg(mac, 6)],
+        ),
+        (
+            "router_interface",
+            vec![exact(rif, 2)],
+            "set_port_and_src_mac",
+            vec![arg(rif, 2), arg(0x0200_0000_0001, 6)],
+        ),
+    ];
+    for (table, keys, action, args) in adds {
+        sw.table_add(
+            &format!("LosslessIngress.{table}"),
+            keys,
+            None,
+            &format!("LosslessIngress.{action}"),
+            &args,
+        )
+        .unwrap_or_else(|e| panic!("{table}: {e:?}"));
+    }
 }
 
 /// A RoCEv2-sized IPv4/UDP packet of `len` bytes from the host, DSCP 3, to 10.3.0.1.
