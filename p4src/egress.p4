@@ -126,10 +126,17 @@ control LosslessEgress(inout headers_t hdr,
         bit<8> pfc_classes = 0;
         bool is_clone = standard_metadata.instance_type == INSTANCE_INGRESS_CLONE
                         || standard_metadata.instance_type == INSTANCE_EGRESS_CLONE;
-        if (is_clone || meta.kind == KIND_SFC) {
+        // p4-switch's accounting pass: a packet its traffic manager dropped (full buffer,
+        // watchdog flush) comes through egress already marked to drop, only to release its
+        // bytes. bmv2 starts egress with egress_spec 0 and never drops after ingress but at
+        // its own queue limit (README.md, "One truth for occupancy").
+        bool tm_dropped = standard_metadata.egress_spec == V1MODEL_DROP_PORT;
+        if (!tm_dropped && (is_clone || meta.kind == KIND_SFC)) {
             egress_port.apply();
         }
-        if (is_clone) {
+        if (tm_dropped) {
+            // Nothing is sent for a dropped packet: its clone makes no frame.
+        } else if (is_clone) {
             if (meta.clone_kind == KIND_PFC) {
                 make_pfc(meta.class_enable, meta.pause_quanta);
                 pfc_classes = meta.class_enable;
@@ -205,6 +212,9 @@ control LosslessEgress(inout headers_t hdr,
                 clone_preserving_field_list(CloneType.E2E,
                     PORT_SESSION_BASE + (bit<32>)standard_metadata.ingress_port, FL_CLONE);
             }
+        }
+        if (tm_dropped) {
+            exit;
         }
 
         // ECN marking on the depth the packet leaves behind; never on Not-ECT packets.

@@ -48,6 +48,10 @@ const bit<8> ICMPV6_NEIGHBOR_SOLICIT = 135;
 const bit<8> ICMPV6_NEIGHBOR_ADVERT = 136;
 const bit<8> SFC_VERSION = 1;
 
+// The egress_spec that v1model's mark_to_drop sets (bmv2's default --drop-port). p4-switch
+// starts egress with it for a packet its traffic manager dropped (the accounting pass).
+const bit<9> V1MODEL_DROP_PORT = 511;
+
 // bmv2's standard_metadata.instance_type values.
 const bit<32> INSTANCE_NORMAL = 0;
 const bit<32> INSTANCE_INGRESS_CLONE = 1;

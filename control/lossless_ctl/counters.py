@@ -31,7 +31,13 @@ PIPELINE_COUNTERS = (
     "drop_reasons",  # index: reason (DROP_* in p4src/headers.p4)
     "port_rx_dropped",  # index: ingress port
 )
-PIPELINE_REGISTERS = ("pg_bytes", "queue_bytes", "pg_shared_peak", "pg_headroom_peak")
+PIPELINE_REGISTERS = (
+    "pg_bytes",
+    "queue_bytes",
+    "shared_pool_used",  # index 0
+    "pg_shared_peak",
+    "pg_headroom_peak",
+)
 
 # p4src/headers.p4 DROP_*: the drop_reasons counter's index.
 DROP_REASONS = (
@@ -249,6 +255,39 @@ def pg_watermarks(snap: Snapshot) -> dict[str, dict[str, dict[str, int]]]:
             for pg in range(CLASSES)
         }
     return out
+
+
+def buffer_occupancy(snap: Snapshot) -> dict[str, Any]:
+    """What the buffer holds now: the pipeline's counts (registers `pg_bytes`, `queue_bytes`,
+    `shared_pool_used`, on which it decides pause, XON and drops) beside the traffic manager's
+    queue depth in bytes (`/stats`). The switch releases the pipeline's counts for every
+    packet that leaves the buffer, dropped or sent, so the two queue columns agree for data
+    packets (a generated PFC or SFC frame waiting in a queue is the TM's alone)."""
+    ports: dict[str, dict[str, dict[str, int | str]]] = {}
+    for port in snap.ports():
+        row: dict[str, dict[str, int | str]] = {}
+        for c in range(CLASSES):
+            q = snap.queue(port, c)
+            row[str(c)] = {
+                "pg_bytes": snap.register("pg_bytes", port * CLASSES + c),
+                "queue_bytes": snap.register("queue_bytes", port * CLASSES + c),
+                "tm_queue_bytes": q["depth_bytes"] if q else NA,
+            }
+        ports[snap.name(port)] = row
+    return {"shared_pool_used": snap.register("shared_pool_used", 0), "ports": ports}
+
+
+def render_buffer_occupancy(data: dict[str, Any]) -> str:
+    """This lab's (SONiC shows only watermarks): a port per row, the 8 classes as columns,
+    three rows per port (pipeline PG, pipeline queue, TM queue)."""
+    header = ["Port", "Count", *(str(c) for c in range(CLASSES))]
+    rows = []
+    for name, classes in data["ports"].items():
+        for key, label in (("pg_bytes", "PG"), ("queue_bytes", "Queue"), ("tm_queue_bytes", "TM")):
+            cells = [classes[str(c)][key] for c in range(CLASSES)]
+            rows.append([name, label, *(comma(v) for v in cells)])
+    pool = f"Shared pool used: {comma(data['shared_pool_used'])} bytes"
+    return f"Buffer occupancy in bytes:\n{table(header, rows)}\n{pool}"
 
 
 def pg_drop_counters(snap: Snapshot) -> dict[str, list[int]]:
@@ -629,6 +668,7 @@ COMMANDS = {
     "pfcwd stats": _simple(pfcwd_stats, render_pfcwd_stats),
     "priority-group drop counters": _simple(pg_drop_counters, render_pg_drop_counters),
     "priority-group pause counters": _simple(pg_pause_counters, render_pg_pause_counters),
+    "buffer occupancy": _simple(buffer_occupancy, render_buffer_occupancy),
     "dropcounters counts": _simple(drop_counters, render_drop_counters),
 }
 # SONiC accepts the queue type as optional in `show queue watermark`; unicast is all we have.

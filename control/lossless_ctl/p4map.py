@@ -25,6 +25,10 @@ EG = "LosslessEgress."
 # The clone session that sends generated frames (PFC, SFC) out of port P is this + P
 # (PORT_SESSION_BASE in p4src/headers.p4).
 PORT_SESSION_BASE = 512
+# The queue those sessions' clones enter (CloneSessionEntry.class_of_service, honoured by
+# p4-switch): the highest, which SONiC's QoS template leaves strict priority and lossless
+# configurations leave without PFC, so a generated pause leaves ahead of the data it stops.
+CONTROL_QUEUE = 7
 # Largest PFC pause: the pipeline sends it and refreshes it at half its duration.
 PAUSE_QUANTA = 0xFFFF
 
@@ -238,6 +242,7 @@ class _Builder:
         update = self.pb.Update(type=self.pb.Update.INSERT)
         cs = update.entity.packet_replication_engine_entry.clone_session_entry
         cs.session_id = session
+        cs.class_of_service = CONTROL_QUEUE
         cs.replicas.add(port=encode(port, 32), instance=1)
         return update
 

@@ -189,6 +189,16 @@ def test_pfc_watchdog_storm_is_shown(lab, capsys):
     left = [f for port, f in lab.receive(timeout=0.2) if port == 4 and not pfc_priorities(f)]
     assert (q["tx_ok"], q["tx_drop"]) == (len(left), count - len(left))
     assert q["tx_drop"] > 0
+    # The flush released what the pipeline counted for the dropped packets: the buffer is
+    # empty by the pipeline's count (on which it pauses) as by the traffic manager's.
+    occupancy = show(lab, capsys, "buffer", "occupancy")
+    assert occupancy["shared_pool_used"] == 0
+    for name, classes in occupancy["ports"].items():
+        for c, row in classes.items():
+            assert row == {"pg_bytes": 0, "queue_bytes": 0, "tm_queue_bytes": 0}, (name, c)
+    lines = show_text(lab, capsys, "buffer", "occupancy").splitlines()
+    assert lines[1].split() == ["Port", "Count", *(str(c) for c in range(8))]
+    assert lines[-1] == "Shared pool used: 0 bytes"
     text = show_text(lab, capsys, "pfcwd", "stats")
     assert text.splitlines()[0].split()[:2] == ["QUEUE", "STATUS"]
     # By now the storm may be restored (no XOFF for restoration_time); the counts stay.

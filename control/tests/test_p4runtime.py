@@ -61,16 +61,17 @@ def lpm(value, plen):
 
 
 # The mini config (data/mini.json) as the P4Runtime writes it should come out, phase by phase.
-# Values by p4src/README.md: pg_profile reserved = size 69632, xoff_threshold = size + static_th
+# Values by p4src/README.md: clone sessions' class of service = queue 7 (generated frames ahead
+# of data); pg_profile reserved = size 69632, xoff_threshold = size + static_th
 # 0, xoff_size = xoff 13056, xon_threshold = xon 512, no xon_offset, static, class_enable = bit
 # 3, refresh = 65535 quanta at 25G / 2 = 671 us; shared pool = 10875072 - 4194112 = 6680960.
 MAC = 0x001122334455
 NB_MAC = 0x525400000001
 EXPECTED = [
     "updates { type: INSERT entity { packet_replication_engine_entry { clone_session_entry {"
-    " session_id: 513 replicas { port: {v:1} instance: 1 } } } } }"
+    " session_id: 513 replicas { port: {v:1} instance: 1 } class_of_service: 7 } } } }"
     "updates { type: INSERT entity { packet_replication_engine_entry { clone_session_entry {"
-    " session_id: 514 replicas { port: {v:2} instance: 1 } } } } }",
+    " session_id: 514 replicas { port: {v:2} instance: 1 } class_of_service: 7 } } } }",
     exact(ING + "switch_config", [], ING + "set_switch_config", [6680960, 0], "MODIFY", True)
     + exact(ING + "router_mac", [(1, ex(MAC))], "NoAction", []),
     exact(ING + "tc_to_pg", [(1, ex(1)), (2, ex(3))], ING + "set_pg", [3])

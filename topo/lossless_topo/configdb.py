@@ -87,9 +87,9 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
             # The traffic manager's buffer (lossless-ctl port-config: the egress pool's size).
             # It counts 256-byte cells, the pipeline admits bytes into the ingress pool: a
             # 4170-byte RoCE frame fills 17 cells (4352 bytes). With no room for that the
-            # traffic manager dropped frames the pipeline had admitted, which egress never
-            # takes back out of the pipeline's PG and pool counts; 1/16 more keeps every drop
-            # in the pipeline, where it is counted per PG.
+            # traffic manager drops frames the pipeline has admitted (released from its PG and
+            # pool counts, but counted only as queue drops); 1/16 more keeps every drop in the
+            # pipeline, where it is counted per PG.
             "egress_lossy_pool": {
                 "mode": "dynamic",
                 "size": str(topo.buffer_bytes + topo.buffer_bytes // 16),

@@ -239,14 +239,15 @@ pub fn start(args: &Args) -> Result<Running, String> {
         .grpc_server_addr
         .as_deref()
         .or(default_addr(DEFAULT_GRPC_ADDR));
-    let grpc = match grpc_addr.map(|a| crate::grpc::GrpcServer::start(a, Arc::new(runtime.handle()))) {
-        None => None,
-        Some(Ok(g)) => Some(g),
-        Some(Err(e)) => {
-            runtime.shutdown();
-            return Err(e);
-        }
-    };
+    let grpc =
+        match grpc_addr.map(|a| crate::grpc::GrpcServer::start(a, Arc::new(runtime.handle()))) {
+            None => None,
+            Some(Ok(g)) => Some(g),
+            Some(Err(e)) => {
+                runtime.shutdown();
+                return Err(e);
+            }
+        };
     Ok(Running {
         runtime,
         stats,

@@ -393,6 +393,7 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
                 MirrorSession {
                     port: Some(port),
                     mgrp: None,
+                    ..Default::default()
                 },
             )
             .map_err(refused("mirroring", ""))?;

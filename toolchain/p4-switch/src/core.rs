@@ -50,6 +50,22 @@ pub struct CoreCounters {
     pub tm_drops: u64,
 }
 
+/// The buffer occupancy a pipeline keeps in its own registers, under the names p4src's
+/// `lossless.p4` gives them: `pg_bytes` and `queue_bytes` indexed port * 8 + class, and
+/// `shared_pool_used`. Read for the traffic manager's ports, so that it sits beside switch-tm's
+/// own queue depths (with the accounting pass, they agree).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PipelineOccupancy {
+    /// Ingress port -> bytes per PG.
+    pub pg_bytes: BTreeMap<u32, [u64; CLASSES]>,
+    /// Egress port -> bytes per queue.
+    pub queue_bytes: BTreeMap<u32, [u64; CLASSES]>,
+    pub shared_pool_used: u64,
+}
+
+/// Classes per port in the occupancy registers' `port * 8 + class` index.
+const CLASSES: usize = 8;
+
 /// A packet in the traffic manager, with the depth it found there.
 pub struct Queued {
     job: EgressJob,
@@ -69,6 +85,8 @@ pub struct Core {
     cpu_sink: Option<CpuSink>,
     jobs: Vec<EgressJob>,
     more: Vec<EgressJob>,
+    /// Clones of accounting passes waiting to be enqueued (reused).
+    released: Vec<EgressJob>,
     outs: Vec<Output>,
     counters: CoreCounters,
     /// Engine counters at the last clear (the engine's own never reset).
@@ -122,6 +140,7 @@ impl Core {
             cpu_sink: None,
             jobs: Vec::new(),
             more: Vec::new(),
+            released: Vec::new(),
             outs: Vec::new(),
             counters: CoreCounters::default(),
             engine_base: Stats::default(),
@@ -209,6 +228,28 @@ impl Core {
         }
     }
 
+    /// The occupancy registers of the running pipeline for every port of the traffic manager;
+    /// `None` without a pipeline, a traffic manager, or when the program has no such registers.
+    pub fn pipeline_occupancy(&mut self) -> Option<PipelineOccupancy> {
+        self.tm.as_ref()?;
+        let sw = self.switch.as_mut()?;
+        let mut occ = PipelineOccupancy {
+            shared_pool_used: sw.register_read("shared_pool_used", 0).ok()? as u64,
+            ..PipelineOccupancy::default()
+        };
+        for &port in &self.tm_ports {
+            let (mut pgs, mut queues) = ([0; CLASSES], [0; CLASSES]);
+            for class in 0..CLASSES {
+                let index = (port as usize * CLASSES + class) as u64;
+                pgs[class] = sw.register_read("pg_bytes", index).ok()? as u64;
+                queues[class] = sw.register_read("queue_bytes", index).ok()? as u64;
+            }
+            occ.pg_bytes.insert(port, pgs);
+            occ.queue_bytes.insert(port, queues);
+        }
+        Some(occ)
+    }
+
     /// SONiC clear semantics: counters to zero, watermarks restart from the current occupancy.
     pub fn clear(&mut self, now_ns: u64) {
         self.clear_some(now_ns, ClearScope::ALL);
@@ -264,26 +305,79 @@ impl Core {
             self.enqueue(now_ns, job);
         }
         self.jobs = jobs;
+        self.release_flushed(now_ns);
     }
 
+    /// Hands a job to the traffic manager. One it refuses goes through the accounting pass
+    /// ([`Switch::egress_dropped`]), so that the pipeline releases what it counted for it; the
+    /// clones that pass makes (an XON) are enqueued in turn.
     fn enqueue(&mut self, now_ns: u64, job: EgressJob) {
+        let mut clones = std::mem::take(&mut self.released);
+        let mut next = Some(job);
+        // An egress program could clone on every accounting pass into a TM that refuses every
+        // clone; the passes of one enqueue are bounded as reinjections are.
+        let mut passes = 0;
+        while let Some(job) = next.take().or_else(|| clones.pop()) {
+            let Some(tm) = self.tm.as_mut() else {
+                break;
+            };
+            // The engine already dropped priorities without a queue (`Stats::priority_drops`).
+            let queue = if self.engine.priority_queues > 1 {
+                job.priority as usize
+            } else {
+                0
+            };
+            let (port, len) = (job.port, job.len());
+            // bmv2's enq_qdepth: the depth the packet finds, known before it is admitted.
+            let enq_qdepth = tm.queue_depth(port, queue).map_or(0, |d| d.packets);
+            let Err(refused) = tm.enqueue(now_ns, port, queue, len, Queued { job, enq_qdepth })
+            else {
+                continue;
+            };
+            self.counters.tm_drops += 1;
+            passes += 1;
+            if passes > self.engine.max_reinjections {
+                continue;
+            }
+            let meta = QueueMeta {
+                enq_timestamp_us: now_ns / 1000,
+                enq_qdepth: enq_qdepth & QDEPTH_MASK,
+                deq_timedelta_us: 0,
+                deq_qdepth: enq_qdepth & QDEPTH_MASK,
+                qid: queue as u32,
+            };
+            if let Some(sw) = self.switch.as_mut() {
+                sw.egress_dropped(refused.pkt.job, meta, now_ns / 1000, &mut clones);
+            }
+        }
+        clones.clear();
+        self.released = clones;
+    }
+
+    /// The accounting pass for every packet the watchdog flushed since the last call.
+    fn release_flushed(&mut self, now_ns: u64) {
         let Some(tm) = self.tm.as_mut() else {
             return;
         };
-        // The engine already dropped priorities without a queue (`Stats::priority_drops`).
-        let queue = if self.engine.priority_queues > 1 {
-            job.priority as usize
-        } else {
-            0
-        };
-        let (port, len) = (job.port, job.len());
-        // bmv2's enq_qdepth: the depth the packet finds, known before it is admitted.
-        let enq_qdepth = tm.queue_depth(port, queue).map_or(0, |d| d.packets);
-        if tm
-            .enqueue(now_ns, port, queue, len, Queued { job, enq_qdepth })
-            .is_err()
-        {
-            self.counters.tm_drops += 1;
+        let flushed = tm.take_flushed();
+        if flushed.is_empty() {
+            return;
+        }
+        let mut clones = Vec::new();
+        for f in flushed {
+            let meta = QueueMeta {
+                enq_timestamp_us: f.enq_ns / 1000,
+                enq_qdepth: f.pkt.enq_qdepth & QDEPTH_MASK,
+                deq_timedelta_us: now_ns.saturating_sub(f.enq_ns) / 1000,
+                deq_qdepth: 0,
+                qid: f.queue as u32,
+            };
+            if let Some(sw) = self.switch.as_mut() {
+                sw.egress_dropped(f.pkt.job, meta, now_ns / 1000, &mut clones);
+            }
+        }
+        for job in clones {
+            self.enqueue(now_ns, job);
         }
     }
 
@@ -291,6 +385,7 @@ impl Core {
     /// a call (a line frees up, a pause ends, a watchdog poll).
     pub fn run_due(&mut self, now_ns: u64) -> Option<u64> {
         self.tm.as_mut()?.advance(now_ns);
+        self.release_flushed(now_ns);
         let mut next: Option<u64> = None;
         let mut more = std::mem::take(&mut self.more);
         for i in 0..self.tm_ports.len() {
@@ -323,6 +418,12 @@ impl Core {
             }
         }
         self.more = more;
+        // A watchdog poll during the dequeues may have flushed packets, and their XON clones
+        // may be due now.
+        if self.tm.as_ref().is_some_and(|tm| tm.has_flushed()) {
+            self.release_flushed(now_ns);
+            next = Some(now_ns);
+        }
         next
     }
 
@@ -334,6 +435,7 @@ impl Core {
             .ok_or("no traffic manager: start the switch with --port-config FILE")?;
         tm.configure_port(now_ns, cfg).map_err(|e| e.to_string())?;
         self.tm_ports = tm.port_numbers().collect();
+        self.release_flushed(now_ns);
         Ok(())
     }
 

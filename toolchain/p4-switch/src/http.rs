@@ -3,7 +3,7 @@
 //! | request | answer |
 //! |---|---|
 //! | `GET /metrics` | Prometheus text: traffic manager (`lossless_tm_*`) and switch (`p4switch_*`) |
-//! | `GET /stats` | JSON: `{"switch": {...}, "engine": {...}, "tm": {...} or null}` |
+//! | `GET /stats` | JSON: `{"switch": {...}, "engine": {...}, "tm": {...} or null, "pipeline": {...} or null}` |
 //! | `POST /clear` | counters to zero, watermarks from the current occupancy (SONiC clear) |
 //! | `POST /clear?scope=LIST` | only some: `ports`, `pfc`, `queues`, `watermarks`, `pfcwd` |
 //! | `GET /ports` / `GET /ports/N` | the traffic manager's port configuration(s), JSON |
@@ -80,11 +80,11 @@ fn serve(mut req: Request, handle: &Handle) {
     let url = req.url().to_string();
     let method = req.method().clone();
     let (status, ctype, body) = match (method, url.as_str()) {
-        (Method::Get, "/metrics") => match handle.exec_core(|c, now| metrics(c, now)) {
+        (Method::Get, "/metrics") => match handle.exec_core(metrics) {
             Some(b) => (200, "text/plain; version=0.0.4", b),
             None => stopped(),
         },
-        (Method::Get, "/stats") => match handle.exec_core(|c, now| stats_json(c, now)) {
+        (Method::Get, "/stats") => match handle.exec_core(stats_json) {
             Some(b) => (200, "application/json", b),
             None => stopped(),
         },
@@ -205,7 +205,7 @@ fn parse_port(text: &str, port: u32) -> Result<PortConfig, String> {
     Ok(cfg)
 }
 
-fn stats_json(c: &crate::core::Core, now: u64) -> String {
+fn stats_json(c: &mut crate::core::Core, now: u64) -> String {
     let e = c.engine_stats();
     let engine = serde_json::json!({
         "received": e.received, "transmitted": e.transmitted,
@@ -220,11 +220,16 @@ fn stats_json(c: &crate::core::Core, now: u64) -> String {
         .tm()
         .and_then(|tm| serde_json::from_str(&tm.stats(now).to_json()).ok())
         .unwrap_or(serde_json::Value::Null);
-    let doc = serde_json::json!({ "switch": c.counters(), "engine": engine, "tm": tm });
+    let pipeline = c.pipeline_occupancy();
+    let doc = serde_json::json!({
+        "switch": c.counters(), "engine": engine, "tm": tm, "pipeline": pipeline,
+    });
     serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
-fn metrics(c: &crate::core::Core, now: u64) -> String {
+/// The `/metrics` body: the switch's counters, the pipeline's occupancy registers (when the
+/// program has them, [`crate::core::PipelineOccupancy`]) and the traffic manager's metrics.
+pub fn metrics(c: &mut crate::core::Core, now: u64) -> String {
     let mut out = String::new();
     let e = c.engine_stats();
     let k = c.counters();
@@ -331,6 +336,36 @@ fn metrics(c: &crate::core::Core, now: u64) -> String {
         for (p, v) in map {
             let _ = writeln!(out, "{name}{{port=\"{p}\"}} {v}");
         }
+    }
+    if let Some(occ) = c.pipeline_occupancy() {
+        for (name, help, label, map) in [
+            (
+                "p4switch_pipeline_pg_bytes",
+                "Bytes the pipeline counts in an ingress priority group (register pg_bytes)",
+                "pg",
+                &occ.pg_bytes,
+            ),
+            (
+                "p4switch_pipeline_queue_bytes",
+                "Bytes the pipeline counts in an egress queue (register queue_bytes)",
+                "queue",
+                &occ.queue_bytes,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+            for (port, classes) in map {
+                for (class, v) in classes.iter().enumerate() {
+                    let _ = writeln!(out, "{name}{{port=\"{port}\",{label}=\"{class}\"}} {v}");
+                }
+            }
+        }
+        let name = "p4switch_pipeline_shared_pool_used_bytes";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Bytes the pipeline counts in the shared pool (register shared_pool_used)\n\
+             # TYPE {name} gauge\n{name} {}",
+            occ.shared_pool_used
+        );
     }
     if let Some(tm) = c.tm() {
         out.push_str(&tm.stats(now).to_prometheus());

@@ -1847,8 +1847,24 @@ fn apply_one(
                 index.clones.remove(&id);
                 return Ok(());
             }
-            sw.mirroring_add(id, switch_v1model::MirrorSession { port, mgrp: None })
-                .map_err(api)?;
+            let class_of_service = u8::try_from(entry.class_of_service)
+                .ok()
+                .filter(|&c| c < 8)
+                .ok_or_else(|| {
+                    (
+                        Code::InvalidArgument,
+                        format!(
+                            "clone session {id}: class_of_service {} is not a queue (0-7)",
+                            entry.class_of_service
+                        ),
+                    )
+                })?;
+            let session = switch_v1model::MirrorSession {
+                port,
+                mgrp: None,
+                class_of_service,
+            };
+            sw.mirroring_add(id, session).map_err(api)?;
             index.clones.insert(id, entry);
             Ok(())
         }

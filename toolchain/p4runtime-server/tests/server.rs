@@ -875,6 +875,18 @@ async fn multicast_groups_and_clone_sessions() {
         update_codes(&e),
         vec![Code::AlreadyExists as i32, Code::NotFound as i32]
     );
+    // class_of_service is the clones' queue: one of the 8.
+    let mut bad = cs(8, 4);
+    if let entity::Entity::PacketReplicationEngineEntry(PacketReplicationEngineEntry {
+        r#type: Some(pre::Type::CloneSessionEntry(entry)),
+    }) = &mut bad
+    {
+        entry.class_of_service = 8;
+    }
+    let e = write(&mut c, vec![ins(bad)], Atomicity::ContinueOnError)
+        .await
+        .unwrap_err();
+    assert_eq!(update_codes(&e), vec![Code::InvalidArgument as i32]);
     write(
         &mut c,
         vec![modify(mg(1, vec![rep(7, 0)]))],

@@ -21,6 +21,6 @@ pub use config::{
 };
 pub use stats::{DropCounts, DropReason, TmStats};
 pub use tm::{
-    wire_bytes, ClearScope, Dequeued, Dropped, EnqueueInfo, PfcwdEvent, PfcwdEventKind, QueueDepth,
-    RxVerdict, Tm, TmError,
+    wire_bytes, ClearScope, Dequeued, Dropped, EnqueueInfo, Flushed, PfcwdEvent, PfcwdEventKind,
+    QueueDepth, RxVerdict, Tm, TmError,
 };

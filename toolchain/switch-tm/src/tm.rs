@@ -44,6 +44,16 @@ pub struct Dropped<P> {
     pub pkt: P,
 }
 
+/// A queued packet the watchdog's drop action flushed, handed back (see [`Tm::take_flushed`]).
+#[derive(Debug)]
+pub struct Flushed<P> {
+    pub pkt: P,
+    pub port: u32,
+    pub queue: usize,
+    pub len: u32,
+    pub enq_ns: u64,
+}
+
 /// What the pipeline learns at enqueue: the depth the packet found (bmv2 `enq_qdepth` in packets;
 /// bytes and cells as well).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -471,6 +481,8 @@ pub struct Tm<P> {
     unknown_port_drops: u64,
     unknown_port_rx: u64,
     events: VecDeque<PfcwdEvent>,
+    /// Packets flushed by the watchdog since the last [`Tm::take_flushed`].
+    flushed: Vec<Flushed<P>>,
     since_ns: u64,
 }
 
@@ -493,6 +505,7 @@ impl<P> Tm<P> {
             unknown_port_drops: 0,
             unknown_port_rx: 0,
             events: VecDeque::new(),
+            flushed: Vec::new(),
             since_ns: now_ns,
         };
         for pc in cfg.ports {
@@ -837,6 +850,13 @@ impl<P> Tm<P> {
                             p.drops.add(DropReason::PfcWatchdog);
                             p.used_cells -= e.cells as u64;
                             self.used_cells -= e.cells as u64;
+                            self.flushed.push(Flushed {
+                                pkt: e.pkt,
+                                port: p.cfg.port,
+                                queue: qi,
+                                len: e.len,
+                                enq_ns: e.enq_ns,
+                            });
                         }
                         q.bytes = 0;
                         q.cells = 0;
@@ -868,6 +888,18 @@ impl<P> Tm<P> {
                 });
             }
         }
+    }
+
+    /// Packets the watchdog flushed since the last call, in the order they were queued, so
+    /// that the caller can release what it accounts for them (as it does for [`Dropped`]).
+    /// They pile up until taken.
+    pub fn take_flushed(&mut self) -> Vec<Flushed<P>> {
+        std::mem::take(&mut self.flushed)
+    }
+
+    /// Whether [`Tm::take_flushed`] has packets to give.
+    pub fn has_flushed(&self) -> bool {
+        !self.flushed.is_empty()
     }
 
     /// Watchdog events since the last call, oldest first.

@@ -488,6 +488,14 @@ fn watchdog_drop_fires_after_detection_and_restores_after_quiet_restoration_time
         0,
         "drop action flushes"
     );
+    // The flushed packets come back, in queue order, once.
+    let flushed = tm.take_flushed();
+    let got: Vec<(u64, u32, usize, u32)> = flushed
+        .iter()
+        .map(|f| (f.pkt, f.port, f.queue, f.len))
+        .collect();
+    assert_eq!(got, (0..5).map(|i| (i, 1, 3, 1000)).collect::<Vec<_>>());
+    assert!(tm.take_flushed().is_empty());
     let dropped = tm.enqueue(250 * MS, 1, 3, 1000, 9).unwrap_err();
     assert_eq!(dropped.reason, DropReason::PfcWatchdog);
     storm(&mut tm, 250 * MS, 450 * MS, 0xffff);

@@ -142,6 +142,7 @@ impl stf::StfTarget for StfSwitch {
         let cfg = MirrorSession {
             port: Some(port),
             mgrp: None,
+            ..Default::default()
         };
         self.switch
             .mirroring_add(session, cfg)
@@ -152,6 +153,7 @@ impl stf::StfTarget for StfSwitch {
         let cfg = MirrorSession {
             port: None,
             mgrp: Some(mgrp),
+            ..Default::default()
         };
         self.switch
             .mirroring_add(session, cfg)

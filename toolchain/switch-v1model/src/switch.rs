@@ -114,6 +114,10 @@ pub struct Output {
 pub struct MirrorSession {
     pub port: Option<u32>,
     pub mgrp: Option<u32>,
+    /// P4Runtime `CloneSessionEntry.class_of_service`: the `priority` (egress queue) its clones
+    /// enter, at most the switch's highest queue. A clone starts with fresh metadata, so 0
+    /// (bmv2's only behaviour) is queue 0.
+    pub class_of_service: u8,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -533,8 +537,14 @@ impl Switch {
         self.replicas = replicas;
     }
 
-    fn send_clone(&mut self, copy: Box<Pkt>, session: MirrorSession, out: &mut Vec<EgressJob>) {
+    fn send_clone(&mut self, mut copy: Box<Pkt>, session: MirrorSession, out: &mut Vec<EgressJob>) {
         self.stats.cloned += 1;
+        if session.class_of_service != 0 {
+            // A switch with fewer queues puts the class in its highest rather than drop it.
+            let cos = u32::from(session.class_of_service)
+                .min(self.config.priority_queues.saturating_sub(1));
+            copy.set(&self.prog, self.prog.intr.priority, u64::from(cos));
+        }
         if let Some(m) = session.mgrp {
             self.multicast(&copy, m, out);
         }
@@ -665,6 +675,32 @@ impl Switch {
         now_us: u64,
         out: &mut Vec<EgressJob>,
     ) -> Option<Output> {
+        self.run_egress(job, q, now_us, out, false)
+    }
+
+    /// Runs the egress pipeline for a packet the traffic manager dropped (full buffer, queue
+    /// limit, watchdog flush) so that a program keeping its own buffer accounting can release
+    /// the packet's bytes: `egress_spec` starts as the drop port (what `mark_to_drop` sets;
+    /// bmv2 and a normal pass start it at 0), and the packet is discarded afterwards whatever
+    /// egress does. Egress clones it makes (an XON, say) go to `out` as usual.
+    pub fn egress_dropped(
+        &mut self,
+        job: EgressJob,
+        q: QueueMeta,
+        now_us: u64,
+        out: &mut Vec<EgressJob>,
+    ) {
+        self.run_egress(job, q, now_us, out, true);
+    }
+
+    fn run_egress(
+        &mut self,
+        job: EgressJob,
+        q: QueueMeta,
+        now_us: u64,
+        out: &mut Vec<EgressJob>,
+        dropped: bool,
+    ) -> Option<Output> {
         self.rt.ext.now_us = now_us;
         let EgressJob { mut pkt, port, .. } = job;
         let prog = &self.prog;
@@ -676,7 +712,8 @@ impl Switch {
         pkt.set(prog, intr.deq_qdepth, u64::from(q.deq_qdepth));
         pkt.set(prog, intr.qid, u64::from(q.qid));
         pkt.set(prog, intr.egress_port, u64::from(port));
-        pkt.set(prog, intr.egress_spec, 0);
+        let spec = if dropped { self.config.drop_port } else { 0 };
+        pkt.set(prog, intr.egress_spec, u64::from(spec));
         let len = u64::from(pkt.regs.packet_length);
         pkt.set(prog, intr.packet_length, len);
         exec::apply_pipeline(&self.prog, &mut self.rt, &mut pkt, self.egress);
@@ -689,6 +726,10 @@ impl Switch {
             }
         }
         let prog = &self.prog;
+        if dropped {
+            self.recycle(pkt);
+            return None;
+        }
         if pkt.get(prog, prog.intr.egress_spec) as u32 == self.config.drop_port {
             self.stats.dropped_egress += 1;
             self.recycle(pkt);

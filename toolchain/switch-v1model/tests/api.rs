@@ -374,9 +374,10 @@ fn parser_error_values_come_from_the_program() {
     );
 }
 
-#[test]
-fn a_mirroring_session_can_replicate_through_a_multicast_group() {
-    let mut sw = load("stf/v1model.json");
+/// v1model.json with op 1 cloning to session 5 (tests/stf/v1model.stf).
+fn cloning(cfg: SwitchConfig) -> Switch {
+    let path = format!("{}/tests/stf/v1model.json", env!("CARGO_MANIFEST_DIR"));
+    let mut sw = Switch::from_json(&std::fs::read_to_string(path).unwrap(), cfg).unwrap();
     sw.table_add(
         "ingress.t_op",
         vec![FieldMatch::Exact(vec![1])],
@@ -385,6 +386,12 @@ fn a_mirroring_session_can_replicate_through_a_multicast_group() {
         &[],
     )
     .unwrap();
+    sw
+}
+
+#[test]
+fn a_mirroring_session_can_replicate_through_a_multicast_group() {
+    let mut sw = cloning(SwitchConfig::default());
     sw.mc_mgrp_create(9).unwrap();
     let n = sw.mc_node_create(4, &[6, 7]);
     sw.mc_node_associate(9, n).unwrap();
@@ -393,6 +400,7 @@ fn a_mirroring_session_can_replicate_through_a_multicast_group() {
         MirrorSession {
             port: None,
             mgrp: Some(9),
+            ..Default::default()
         },
     )
     .unwrap();
@@ -411,6 +419,37 @@ fn a_mirroring_session_can_replicate_through_a_multicast_group() {
     // Without a session, the clone request is ignored.
     sw.mirroring_delete(5).unwrap();
     assert_eq!(run(&mut sw, 0, &[1, 0, 0, 0, 0, 0]).len(), 1);
+}
+
+#[test]
+fn a_mirroring_session_class_of_service_is_the_clones_queue() {
+    let mut sw = cloning(SwitchConfig {
+        priority_queues: 8,
+        ..SwitchConfig::default()
+    });
+    for (cos, want) in [(0, 0), (6, 6)] {
+        let session = MirrorSession {
+            port: Some(3),
+            mgrp: None,
+            class_of_service: cos,
+        };
+        sw.mirroring_add(5, session).unwrap();
+        let mut jobs = Vec::new();
+        sw.ingress(0, &[1, 0, 0, 0, 0, 0], 10, &mut jobs);
+        let queues: Vec<(u32, u8)> = jobs.iter().map(|j| (j.port, j.priority)).collect();
+        // The original keeps its own priority (0); the clone enters the session's queue.
+        assert_eq!(queues, vec![(3, want), (1, 0)], "class_of_service {cos}");
+    }
+    // With one queue the class is that queue, not a drop.
+    let mut sw = cloning(SwitchConfig::default());
+    let session = MirrorSession {
+        port: Some(3),
+        mgrp: None,
+        class_of_service: 7,
+    };
+    sw.mirroring_add(5, session).unwrap();
+    assert_eq!(run(&mut sw, 0, &[1, 0, 0, 0, 0, 0]).len(), 2);
+    assert_eq!(sw.stats().priority_drops, 0);
 }
 
 #[test]

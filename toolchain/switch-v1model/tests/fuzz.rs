@@ -188,6 +188,7 @@ fn random_packets_through_every_test_program_never_panic() {
             switch_v1model::MirrorSession {
                 port: Some(2),
                 mgrp: Some(1),
+                ..Default::default()
             },
         );
         let _ = sw.mc_mgrp_create(1);

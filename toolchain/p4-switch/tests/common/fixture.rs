@@ -1,5 +1,6 @@
 //! Test fixtures in P4 (`tests/fixtures/*.p4`), compiled when a test or bench needs them with the
-//! workspace's own compiler, so that they never depend on `p4src/`. Shared by the tests
+//! workspace's own compiler, so that the switch's own tests never depend on `p4src/` (the tests
+//! of `p4src/lossless.p4` on this switch compile it with [`compile_p4`]). Shared by the tests
 //! (`tests/common`) and the benches (`#[path]` module).
 
 /// The P4 compiler for test fixtures: `$P4C` (as `make` exports it), else the workspace's
@@ -22,9 +23,20 @@ pub fn p4_compiler() -> std::path::PathBuf {
 /// Compiles `tests/fixtures/NAME.p4` with [`p4_compiler`] (p4c's command line) and returns the
 /// BMv2 JSON text.
 pub fn compile_fixture(name: &str) -> String {
+    compile_p4(&format!(
+        "{}/tests/fixtures/{name}.p4",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+}
+
+/// Compiles the P4 program at `src` (p4c's command line) and returns the BMv2 JSON text.
+pub fn compile_p4(src: &str) -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let src = format!("{}/tests/fixtures/{name}.p4", env!("CARGO_MANIFEST_DIR"));
+    let name = std::path::Path::new(src)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_else(|| panic!("{src}: not a P4 file name"));
     let dir = std::env::temp_dir().join(format!(
         "p4sw-fixture-{}-{}",
         std::process::id(),
@@ -35,7 +47,7 @@ pub fn compile_fixture(name: &str) -> String {
     let out = std::process::Command::new(&p4c)
         .args(["--target", "bmv2", "--arch", "v1model", "-o"])
         .arg(&dir)
-        .arg(&src)
+        .arg(src)
         .output()
         .unwrap_or_else(|e| panic!("{}: {e}", p4c.display()));
     let json = std::fs::read_to_string(dir.join(format!("{name}.json")));

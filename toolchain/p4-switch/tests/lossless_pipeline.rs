@@ -1,0 +1,499 @@
+//! p4src's `lossless.p4` on p4-switch (issue 19), in process with a simulated clock:
+//! - one truth for occupancy: the pipeline counts buffer bytes in registers, and whatever
+//!   leaves the traffic manager, transmitted or dropped, is released from them;
+//! - generated PFC frames leave ahead of data (the clone session's class of service).
+
+mod common;
+use common::fixture::compile_p4;
+use common::*;
+use lossless_wire::pfc::MacControl;
+use p4_switch::core::Core;
+use switch_tables::FieldMatch;
+use switch_tm::{ConfigFormat, DropReason, TmConfig};
+use switch_v1model::{MirrorSession, Switch, SwitchConfig};
+
+const MS: u64 = 1_000_000;
+/// Host port (the PG under test is (1, 3)) and uplink (queue 3 of port 3).
+const HOST: u32 = 1;
+const UPLINK: u32 = 3;
+const PG_INDEX: u64 = (HOST as u64) * 8 + 3;
+const QUEUE_INDEX: u64 = (UPLINK as u64) * 8 + 3;
+const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x01];
+
+fn lossless() -> Switch {
+    let src = format!("{}/../../p4src/lossless.p4", env!("CARGO_MANIFEST_DIR"));
+    let cfg = SwitchConfig {
+        priority_queues: 8,
+        ..SwitchConfig::default()
+    };
+    let mut sw = Switch::from_json(&compile_p4(&src), cfg).expect("lossless.json loads");
+    program(&mut sw);
+    sw
+}
+
+fn exact(v: u64, bytes: usize) -> FieldMatch {
+    FieldMatch::Exact(v.to_be_bytes()[8 - bytes..].to_vec())
+}
+
+fn arg(v: u64, bytes: usize) -> Vec<u8> {
+    v.to_be_bytes()[8 - bytes..].to_vec()
+}
+
+/// The set-up of p4src/tests (README.md there) for DSCP 3 -> TC 3 -> PG 3 -> queue 3, with a
+/// lossless profile: pause above 4000 bytes, headroom 100000, XON below 2000.
+fn program(sw: &mut Switch) {
+    let t =
+        |sw: &mut Switch, table: &str, keys: Vec<FieldMatch>, action: &str, args: &[Vec<u8>]| {
+            sw.table_add(table, keys, None, action, args)
+                .unwrap_or_else(|e| panic!("{table}: {e:?}"));
+        };
+    let port = |p: u32| exact(u64::from(p), 2);
+    t(
+        sw,
+        "LosslessIngress.port_qos",
+        vec![port(HOST)],
+        "LosslessIngress.set_port_qos",
+        &[
+            arg(1, 1),
+            arg(1, 1),
+            arg(0, 1),
+            arg(1, 1),
+            arg(1, 1),
+            arg(0, 1),
+        ],
+    );
+    t(
+        sw,
+        "LosslessIngress.dscp_to_tc",
+        vec![exact(1, 1), exact(3, 1)],
+        "LosslessIngress.set_tc",
+        &[arg(3, 1)],
+    );
+    t(
+        sw,
+        "LosslessIngress.tc_to_pg",
+        vec![exact(1, 1), exact(3, 1)],
+        "LosslessIngress.set_pg",
+        &[arg(3, 1)],
+    );
+    t(
+        sw,
+        "LosslessIngress.tc_to_queue",
+        vec![exact(1, 1), exact(3, 1)],
+        "LosslessIngress.set_queue",
+        &[arg(3, 1)],
+    );
+    t(
+        sw,
+        "LosslessIngress.router_mac",
+        vec![exact(0x0200_0000_0001, 6)],
+        "NoAction",
+        &[],
+    );
+    // 10.3.0.0/16 to the uplink (next hop 10.3.0.1), and back to the host: 10.1.0.0/16 -> port 1.
+    route(
+        sw,
+        [10, 3, 0, 0],
+        1,
+        [10, 3, 0, 1],
+        0x0200_0000_0301,
+        UPLINK,
+    );
+    route(sw, [10, 1, 0, 0], 2, [10, 1, 0, 9], 0x0200_0000_0109, HOST);
+    t(
+        sw,
+        "LosslessIngress.pg_profile",
+        vec![port(HOST), exact(3, 1)],
+        "LosslessIngress.set_lossless",
+        &[
+            arg(4000, 4),
+            arg(4000, 4),
+            arg(100_000, 4),
+            arg(2000, 4),
+            arg(0, 4),
+            arg(0, 1),
+            arg(0, 1),
+            arg(0, 1),
+            arg(0x08, 1),
+            arg(0xffff, 2),
+            arg(1_000_000, 6),
+        ],
+    );
+    sw.table_set_default(
+        "LosslessIngress.switch_config",
+        "LosslessIngress.set_switch_config",
+        &[arg(1 << 20, 4), arg(0, 6)],
+    )
+    .expect("switch_config");
+    t(
+        sw,
+        "LosslessEgress.egress_port",
+        vec![port(HOST)],
+        "LosslessEgress.set_egress_port",
+        &[arg(0x0200_0000_0001, 6), arg(0, 1), arg(0, 4)],
+    );
+    sw.mirroring_add(
+        512 + HOST,
+        MirrorSession {
+            port: Some(HOST),
+            mgrp: None,
+            // As lossless-ctl writes it: generated frames enter the strict-priority queue 7.
+            class_of_service: 7,
+        },
+    )
+    .expect("clone session");
+}
+
+/// `prefix`/16 through next hop `id` (router interface `port`) to `neighbor` at `mac`.
+fn route(sw: &mut Switch, prefix: [u8; 4], id: u64, neighbor: [u8; 4], mac: u64, port: u32) {
+    let ip = {
+        let mut v = vec![0u8; 16];
+        v[12..].copy_from_slice(&neighbor);
+        v
+    };
+    let rif = u64::from(port);
+    let adds = [
+        (
+            "ipv4_route",
+            vec![FieldMatch::Lpm {
+                value: prefix.to_vec(),
+                prefix_len: 16,
+            }],
+            "set_nexthop_id",
+            vec![arg(id, 2)],
+        ),
+        (
+            "nexthop",
+            vec![exact(id, 2)],
+            "set_ip_nexthop",
+            vec![arg(rif, 2), ip.clone()],
+        ),
+        (
+            "neighbor",
+            vec![exact(rif, 2), FieldMatch::Exact(ip)],
+            "set_dst_mac",
+            vec![arg(mac, 6)],
+        ),
+        (
+            "router_interface",
+            vec![exact(rif, 2)],
+            "set_port_and_src_mac",
+            vec![arg(rif, 2), arg(0x0200_0000_0001, 6)],
+        ),
+    ];
+    for (table, keys, action, args) in adds {
+        sw.table_add(
+            &format!("LosslessIngress.{table}"),
+            keys,
+            None,
+            &format!("LosslessIngress.{action}"),
+            &args,
+        )
+        .unwrap_or_else(|e| panic!("{table}: {e:?}"));
+    }
+}
+
+/// A RoCEv2-sized IPv4/UDP packet of `len` bytes from the host, DSCP 3, to 10.3.0.1.
+fn data(len: usize, seq: u16) -> Vec<u8> {
+    udp(len, seq, 3, [10, 1, 0, 2], [10, 3, 0, 1])
+}
+
+/// An IPv4/UDP frame of `len` bytes to the router's MAC.
+fn udp(len: usize, seq: u16, dscp: u8, src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&HOST_MAC);
+    f.extend_from_slice(&[2, 0, 0, 0, 1, 2, 0x08, 0x00]);
+    let ip_len = (len - 14) as u16;
+    let mut ip = [
+        0x45,
+        dscp << 2,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        64,
+        17,
+        0,
+        0,
+        src[0],
+        src[1],
+        src[2],
+        src[3],
+        dst[0],
+        dst[1],
+        dst[2],
+        dst[3],
+    ];
+    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
+    ip[4..6].copy_from_slice(&seq.to_be_bytes());
+    let sum = ip
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum::<u32>();
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&[0x0f, 0xa0, 0x0f, 0xa1]);
+    f.extend_from_slice(&(ip_len - 20).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.resize(len, 0);
+    f
+}
+
+fn tm(yaml: &str) -> TmConfig {
+    TmConfig::parse(yaml, ConfigFormat::Yaml).expect("test config parses")
+}
+
+fn core(
+    cfg: TmConfig,
+) -> (
+    Core,
+    std::collections::BTreeMap<u32, switch_ports::ChannelPort>,
+) {
+    let (ports, host) = ports(&[HOST, UPLINK]);
+    let engine = SwitchConfig {
+        priority_queues: 8,
+        ..SwitchConfig::default()
+    };
+    let core = Core::new(Some(lossless()), Some(cfg), ports, engine, 0).expect("core");
+    (core, host)
+}
+
+fn reg(core: &mut Core, name: &str, index: u64) -> u128 {
+    core.switch
+        .as_mut()
+        .expect("pipeline")
+        .register_read(name, index)
+        .unwrap_or_else(|e| panic!("{name}[{index}]: {e:?}"))
+}
+
+/// Every cell of the occupancy registers that is not 0, as (register, index, bytes).
+fn occupied(core: &mut Core) -> Vec<(&'static str, u64, u128)> {
+    let mut out = Vec::new();
+    for (name, size) in [
+        ("pg_bytes", 4096),
+        ("queue_bytes", 4096),
+        ("shared_pool_used", 1),
+    ] {
+        for i in 0..size {
+            let v = reg(core, name, i);
+            if v != 0 {
+                out.push((name, i, v));
+            }
+        }
+    }
+    out
+}
+
+/// PFC frames that left `port`, as (class_enable, quanta of priority 3).
+fn pfc_frames(frames: &[Vec<u8>]) -> Vec<(u8, u16)> {
+    frames
+        .iter()
+        .filter_map(|f| match MacControl::decode(f) {
+            Ok(Some(MacControl::Pfc {
+                class_enable,
+                quanta,
+            })) => Some((class_enable, quanta[3])),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs the switch's schedule from `now` until nothing is due before `end`; returns `end`.
+fn run_until(core: &mut Core, mut now: u64, end: u64) -> u64 {
+    while let Some(t) = core.run_due(now) {
+        if t > end {
+            break;
+        }
+        now = t;
+    }
+    end
+}
+
+/// One sample of a Prometheus text body, by metric name and labels.
+fn sample(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in /metrics"))
+}
+
+/// `/metrics` shows the pipeline's queue and PG counts equal to switch-tm's depth of queue 3.
+fn metrics_agree(core: &mut Core, now: u64, bytes: u64) {
+    let m = p4_switch::http::metrics(core, now);
+    let tm = sample(&m, "lossless_tm_queue_depth_bytes{port=\"3\",queue=\"3\"}");
+    let queue = sample(&m, "p4switch_pipeline_queue_bytes{port=\"3\",queue=\"3\"}");
+    let pg = sample(&m, "p4switch_pipeline_pg_bytes{port=\"1\",pg=\"3\"}");
+    let pool = sample(&m, "p4switch_pipeline_shared_pool_used_bytes");
+    assert_eq!((tm, queue, pg, pool), (bytes, bytes, bytes, bytes));
+}
+
+#[test]
+fn watchdog_flush_releases_the_pipeline_accounting_and_resumes_the_sender() {
+    let (mut core, host) = core(tm(
+        "buffer: {total_bytes: 4194304}\npfcwd_poll_interval_ms: 100\nports:\n  \
+         - {port: 1, rate_bps: 1000000000}\n  \
+         - {port: 3, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 3}, \
+         pfcwd: {detection_time_ms: 200, restoration_time_ms: 400, action: drop}}\n",
+    ));
+    let xoff = MacControl::pfc_xoff(1 << 3, 0xffff).encode([2, 0, 0, 0, 3, 1]);
+    // The uplink's peer pauses priority 3 and keeps doing so: a storm.
+    core.receive(0, UPLINK, &xoff);
+    for i in 0..20u16 {
+        core.receive(0, HOST, &data(1000, i));
+    }
+    core.run_due(0);
+    assert!(drain(&host[&UPLINK]).is_empty(), "queue 3 is paused");
+    assert_eq!(reg(&mut core, "pg_bytes", PG_INDEX), 20_000);
+    assert_eq!(reg(&mut core, "queue_bytes", QUEUE_INDEX), 20_000);
+    // The pipeline and the traffic manager count the same bytes in the queue.
+    let depth = core.tm().unwrap().queue_depth(UPLINK, 3).unwrap();
+    assert_eq!(
+        u128::from(depth.bytes),
+        reg(&mut core, "queue_bytes", QUEUE_INDEX)
+    );
+    assert_eq!(
+        pfc_frames(&drain(&host[&HOST])),
+        vec![(0x08, 0xffff)],
+        "one XOFF"
+    );
+    metrics_agree(&mut core, 0, 20_000);
+
+    let mut now = 0;
+    while now < 250 * MS {
+        now += MS;
+        core.receive(now, UPLINK, &xoff);
+        core.run_due(now);
+    }
+    let tm_stats = core.tm().unwrap().stats(now);
+    let q = &tm_stats
+        .ports
+        .iter()
+        .find(|p| p.port == UPLINK)
+        .unwrap()
+        .queues[3];
+    assert_eq!(
+        q.drops.get(DropReason::PfcWatchdog),
+        20,
+        "the watchdog flushed the queue"
+    );
+    assert_eq!(occupied(&mut core), vec![], "the flush released every byte");
+    metrics_agree(&mut core, now, 0);
+    // The PG drained below XON: the sender is resumed.
+    assert_eq!(pfc_frames(&drain(&host[&HOST])), vec![(0x08, 0)], "one XON");
+    assert!(drain(&host[&UPLINK]).is_empty());
+
+    // The storm ends; once restored, the queue forwards again and stays accounted.
+    now = run_until(&mut core, now, now + 800 * MS);
+    for i in 0..3u16 {
+        core.receive(now, HOST, &data(1000, 100 + i));
+    }
+    run_until(&mut core, now, now + 100 * MS);
+    assert_eq!(drain(&host[&UPLINK]).len(), 3);
+    assert_eq!(occupied(&mut core), vec![]);
+}
+
+#[test]
+fn traffic_manager_overflow_releases_what_it_refuses() {
+    // A 20 KB buffer in 256-byte cells at 10 Mb/s: a burst of 40 KB overflows it.
+    let (mut core, host) = core(tm(
+        "buffer: {total_bytes: 20480, cell_bytes: 256}\nports:\n  \
+         - {port: 1, rate_bps: 10000000}\n  - {port: 3, rate_bps: 10000000}\n",
+    ));
+    for i in 0..40u16 {
+        core.receive(0, HOST, &data(1000, i));
+    }
+    assert!(
+        core.counters().tm_drops > 0,
+        "the burst overflows the buffer"
+    );
+    // What the pipeline counts in the queue is what the traffic manager holds (the XOFF clone
+    // waits on port 1 and is not a data packet).
+    let depth = core.tm().unwrap().queue_depth(UPLINK, 3).unwrap();
+    assert!(depth.packets > 0 && depth.packets < 40);
+    assert_eq!(u64::from(depth.packets) * 1000, depth.bytes);
+    assert_eq!(
+        u128::from(depth.bytes),
+        reg(&mut core, "queue_bytes", QUEUE_INDEX)
+    );
+    assert_eq!(
+        u128::from(depth.bytes),
+        reg(&mut core, "pg_bytes", PG_INDEX)
+    );
+    run_until(&mut core, 0, 100 * MS);
+    assert_eq!(drain(&host[&UPLINK]).len(), depth.packets as usize);
+    assert_eq!(occupied(&mut core), vec![], "every register back to 0");
+    // Paused above 4000 bytes, resumed when the queue drained below 2000.
+    let pfc = pfc_frames(&drain(&host[&HOST]));
+    assert_eq!(pfc.first(), Some(&(0x08, 0xffff)));
+    assert_eq!(pfc.last(), Some(&(0x08, 0)));
+}
+
+#[test]
+fn generated_pfc_leaves_within_one_mtu_time_under_full_load() {
+    // Both ports at 1 Gb/s, every queue strict (the TM's default).
+    let (mut core, host) = core(tm(
+        "buffer: {total_bytes: 4194304}\nports:\n  - {port: 1, rate_bps: 1000000000}\n  \
+         - {port: 3, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 3}}\n",
+    ));
+    // The uplink's peer pauses priority 3, so what the host sends stays in its PG.
+    let xoff = MacControl::pfc_xoff(1 << 3, 0xffff).encode([2, 0, 0, 0, 3, 1]);
+    core.receive(0, UPLINK, &xoff);
+    // Full load toward the host on queue 0: 60 MTU-sized frames (DSCP 0 from the uplink).
+    const MTU_FRAME: usize = 1514;
+    for i in 0..60u16 {
+        core.receive(
+            0,
+            UPLINK,
+            &udp(MTU_FRAME, i, 0, [10, 3, 0, 9], [10, 1, 0, 9]),
+        );
+    }
+    let mut now = 0;
+    let mut next = core.run_due(now);
+    // A few frames into the burst the host's PG crosses its pause point (4000 bytes).
+    let generated_at = 40_000;
+    while let Some(t) = next.filter(|&t| t <= generated_at) {
+        now = t;
+        next = core.run_due(now);
+    }
+    now = generated_at;
+    let before = drain(&host[&HOST]).len();
+    assert!(before >= 3, "the line was busy ({before} frames sent)");
+    for i in 0..5u16 {
+        core.receive(now, HOST, &data(1000, i));
+    }
+    assert_eq!(
+        reg(&mut core, "pg_bytes", PG_INDEX),
+        5000,
+        "paused above 4000"
+    );
+    let mut sent_at = None;
+    let mut data_before = 0;
+    loop {
+        next = core.run_due(now);
+        for f in drain(&host[&HOST]) {
+            if pfc_frames(std::slice::from_ref(&f)) == [(0x08, 0xffff)] {
+                sent_at = Some(now);
+            } else if sent_at.is_none() {
+                data_before += 1;
+            }
+        }
+        match (sent_at, next) {
+            (None, Some(t)) => now = t,
+            _ => break,
+        }
+    }
+    let sent_at = sent_at.expect("an XOFF toward the host");
+    // At most the frame on the line when it was generated goes first.
+    let mtu_time_ns = switch_tm::wire_bytes(MTU_FRAME as u32) * 8;
+    assert!(
+        sent_at - generated_at <= mtu_time_ns,
+        "XOFF left {} ns after it was generated (one MTU time is {mtu_time_ns} ns)",
+        sent_at - generated_at
+    );
+    assert!(data_before <= 1, "{data_before} data frames went first");
+    let left = core.tm().unwrap().queue_depth(HOST, 0).unwrap().packets;
+    assert!(left > 50, "the load was still queued ({left} frames)");
+}
