@@ -47,7 +47,7 @@ pub fn assemble(
             .and_then(Option::take)
             .ok_or_else(|| BuildError::Unprogrammed(spec.name.clone()))?;
         sim.switches
-            .push(SimSwitch::new(p.name, p.core, p.outbox, pipeline_ns));
+            .push(SimSwitch::new(p.name, p.core, p.ports, pipeline_ns));
     }
     for h in &fabric.hosts {
         // Fabric::load checked every MAC.
