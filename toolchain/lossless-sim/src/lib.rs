@@ -53,7 +53,9 @@ pub fn assemble(
         // Fabric::load checked every MAC.
         let mac = parse_mac(&h.mac).unwrap_or_default();
         let gw = parse_mac(&h.gateway_mac).unwrap_or_default();
-        sim.hosts.push(SimHost::new(h.name.clone(), h.ip, mac, gw));
+        let mut host = SimHost::new(h.name.clone(), h.ip, mac, gw);
+        host.latency_ns = fabric.host_latency_ns.get(&h.name).copied().unwrap_or(0);
+        sim.hosts.push(host);
     }
     for (i, l) in fabric.links.iter().enumerate() {
         let end = |e: &fabric::End| -> Result<(Node, u32), BuildError> {

@@ -137,6 +137,9 @@ pub struct SimHost {
     pub ip: Ipv4Addr,
     pub mac: [u8; 6],
     pub gateway_mac: [u8; 6],
+    /// NIC and PCIe latency (ns) between the endpoint (or probe FIFO) and the wire, added on
+    /// the way out and on the way in. MAC control frames act in the NIC's MAC, without it.
+    pub latency_ns: u64,
     peer: Option<Peer>,
     tx: VecDeque<Vec<u8>>,
     /// When the line is free, in units of 1/rate ns (exact, see [`LinkSpec::line_units`]).
@@ -154,12 +157,22 @@ impl SimHost {
             ip,
             mac,
             gateway_mac,
+            latency_ns: 0,
             peer: None,
             tx: VecDeque::new(),
             busy_units: 0,
             line_event: false,
             rx: Vec::new(),
             nic: None,
+        }
+    }
+
+    /// The host latency `frame` takes between the wire and the endpoint, either way.
+    fn wire_latency_ns(&self, frame: &[u8]) -> u64 {
+        if is_mac_control(frame) {
+            0
+        } else {
+            self.latency_ns
         }
     }
 }
@@ -507,7 +520,8 @@ impl Sim {
             let rate = peer.link.rate_bps as u128;
             let at = (now as u128 * rate + peer.link.frame_units(frame.len())).div_ceil(rate)
                 as u64
-                + peer.link.delay_ns;
+                + peer.link.delay_ns
+                + h.wire_latency_ns(&frame);
             self.deliver(peer, at, frame);
         }
     }
@@ -535,8 +549,9 @@ impl Sim {
         };
         let start = h.busy_units.max(now as u128 * rate);
         h.busy_units = start + peer.link.line_units(frame.len());
-        let at =
-            (start + peer.link.frame_units(frame.len())).div_ceil(rate) as u64 + peer.link.delay_ns;
+        let at = (start + peer.link.frame_units(frame.len())).div_ceil(rate) as u64
+            + peer.link.delay_ns
+            + h.wire_latency_ns(&frame);
         if !h.tx.is_empty() {
             h.line_event = true;
             let free = h.busy_units.div_ceil(rate) as u64;
@@ -562,7 +577,10 @@ impl Sim {
                     },
                 );
             }
-            Node::Host(host) => self.queue.push(at_ns, Event::HostRx { host, frame }),
+            Node::Host(host) => {
+                let at = at_ns + self.hosts[host].wire_latency_ns(&frame);
+                self.queue.push(at, Event::HostRx { host, frame });
+            }
         }
     }
 }
