@@ -180,6 +180,7 @@ EXPERIMENT_FIELDS = {
         "bw_seconds",
         "cases",
         "ecn",
+        "host_latency_ns",
         "quick",
     },
     "incast": {
@@ -191,6 +192,7 @@ EXPERIMENT_FIELDS = {
         "iters",
         "roce_mtu",
         "cases",
+        "host_latency_ns",
         "quick",
     },
     "leafspine": {
@@ -206,6 +208,7 @@ EXPERIMENT_FIELDS = {
         "seconds",
         "ecn",
         "sfc_threshold_kmax",
+        "host_latency_ns",
         "quick",
     },
 }

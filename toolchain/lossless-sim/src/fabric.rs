@@ -2,6 +2,7 @@
 //! code (port numbers, MACs, addresses, rates, delays) and the per-switch config_db.json paths.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -15,6 +16,10 @@ pub struct Fabric {
     pub switches: Vec<SwitchSpec>,
     pub hosts: Vec<HostSpec>,
     pub links: Vec<LinkDoc>,
+    /// Per host: the NIC and PCIe latency between its endpoint and the wire, each way, from
+    /// `experiment.host_latency_ns` (hosts it does not name: 0).
+    #[serde(skip)]
+    pub host_latency_ns: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -90,7 +95,7 @@ impl Fabric {
             path: path.into(),
             source,
         })?;
-        let fabric: Fabric = serde_json::from_str(&text).map_err(|e| FabricError::Parse {
+        let mut fabric: Fabric = serde_json::from_str(&text).map_err(|e| FabricError::Parse {
             path: path.into(),
             line: e.line(),
             column: e.column(),
@@ -123,6 +128,33 @@ impl Fabric {
                 }
             }
         }
+        fabric.host_latency_ns = host_latencies(&fabric).map_err(invalid)?;
         Ok(fabric)
     }
+}
+
+/// `experiment.host_latency_ns`: one figure for every host, or an object of host name to
+/// figure, in ns.
+fn host_latencies(fabric: &Fabric) -> Result<BTreeMap<String, u64>, String> {
+    const FIELD: &str = "experiment.host_latency_ns";
+    let Some(v) = fabric.experiment.get("host_latency_ns") else {
+        return Ok(BTreeMap::new());
+    };
+    let ns = |v: &serde_json::Value, at: &str| {
+        v.as_u64()
+            .ok_or_else(|| format!("{at}: expected a non-negative integer (ns), got {v}"))
+    };
+    if let Some(map) = v.as_object() {
+        let mut out = BTreeMap::new();
+        for (host, v) in map {
+            let at = format!("{FIELD}.{host}");
+            if !fabric.hosts.iter().any(|h| &h.name == host) {
+                return Err(format!("{at}: unknown host '{host}'"));
+            }
+            out.insert(host.clone(), ns(v, &at)?);
+        }
+        return Ok(out);
+    }
+    let all = ns(v, FIELD).map_err(|e| e + " or an object of host names to ns")?;
+    Ok(fabric.hosts.iter().map(|h| (h.name.clone(), all)).collect())
 }

@@ -47,13 +47,15 @@ pub fn assemble(
             .and_then(Option::take)
             .ok_or_else(|| BuildError::Unprogrammed(spec.name.clone()))?;
         sim.switches
-            .push(SimSwitch::new(p.name, p.core, p.outbox, pipeline_ns));
+            .push(SimSwitch::new(p.name, p.core, p.ports, pipeline_ns));
     }
     for h in &fabric.hosts {
         // Fabric::load checked every MAC.
         let mac = parse_mac(&h.mac).unwrap_or_default();
         let gw = parse_mac(&h.gateway_mac).unwrap_or_default();
-        sim.hosts.push(SimHost::new(h.name.clone(), h.ip, mac, gw));
+        let mut host = SimHost::new(h.name.clone(), h.ip, mac, gw);
+        host.latency_ns = fabric.host_latency_ns.get(&h.name).copied().unwrap_or(0);
+        sim.hosts.push(host);
     }
     for (i, l) in fabric.links.iter().enumerate() {
         let end = |e: &fabric::End| -> Result<(Node, u32), BuildError> {

@@ -12,31 +12,24 @@
 use crate::des::EventQueue;
 use crate::link::LinkSpec;
 use crate::traffic::{PingPong, Sender};
-use p4_switch::core::Core;
+use p4_switch::core::{Core, TxBatch};
 use roce_host::Endpoint;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use switch_ports::{Port, PortError, Recv};
 
-/// Frames a switch's ports were handed during one call into its [`Core`], in order.
-pub type Outbox = Arc<Mutex<Vec<(u32, Vec<u8>)>>>;
-
-/// A switch port in the simulation: what the traffic manager transmits goes to the outbox,
-/// which the simulator empties into the event queue right after the call that filled it.
+/// A switch port in the simulation. The switch's core defers its transmissions
+/// ([`Core::defer_transmit`]): the simulator takes each released frame from it as an owned
+/// buffer ([`Core::take_tx`]) and moves that buffer through the event queue, so no hop copies a
+/// frame. The port itself therefore never sends.
 pub struct SimPort {
     name: String,
-    number: u32,
-    outbox: Outbox,
 }
 
 impl SimPort {
-    pub fn new(name: String, number: u32, outbox: Outbox) -> SimPort {
-        SimPort {
-            name,
-            number,
-            outbox,
-        }
+    pub fn new(name: String) -> SimPort {
+        SimPort { name }
     }
 }
 
@@ -45,19 +38,18 @@ impl Port for SimPort {
         &self.name
     }
 
-    fn send(&self, frame: &[u8]) -> Result<(), PortError> {
-        lock(&self.outbox).push((self.number, frame.to_vec()));
-        Ok(())
+    fn send(&self, _frame: &[u8]) -> Result<(), PortError> {
+        Err(PortError::Io {
+            port: self.name.clone(),
+            op: "send",
+            source: std::io::Error::other("a simulated switch transmits through Core::take_tx"),
+        })
     }
 
     /// Frames reach a simulated switch through the event queue, never through its ports.
     fn recv(&self, _buf: &mut [u8], _timeout: std::time::Duration) -> Result<Recv, PortError> {
         Ok(Recv::Closed)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +69,10 @@ pub struct Peer {
 pub struct SimSwitch {
     pub name: String,
     pub core: Core,
-    outbox: Outbox,
+    /// The core's ports and their numbers ([`Core::take_tx`] names a frame's port by its `Arc`).
+    ports: Vec<(Arc<dyn Port>, u32)>,
+    /// Emptied transmit batches, for [`Core::take_tx`] to reuse.
+    spare: Vec<TxBatch>,
     pipeline_ns: u64,
     /// The wake-up in the event queue that counts; others are stale.
     wake_at: Option<u64>,
@@ -87,11 +82,18 @@ pub struct SimSwitch {
 }
 
 impl SimSwitch {
-    pub fn new(name: String, core: Core, outbox: Outbox, pipeline_ns: u64) -> SimSwitch {
+    /// `core` must defer its transmissions ([`Core::defer_transmit`]) to the ports in `ports`.
+    pub fn new(
+        name: String,
+        core: Core,
+        ports: Vec<(Arc<dyn Port>, u32)>,
+        pipeline_ns: u64,
+    ) -> SimSwitch {
         SimSwitch {
             name,
             core,
-            outbox,
+            ports,
+            spare: Vec::new(),
             pipeline_ns,
             wake_at: None,
             peers: BTreeMap::new(),
@@ -106,7 +108,6 @@ pub struct HostNic {
     pub senders: Vec<Sender>,
     pub pingpongs: Vec<PingPong>,
     wake_at: Option<u64>,
-    buf: Vec<u8>,
 }
 
 impl HostNic {
@@ -116,7 +117,6 @@ impl HostNic {
             senders: Vec::new(),
             pingpongs: Vec::new(),
             wake_at: None,
-            buf: Vec::new(),
         }
     }
 
@@ -137,6 +137,9 @@ pub struct SimHost {
     pub ip: Ipv4Addr,
     pub mac: [u8; 6],
     pub gateway_mac: [u8; 6],
+    /// NIC and PCIe latency (ns) between the endpoint (or probe FIFO) and the wire, added on
+    /// the way out and on the way in. MAC control frames act in the NIC's MAC, without it.
+    pub latency_ns: u64,
     peer: Option<Peer>,
     tx: VecDeque<Vec<u8>>,
     /// When the line is free, in units of 1/rate ns (exact, see [`LinkSpec::line_units`]).
@@ -154,12 +157,22 @@ impl SimHost {
             ip,
             mac,
             gateway_mac,
+            latency_ns: 0,
             peer: None,
             tx: VecDeque::new(),
             busy_units: 0,
             line_event: false,
             rx: Vec::new(),
             nic: None,
+        }
+    }
+
+    /// The host latency `frame` takes between the wire and the endpoint, either way.
+    fn wire_latency_ns(&self, frame: &[u8]) -> u64 {
+        if is_mac_control(frame) {
+            0
+        } else {
+            self.latency_ns
         }
     }
 }
@@ -220,7 +233,12 @@ pub struct Sim {
     queue: EventQueue<Event>,
     now_ns: u64,
     events: u64,
+    /// Buffers of frames the hosts' endpoints consumed, for their next transmissions.
+    buffers: Vec<Vec<u8>>,
 }
+
+/// Spare host frame buffers kept (about what the fabric holds in flight at once).
+const SPARE_BUFFERS: usize = 1024;
 
 /// Events between two progress calls.
 const PROGRESS_EVERY: u64 = 1 << 16;
@@ -317,7 +335,12 @@ impl Sim {
         let now = self.now_ns;
         match ev {
             Event::SwitchRx { sw, port, frame } => {
-                self.switches[sw].core.receive(now, port, &frame);
+                let core = &mut self.switches[sw].core;
+                core.receive(now, port, &frame);
+                // The engine copied it: its buffer serves the engine's next output.
+                if let Some(engine) = core.switch.as_mut() {
+                    engine.recycle_buffer(frame);
+                }
                 self.service(sw);
             }
             Event::Wake { sw } => {
@@ -329,6 +352,9 @@ impl Sim {
             Event::HostRx { host, frame } => match &mut self.hosts[host].nic {
                 Some(nic) => {
                     nic.ep.handle_frame(now, &frame);
+                    if self.buffers.len() < SPARE_BUFFERS {
+                        self.buffers.push(frame);
+                    }
                     self.drive_nic(host);
                 }
                 None => self.hosts[host].rx.push((now, frame)),
@@ -358,19 +384,26 @@ impl Sim {
         let now = self.now_ns;
         let s = &mut self.switches[sw];
         let next = s.core.run_due(now);
-        let out = std::mem::take(&mut *lock(&s.outbox));
-        for (port, frame) in out {
-            match self.switches[sw].peers.get(&port).copied() {
-                Some(peer) => {
-                    let at = (now as u128 * peer.link.rate_bps as u128
-                        + peer.link.frame_units(frame.len()))
-                    .div_ceil(peer.link.rate_bps as u128) as u64
-                        + peer.link.delay_ns;
-                    self.deliver(peer, at, frame);
+        let mut spare = std::mem::take(&mut s.spare);
+        if let Some(mut batch) = s.core.take_tx(&mut spare) {
+            for (port, frame) in batch.drain(..) {
+                let s = &self.switches[sw];
+                let number = s.ports.iter().find(|(p, _)| Arc::ptr_eq(p, &port));
+                match number.and_then(|(_, n)| s.peers.get(n)).copied() {
+                    Some(peer) => {
+                        let at = (now as u128 * peer.link.rate_bps as u128
+                            + peer.link.frame_units(frame.len()))
+                        .div_ceil(peer.link.rate_bps as u128)
+                            as u64
+                            + peer.link.delay_ns;
+                        self.deliver(peer, at, frame);
+                    }
+                    None => self.switches[sw].unconnected_tx += 1,
                 }
-                None => self.switches[sw].unconnected_tx += 1,
             }
+            spare.push(batch);
         }
+        self.switches[sw].spare = spare;
         let s = &mut self.switches[sw];
         if let Some(t) = next {
             let t = t.max(now);
@@ -463,9 +496,13 @@ impl Sim {
         for p in &mut nic.pingpongs {
             p.step(now, &mut nic.ep, &incoming, &completions);
         }
-        let mut buf = std::mem::take(&mut nic.buf);
-        let sent = nic.ep.poll_tx(now, &mut buf).then(|| buf.clone());
-        nic.buf = buf;
+        let mut buf = self.buffers.pop().unwrap_or_default();
+        let sent = if nic.ep.poll_tx(now, &mut buf) {
+            Some(buf)
+        } else {
+            self.buffers.push(buf);
+            None
+        };
         let mut next = nic.ep.next_wakeup();
         let starts = nic.senders.iter().map(|s| s.start_ns);
         for t in starts.chain(nic.pingpongs.iter().map(|p| p.start_ns)) {
@@ -483,7 +520,8 @@ impl Sim {
             let rate = peer.link.rate_bps as u128;
             let at = (now as u128 * rate + peer.link.frame_units(frame.len())).div_ceil(rate)
                 as u64
-                + peer.link.delay_ns;
+                + peer.link.delay_ns
+                + h.wire_latency_ns(&frame);
             self.deliver(peer, at, frame);
         }
     }
@@ -511,8 +549,9 @@ impl Sim {
         };
         let start = h.busy_units.max(now as u128 * rate);
         h.busy_units = start + peer.link.line_units(frame.len());
-        let at =
-            (start + peer.link.frame_units(frame.len())).div_ceil(rate) as u64 + peer.link.delay_ns;
+        let at = (start + peer.link.frame_units(frame.len())).div_ceil(rate) as u64
+            + peer.link.delay_ns
+            + h.wire_latency_ns(&frame);
         if !h.tx.is_empty() {
             h.line_event = true;
             let free = h.busy_units.div_ceil(rate) as u64;
@@ -538,7 +577,10 @@ impl Sim {
                     },
                 );
             }
-            Node::Host(host) => self.queue.push(at_ns, Event::HostRx { host, frame }),
+            Node::Host(host) => {
+                let at = at_ns + self.hosts[host].wire_latency_ns(&frame);
+                self.queue.push(at, Event::HostRx { host, frame });
+            }
         }
     }
 }

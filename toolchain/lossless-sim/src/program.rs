@@ -4,7 +4,7 @@
 //! switch served on its own loopback port by p4-switch's gRPC server, exactly as in the lab.
 
 use crate::fabric::Fabric;
-use crate::net::{Outbox, SimPort};
+use crate::net::SimPort;
 use p4_switch::core::{Core, CpuSink};
 use p4_switch::grpc::GrpcServer;
 use p4runtime_server::{Dataplane, EngineJob};
@@ -182,11 +182,12 @@ impl Dataplane for Stopped {
     }
 }
 
-/// A switch ready to run: its core, programmed, and the outbox its ports fill.
+/// A switch ready to run: its core, programmed, and its ports by number.
 pub struct Programmed {
     pub name: String,
+    /// Transmits deferred ([`Core::defer_transmit`]) to `ports`.
     pub core: Core,
-    pub outbox: Outbox,
+    pub ports: Vec<(Arc<dyn Port>, u32)>,
 }
 
 /// Builds every switch of `fabric` (in `dir`, where `prepare` wrote it) with its traffic
@@ -230,27 +231,25 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
         // The real-time switch lets a late wake-up start a frame in the past; virtual time is
         // never late.
         tm.catch_up_ns = 0;
-        let outbox: Outbox = Arc::default();
         let ports: BTreeMap<u32, Arc<dyn Port>> = fabric
             .links
             .iter()
             .flat_map(|l| [&l.a, &l.b])
             .filter(|e| e.node == s.name)
             .map(|e| {
-                let port: Arc<dyn Port> = Arc::new(SimPort::new(
-                    format!("{}-eth{}", s.name, e.port),
-                    e.port,
-                    outbox.clone(),
-                ));
+                let port: Arc<dyn Port> =
+                    Arc::new(SimPort::new(format!("{}-eth{}", s.name, e.port)));
                 (e.port, port)
             })
             .collect();
-        let core = Core::new(None, Some(tm), ports, engine.clone(), 0).map_err(|e| {
+        let numbered = ports.iter().map(|(&n, p)| (p.clone(), n)).collect();
+        let mut core = Core::new(None, Some(tm), ports, engine.clone(), 0).map_err(|e| {
             ProgramError::PortConfig {
                 path: path.clone(),
                 message: e.to_string(),
             }
         })?;
+        core.defer_transmit();
         let core = Arc::new(Mutex::new(core));
         let dp = Arc::new(Stopped {
             core: core.clone(),
@@ -262,7 +261,7 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
                 switch: s.name.clone(),
                 message,
             })?;
-        served.push((s, core, outbox, server));
+        served.push((s, core, numbered, server));
     }
     ctl_all(
         lab,
@@ -287,7 +286,7 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
             .collect(),
     )?;
     let mut out = Vec::new();
-    for (s, core, outbox, server) in served {
+    for (s, core, ports, server) in served {
         // Stopping the server drops its hold on the switch.
         drop(server);
         let core = Arc::try_unwrap(core)
@@ -306,7 +305,7 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
         out.push(Programmed {
             name: s.name.clone(),
             core,
-            outbox,
+            ports,
         });
     }
     Ok(out)

@@ -99,6 +99,21 @@ fn one_message_across_one_switch_at_100g() {
 }
 
 #[test]
+fn host_latency_is_added_on_the_way_out_and_in() {
+    let mut topo = one_switch("hostlat", 100_000, &[37, 113]);
+    topo["experiment"]["host_latency_ns"] = serde_json::json!({"h1": 300, "h2": 1352});
+    let mut sim = simulate(topo, "pfc");
+    let f = probe::frame(&sim, 0, 1, 24, 1024, 7);
+    sim.host_send(0, 1_000, f);
+    assert_eq!(run(&mut sim, None), Stop::Drained);
+    let rx = &sim.hosts[1].rx;
+    assert_eq!(rx.len(), 1, "one frame reaches h2");
+    // h1's latency out, two hops of 89 ns as above, h2's latency in.
+    let expected = 300 + 89 + 37 + PIPELINE_NS + 89 + 113 + 1352;
+    assert_eq!(rx[0].0 - 1_000, expected);
+}
+
+#[test]
 fn pause_quanta_at_25g_stop_a_queue_for_their_time() {
     const QUANTA: u16 = 1000;
     // 1000 x 512 bits at 25 Gb/s = 20.48 us.
@@ -298,7 +313,30 @@ fn max_events_and_time_limit_stop_with_partial_results() {
 fn bad_topology_is_a_located_error_before_virtual_time() {
     let mut topo = one_switch("badfield", 25_000, &[0, 0]);
     topo["links"][1]["rate_gbps"] = serde_json::json!(25);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-badfield");
+    bad_input(topo, "links[1].rate_gbps: unknown field");
+    for (latency, message) in [
+        (
+            serde_json::json!({"h9": 1000}),
+            "experiment.host_latency_ns.h9: unknown host 'h9'",
+        ),
+        (
+            serde_json::json!(-5),
+            "experiment.host_latency_ns: expected a non-negative integer (ns), got -5",
+        ),
+        (
+            serde_json::json!({"h1": "1us"}),
+            "experiment.host_latency_ns.h1: expected a non-negative integer (ns)",
+        ),
+    ] {
+        let mut topo = one_switch("badlatency", 25_000, &[0, 0]);
+        topo["experiment"]["host_latency_ns"] = latency;
+        bad_input(topo, message);
+    }
+}
+
+/// `lossless-sim run` on `topo` exits 2 with `message` and writes no results.
+fn bad_input(topo: serde_json::Value, message: &str) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-badinput");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("topology.json");
     std::fs::write(&file, topo.to_string()).unwrap();
@@ -313,11 +351,8 @@ fn bad_topology_is_a_located_error_before_virtual_time() {
         .arg(&out)
         .output()
         .unwrap();
-    assert_eq!(got.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&got.stderr);
-    assert!(
-        stderr.contains("links[1].rate_gbps: unknown field"),
-        "{stderr}"
-    );
+    assert_eq!(got.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(message), "{stderr}");
     assert!(!out.join("results.json").exists());
 }

@@ -1,6 +1,7 @@
 //! Seed 001's head-of-line test (prio-2to1 at 100G, quick) with roce-host's endpoints on the
 //! virtual clock: write_bw on write_lat's priority delays it, ECN (DCQCN) reduces that delay,
-//! and write_bw on another priority leaves write_lat as it was alone.
+//! and write_bw on another priority leaves write_lat as it was alone (within 10 % of the
+//! fabric's own latency; the topology's host latency comes on top of every case).
 //!
 //! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
 
@@ -8,6 +9,10 @@ use std::path::Path;
 
 mod common;
 use common::run_ok;
+
+/// write_lat alone across the fabric without the hosts' latency (us): two 8-ns frame times at
+/// 100G, the 500-ns pipeline and the ACK the server's NIC sends before its reply.
+const FABRIC_US: f64 = 0.523;
 
 /// t_avg of write_lat per case name.
 fn prio(case: &str) -> std::collections::BTreeMap<String, f64> {
@@ -32,9 +37,11 @@ fn same_priority_delays_write_lat_ecn_helps_another_priority_isolates() {
     let off = prio("ecn=off");
     let on = prio("ecn=on");
     for t in [&off, &on] {
-        assert!(t["same"] > 1.05 * t["baseline"], "{t:?}");
-        assert!(t["different"] < t["same"], "{t:?}");
-        assert!(t["different"] < 1.1 * t["baseline"], "{t:?}");
+        // What write_bw adds to write_lat alone (the hosts' latency is in every case alike).
+        let added = |case: &str| t[case] - t["baseline"];
+        assert!(added("same") > 0.05 * FABRIC_US, "{t:?}");
+        assert!(added("different") < added("same"), "{t:?}");
+        assert!(added("different") < 0.1 * FABRIC_US, "{t:?}");
     }
     assert!(on["same"] < off["same"], "ECN on {on:?} vs off {off:?}");
 }
