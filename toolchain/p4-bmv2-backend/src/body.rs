@@ -1,10 +1,12 @@
 //! Straight-line code to BMv2 primitives: statements of actions, of code between tables in
 //! apply blocks, and of parser states.
 //!
-//! Calls of actions and functions are inlined with P4's copy-in/copy-out: every `in`/`inout`
-//! argument is copied into a fresh temporary before the body runs (left to right), and every
-//! `inout`/`out` temporary is copied back afterwards in parameter order, so `a(x, x)` behaves
-//! as the specification says even when the arguments alias. `return` jumps to the end of the
+//! Calls of actions and functions that are left (in apply blocks, table actions with bound
+//! arguments, calls inside larger expressions; `p4-midend`'s `inline` took the rest) are
+//! inlined with P4's copy-in/copy-out: every `in`/`inout` argument is copied into a fresh
+//! temporary before the body runs (left to right), and every `inout`/`out` temporary is copied
+//! back afterwards in parameter order, so `a(x, x)` behaves as the specification says even
+//! when the arguments alias. `return` jumps to the end of the
 //! inlined body (`_jump`), `if` branches with `_jump_if_zero`, `exit` is bmv2's `exit`.
 
 use crate::expr::{b2d, op, repr, value_tv};

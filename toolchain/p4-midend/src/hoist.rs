@@ -53,7 +53,7 @@ pub(crate) fn is_function_call(e: &Expr) -> bool {
 /// Hoists side effects out of statements.
 pub(crate) struct Hoister {
     pub temps: Temps,
-    mode: Mode,
+    pub mode: Mode,
     /// Temporaries made here: reading one later gives the value it was given.
     mine: HashSet<DeclId>,
 }

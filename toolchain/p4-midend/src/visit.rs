@@ -96,3 +96,31 @@ pub(crate) fn locals_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut DeclId)) {
         }
     });
 }
+
+/// Rebuilds `s` bottom up: the statements nested in it first, then `s` itself, each through
+/// `f` (so what `f` returns is not visited again).
+pub(crate) fn stmts_owned(s: Stmt, f: &mut dyn FnMut(Stmt) -> Stmt) -> Stmt {
+    let span = s.span;
+    let kind = match s.kind {
+        StmtKind::If(c, t, e) => StmtKind::If(
+            c,
+            Box::new(stmts_owned(*t, f)),
+            e.map(|e| Box::new(stmts_owned(*e, f))),
+        ),
+        StmtKind::Block(mut b) => {
+            b.stmts = b.stmts.into_iter().map(|s| stmts_owned(s, f)).collect();
+            StmtKind::Block(b)
+        }
+        StmtKind::Switch(e, mut cases) => {
+            for b in cases.iter_mut().filter_map(|c| c.body.as_mut()) {
+                b.stmts = std::mem::take(&mut b.stmts)
+                    .into_iter()
+                    .map(|s| stmts_owned(s, f))
+                    .collect();
+            }
+            StmtKind::Switch(e, cases)
+        }
+        kind => kind,
+    };
+    f(Stmt { kind, span })
+}
