@@ -17,8 +17,8 @@ use crate::{unsupported, Bind, Ctx, R};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
-    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Stmt, StmtKind, SwitchCase,
-    SwitchLabel, Type, TypeDeclKind, Value,
+    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Stmt, StmtKind, Type,
+    TypeDeclKind, Value,
 };
 use p4_syntax::ast::Direction;
 use p4_syntax::Span;
@@ -85,7 +85,8 @@ impl Ctx<'_> {
                 b.jump(l);
                 Ok(())
             }
-            StmtKind::Switch(e, cases) => self.switch_stmt(b, e, cases),
+            // `p4-midend`'s `inline` turns a `switch` in an action or function into `if`s.
+            StmtKind::Switch(..) => unsupported(s.span, "`switch` here"),
             StmtKind::Empty | StmtKind::Const(_) => Ok(()),
             StmtKind::Var(d) => {
                 // A control's locals are bound before its statements are lowered (back to
@@ -117,43 +118,6 @@ impl Ctx<'_> {
                 self.copy(b, dst, tmp, *span)?;
             }
         }
-        Ok(())
-    }
-
-    /// `switch (e)` on a value inside an action or function: the value saved once, then one
-    /// test per group of labels sharing a body (first match wins, `default` last).
-    fn switch_stmt(&mut self, b: &mut Body, e: &Expr, cases: &[SwitchCase]) -> R<()> {
-        let tmp = self.scalar("switch", &repr(self, &e.ty), e.span)?;
-        self.assign_expr(b, &tmp, e)?;
-        let key = self.read(&tmp, e.span)?;
-        let end = b.new_label();
-        let mut labels: Vec<&SwitchLabel> = Vec::new();
-        for c in cases {
-            labels.push(&c.label);
-            let Some(body) = &c.body else { continue };
-            let next = b.new_label();
-            if !labels.iter().any(|l| matches!(l, SwitchLabel::Default)) {
-                let mut cond: Option<Tv> = None;
-                for l in &labels {
-                    let SwitchLabel::Value(v) = l else {
-                        return unsupported(e.span, "an action label in a switch on a value");
-                    };
-                    let t = op("==", key.clone(), self.rv(b, v)?);
-                    cond = Some(match cond {
-                        Some(c) => op("or", c, t),
-                        None => t,
-                    });
-                }
-                if let Some(cond) = cond {
-                    b.jump_if_zero(b2d(cond), next);
-                }
-            }
-            self.stmts(b, &body.stmts)?;
-            b.jump(end);
-            b.place_label(next);
-            labels.clear();
-        }
-        b.place_label(end);
         Ok(())
     }
 

@@ -128,7 +128,8 @@ control C(inout h_t h) {{
     action add(inout bit<8> x, bit<8> k) {{ x = x + k; }}
     action twice(inout bit<8> x, inout bit<8> y) {{ add(x, 1); add(y, x); }}
     action set_exit(inout bit<8> x, inout bit<8> y) {{ x = 1; y = 2; exit; }}
-    action stop(inout bit<8> x) {{ twice(x, x); h.b = clamp(h.b, h.a); set_exit(x, x); }}
+    action pick(inout bit<8> x) {{ switch (x) {{ 1: 2: {{ x = 5; }} default: {{ x = 3; }} }} }}
+    action stop(inout bit<8> x) {{ twice(x, x); pick(h.b); h.b = clamp(h.b, h.a); set_exit(x, x); }}
     table t {{ key = {{ h.a: exact; }} actions = {{ stop(h.a); }} }}
     apply {{ t.apply(); }}
 }}
@@ -139,6 +140,12 @@ control C(inout h_t h) {{
     run_all(&mut p);
     assert!(!bodies_call_actions_or_functions(&p));
     let printed = p4_sema::print::to_p4(&p);
+    // `switch` in an action: `if`s on a copy of the value, the two labels sharing a body.
+    assert!(!printed.contains("switch ("), "{printed}");
+    assert!(
+        printed.contains("if (((sw == 8w1) || (sw == 8w2))) {"),
+        "{printed}"
+    );
     // The `exit` of `set_exit(x, x)` inlined into `stop` first copies both parameters back
     // into stop's `x`, in parameter order.
     let stop = &printed[printed.find("action stop").expect("stop")..];
