@@ -1,8 +1,8 @@
 //! Straight-line code to BMv2 primitives: statements of actions, of code between tables in
 //! apply blocks, and of parser states.
 //!
-//! Calls of actions and functions that are left (in apply blocks, table actions with bound
-//! arguments, calls inside larger expressions; `p4-midend`'s `inline` took the rest) are
+//! Calls of actions and functions that are left (table actions with bound arguments, calls
+//! inside larger expressions; `p4-midend`'s `inline` took the rest) are
 //! inlined with P4's copy-in/copy-out: every `in`/`inout` argument is copied into a fresh
 //! temporary before the body runs (left to right), and every `inout`/`out` temporary is copied
 //! back afterwards in parameter order, so `a(x, x)` behaves as the specification says even

@@ -40,6 +40,8 @@ fn is_straight(p: &Program, s: &Stmt) -> bool {
             _ => true,
         },
         StmtKind::Const(_) | StmtKind::Empty => true,
+        // A block of straight-line code (an inlined call) joins the run around it.
+        StmtKind::Block(b) => b.stmts.iter().all(|s| is_straight(p, s)),
         StmtKind::Call(e) => {
             !matches!(&e.kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Apply(_)))
         }

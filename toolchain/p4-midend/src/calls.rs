@@ -188,8 +188,20 @@ fn inline_call(
             },
         ) = &a
         {
-            // A constant the body only reads: used in place, for `parser-fold`.
-            if matches!(prm.dir, None | Some(Direction::In)) && !written.contains(&prm.decl) {
+            // A constant the body only reads: used in place, for `parser-fold`. Not an
+            // aggregate: the lowering takes no member of a constant list.
+            let aggregate = matches!(
+                prm.ty,
+                Type::Header(_)
+                    | Type::Struct(_)
+                    | Type::HeaderUnion(_)
+                    | Type::Stack(..)
+                    | Type::Tuple(_)
+            );
+            if matches!(prm.dir, None | Some(Direction::In))
+                && !aggregate
+                && !written.contains(&prm.decl)
+            {
                 consts.insert(prm.decl, a.clone());
                 continue;
             }

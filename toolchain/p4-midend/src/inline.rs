@@ -1,4 +1,4 @@
-//! `inline`: in actions and functions, direct calls of actions and functions replaced by the
+//! `inline`: in actions, functions and apply blocks, direct calls of actions and functions replaced by the
 //! callee's body with P4's copy-in/copy-out (see `calls`): `return` becomes assignments and a
 //! flag, `exit` performs the copy-outs of the callees it leaves first. Actions that tables
 //! invoke stay actions. A `switch` on a value inside them becomes a chain of `if`s on a copy
@@ -24,17 +24,24 @@ pub const PASS: Pass = Pass {
 fn run(p: &mut Program) {
     let mut h = Hoister::new(p, Mode::Control);
     for i in 0..p.decls.len() {
-        let (DeclKind::Action { body, .. } | DeclKind::Function { body, .. }) = &p.decls[i].kind
+        let (DeclKind::Action { body, .. }
+        | DeclKind::Function { body, .. }
+        | DeclKind::Control { apply: body, .. }) = &p.decls[i].kind
         else {
             continue;
         };
-        let stmts = inline_stmts(p, &mut h, body.stmts.clone(), 0);
-        let stmts = stmts
-            .into_iter()
-            .map(|s| stmts_owned(s, &mut |s| switch_as_ifs(p, &mut h, s)))
-            .collect();
-        if let DeclKind::Action { body, .. } | DeclKind::Function { body, .. } =
-            &mut p.decls[i].kind
+        let apply = matches!(p.decls[i].kind, DeclKind::Control { .. });
+        let mut stmts = inline_stmts(p, &mut h, body.stmts.clone(), 0);
+        // An apply block's `switch` is the lowering's: a graph of conditionals.
+        if !apply {
+            stmts = stmts
+                .into_iter()
+                .map(|s| stmts_owned(s, &mut |s| switch_as_ifs(p, &mut h, s)))
+                .collect();
+        }
+        if let DeclKind::Action { body, .. }
+        | DeclKind::Function { body, .. }
+        | DeclKind::Control { apply: body, .. } = &mut p.decls[i].kind
         {
             body.stmts = stmts;
         }
