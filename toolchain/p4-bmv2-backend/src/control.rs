@@ -280,13 +280,8 @@ impl Ctx<'_> {
                 }
                 let mut pre = Body::new(false);
                 pre.open();
-                let cond = if c.has_call() {
-                    let tmp = self.scalar("cond", &Type::Bool, c.span)?;
-                    self.assign_expr(&mut pre, &tmp, c)?;
-                    self.read(&tmp, c.span)?
-                } else {
-                    self.rv(&mut pre, c)?
-                };
+                // A call in the condition arrives hoisted before the `if` (`p4-midend`).
+                let cond = self.rv(&mut pre, c)?;
                 let node = self.cond_node(cond, tn, en);
                 self.action_node(pre, node)
             }
