@@ -397,16 +397,7 @@ impl Ctx<'_> {
                 (None, None) if self.frame.env.contains_key(&prm.decl) => continue,
                 (_, None) => Bind::Place(self.fresh_place(&prm.name, &prm.ty, e.span)?),
                 // Directionless aggregates (a struct argument of a function) are copied in.
-                (None, Some(a))
-                    if matches!(
-                        prm.ty,
-                        Type::Header(_)
-                            | Type::Struct(_)
-                            | Type::HeaderUnion(_)
-                            | Type::Stack(..)
-                            | Type::Tuple(_)
-                    ) =>
-                {
+                (None, Some(a)) if prm.ty.is_aggregate() => {
                     let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
                     self.assign_expr(b, &tmp, a)?;
                     Bind::Place(tmp)

@@ -190,16 +190,8 @@ fn inline_call(
         {
             // A constant the body only reads: used in place, for `parser-fold`. Not an
             // aggregate: the lowering takes no member of a constant list.
-            let aggregate = matches!(
-                prm.ty,
-                Type::Header(_)
-                    | Type::Struct(_)
-                    | Type::HeaderUnion(_)
-                    | Type::Stack(..)
-                    | Type::Tuple(_)
-            );
             if matches!(prm.dir, None | Some(Direction::In))
-                && !aggregate
+                && !prm.ty.is_aggregate()
                 && !written.contains(&prm.decl)
             {
                 consts.insert(prm.decl, a.clone());

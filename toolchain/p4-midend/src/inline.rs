@@ -7,11 +7,9 @@
 use crate::build::{block, stmt, var_ref};
 use crate::calls::inline_stmts;
 use crate::hoist::{Hoister, Mode};
-use crate::visit::stmts_owned;
+use crate::visit::{control_bodies, stmts_owned};
 use crate::Pass;
-use p4_sema::ir::{
-    DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, SwitchCase, SwitchLabel, Type,
-};
+use p4_sema::ir::{Expr, ExprKind, Program, Stmt, StmtKind, SwitchCase, SwitchLabel, Type};
 use p4_syntax::ast::BinOp;
 use p4_syntax::Span;
 
@@ -23,29 +21,17 @@ pub const PASS: Pass = Pass {
 
 fn run(p: &mut Program) {
     let mut h = Hoister::new(p, Mode::Control);
-    for i in 0..p.decls.len() {
-        let (DeclKind::Action { body, .. }
-        | DeclKind::Function { body, .. }
-        | DeclKind::Control { apply: body, .. }) = &p.decls[i].kind
-        else {
-            continue;
-        };
-        let apply = matches!(p.decls[i].kind, DeclKind::Control { .. });
-        let mut stmts = inline_stmts(p, &mut h, body.stmts.clone(), 0);
+    control_bodies(p, |p, stmts, apply| {
+        let stmts = inline_stmts(p, &mut h, stmts, 0);
         // An apply block's `switch` is the lowering's: a graph of conditionals.
-        if !apply {
-            stmts = stmts
-                .into_iter()
-                .map(|s| stmts_owned(s, &mut |s| switch_as_ifs(p, &mut h, s)))
-                .collect();
+        if apply {
+            return stmts;
         }
-        if let DeclKind::Action { body, .. }
-        | DeclKind::Function { body, .. }
-        | DeclKind::Control { apply: body, .. } = &mut p.decls[i].kind
-        {
-            body.stmts = stmts;
-        }
-    }
+        stmts
+            .into_iter()
+            .map(|s| stmts_owned(s, &mut |s| switch_as_ifs(p, &mut h, s)))
+            .collect()
+    });
 }
 
 /// `switch (e) { 1: {A} 2: 3: {B} default: {C} }` as

@@ -6,8 +6,9 @@
 //! table are left to the lowering.
 
 use crate::hoist::{Hoister, Mode};
+use crate::visit::control_bodies;
 use crate::Pass;
-use p4_sema::ir::{DeclKind, Program};
+use p4_sema::ir::Program;
 
 pub const PASS: Pass = Pass {
     name: "side-effects",
@@ -17,20 +18,5 @@ pub const PASS: Pass = Pass {
 
 fn run(p: &mut Program) {
     let mut h = Hoister::new(p, Mode::Control);
-    for i in 0..p.decls.len() {
-        let (DeclKind::Action { body, .. }
-        | DeclKind::Function { body, .. }
-        | DeclKind::Control { apply: body, .. }) = &p.decls[i].kind
-        else {
-            continue;
-        };
-        let stmts = body.stmts.clone();
-        let stmts = h.stmts(p, stmts);
-        if let DeclKind::Action { body, .. }
-        | DeclKind::Function { body, .. }
-        | DeclKind::Control { apply: body, .. } = &mut p.decls[i].kind
-        {
-            body.stmts = stmts;
-        }
-    }
+    control_bodies(p, |p, stmts, _| h.stmts(p, stmts));
 }
