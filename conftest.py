@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lossless_ctl.switchlab import compile_pipeline
+from lossless_kit.pipeline import compile_pipeline
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
+import queue
 import sys
 from pathlib import Path
 
@@ -191,16 +193,15 @@ def _push_ports(stats_addr: str, model, cfg: config_db.ConfigDb) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Reconcile the switch with the config, then learn neighbours until interrupted. When the
-    switch's stream is lost (a restarted switch), reconnect and reconcile again: a switch that
-    came back without the pipeline is loaded in full, i.e. replayed."""
+    """Reconcile the switch with the config, then learn neighbours (and, with --fpm, program
+    zebra's routes) until interrupted. When the switch's stream is lost (a restarted switch),
+    reconnect and reconcile again: a switch that came back without the pipeline is loaded in
+    full, i.e. replayed, and the FPM routes are written again."""
     import signal
     import threading
 
-    from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
-    from lossless_ctl.loader import plan, read_pipeline, reconcile
-    from lossless_ctl.neighbor import NeighborLearner, serve
-    from lossless_ctl.p4info import P4InfoError, P4InfoIndex
+    from lossless_ctl.loader import plan, read_pipeline
+    from lossless_ctl.p4info import P4InfoError
     from lossless_ctl.p4map import MappingError
 
     cfg = _read_config(args)
@@ -217,6 +218,60 @@ def _run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    try:
+        routing = _start_fpm(args, cfg, pipeline, program) if args.fpm else None
+    except (OSError, ValueError) as err:
+        print(f"run: --fpm {args.fpm}: {err}", file=sys.stderr)
+        return 1
+    try:
+        return _sessions(args, cfg, pipeline, model, program, stop, routing)
+    finally:
+        if routing is not None:
+            server, orch, _ = routing
+            server.stop()
+            orch.stop()
+            print(orch.summary(server.counters), flush=True)
+
+
+def _start_fpm(args: argparse.Namespace, cfg, pipeline, program):
+    """The FPM listener and the route orchestrator behind it, for every session of `run`."""
+    from lossless_ctl.fpm import FpmServer
+    from lossless_ctl.neighbor import routed_interfaces
+    from lossless_ctl.p4info import P4InfoIndex
+    from lossless_ctl.routeorch import RouteOrch, parse_bulk
+
+    # Next hops routeorch wants resolved; the neighbour learner's thread sends the ARP/NS.
+    asks: queue.Queue = queue.Queue()
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    orch = RouteOrch(
+        P4InfoIndex(pipeline.p4info),
+        program.ids,
+        routed_interfaces(cfg),
+        parse_bulk(args.route_bulk),
+        log=log,
+        resolve=asks.put,
+        restart_s=args.fpm_restart,
+    )
+    server = FpmServer(
+        args.fpm, orch.submit, log=log, netns=args.fpm_netns, on_connect=orch.zebra_connected
+    )
+    orch.start()
+    server.start()
+    log(f"fpm: listening on {server.address}" + (f" in {args.fpm_netns}" if args.fpm_netns else ""))
+    return server, orch, asks
+
+
+def _sessions(args, cfg, pipeline, model, program, stop, routing) -> int:
+    """One P4Runtime session after the other, until stopped (see _run)."""
+    from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+    from lossless_ctl.loader import reconcile
+    from lossless_ctl.neighbor import NeighborLearner, serve
+    from lossless_ctl.p4info import P4InfoIndex
+
+    _, orch, resolve = routing if routing is not None else (None, None, None)
     sessions = 0
     while not stop.is_set():
         try:
@@ -237,7 +292,19 @@ def _run(args: argparse.Namespace) -> int:
                 learner = NeighborLearner(
                     cfg, program, P4InfoIndex(pipeline.p4info), args.neighbor_age
                 )
-                serve(client, learner, stop, log=lambda line: print(line, flush=True))
+                if orch is not None:
+                    orch.attach(client)
+                try:
+                    serve(
+                        client,
+                        learner,
+                        stop,
+                        log=lambda line: print(line, flush=True),
+                        resolve=resolve,
+                    )
+                finally:
+                    if orch is not None:
+                        orch.detach()
         except P4RuntimeError as err:
             if sessions == 0:
                 print(f"run: {args.switch}: {err}", file=sys.stderr)
@@ -250,7 +317,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-SHOW_COMMANDS = ("arp", "ndp", "ip route summary", "ipv6 route summary")
+SHOW_COMMANDS = ("arp", "ndp", "ip route", "ipv6 route", "ip route summary", "ipv6 route summary")
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -266,6 +333,7 @@ def _show(args: argparse.Namespace) -> int:
     if what not in known:
         raise ValueError(f"show {what!r}: known are {', '.join(known)}")
     port_names: dict[int, str] = {}
+    cfg = None
     if args.config:
         cfg = _read_config(args)
         if cfg is None:
@@ -278,6 +346,8 @@ def _show(args: argparse.Namespace) -> int:
             if what in ("arp", "ndp"):
                 rows = neighbors(client, index, port_names)
                 print(render_neighbors(rows, 4 if what == "arp" else 6))
+            elif what in ("ip route", "ipv6 route"):
+                print(_show_routes(client, index, 4 if what == "ip route" else 6, cfg))
             elif what in SHOW_COMMANDS:
                 print(route_summary(client, index, 4 if what.startswith("ip ") else 6))
             else:
@@ -292,6 +362,24 @@ def _show(args: argparse.Namespace) -> int:
         print(f"show: {err}", file=sys.stderr)
         return 1
     return 0
+
+
+def _show_routes(client, index, version: int, cfg: config_db.ConfigDb | None) -> str:
+    """`show ip route`: interface names and the config's neighbours come from the config when
+    one is given (the switch knows router interface numbers only)."""
+    from lossless_ctl.loader import plan
+    from lossless_ctl.show import render_routes, routes
+
+    rif_names: dict[int, str] = {}
+    connected = {}
+    neighbors = None
+    if cfg is not None:
+        _, program = plan(cfg, client.p4info())
+        rif_names = {n: key.removeprefix("rif:") for key, n in program.ids.rif_ids.items()}
+        connected = {r.ip.network: r.ifname for r in cfg.router_ips}
+        connected |= {ipaddress.ip_network(r.ip.ip): r.ifname for r in cfg.router_ips}
+        neighbors = {n.ip for n in cfg.neighbors}
+    return render_routes(routes(client, index, version, rif_names, neighbors), connected)
 
 
 def _clear(args: argparse.Namespace) -> int:
@@ -478,11 +566,36 @@ def build_parser() -> argparse.ArgumentParser:
         default=30.0,
         help="seconds to wait for the switch at each (re)connection before retrying",
     )
+    run.add_argument(
+        "--fpm",
+        metavar="ADDR",
+        help="serve FPM here (host:port, e.g. 127.0.0.1:2620) and program the routes zebra's "
+        "dplane_fpm_nl sends (zebra: `fpm address ...`, `no fpm use-next-hop-groups`)",
+    )
+    run.add_argument(
+        "--fpm-netns",
+        metavar="NAME",
+        help="open the FPM socket in this network namespace (zebra's), e.g. a lab switch's",
+    )
+    run.add_argument(
+        "--fpm-restart",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after zebra reconnects, routes it has not sent again once it has been quiet "
+        "this long are removed (until then they stay, as graceful restart keeps them)",
+    )
+    run.add_argument(
+        "--route-bulk",
+        default="seed002",
+        metavar="SIZE/SECONDS",
+        help="FPM routes per write and flush interval (default seed002 = 64/1, orchagent's)",
+    )
     run.set_defaults(func=_run)
 
     show = sub.add_parser(
         "show",
-        help="SONiC show commands: arp, ndp, ip|ipv6 route summary, pfc counters, queue "
+        help="SONiC show commands: arp, ndp, ip|ipv6 route [summary], pfc counters, queue "
         "counters|wredcounters|watermark, priority-group watermark shared|headroom, "
         "priority-group drop|pause counters, interfaces counters, dropcounters counts, "
         "pfcwd stats",

@@ -22,6 +22,7 @@ P4Runtime updates and PacketOuts, without I/O of its own (so it is tested with p
 from __future__ import annotations
 
 import ipaddress
+import queue
 import struct
 import threading
 import time
@@ -174,6 +175,27 @@ class Interface:
         return next((a.ip for a in self.addresses if ip in a.network), None)
 
 
+def routed_interfaces(cfg: ConfigDb) -> dict[str, Interface]:
+    """Interfaces the pipeline routes out of, by name: routed ports and one-port VLANs."""
+    mac = mac_bytes(cfg.mac or "00:00:00:00:00:00")
+    by_name: dict[str, Interface] = {}
+    for rip in cfg.router_ips:
+        if rip.ifname.startswith("Loopback"):
+            continue
+        port_name = rip.ifname
+        if rip.ifname.startswith("Vlan"):
+            members = cfg.vlans[rip.ifname].members
+            if len(members) != 1:
+                continue
+            port_name = members[0]
+        port = cfg.ports.get(port_name)
+        if port is None or port.index is None:
+            continue
+        iface = by_name.setdefault(rip.ifname, Interface(rip.ifname, port.index, mac, []))
+        iface.addresses.append(rip.ip)
+    return by_name
+
+
 @dataclass
 class Learned:
     mac: bytes
@@ -201,25 +223,8 @@ class NeighborLearner:
         self.age_s = age_s
         self.in_fields = {m.id: m.name for m in p4info.packet_metadata("packet_in").values()}
         self.out_fields = p4info.packet_metadata("packet_out")
-        mac = mac_bytes(cfg.mac or "00:00:00:00:00:00")
-        # Interfaces the pipeline routes out of: routed ports and one-port VLANs.
-        by_name: dict[str, Interface] = {}
-        for rip in cfg.router_ips:
-            if rip.ifname.startswith("Loopback"):
-                continue
-            port_name = rip.ifname
-            if rip.ifname.startswith("Vlan"):
-                members = cfg.vlans[rip.ifname].members
-                if len(members) != 1:
-                    continue
-                port_name = members[0]
-            port = cfg.ports.get(port_name)
-            if port is None or port.index is None:
-                continue
-            iface = by_name.setdefault(rip.ifname, Interface(rip.ifname, port.index, mac, []))
-            iface.addresses.append(rip.ip)
-        self.interfaces = by_name
-        self.by_port = {i.port: i for i in by_name.values()}
+        self.interfaces = routed_interfaces(cfg)
+        self.by_port = {i.port: i for i in self.interfaces.values()}
         self.static = {(n.ifname, n.ip) for n in cfg.neighbors}
         self.learned: dict[tuple[str, IpAddress], Learned] = {}
         self.asked: dict[IpAddress, float] = {}
@@ -368,10 +373,12 @@ def serve(
     tick_s: float = 1.0,
     log=print,
     burst: int = 1024,
+    resolve: queue.Queue | None = None,
 ) -> None:
     """PacketIns in, updates and PacketOuts out, until `stop` is set or the switch's stream is
     lost. PacketIns that arrive together (up to `burst`) are handled as one, so their updates
-    share WriteRequests."""
+    share WriteRequests. Addresses put in `resolve` (routes' next hops, from another thread)
+    are asked for as a glean is, within a tick."""
     for line in apply(client, learner, learner.start(time.monotonic())):
         log(line)
     next_tick = time.monotonic() + tick_s
@@ -384,6 +391,12 @@ def serve(
                 metadata = [(m.metadata_id, m.value) for m in p.metadata]
                 actions.extend(learner.packet_in(p.payload, metadata, now))
             for line in apply(client, learner, actions):
+                log(line)
+        if resolve is not None:
+            asks = Actions()
+            while not resolve.empty():
+                asks.extend(learner.glean(resolve.get_nowait(), now))
+            for line in apply(client, learner, asks):
                 log(line)
         if now >= next_tick:
             for line in apply(client, learner, learner.tick(now)):

@@ -12,6 +12,7 @@ the pipeline).
 from __future__ import annotations
 
 import ipaddress
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,11 +63,33 @@ class Phase:
 
 @dataclass
 class HardwareIds:
-    """syncd's OID -> id map, kept so that run-time objects (learned neighbours) fit in."""
+    """syncd's OID -> id map, kept so that run-time objects (learned neighbours, FPM routes)
+    fit in. Run-time writers share it from several threads: ids are taken under `lock`."""
 
     rif_ids: dict[str, int] = field(default_factory=dict)
     nexthop_ids: dict[str, int] = field(default_factory=dict)
     routes: set[Any] = field(default_factory=set)  # prefixes with a route entry
+    group_ids: dict[str, int] = field(default_factory=dict)
+    members: set[int] = field(default_factory=set)  # ECMP members written (id = next hop id)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    _free: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    _next: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def allocate(self, kind: str) -> int:
+        """An id no "nexthop" or "group" holds: a released one first, so that flapping run-time
+        objects do not run the pipeline's id space out."""
+        with self.lock:
+            free = self._free.get(kind)
+            if free:
+                return free.pop()
+            used = self.nexthop_ids if kind == "nexthop" else self.group_ids
+            n = self._next.get(kind) or max(used.values(), default=0) + 1
+            self._next[kind] = n + 1
+            return n
+
+    def release(self, kind: str, n: int) -> None:
+        with self.lock:
+            self._free.setdefault(kind, []).append(n)
 
 
 @dataclass
@@ -249,6 +272,7 @@ class _Mapper:
         self.rif_ids = {o.key: i for i, o in enumerate(model.of_type("ROUTER_INTERFACE"), 1)}
         self.nexthop_ids = {o.key: i for i, o in enumerate(model.of_type("NEXT_HOP"), 1)}
         self.group_ids = {o.key: i for i, o in enumerate(model.of_type("NEXT_HOP_GROUP"), 1)}
+        self.members: set[int] = set()
 
     def port_of(self, key: str, where: str) -> int | None:
         """The switch port number of a PORT object (a missing index is reported once, above)."""
@@ -274,7 +298,9 @@ class _Mapper:
         routes |= {
             ipaddress.ip_network(n.entry["ip_address"]) for n in self.m.of_type("NEIGHBOR_ENTRY")
         }
-        ids = HardwareIds(dict(self.rif_ids), dict(self.nexthop_ids), routes)
+        ids = HardwareIds(
+            dict(self.rif_ids), dict(self.nexthop_ids), routes, dict(self.group_ids), self.members
+        )
         return P4Program([p for p in phases if p.updates], self.notes, ids)
 
     def add(self, phase: Phase, label: str, build, *args, **kwargs) -> None:
@@ -594,7 +620,7 @@ class _Mapper:
     def ecmp(self) -> list[Phase]:
         members, groups, table = Phase("ECMP members"), Phase("ECMP groups"), Phase("ECMP table")
         profile = ING + "ecmp_selector"
-        used: set[int] = set()
+        used = self.members
         by_group: dict[str, list[int]] = {}
         for m in self.m.of_type("NEXT_HOP_GROUP_MEMBER"):
             by_group.setdefault(m["SAI_NEXT_HOP_GROUP_MEMBER_ATTR_NEXT_HOP_GROUP_ID"], []).append(
@@ -667,7 +693,6 @@ class NeighborEntries:
     def __init__(self, p4info: P4InfoIndex, ids: HardwareIds):
         self.b = _Builder(p4info)
         self.ids = ids
-        self.next_nexthop = max(ids.nexthop_ids.values(), default=0) + 1
         self.created: dict[tuple[str, Any], list[Any]] = {}  # what remove() takes away
 
     def _entry(self, kind: int, table: str, match: dict, action: str, params: dict) -> Any:
@@ -687,14 +712,14 @@ class NeighborEntries:
             return updates
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
         key = f"nexthop:{ifname}|{ip}"
-        nid = self.ids.nexthop_ids.get(key)
-        if nid is None:
-            nid = self.ids.nexthop_ids[key] = self.next_nexthop
-            self.next_nexthop += 1
-            nexthop = (ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop")
-            params = {"rif": rif, "neighbor_ip": int(ip)}
-            updates.append(self._entry(pb.INSERT, *nexthop, params))
-            created.insert(0, self._entry(pb.DELETE, *nexthop, params))
+        with self.ids.lock:  # routeorch may be making the same next hop
+            nid = self.ids.nexthop_ids.get(key)
+            if nid is None:
+                nid = self.ids.nexthop_ids[key] = self.ids.allocate("nexthop")
+                nexthop = (ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop")
+                params = {"rif": rif, "neighbor_ip": int(ip)}
+                updates.append(self._entry(pb.INSERT, *nexthop, params))
+                created.insert(0, self._entry(pb.DELETE, *nexthop, params))
         host = ipaddress.ip_network(ip)
         if host not in self.ids.routes:
             self.ids.routes.add(host)
@@ -713,5 +738,58 @@ class NeighborEntries:
             if self.b.idx.name_of(e.table_id).endswith("_route"):
                 self.ids.routes.discard(ipaddress.ip_network(ip))
             elif self.b.idx.name_of(e.table_id).endswith(".nexthop"):
-                self.ids.nexthop_ids.pop(f"nexthop:{ifname}|{ip}", None)
+                nid = self.ids.nexthop_ids.pop(f"nexthop:{ifname}|{ip}", None)
+                if nid is not None:
+                    self.ids.release("nexthop", nid)
         return created
+
+
+class RouteEntries:
+    """Entries for routes added at run time (FPM): next hops, ECMP members, groups and their
+    ecmp_group entries, and route entries whose `metadata` names their source ("fpm:bgp"),
+    which is how `show ip route` tells them from the config's."""
+
+    ECMP_PROFILE = ING + "ecmp_selector"
+
+    def __init__(self, p4info: P4InfoIndex):
+        self.b = _Builder(p4info)
+        self.pb = self.b.pb
+
+    def _typed(self, update: Any, insert: bool) -> Any:
+        update.type = self.pb.Update.INSERT if insert else self.pb.Update.DELETE
+        return update
+
+    def nexthop(self, nid: int, rif: int, ip: Any, insert: bool = True) -> Any:
+        params = {"rif": rif, "neighbor_ip": int(ip)}
+        update = self.b.table_entry(
+            ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop", params
+        )
+        return self._typed(update, insert)
+
+    def member(self, nid: int, insert: bool = True) -> Any:
+        update = self.b.member(self.ECMP_PROFILE, nid, ING + "set_nexthop_id", {"nexthop_id": nid})
+        return self._typed(update, insert)
+
+    def group(self, gid: int, members: list[int], insert: bool = True) -> list[Any]:
+        """The group and its ecmp_group entry: written in that order, deleted in the other."""
+        group = self._typed(self.b.group(self.ECMP_PROFILE, gid, members), insert)
+        entry = self._typed(
+            self.b.table_entry(ING + "ecmp_group", {"group": gid}, group_id=gid), insert
+        )
+        return [group, entry] if insert else [entry, group]
+
+    def route(self, prefix: Any, target: tuple[str, int], source: str, kind: int) -> Any:
+        """A route entry to ("nexthop", id), ("group", id) or ("drop", 0), as update `kind`."""
+        table = ING + ("ipv4_route" if prefix.version == 4 else "ipv6_route")
+        what, n = target
+        if what == "drop":
+            action, params = ING + "drop_route", {}
+        elif what == "group":
+            action, params = ING + "set_ecmp_group_id", {"ecmp_group_id": n}
+        else:
+            action, params = ING + "set_nexthop_id", {"nexthop_id": n}
+        match = {"dst": (int(prefix.network_address), prefix.prefixlen)}
+        update = self.b.table_entry(table, match, action, params)
+        update.type = kind
+        update.entity.table_entry.metadata = source.encode()
+        return update

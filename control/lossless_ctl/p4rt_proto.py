@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
+from lossless_paths import P4RUNTIME_EXPORTER
+
 PROTO_FILES = (
     "p4/v1/p4runtime.proto",
     "p4/v1/p4data.proto",
@@ -38,12 +40,6 @@ PACKAGES = ("p4", "p4/v1", "p4/config", "p4/config/v1")
 
 class BindingsError(RuntimeError):
     pass
-
-
-def export_script() -> Path:
-    # The controller is installed editable from the repository (make's venv step), so the
-    # schema exporter shared with the Rust build sits two levels above this package.
-    return Path(__file__).resolve().parents[2] / "toolchain" / "p4runtime-proto" / "export_fds.py"
 
 
 def cache_dir() -> Path:
@@ -66,7 +62,9 @@ def generate(dest: Path) -> Path:
         return dest
     from grpc_tools import protoc
 
-    script = export_script()
+    # The controller is installed editable from the repository (make's venv step), which holds
+    # the schema exporter shared with the Rust build.
+    script = P4RUNTIME_EXPORTER
     if not script.exists():
         raise BindingsError(
             f"{script} not found: install lossless-ctl editable from the repository"

@@ -1,5 +1,6 @@
 """Fixtures: a copy of the compiled pipeline (../../conftest.py), and a fake P4Runtime server
-(lossless_ctl.fake_switch) for the unit tests that check the requests the controller sends."""
+(tests/doubles/fake_p4runtime.py) for the unit tests that check the requests the controller
+sends."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lossless_ctl.fake_switch import FakeSwitch
+from fake_p4runtime import FakeSwitch
 
 DATA = Path(__file__).parent / "data"
 

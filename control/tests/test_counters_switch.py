@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import struct
 import time
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import IP, UDP
@@ -22,10 +21,9 @@ from lossless_ctl import config_db
 from lossless_ctl.cli import main as ctl_main
 from lossless_ctl.port_config import tm_config
 from lossless_ctl.sai import derive
-from lossless_ctl.switchlab import SwitchLab
+from lossless_kit.vethlab import SwitchLab
+from lossless_paths import PTF_CONFIG_DB as CONFIG
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "ptf-tests" / "config" / "config_db.json"
 ROUTER_MAC = "02:00:00:00:00:01"
 HOST1_MAC = "02:00:00:00:01:02"  # NEIGH Ethernet0|10.1.0.2
 PFC_DST = "01:80:c2:00:00:01"

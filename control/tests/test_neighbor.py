@@ -30,6 +30,7 @@ from lossless_ctl.neighbor import (
 )
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4rt_proto import bindings
+from lossless_paths import CONTROL
 
 DATA = Path(__file__).parent / "data"
 ING = "LosslessIngress."
@@ -260,7 +261,7 @@ def test_run_command_loads_resolves_and_stops_on_sigterm(fake_switch, pipeline_d
     config.write_text(json.dumps(tables()))
     argv = [sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(config)]
     argv += ["--switch", address, "--pipeline", str(pipeline_dir)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(CONTROL)}
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 20

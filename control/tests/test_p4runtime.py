@@ -19,9 +19,9 @@ from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
 from lossless_ctl.loader import load, plan, read_back, read_pipeline, reconcile
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4rt_proto import bindings
+from lossless_paths import CONTROL
 
 DATA = Path(__file__).parent / "data"
-PACKAGE_ROOT = Path(__file__).parents[1]
 ING = "LosslessIngress."
 EG = "LosslessEgress."
 
@@ -355,7 +355,7 @@ def test_bindings_generate_once_into_the_cache(tmp_path):
         "assert type(w).FromString(w.SerializeToString()).device_id == 7; "
         "assert b.p4runtime_pb2_grpc.P4RuntimeStub; print(cache_dir())"
     )
-    env = {**os.environ, "LOSSLESS_CTL_CACHE": str(tmp_path), "PYTHONPATH": str(PACKAGE_ROOT)}
+    env = {**os.environ, "LOSSLESS_CTL_CACHE": str(tmp_path), "PYTHONPATH": str(CONTROL)}
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     generated = Path(first.stdout.strip()) / "p4" / "v1" / "p4runtime_pb2.py"

@@ -23,11 +23,10 @@ from lossless_ctl.loader import pipeline_cookie, plan, read_back, read_pipeline
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.port_config import tm_config
 from lossless_ctl.sai import derive
-from lossless_topo.switch import PortlessSwitch, free_port
+from lossless_kit.switch import SwitchProcess, free_port
+from lossless_paths import BIN
+from lossless_paths import PTF_CONFIG_DB as CONFIG
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "build" / "bin"
-CONFIG = ROOT / "ptf-tests" / "config" / "config_db.json"
 DEVICE_ID = 1
 
 
@@ -38,20 +37,27 @@ def pipeline(compiled_pipeline) -> Path:
     return compiled_pipeline
 
 
+def portless_switch(workdir: Path, port_config: Path | None = None) -> SwitchProcess:
+    """p4-switch without ports or program, as the controller meets it before `load`."""
+    return SwitchProcess(
+        BIN / "p4-switch",
+        device_id=DEVICE_ID,
+        grpc_addr=f"127.0.0.1:{free_port()}",
+        stats_addr=f"127.0.0.1:{free_port()}",
+        port_config=port_config,
+        log_path=workdir / "p4-switch.log",
+    )
+
+
 @pytest.fixture
 def server(tmp_path):
-    sw = PortlessSwitch(BIN / "p4-switch", DEVICE_ID, tmp_path)
-    sw.start()
-    try:
+    with portless_switch(tmp_path) as sw:
         yield sw
-    finally:
-        if sw.running():
-            sw.stop()
 
 
 @pytest.fixture
 def switch(server) -> str:
-    return server.address
+    return server.grpc_addr
 
 
 def _load(switch: str, pipeline: Path, *extra: str) -> int:
@@ -92,49 +98,46 @@ def test_load_configures_the_running_switchs_ports(tmp_path, pipeline, capsys):
     start = tmp_path / "ports.json"
     ports = [{"port": p, "rate_bps": 100_000_000} for p in (1, 2, 3, 4)]
     start.write_text(json.dumps({"buffer": {"total_bytes": 1_000_000}, "ports": ports}))
-    sw = PortlessSwitch(BIN / "p4-switch", DEVICE_ID, tmp_path, port_config=start)
-    sw.start()
-    try:
-        assert _load(sw.address, pipeline, "--stats", sw.stats) == 0
-        assert f"port configuration: 4 ports configured at {sw.stats}" in capsys.readouterr().out
+    with portless_switch(tmp_path, port_config=start) as sw:
+        assert _load(sw.grpc_addr, pipeline, "--stats", sw.stats_addr) == 0
+        out = capsys.readouterr().out
+        assert f"port configuration: 4 ports configured at {sw.stats_addr}" in out
         cfg = config_db.parse_checked(config_db.load_files([CONFIG]))
         for want in tm_config(derive(cfg), cfg.chip)["ports"]:
-            with urllib.request.urlopen(f"http://{sw.stats}/ports/{want['port']}") as resp:
+            with urllib.request.urlopen(f"http://{sw.stats_addr}/ports/{want['port']}") as resp:
                 got = json.loads(resp.read())
             for key in ("rate_bps", "mtu", "pfc_enable"):
                 assert got.get(key) == want.get(key), (want["port"], key, got)
             if "pfcwd" in want:
                 assert got["pfcwd"]["detection_time_ms"] == want["pfcwd"]["detection_time_ms"]
-    finally:
-        sw.stop()
 
 
 def test_port_configuration_needs_a_traffic_manager(server, pipeline, capsys):
-    assert _load(server.address, pipeline, "--stats", server.stats) == 1
+    assert _load(server.grpc_addr, pipeline, "--stats", server.stats_addr) == 1
     err = capsys.readouterr().err
-    assert f"port configuration: http://{server.stats}/ports/1: 400: no traffic manager" in err
+    assert f"port configuration: http://{server.stats_addr}/ports/1: 400: no traffic manager" in err
 
 
-def _show(server: PortlessSwitch, capsys, *what: str) -> dict:
+def _show(server: SwitchProcess, capsys, *what: str) -> dict:
     capsys.readouterr()
-    argv = ["show", *what, "--switch", server.address, "--stats", server.stats, "--json"]
+    argv = ["show", *what, "--switch", server.grpc_addr, "--stats", server.stats_addr, "--json"]
     assert ctl_main([*argv, "--config", str(CONFIG), "--device-id", str(DEVICE_ID)]) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def _clear(server: PortlessSwitch, capsys, *what: str) -> str:
+def _clear(server: SwitchProcess, capsys, *what: str) -> str:
     capsys.readouterr()
-    argv = ["clear", *what, "--switch", server.address, "--stats", server.stats]
+    argv = ["clear", *what, "--switch", server.grpc_addr, "--stats", server.stats_addr]
     assert ctl_main([*argv, "--device-id", str(DEVICE_ID)]) == 0
     return capsys.readouterr().out
 
 
 def _write_cells(
-    server: PortlessSwitch, pipeline: Path, cells: list[tuple[str, str, int, int]]
+    server: SwitchProcess, pipeline: Path, cells: list[tuple[str, str, int, int]]
 ) -> None:
     """(counter|register, name, index, value): what traffic would have left in the pipeline."""
     index = P4InfoIndex(read_pipeline(pipeline).p4info)
-    with P4RuntimeClient(server.address, device_id=DEVICE_ID) as client:
+    with P4RuntimeClient(server.grpc_addr, device_id=DEVICE_ID) as client:
         client.arbitrate()
         pb = client.pb
         updates = []
@@ -156,7 +159,7 @@ def _write_cells(
 
 
 def test_clear_commands_reset_what_they_name(server, pipeline, capsys):
-    assert _load(server.address, pipeline) == 0
+    assert _load(server.grpc_addr, pipeline) == 0
     # Ethernet0 is port 1: PG 3 is cell 11, PG 4 cell 12, PG 1 cell 9.
     _write_cells(server, pipeline, [
         ("register", "pg_shared_peak", 11, 1500),
@@ -195,15 +198,15 @@ def test_clear_commands_reset_what_they_name(server, pipeline, capsys):
 
 
 def test_clear_errors_name_the_endpoint(server, pipeline, capsys):
-    assert _load(server.address, pipeline) == 0
+    assert _load(server.grpc_addr, pipeline) == 0
     capsys.readouterr()
     unused = f"127.0.0.1:{free_port()}"
-    argv = ["clear", "counters", "--switch", server.address, "--stats", unused]
+    argv = ["clear", "counters", "--switch", server.grpc_addr, "--stats", unused]
     assert ctl_main(argv) == 1
     err = capsys.readouterr().err
     assert f"clear: http://{unused}/clear?scope=ports" in err, err
     with pytest.raises(SystemExit) as exit_info:
-        ctl_main(["clear", "everything", "--switch", server.address])
+        ctl_main(["clear", "everything", "--switch", server.grpc_addr])
     assert exit_info.value.code == 2
     assert "clear 'everything': known are all, counters" in capsys.readouterr().err
 
@@ -222,7 +225,7 @@ def test_restarted_switch_is_replayed(server, pipeline, tmp_path):
     _, program = plan(cfg, loaded.p4info)
 
     def in_sync() -> list[str]:
-        with P4RuntimeClient(server.address, device_id=DEVICE_ID) as client:
+        with P4RuntimeClient(server.grpc_addr, device_id=DEVICE_ID) as client:
             client.connect()
             assert client.pipeline_cookie() == pipeline_cookie(loaded)
             return read_back(client, loaded, program)
@@ -230,7 +233,7 @@ def test_restarted_switch_is_replayed(server, pipeline, tmp_path):
     log = tmp_path / "run.log"
     cmd = [
         sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
-        "--switch", server.address, "--pipeline", str(pipeline),
+        "--switch", server.grpc_addr, "--pipeline", str(pipeline),
         "--device-id", str(DEVICE_ID), "--reconnect-timeout", "5",
     ]  # fmt: skip
     with log.open("wb") as out:
@@ -241,8 +244,9 @@ def test_restarted_switch_is_replayed(server, pipeline, tmp_path):
         assert first[0][0] == first[0][1] and int(first[0][0]) > 0, log.read_text()
         assert in_sync() == []
 
-        server.stop()  # the switch restarts with nothing: no pipeline, no entries
+        server.stop(check=True)  # the switch restarts with nothing: no pipeline, no entries
         server.start()
+        server.wait_ready()
         _wait_for(lambda: log.read_text().count("written") == 2, "the replay")
         text = log.read_text()
         assert "stream lost; reconnecting to replay" in text, text

@@ -5,6 +5,7 @@ says what differed (expected vs received, field by field, nearest miss)."""
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import json
 import time
 import urllib.request
@@ -26,7 +27,12 @@ DROP_COPP = 7
 DROP_ROUTE_ACTION = 8
 PUNT_ARP, PUNT_ND, PUNT_IP2ME = 1, 2, 3
 PORTS = (1, 2, 3, 4)
-ELECTION_ID = (0, 100)
+# Each test's P4Runtime session arbitrates with an election id of its own (100, 101, ...): the
+# previous test's stream may still be open on the switch when the next test arbitrates, and the
+# spec refuses an id that a controller of the role already holds (bmv2: "Election id already
+# exists"). The learning tests' controller runs above them (CONTROLLER_ELECTION_ID).
+_session_election_ids = itertools.count(100)
+CONTROLLER_ELECTION_ID = 1_000_000
 
 
 class SuiteConfig:
@@ -169,7 +175,9 @@ class LosslessTest(BaseTest):
         if self._client is None:
             from lossless_ctl.client import P4RuntimeClient
 
-            self._client = P4RuntimeClient(self.params["grpc_addr"], election_id=ELECTION_ID)
+            self._client = P4RuntimeClient(
+                self.params["grpc_addr"], election_id=(0, next(_session_election_ids))
+            )
             self._client.arbitrate()
         return self._client
 

@@ -15,8 +15,10 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
-CONFIG = Path(__file__).resolve().parent.parent / "config"
+from lossless_paths import PTF_TESTS
+
+TESTS = PTF_TESTS / "tests"
+CONFIG = PTF_TESTS / "config"
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,11 @@ import sys
 import time
 from pathlib import Path
 
+from lossless_kit.switch import SwitchError, SwitchProcess, is_bmv2
+from lossless_paths import CONTROL, P4_BUILD, PTF_CONFIG_DB, PTF_TESTS, RESULTS
 from ptf_harness.negative import NEGATIVE, TESTS, Verdict, module_tests
-from ptf_harness.switch import SwitchError, SwitchProcess, is_bmv2
 from ptf_harness.topology import PTF_MGMT_IP, SWITCH_MGMT_IP, Topology, TopologyError
 
-HERE = Path(__file__).resolve().parent.parent  # ptf-tests/
-ROOT = HERE.parent
 GRPC_PORT = 9559
 STATS_PORT = 9090
 
@@ -85,7 +84,7 @@ def session(
     results.mkdir(parents=True, exist_ok=True)
     pipeline = Path(args.pipeline).resolve()
     check_inputs(args.switch, pipeline)
-    configs = [HERE / "config" / "config_db.json", *(p.resolve() for p in overlays)]
+    configs = [PTF_CONFIG_DB, *(p.resolve() for p in overlays)]
     ports_json = results / "ports.json"
     port_config(configs, ports_json)
     outcomes = results / "outcomes.jsonl"
@@ -96,14 +95,14 @@ def session(
     switch = SwitchProcess(
         binary=shutil.which(args.switch) or args.switch,
         interfaces={p: topo.switch_iface(p) for p in topo.port_numbers()},
-        grpc_port=GRPC_PORT,
+        grpc_addr=f"0.0.0.0:{GRPC_PORT}",
         port_config=ports_json,
         stats_addr=f"{SWITCH_MGMT_IP}:{STATS_PORT}",
         exec_prefix=topo.exec_prefix(topo.switch_ns),
         log_path=results / "switch.log",
     )
     python = sys.executable
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT / "control")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PTF_TESTS), str(CONTROL)]))
     try:
         topo.up()
         switch.start()
@@ -136,7 +135,7 @@ def session(
         }
         cmd = [
             *topo.exec_prefix(topo.ptf_ns), python, str(Path(python).parent / "ptf"),
-            "--test-dir", str(HERE / "tests"), "--pypath", str(HERE),
+            "--test-dir", str(PTF_TESTS / "tests"), "--pypath", str(PTF_TESTS),
             "--log-file", str(results / "ptf.log"),
             "--test-params", ";".join(f"{k}={v!r}" for k, v in params.items()),
         ]  # fmt: skip
@@ -223,10 +222,10 @@ def _terminate(signum: int, _frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="ptf_harness.run", description=__doc__.split("\n\n")[0])
     p.add_argument("--switch", default=os.environ.get("SWITCH", "build/bin/p4-switch"))
-    p.add_argument("--pipeline", default=str(ROOT / "build" / "p4"))
+    p.add_argument("--pipeline", default=str(P4_BUILD))
     p.add_argument("--overlay", action="append", default=[], metavar="FILE")
     p.add_argument("--scale", choices=("ci", "full"), default="ci")
-    p.add_argument("--results", default=str(ROOT / "results" / "ptf"))
+    p.add_argument("--results", default=str(RESULTS / "ptf"))
     p.add_argument("--prefix", default="llptf", help="namespace name prefix")
     p.add_argument("--ready-timeout", type=float, default=30.0)
     p.add_argument(

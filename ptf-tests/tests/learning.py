@@ -24,7 +24,7 @@ from scapy.layers.inet6 import (
 )
 from scapy.layers.l2 import ARP, Ether
 
-from ptf_harness.base import LosslessTest
+from ptf_harness.base import CONTROLLER_ELECTION_ID, LosslessTest
 from ptf_harness.packets import routed
 
 H1_MAC = "02:00:00:00:01:02"
@@ -40,7 +40,7 @@ class ControllerTest(LosslessTest):
         super().setUp()
         cmd = [sys.executable, "-m", "lossless_ctl.cli", "run", "--switch",
                self.params["grpc_addr"], "--pipeline", self.params["pipeline"],
-               "--election-id", "200"]  # fmt: skip
+               "--election-id", str(CONTROLLER_ELECTION_ID)]  # fmt: skip
         for c in self.params["configs"].split(","):
             cmd += ["--config", c]
         self.ctl = subprocess.Popen(

@@ -1,22 +1,17 @@
-"""The runner end to end with a stand-in switch (lossless-ctl's fake P4Runtime server, which
+"""The runner end to end with a stand-in switch (the fake P4Runtime server of tests/doubles, which
 forwards nothing): namespaces up, switch started and ready, programmed through lossless-ctl
 across the management link, PTF run on the veth peers, and everything torn down even though
 the PTF test fails (the stand-in returns no counters)."""
 
 import subprocess
-import sys
-from pathlib import Path
 
+import standins
 from ptf_harness import run
 from ptf_harness.topology import Topology
 
-HERE = Path(__file__).resolve().parent
-
 
 def test_runner_programs_runs_ptf_and_tears_down(tmp_path, capsys, compiled_pipeline):
-    switch = tmp_path / "p4-switch"
-    switch.write_text(f"#!{sys.executable}\n" + (HERE / "standin_p4runtime.py").read_text())
-    switch.chmod(0o755)
+    switch = standins.executable(tmp_path, standins.P4RUNTIME)
     pipeline = tmp_path / "p4"
     pipeline.mkdir()
     (pipeline / "lossless.p4info.txtpb").write_text(

@@ -1,16 +1,15 @@
 """The suite's config_db.json and the mechanism-off overlays stay loadable by lossless-ctl, and
 the thresholds the tests expect follow from them by p4src/README.md's formulas."""
 
-from pathlib import Path
-
 import pytest
 
 from lossless_ctl import config_db
 from lossless_ctl.loader import plan
 from lossless_ctl.p4info import read_p4info
+from lossless_paths import PTF_TESTS
 from ptf_harness.base import SuiteConfig
 
-CONFIG = Path(__file__).resolve().parent.parent / "config"
+CONFIG = PTF_TESTS / "config"
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,10 @@ from p4runtime_sh import shell as sh
 from p4runtime_sh.context import P4Type
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
-from lossless_topo.switch import CPU_PORT, switch_without_program
+from lossless_kit.switch import CPU_PORT, SwitchProcess, free_port
+from lossless_paths import BIN
 
 HERE = Path(__file__).resolve().parent
-BIN = HERE.parents[1] / "build" / "bin"
 DEVICE_ID = 3
 MISS, DIRECT = 0xFF, 0xEE
 # v1model's standard_metadata.instance_type values (bmv2's simple_switch).
@@ -55,8 +55,14 @@ def program(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def switch(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("switch")
-    with switch_without_program(BIN / "p4-switch", DEVICE_ID, workdir) as addr:
-        yield addr
+    with SwitchProcess(
+        BIN / "p4-switch",
+        device_id=DEVICE_ID,
+        grpc_addr=f"127.0.0.1:{free_port()}",
+        stats_addr=f"127.0.0.1:{free_port()}",
+        log_path=workdir / "p4-switch.log",
+    ) as sw:
+        yield sw.grpc_addr
 
 
 @pytest.fixture(scope="module")

@@ -206,3 +206,54 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
             "target": str(variant.kmax),
         }
     return cfg
+
+
+def experiment_params(experiment: dict, quick: bool) -> dict:
+    """The experiment section with its `quick` overrides applied when asked."""
+    params = dict(experiment)
+    if quick:
+        params.update(params.get("quick", {}))
+    return params
+
+
+def case_variants(params: dict) -> dict[str, Variant]:
+    """Every configuration an experiment loads, by case name, in the order it loads them.
+
+    One place for the lab's runner and lossless-sim, so both program the same config_db.json
+    for the same case.
+    """
+    kind = params.get("kind")
+    if kind == "prio-2to1":
+        ek = params["ecn"]
+        return {
+            f"ecn={'on' if ecn else 'off'}": Variant(
+                ecn=ecn, kmin=ek["kmin"], kmax=ek["kmax"], pmax_percent=ek["pmax_percent"]
+            )
+            for ecn in (True, False)
+        }
+    if kind == "incast":
+        return {
+            case["name"]: Variant(
+                pfc=case["pfc"], buffers=case["buffers"], roce_mtu=params["roce_mtu"]
+            )
+            for case in params["cases"]
+        }
+    if kind == "leafspine":
+        ek = params["ecn"]
+        return {
+            f"sfc={'on' if sfc else 'off'}": Variant(
+                ecn=True,
+                sfc=sfc,
+                # Seed 003's switches share a 32 MB buffer with dynamic thresholds: PFC
+                # pauses only when the pool runs short, so the queue can grow past the SFC
+                # threshold (with static 68 KB pause points PFC held it at 160 KB).
+                buffers="dynamic",
+                kmin=ek["kmin"],
+                kmax=ek["kmax"],
+                pmax_percent=ek["pmax_percent"],
+                sfc_threshold=params["sfc_threshold_kmax"] * ek["kmax"],
+                roce_mtu=max(params["sizes"]),
+            )
+            for sfc in (False, True)
+        }
+    raise ValueError(f"experiment.kind: unknown experiment '{kind}'")

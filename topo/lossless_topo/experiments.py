@@ -69,9 +69,7 @@ class Runner:
         self.scale: Scale = lab.scale
         self.workdir = workdir
         self.quick = quick
-        self.params = dict(lab.topo.experiment)
-        if quick:
-            self.params.update(self.params.get("quick", {}))
+        self.params = configdb.experiment_params(lab.topo.experiment, quick)
         self._qpn = 0
         self._port = 18515
 
@@ -247,12 +245,7 @@ class Runner:
         p = self.params
         rows = {}
         for ecn in (True, False):
-            ek = p["ecn"]
-            self.lab.load(
-                configdb.Variant(
-                    ecn=ecn, kmin=ek["kmin"], kmax=ek["kmax"], pmax_percent=ek["pmax_percent"]
-                )
-            )
+            self.lab.load(configdb.case_variants(p)[f"ecn={'on' if ecn else 'off'}"])
             for case in p["cases"]:
                 label = f"{case['name']} ecn={'on' if ecn else 'off'}"
                 bw = None
@@ -334,9 +327,7 @@ class Runner:
         rows = []
         recv_ip = str(self.topo.hosts[p["receiver"]].ip.ip)
         for case in p["cases"]:
-            self.lab.load(
-                configdb.Variant(pfc=case["pfc"], buffers=case["buffers"], roce_mtu=p["roce_mtu"])
-            )
+            self.lab.load(configdb.case_variants(p)[case["name"]])
             before = self.stats_now()
             pg_drops_before = self.lab.pg_drops(p["priority"])
             # One server process per sender (perftest runs one ib_write_bw server per client):
@@ -461,25 +452,10 @@ class Runner:
 
     def leafspine(self, results: Results) -> None:
         p = self.params
-        ek = p["ecn"]
         recv = self.topo.hosts[p["receiver"]]
         tables = {}
         for sfc in (False, True):
-            self.lab.load(
-                configdb.Variant(
-                    ecn=True,
-                    sfc=sfc,
-                    # Seed 003's switches share a 32 MB buffer with dynamic thresholds: PFC
-                    # pauses only when the pool runs short, so the queue can grow past the SFC
-                    # threshold (with static 68 KB pause points PFC held it at 160 KB).
-                    buffers="dynamic",
-                    kmin=ek["kmin"],
-                    kmax=ek["kmax"],
-                    pmax_percent=ek["pmax_percent"],
-                    sfc_threshold=p["sfc_threshold_kmax"] * ek["kmax"],
-                    roce_mtu=max(p["sizes"]),
-                )
-            )
+            self.lab.load(configdb.case_variants(p)[f"sfc={'on' if sfc else 'off'}"])
             for size in p["sizes"]:
                 for flows in p["flows_per_sender"]:
                     for mix in p["mixes"]:

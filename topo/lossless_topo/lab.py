@@ -28,11 +28,12 @@ from mininet.node import Host
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.counters import CLASSES
 from lossless_ctl.p4info import P4InfoIndex, read_p4info
+from lossless_kit.switch import SwitchError, is_bmv2
 
 from . import configdb
 from .cleanup import RunState
 from .model import Scale, Topology
-from .switch import LosslessSwitch, SwitchError, is_bmv2
+from .switch import LosslessSwitch
 
 # The host NIC's transmit queue under the shaper, in (lab) milliseconds.
 HOST_QUEUE_MS = 100

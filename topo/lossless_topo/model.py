@@ -59,6 +59,9 @@ class Link:
     a: Endpoint
     b: Endpoint
     rate_mbps: int
+    # Propagation delay: `delay_ns`, or `cable_m` at 5 ns/m; 0 when the file gives neither
+    # (the lab's veths have none; lossless-sim applies it).
+    delay_ns: int = 0
 
 
 @dataclass
@@ -148,6 +151,106 @@ def load(name_or_path: str) -> Topology:
     return parse(data)
 
 
+# Fields a topology file may have, per object; anything else is an error at its JSON path, so a
+# misspelt parameter is not silently ignored by the lab or the simulator.
+TOP_FIELDS = {
+    "name",
+    "seed",
+    "description",
+    "chip",
+    "hwsku",
+    "buffer_bytes",
+    "switches",
+    "hosts",
+    "links",
+    "experiment",
+}
+SWITCH_FIELDS = {"name", "front_panel_ports"}
+HOST_FIELDS = {"name", "switch", "ip"}
+LINK_FIELDS = {"a", "b", "rate_mbps", "cable_m", "delay_ns"}
+EXPERIMENT_FIELDS = {
+    "prio-2to1": {
+        "kind",
+        "lat_host",
+        "bw_host",
+        "receiver",
+        "lat_size",
+        "lat_iters",
+        "bw_size",
+        "bw_seconds",
+        "cases",
+        "ecn",
+        "quick",
+    },
+    "incast": {
+        "kind",
+        "receiver",
+        "senders",
+        "priority",
+        "size",
+        "iters",
+        "roce_mtu",
+        "cases",
+        "quick",
+    },
+    "leafspine": {
+        "kind",
+        "receiver",
+        "senders",
+        "roce_priority",
+        "tcp_priority",
+        "mixes",
+        "flows_per_sender",
+        "sizes",
+        "iters",
+        "seconds",
+        "ecn",
+        "sfc_threshold_kmax",
+        "quick",
+    },
+}
+# Nanoseconds of propagation per metre of cable (light in fibre or copper at ~2/3 c).
+NS_PER_METRE = 5
+
+
+def _known(data, allowed: set[str], path: str) -> None:
+    if not isinstance(data, dict):
+        raise TopologyError(f"{path or 'topology'}: expected an object")
+    for key in data:
+        if key not in allowed:
+            where = f"{path}.{key}" if path else key
+            raise TopologyError(f"{where}: unknown field (known: {', '.join(sorted(allowed))})")
+
+
+def _check_experiment(exp: dict) -> None:
+    if not exp:
+        return
+    kind = exp.get("kind")
+    if kind not in EXPERIMENT_FIELDS:
+        raise TopologyError(
+            f"experiment.kind: unknown experiment {kind!r} (known: {', '.join(EXPERIMENT_FIELDS)})"
+        )
+    fields = EXPERIMENT_FIELDS[kind]
+    _known(exp, fields, "experiment")
+    _known(exp.get("quick", {}), fields - {"kind", "quick"}, "experiment.quick")
+
+
+def _delay_ns(raw: dict, path: str) -> int:
+    if "delay_ns" in raw and "cable_m" in raw:
+        raise TopologyError(f"{path}: give delay_ns or cable_m, not both")
+    if "delay_ns" in raw:
+        value = raw["delay_ns"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise TopologyError(f"{path}.delay_ns: expected a non-negative integer")
+        return value
+    if "cable_m" in raw:
+        value = raw["cable_m"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise TopologyError(f"{path}.cable_m: expected a non-negative number")
+        return round(value * NS_PER_METRE)
+    return 0
+
+
 def _get(data: dict, key: str, path: str, kind: type):
     if not isinstance(data, dict) or key not in data:
         raise TopologyError(f"{path}.{key}: missing" if path else f"{key}: missing")
@@ -159,9 +262,11 @@ def _get(data: dict, key: str, path: str, kind: type):
 
 def parse(data: dict) -> Topology:
     """Build and check a topology from its JSON document."""
+    _known(data, TOP_FIELDS, "")
     name = _get(data, "name", "", str)
     switches: dict[str, Switch] = {}
     for i, s in enumerate(_get(data, "switches", "", list)):
+        _known(s, SWITCH_FIELDS, f"switches[{i}]")
         sname = _get(s, "name", f"switches[{i}]", str)
         if sname in switches:
             raise TopologyError(f"switches[{i}].name: duplicate node '{sname}'")
@@ -172,6 +277,7 @@ def parse(data: dict) -> Topology:
     hosts: dict[str, Host] = {}
     for i, h in enumerate(_get(data, "hosts", "", list)):
         path = f"hosts[{i}]"
+        _known(h, HOST_FIELDS, path)
         hname = _get(h, "name", path, str)
         if hname in hosts or hname in switches:
             raise TopologyError(f"{path}.name: duplicate node '{hname}'")
@@ -192,6 +298,7 @@ def parse(data: dict) -> Topology:
     seen_hosts: set[str] = set()
     for i, raw in enumerate(_get(data, "links", "", list)):
         path = f"links[{i}]"
+        _known(raw, LINK_FIELDS, path)
         a, b = _get(raw, "a", path, str), _get(raw, "b", path, str)
         rate = _get(raw, "rate_mbps", path, int)
         if rate <= 0:
@@ -234,7 +341,7 @@ def parse(data: dict) -> Topology:
                     host = hosts[a if a in hosts else b]
                     ip = ipaddress.IPv4Interface(f"{host.gateway}/{host.ip.network.prefixlen}")
                 ends.append(Endpoint(node, port, f"{node}-eth{port}", ip))
-        links.append(Link(ends[0], ends[1], rate))
+        links.append(Link(ends[0], ends[1], rate, _delay_ns(raw, path)))
     for hname in hosts:
         if hname not in seen_hosts:
             raise TopologyError(f"hosts: {hname} has no link")
@@ -243,6 +350,8 @@ def parse(data: dict) -> Topology:
         for m in nets[i + 1 :]:
             if n.overlaps(m):
                 raise TopologyError(f"hosts: subnets {n} and {m} overlap")
+    experiment = data.get("experiment", {})
+    _check_experiment(experiment)
     topo = Topology(
         name=name,
         seed=data.get("seed", ""),
@@ -253,7 +362,7 @@ def parse(data: dict) -> Topology:
         switches=switches,
         hosts=hosts,
         links=links,
-        experiment=data.get("experiment", {}),
+        experiment=experiment,
     )
     for s in switches:
         topo.routes(s)  # every host reachable from every switch

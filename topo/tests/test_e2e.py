@@ -23,11 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from lossless_paths import BIN
 from lossless_topo import cleanup, model
 from lossless_topo.results import Results
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / "build" / "bin"
 RUN_TIMEOUT_S = 600
 LAB_MBPS = 25  # the runner's default lab link rate
 

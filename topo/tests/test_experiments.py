@@ -8,15 +8,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from lossless_paths import BIN, CARGO_RELEASE
 from lossless_topo import model
 from lossless_topo.experiments import DCQCN_RAI_MBPS, DCQCN_TIMER_US, Runner
 from lossless_topo.lab import LabError
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def roce_host() -> str:
-    for cand in (ROOT / "build/bin/roce-host", ROOT / "target/release/roce-host"):
+    for cand in (BIN / "roce-host", CARGO_RELEASE / "roce-host"):
         if cand.exists():
             return str(cand)
     found = shutil.which("roce-host")

@@ -1,6 +1,6 @@
 """Mininet bring-up, the switch class's process management and cleanup (as root).
 
-The switch processes here are tests/helpers/standin_switch.py, which only records its command
+The switch processes here are tests/doubles/standin_switch.py, which only records its command
 line and listens on its gRPC port: what the switch class starts, waits for and stops.
 """
 
@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+import standins
+from lossless_kit.switch import SwitchError
+from lossless_paths import TEST_DOUBLES
 from lossless_topo import cleanup, configdb, lab, model
 from lossless_topo.results import fetch_stats
-from lossless_topo.switch import SwitchError, command, missing_features
-
-STANDIN = str(Path(__file__).parent / "helpers" / "standin_switch.py")
+from lossless_topo.switch import missing_features
 
 
 def make_lab(tmp_path, name="prio-2to1"):
@@ -30,7 +31,7 @@ def make_lab(tmp_path, name="prio-2to1"):
     return lab.Lab(
         topo=topo,
         scale=model.Scale.for_topology(topo, 100),
-        switch_bin=STANDIN,
+        switch_bin=str(standins.executable(tmp_path)),
         pipeline=lab.Pipeline(tmp_path / "p4"),
         workdir=tmp_path / "run",
         state=state,
@@ -81,9 +82,9 @@ def test_bring_up_hosts_links_and_switch_processes(tmp_path, argv_dir):
 
 
 def test_switch_that_exits_is_reported_with_its_log(tmp_path, argv_dir, monkeypatch):
-    monkeypatch.setenv("STANDIN_FAIL", "1")
+    monkeypatch.setenv("STANDIN_MODE", "exit")
     the_lab = make_lab(tmp_path)
-    with pytest.raises(lab.LabError, match="(?s)exited with 3 .*failing on purpose"):
+    with pytest.raises(lab.LabError, match="(?s)exited with status 3 .*cannot open interface"):
         try:
             the_lab.bring_up(configdb.Variant())
         except SwitchError as e:  # Mininet may raise from build
@@ -93,11 +94,12 @@ def test_switch_that_exits_is_reported_with_its_log(tmp_path, argv_dir, monkeypa
     assert links_named("s1-eth") == []
 
 
+TESTS = str(Path(__file__).parent)
 CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    sys.path.insert(0, {tests!r})
+    sys.path[:0] = [{tests!r}, {doubles!r}]
     from test_lab import make_lab
     from lossless_topo import configdb
     the_lab = make_lab(Path({tmp!r}))
@@ -111,7 +113,11 @@ CHILD = textwrap.dedent(
 def test_cleanup_after_a_killed_run(tmp_path, argv_dir):
     """SIGKILL the process running the lab; cleanup from its state file removes everything."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD.format(tests=str(Path(__file__).parent), tmp=str(tmp_path))],
+        [
+            sys.executable,
+            "-c",
+            CHILD.format(tests=TESTS, doubles=str(TEST_DOUBLES), tmp=str(tmp_path)),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -171,46 +177,6 @@ def test_state_file_cut_short_is_ignored(tmp_path):
     (tmp_path / "s.json").write_text('{"processes": [{"pid"')
     assert cleanup.RunState.load(tmp_path / "s.json").processes == []
     time.sleep(0)
-
-
-def test_command_lines_for_both_switches(tmp_path):
-    common = dict(
-        ports={2: "s1-eth2", 1: "s1-eth1"},
-        device_id=3,
-        grpc_port=9559,
-        json_path=tmp_path / "l.json",
-        port_config=tmp_path / "p.json",
-        stats_port=9090,
-    )
-    ours = command("build/bin/p4-switch", **common)
-    assert ours == [
-        "build/bin/p4-switch",
-        "--device-id",
-        "3",
-        "--priority-queues",
-        "8",
-        "-i",
-        "1@s1-eth1",
-        "-i",
-        "2@s1-eth2",
-        "--port-config",
-        str(tmp_path / "p.json"),
-        "--stats-addr",
-        "127.0.0.1:9090",
-        str(tmp_path / "l.json"),
-        "--grpc-server-addr",
-        "127.0.0.1:9559",
-        "--cpu-port",
-        "255",
-    ]
-    bmv2 = command("simple_switch_grpc", **common)
-    assert "--port-config" not in bmv2 and "--stats-addr" not in bmv2
-    assert bmv2[bmv2.index("--") + 1 :] == [
-        "--grpc-server-addr",
-        "127.0.0.1:9559",
-        "--cpu-port",
-        "255",
-    ]
 
 
 class _Switch(BaseHTTPRequestHandler):

@@ -68,6 +68,14 @@ def test_leafspine_routes_use_both_spines():
         (lambda d: d["hosts"][1].update(ip="10.0.1.9/24"), "overlap"),
         (lambda d: d["hosts"][0].update(ip="10.0.1.1/24"), "hosts[0].ip: 10.0.1.1/24 leaves no"),
         (lambda d: d["hosts"].append(dict(d["hosts"][0])), "hosts[3].name: duplicate node 'h1'"),
+        (lambda d: d.update(buffer_size=1), "buffer_size: unknown field"),
+        (lambda d: d["links"][2].update(cable=3), "links[2].cable: unknown field"),
+        (lambda d: d["hosts"][0].update(port=1), "hosts[0].port: unknown field"),
+        (lambda d: d["experiment"].update(lat_itres=5), "experiment.lat_itres: unknown field"),
+        (lambda d: d["experiment"]["quick"].update(x=1), "experiment.quick.x: unknown field"),
+        (lambda d: d["experiment"].update(kind="nope"), "experiment.kind: unknown experiment"),
+        (lambda d: d["links"][0].update(cable_m=-1), "links[0].cable_m: expected a non-negative"),
+        (lambda d: d["links"][0].update(cable_m=1, delay_ns=5), "links[0]: give delay_ns or"),
     ],
 )
 def test_bad_topologies_name_the_path(mutate, message):
@@ -196,3 +204,68 @@ def test_dynamic_buffers_and_sfc_interval_at_lab_rates():
     fast = configdb.build(topo, "leaf1", v, model.Scale.for_topology(topo, 25000))
     assert fast["SFC"]["GLOBAL"]["min_interval_us"] == "100"
     assert Path(model.TOPOLOGY_DIR).is_dir()
+
+
+def test_link_delay_from_cable_or_ns():
+    data = copy.deepcopy(raw("prio-2to1"))
+    data["links"][0]["cable_m"] = 40
+    data["links"][1]["delay_ns"] = 7
+    topo = model.parse(data)
+    assert [link.delay_ns for link in topo.links] == [200, 7, 0]
+
+
+@pytest.mark.parametrize(
+    "name, cases",
+    [
+        ("prio-2to1", ["ecn=on", "ecn=off"]),
+        ("incast-16to1", ["default", "tuned"]),
+        ("leafspine-7to1", ["sfc=off", "sfc=on"]),
+    ],
+)
+def test_case_variants_name_every_loaded_config(name, cases):
+    variants = configdb.case_variants(configdb.experiment_params(raw(name)["experiment"], False))
+    assert list(variants) == cases
+    assert len(set(variants.values())) == len(cases)
+
+
+def test_simcase_writes_fabric_and_configs_at_nominal_rates(tmp_path):
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lossless_topo.simcase",
+            "leafspine-7to1",
+            "--out",
+            str(tmp_path),
+            "--case",
+            "sfc=on",
+            "--quick",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    fabric = json.loads((tmp_path / "fabric.json").read_text())
+    assert out.stdout.strip() == str(tmp_path / "fabric.json")
+    assert fabric["case"] == "sfc=on" and fabric["cases"] == ["sfc=off", "sfc=on"]
+    assert fabric["experiment"]["iters"] == 5  # quick override applied
+    assert len(fabric["switches"]) == 10 and len(fabric["hosts"]) == 8
+    leaf1 = json.loads((tmp_path / "config" / "leaf1.config_db.json").read_text())
+    assert {p["speed"] for p in leaf1["PORT"].values()} == {"25000"}
+    assert "SFC" in leaf1
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lossless_topo.simcase",
+            "prio-2to1",
+            "--out",
+            str(tmp_path),
+            "--case",
+            "nope",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2
+    assert "--case nope: no such case (have: ecn=on, ecn=off)" in bad.stderr

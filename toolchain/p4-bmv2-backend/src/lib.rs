@@ -21,6 +21,8 @@
 //! 6. `checksum` and `deparser`: verify/compute controls to `checksums` and `calculations`,
 //!    the deparser's `emit` calls to its header order.
 //! 7. `p4info`: the control-plane model with p4c's names (`MyIngress.ipv4_lpm`, `@name`).
+//! 8. `shape`: p4c's JSON shapes where real bmv2's loader requires them (wrapped expression
+//!    parameters, `local` action data in expressions, padded metadata, no `lookahead` operands).
 //!
 //!
 //! Below them, `prims` collects one body's primitives (jumps, labels, the inlined callees'
@@ -38,6 +40,7 @@ mod num;
 mod p4info;
 mod parser;
 mod prims;
+mod shape;
 
 use p4_bmv2_json as j;
 use p4_sema::ir::{self, DeclId, DeclKind, ExprKind, Type, TypeDeclKind};
@@ -82,6 +85,7 @@ pub fn compile(p: &ir::Program, diags: &mut Diagnostics) -> Option<Output> {
         return None;
     }
     let control_plane = cx.cp.take_model();
+    shape::conform(&mut cx.json);
     Some(Output {
         json: cx.json,
         control_plane,

@@ -211,6 +211,12 @@ impl<'de> Deserialize<'de> for FieldDecl {
         use serde::de::{self, SeqAccess, Visitor};
         #[derive(Deserialize)]
         #[serde(untagged)]
+        enum Flag {
+            Bool(bool),
+            Int(u64),
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
         enum W {
             Bits(u32),
             Star(String),
@@ -235,7 +241,16 @@ impl<'de> Deserialize<'de> for FieldDecl {
                     }
                     None => return Err(de::Error::invalid_length(1, &self)),
                 };
-                let signed = seq.next_element::<bool>()?.unwrap_or(false);
+                // p4c writes `0` rather than `false` for some fields (bool struct members).
+                let signed = match seq.next_element::<Flag>()? {
+                    None | Some(Flag::Bool(false)) | Some(Flag::Int(0)) => false,
+                    Some(Flag::Bool(true)) | Some(Flag::Int(1)) => true,
+                    Some(Flag::Int(n)) => {
+                        return Err(de::Error::custom(format!(
+                            "signed flag must be a boolean, 0 or 1, not {n}"
+                        )))
+                    }
+                };
                 if seq.next_element::<de::IgnoredAny>()?.is_some() {
                     return Err(de::Error::invalid_length(4, &self));
                 }

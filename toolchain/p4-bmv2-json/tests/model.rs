@@ -133,3 +133,17 @@ fn errors_name_the_json_path() {
     assert!(err("{\"actions\": [}").contains("line 1"));
     assert!(err("\"x\"").starts_with(".: invalid type"));
 }
+
+/// p4c writes `0` as the signed flag of some fields (members of a struct with a `bool`,
+/// tests/p4c-corpus/real-p4c/header-bool-bmv2): 0 and 1 read as false and true.
+#[test]
+fn signed_flag_may_be_0_or_1() {
+    let p =
+        Program::from_json(&P4C_LIKE.replace(r#"["len", 8, false]"#, r#"["len", 8, 0]"#)).unwrap();
+    assert!(!p.header_types[2].fields[0].signed);
+    let p =
+        Program::from_json(&P4C_LIKE.replace(r#"["len", 8, false]"#, r#"["len", 8, 1]"#)).unwrap();
+    assert!(p.header_types[2].fields[0].signed);
+    let bad = P4C_LIKE.replace(r#"["len", 8, false]"#, r#"["len", 8, 2]"#);
+    assert!(err(&bad).contains("signed flag must be a boolean, 0 or 1, not 2"));
+}

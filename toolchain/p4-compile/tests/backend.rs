@@ -1,12 +1,12 @@
 //! The backend end to end: golden BMv2 JSON and P4Info for `tests/compiler/good/*.p4`
 //! (`P4_BLESS=1` rewrites them; a program the backend refuses has its expected `unsupported`
 //! diagnostics in `NAME.unsupported`), STF tests of compiled programs run in-process through
-//! switch-engine (`tests/stf/*.stf`, and p4c's own test programs in `tests/stf/p4c/`), a
+//! switch-v1model (`tests/stf/*.stf`, and p4c's own test programs in `tests/stf/p4c/`), a
 //! program's own extern function, and the shipped pipeline `p4src/lossless.p4`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use switch_engine::{StfSwitch, Switch, SwitchConfig};
+use switch_v1model::{StfSwitch, Switch, SwitchConfig};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -1,5 +1,5 @@
 //! Packets/s of the switch on an L3 program (10,000 /24 LPM routes, a 4-member ECMP action
-//! selector on crc16, MAC and TTL rewrite, IPv4 checksum update: `switch-engine`'s
+//! selector on crc16, MAC and TTL rewrite, IPv4 checksum update: `switch-v1model`'s
 //! `tests/programs/ecmp.json`) beside the no-op forwarder (`noop.json`) on the same path as the
 //! ceiling, all in this run:
 //!
@@ -32,14 +32,15 @@
 
 mod support;
 
+use p4_switch::clock::{ClockKind, SystemClock};
 use p4_switch::core::Core;
-use p4_switch::runtime::{Clock, ClockKind, Runtime};
+use p4_switch::runtime::Runtime;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use switch_engine::{FieldMatch, Switch, SwitchConfig};
 use switch_ports::{AfPacketPort, Port, Recv, MAX_FRAME};
+use switch_v1model::{FieldMatch, Switch, SwitchConfig};
 
 const ROUTES: u32 = 10_000;
 const FLOWS: u32 = 4096;
@@ -62,7 +63,7 @@ impl Program {
 /// The program with its routes: every ECMP member to a port of `member_ports`.
 fn switch(program: Program, member_ports: [u8; 4]) -> Result<Switch, String> {
     let path = format!(
-        "{}/../switch-engine/tests/programs/{}.json",
+        "{}/../switch-v1model/tests/programs/{}.json",
         env!("CARGO_MANIFEST_DIR"),
         program.name()
     );
@@ -72,7 +73,7 @@ fn switch(program: Program, member_ports: [u8; 4]) -> Result<Switch, String> {
     if program == Program::Noop {
         return Ok(sw);
     }
-    let err = |e: switch_engine::ApiError| format!("{path}: {e}");
+    let err = |e: switch_v1model::ApiError| format!("{path}: {e}");
     let mut members = Vec::new();
     for (i, port) in member_ports.into_iter().enumerate() {
         let args = [vec![0, port], vec![0, 0, 0, 0, 0, i as u8 + 1]];
@@ -490,8 +491,14 @@ fn veth(program: Program, flood_length: Duration) -> Result<(Flood, Value, Value
         0,
     )
     .map_err(|e| e.to_string())?;
-    let rt = Runtime::start(core, ports, Duration::ZERO, Clock::new(ClockKind::Real), 0)
-        .map_err(|e| e.to_string())?;
+    let rt = Runtime::start(
+        core,
+        ports,
+        Duration::ZERO,
+        SystemClock::new(ClockKind::Real),
+        0,
+    )
+    .map_err(|e| e.to_string())?;
     let measured = flood(&*h0, &*h1, flood_length)
         .and_then(|f| {
             let small = zero_loss(&*h0, &*h1, SMALL, 1)?;
@@ -509,8 +516,8 @@ fn veth(program: Program, flood_length: Duration) -> Result<(Flood, Value, Value
 fn run(packets: u64, veth_secs: f64) -> Result<Value, String> {
     let mut doc = json!({
         "bench": "p4-switch",
-        "program": "switch-engine/tests/programs/ecmp.json: 10000 /24 LPM routes, 4-member ECMP selector (crc16), MAC + TTL rewrite, IPv4 checksum",
-        "baseline": "switch-engine/tests/programs/noop.json: every packet to port 1",
+        "program": "switch-v1model/tests/programs/ecmp.json: 10000 /24 LPM routes, 4-member ECMP selector (crc16), MAC + TTL rewrite, IPv4 checksum",
+        "baseline": "switch-v1model/tests/programs/noop.json: every packet to port 1",
         "frame_bytes": SMALL,
         "flows": FLOWS,
         "in_process": {

@@ -22,9 +22,9 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
-use switch_engine::{Switch, SwitchConfig};
 use switch_ports::Port;
 use switch_tm::{wire_bytes, ConfigFormat, TmConfig};
+use switch_v1model::{Switch, SwitchConfig};
 
 const FRAME: usize = 64;
 const RATE_BPS: u64 = 100_000_000_000;

@@ -1,16 +1,17 @@
 //! The command line (bmv2's `simple_switch_grpc --help` plus ours) and start-up.
 
+use crate::clock::{Clock, ClockKind, SystemClock};
 use crate::core::Core;
 use crate::log::{Level, Logger};
-use crate::runtime::{Clock, ClockKind, Runtime};
+use crate::runtime::Runtime;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use switch_engine::{Switch, SwitchConfig};
 use switch_ports::{AfPacketPort, Captured, PcapFilePort, Port};
 use switch_tm::{ConfigFormat, TmConfig};
+use switch_v1model::{Switch, SwitchConfig};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -54,27 +55,37 @@ pub struct Args {
     /// Bytes of each packet written to the log at debug level.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub dump_packet_data: usize,
-    #[arg(long, default_value = "127.0.0.1:9559")]
-    pub grpc_server_addr: String,
+    /// P4Runtime server [default: 127.0.0.1:9559; none as `simple_switch`].
+    #[arg(long)]
+    pub grpc_server_addr: Option<String>,
     /// Traffic manager configuration (YAML or JSON); without it ports are unshaped as in bmv2.
     #[arg(long, value_name = "FILE")]
     pub port_config: Option<PathBuf>,
-    /// Statistics and port-configuration HTTP endpoint.
-    #[arg(long, default_value = "127.0.0.1:9090")]
-    pub stats_addr: String,
+    /// Statistics and port-configuration HTTP endpoint [default: 127.0.0.1:9090; none as
+    /// `simple_switch`].
+    #[arg(long)]
+    pub stats_addr: Option<String>,
     #[arg(long, value_enum, default_value = "real")]
     pub clock: ClockKind,
     /// `egress_spec` value that drops.
     #[arg(long, default_value_t = 511)]
     pub drop_port: u32,
+    /// Run as bmv2's `simple_switch` (set from argv[0]): it serves only the runtime CLI, so the
+    /// P4Runtime and stats servers start only when their address is given. p4c's harness runs
+    /// several at once, which would otherwise all bind the same default addresses.
+    #[arg(skip)]
+    pub as_simple_switch: bool,
 }
+
+const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:9559";
+const DEFAULT_STATS_ADDR: &str = "127.0.0.1:9090";
 
 /// What runs until a signal: the dataplane and its servers.
 pub struct Running {
     pub runtime: Runtime,
-    pub stats: crate::http::StatsServer,
+    pub stats: Option<crate::http::StatsServer>,
     pub cli: Option<crate::cli_server::CliServer>,
-    pub grpc: crate::grpc::GrpcServer,
+    pub grpc: Option<crate::grpc::GrpcServer>,
 }
 
 impl Running {
@@ -97,7 +108,10 @@ fn parse_interface(s: &str) -> Result<(u32, String), String> {
     let (p, iface) = s
         .split_once('@')
         .ok_or_else(|| format!("-i {s}: expected PORT@IFACE"))?;
+    // bmv2 keeps a leading space in the value (p4c's harness passes `-i ' 0@pcap0'` as one
+    // argument) and its number parsing skips it.
     let p = p
+        .trim_start()
         .parse()
         .map_err(|_| format!("-i {s}: '{p}' is not a port number"))?;
     if iface.is_empty() {
@@ -108,7 +122,7 @@ fn parse_interface(s: &str) -> Result<(u32, String), String> {
 
 /// Loads the program and configuration, opens the ports and starts every thread.
 pub fn start(args: &Args) -> Result<Running, String> {
-    let clock = Clock::new(args.clock);
+    let clock = SystemClock::new(args.clock);
     let out: Box<dyn std::io::Write + Send> = match &args.log_file {
         Some(f) => Box::new(
             std::fs::File::create(f).map_err(|e| format!("--log-file {}: {e}", f.display()))?,
@@ -198,10 +212,15 @@ pub fn start(args: &Args) -> Result<Running, String> {
     let runtime = Runtime::start(core, ports, delay, clock, args.device_id)
         .map_err(|e| format!("starting threads: {e}"))?;
     let handle = runtime.handle();
-    let stats = crate::http::StatsServer::start(&args.stats_addr, handle.clone());
-    let stats = match stats {
-        Ok(s) => s,
-        Err(e) => {
+    let default_addr = |d: &'static str| (!args.as_simple_switch).then_some(d);
+    let stats_addr = args
+        .stats_addr
+        .as_deref()
+        .or(default_addr(DEFAULT_STATS_ADDR));
+    let stats = match stats_addr.map(|a| crate::http::StatsServer::start(a, handle.clone())) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
             runtime.shutdown();
             return Err(e);
         }
@@ -216,9 +235,14 @@ pub fn start(args: &Args) -> Result<Running, String> {
             }
         },
     };
-    let grpc = match crate::grpc::GrpcServer::start(&args.grpc_server_addr, runtime.handle()) {
-        Ok(g) => g,
-        Err(e) => {
+    let grpc_addr = args
+        .grpc_server_addr
+        .as_deref()
+        .or(default_addr(DEFAULT_GRPC_ADDR));
+    let grpc = match grpc_addr.map(|a| crate::grpc::GrpcServer::start(a, Arc::new(runtime.handle()))) {
+        None => None,
+        Some(Ok(g)) => Some(g),
+        Some(Err(e)) => {
             runtime.shutdown();
             return Err(e);
         }
@@ -229,4 +253,19 @@ pub fn start(args: &Args) -> Result<Running, String> {
         cli,
         grpc,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_interface;
+
+    #[test]
+    fn interface_port_may_have_leading_space_as_bmv2_accepts() {
+        assert_eq!(parse_interface(" 0@pcap0"), Ok((0, "pcap0".to_string())));
+        assert_eq!(parse_interface("3@veth1"), Ok((3, "veth1".to_string())));
+        assert_eq!(
+            parse_interface("x@veth1"),
+            Err("-i x@veth1: 'x' is not a port number".to_string())
+        );
+    }
 }

@@ -6,11 +6,11 @@
 use crate::core::{CliKey, Core};
 use p4_bmv2_json::MatchType;
 use std::collections::BTreeMap;
-use switch_engine::{
+use switch_tables::{priority_from_bmv2, EntryHandle};
+use switch_v1model::{
     ApiError, EntryAction, EntryDesc, ErrorCode, FieldMatch, MeterRate, MirrorSession, Switch,
     TableDesc,
 };
-use switch_tables::{priority_from_bmv2, EntryHandle};
 
 /// Why a command failed, printed as bmv2's CLI prints it.
 enum Fail {
@@ -369,7 +369,7 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
                     .map(|n| n != 0)
                     .map_err(|_| format!("Invalid bool parameter ({s})")),
             };
-            let params = switch_engine::CrcParams {
+            let params = switch_v1model::CrcParams {
                 polynomial: number(poly, "polynomial")? as u64,
                 initial_remainder: number(init, "initial remainder")? as u64,
                 final_xor_value: number(xor, "final xor value")? as u64,

@@ -5,9 +5,9 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use switch_engine::{EgressJob, Output, QueueMeta, Stats, Switch, SwitchConfig};
 use switch_ports::Port;
 use switch_tm::{ClearScope, PortConfig, RxVerdict, Tm, TmConfig, TmError};
+use switch_v1model::{EgressJob, Output, QueueMeta, Stats, Switch, SwitchConfig};
 
 /// Rate given to ports the `--port-config` file does not list (and to the CPU port): far above
 /// anything a software port reaches, so they are effectively unshaped but still share the buffer.
@@ -19,8 +19,8 @@ const QDEPTH_MASK: u32 = (1 << 19) - 1;
 /// Where frames the pipeline sends to the CPU port go (P4Runtime PacketIn).
 /// A runtime-CLI entry key: as typed, and as the engine stored it.
 pub type CliKey = (
-    Vec<switch_engine::FieldMatch>,
-    Vec<switch_engine::FieldMatch>,
+    Vec<switch_v1model::FieldMatch>,
+    Vec<switch_v1model::FieldMatch>,
 );
 
 pub type CpuSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;

@@ -1,11 +1,12 @@
-//! The P4Runtime server (`p4runtime-server`) on `--grpc-server-addr`, over the running dataplane.
+//! The P4Runtime server (`p4runtime-server`) on `--grpc-server-addr`, over the running dataplane
+//! or any other [`Dataplane`] (lossless-sim serves its simulated switches with it).
 
 use crate::runtime::{EngineJob, Handle};
 use p4runtime_server::{CpuSink, Dataplane};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use switch_engine::SwitchConfig;
+use switch_v1model::SwitchConfig;
 use tokio::sync::oneshot;
 
 /// How long a stopping switch lets connected controllers finish their requests.
@@ -36,8 +37,9 @@ pub struct GrpcServer {
 }
 
 impl GrpcServer {
-    /// Binds `addr` now (so a busy port is a start-up error) and serves on a thread of its own.
-    pub fn start(addr: &str, handle: Handle) -> Result<GrpcServer, String> {
+    /// Binds `addr` now (so a busy port is a start-up error) and serves `dp` on a thread of its
+    /// own.
+    pub fn start(addr: &str, dp: Arc<dyn Dataplane>) -> Result<GrpcServer, String> {
         let err = |e: std::io::Error| format!("--grpc-server-addr {addr}: {e}");
         let listener = std::net::TcpListener::bind(addr).map_err(err)?;
         listener.set_nonblocking(true).map_err(err)?;
@@ -59,7 +61,6 @@ impl GrpcServer {
                             return;
                         }
                     };
-                    let dp: Arc<dyn Dataplane> = Arc::new(handle);
                     let (graceful, graceful_rx) = oneshot::channel::<()>();
                     let shutdown = async {
                         let _ = graceful_rx.await;

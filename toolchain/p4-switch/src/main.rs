@@ -13,7 +13,8 @@ fn main() {
     }
     // bmv2 takes its target-specific options (`--grpc-server-addr`, `--cpu-port`, ...) after a
     // `--` separator; ours are all one command line, so the separator is only dropped.
-    let args = p4_switch::app::Args::parse_from(std::env::args_os().filter(|a| a != "--"));
+    let mut args = p4_switch::app::Args::parse_from(std::env::args_os().filter(|a| a != "--"));
+    args.as_simple_switch = argv0.ends_with("simple_switch");
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
@@ -28,15 +29,17 @@ fn main() {
             std::process::exit(1);
         }
     };
-    eprintln!(
-        "p4-switch running; P4Runtime on {}, stats on http://{}{}",
-        running.grpc.addr(),
-        running.stats.addr(),
-        running
-            .cli
-            .as_ref()
-            .map_or(String::new(), |c| format!(", runtime CLI on {}", c.addr()))
-    );
+    let mut serving = Vec::new();
+    if let Some(g) = &running.grpc {
+        serving.push(format!("P4Runtime on {}", g.addr()));
+    }
+    if let Some(s) = &running.stats {
+        serving.push(format!("stats on http://{}", s.addr()));
+    }
+    if let Some(c) = &running.cli {
+        serving.push(format!("runtime CLI on {}", c.addr()));
+    }
+    eprintln!("p4-switch running; {}", serving.join(", "));
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }

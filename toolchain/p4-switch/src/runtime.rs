@@ -16,6 +16,7 @@
 //! more than the pipeline, and on its own thread it runs beside it. Sent batches come back with
 //! their buffers, which return to the engine.
 
+use crate::clock::Clock;
 use crate::core::{Core, CpuSink, TxBatch};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -23,9 +24,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use switch_engine::{Switch, SwitchConfig};
+use std::time::{Duration, Instant};
 use switch_ports::{Port, Recv, MAX_FRAME};
+use switch_v1model::{Switch, SwitchConfig};
 
 /// Frames and closures waiting for the dataplane thread. Bounded: a full queue makes receive
 /// threads wait, as a polled port's socket buffer fills while the dataplane thread is busy.
@@ -42,40 +43,6 @@ const TX_QUEUE: usize = 64;
 /// dataplane thread from a polled port): enough to amortise the wake-up, few enough that one
 /// port's burst does not keep the others waiting long.
 const RX_BATCH: usize = 64;
-
-/// The time base of the dataplane (`--clock`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ClockKind {
-    /// Monotonic, from switch start (bmv2: timestamps are microseconds since start).
-    Real,
-    /// Wall clock (Unix epoch), to line timestamps up with pcap captures.
-    Wall,
-}
-
-#[derive(Clone, Copy)]
-pub struct Clock {
-    start: Instant,
-    offset_ns: u64,
-}
-
-impl Clock {
-    pub fn new(kind: ClockKind) -> Clock {
-        let offset_ns = match kind {
-            ClockKind::Real => 0,
-            ClockKind::Wall => SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64),
-        };
-        Clock {
-            start: Instant::now(),
-            offset_ns,
-        }
-    }
-
-    pub fn now_ns(&self) -> u64 {
-        self.offset_ns + self.start.elapsed().as_nanos() as u64
-    }
-}
 
 type CoreFn = Box<dyn FnOnce(&mut Core, u64) + Send>;
 /// A control-plane job on the engine (`p4runtime_server::Dataplane::exec`).
@@ -146,7 +113,7 @@ struct Shared {
     stop: AtomicBool,
     engine: SwitchConfig,
     device_id: u64,
-    clock: Clock,
+    clock: Box<dyn Clock>,
 }
 
 impl Shared {
@@ -251,7 +218,7 @@ impl Runtime {
         core: Core,
         ports: Vec<(u32, Arc<dyn Port>)>,
         start_delay: Duration,
-        clock: Clock,
+        clock: impl Clock + 'static,
         device_id: u64,
     ) -> std::io::Result<Runtime> {
         let (tx, rx) = sync_channel(QUEUE);
@@ -262,7 +229,7 @@ impl Runtime {
             stop: AtomicBool::new(false),
             engine: core.engine_config().clone(),
             device_id,
-            clock,
+            clock: Box::new(clock),
         });
         let (polled, threaded): (Vec<_>, Vec<_>) = ports
             .into_iter()

@@ -8,7 +8,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_p4-switch");
 
 fn program() -> String {
     format!(
-        "{}/../switch-engine/tests/stf/l3.json",
+        "{}/../switch-v1model/tests/stf/l3.json",
         env!("CARGO_MANIFEST_DIR")
     )
 }

@@ -4,10 +4,11 @@ mod common;
 use common::*;
 use p4_switch::cli::execute;
 use p4_switch::cli_server::{CliClient, CliServer};
+use p4_switch::clock::{ClockKind, SystemClock};
 use p4_switch::core::Core;
-use p4_switch::runtime::{Clock, ClockKind, Runtime};
+use p4_switch::runtime::Runtime;
 use std::time::Duration;
-use switch_engine::SwitchConfig;
+use switch_v1model::SwitchConfig;
 
 fn core(
     prog: &str,
@@ -259,7 +260,7 @@ fn commands_over_tcp() {
         core,
         ports.into_iter().collect(),
         Duration::ZERO,
-        Clock::new(ClockKind::Real),
+        SystemClock::new(ClockKind::Real),
         0,
     )
     .unwrap();
@@ -280,11 +281,11 @@ fn commands_over_tcp() {
 #[test]
 fn action_profile_members_groups_and_indirect_entries() {
     let path = format!(
-        "{}/../switch-engine/tests/programs/ecmp.json",
+        "{}/../switch-v1model/tests/programs/ecmp.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap();
-    let sw = switch_engine::Switch::from_json(&text, Default::default()).unwrap();
+    let sw = switch_v1model::Switch::from_json(&text, Default::default()).unwrap();
     let (ports, host) = ports(&[0, 1, 2]);
     let mut c = Core::new(Some(sw), None, ports, SwitchConfig::default(), 0).unwrap();
     let out = execute(&mut c, 0, "act_prof_create_member ecmp_ap set_nhop 1 0x1").unwrap();
@@ -372,11 +373,11 @@ fn crc_parameters_resolve_calculation_names() {
 #[test]
 fn cli_sees_action_profile_state_written_over_p4runtime() {
     let path = format!(
-        "{}/../switch-engine/tests/programs/ecmp.json",
+        "{}/../switch-v1model/tests/programs/ecmp.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap();
-    let sw = switch_engine::Switch::from_json(&text, Default::default()).unwrap();
+    let sw = switch_v1model::Switch::from_json(&text, Default::default()).unwrap();
     let (ports, _host) = ports(&[0]);
     let mut c = Core::new(Some(sw), None, ports, SwitchConfig::default(), 0).unwrap();
     let engine = c.switch.as_mut().unwrap();

@@ -4,8 +4,8 @@ mod common;
 use common::*;
 use lossless_wire::pfc::MacControl;
 use p4_switch::core::Core;
-use switch_engine::SwitchConfig;
 use switch_tm::{wire_bytes, ConfigFormat, TmConfig};
+use switch_v1model::SwitchConfig;
 
 const GBPS: u64 = 1_000_000_000;
 

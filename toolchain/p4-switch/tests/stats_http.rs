@@ -2,12 +2,13 @@
 
 mod common;
 use common::*;
+use p4_switch::clock::{ClockKind, SystemClock};
 use p4_switch::core::Core;
 use p4_switch::http::StatsServer;
-use p4_switch::runtime::{Clock, ClockKind, Runtime};
+use p4_switch::runtime::Runtime;
 use std::time::{Duration, Instant};
-use switch_engine::SwitchConfig;
 use switch_ports::Port;
+use switch_v1model::SwitchConfig;
 
 fn wait_for(mut f: impl FnMut() -> Result<(), String>) {
     let t = Instant::now();
@@ -37,7 +38,7 @@ fn metrics_stats_clear_and_port_configuration() {
         core,
         ports.into_iter().collect(),
         Duration::ZERO,
-        Clock::new(ClockKind::Real),
+        SystemClock::new(ClockKind::Real),
         0,
     )
     .unwrap();

@@ -314,7 +314,7 @@ fn tm_lab(config: &str) -> (Netns, SwitchProcess, Vec<Arc<AfPacketPort>>) {
 fn forwards_between_veths() {
     let ns = lab(&[0, 1]);
     let prog = format!(
-        "{}/../switch-engine/tests/stf/l3.json",
+        "{}/../switch-v1model/tests/stf/l3.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let sw = SwitchProcess::start(&ns, &[], &[&prog, "-i", "0@s0", "-i", "1@s1"]);
@@ -350,7 +350,7 @@ fn forwards_between_veths() {
 fn a_send_to_a_down_interface_is_a_tx_error() {
     let ns = lab(&[0, 1]);
     let prog = format!(
-        "{}/../switch-engine/tests/stf/l3.json",
+        "{}/../switch-v1model/tests/stf/l3.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let sw = SwitchProcess::start(&ns, &[], &[&prog, "-i", "0@s0", "-i", "1@s1"]);

@@ -1,4 +1,4 @@
-//! A P4Runtime v1 server (tonic) driving a `switch_engine::Switch` through the [`Dataplane`]
+//! A P4Runtime v1 server (tonic) driving a `switch_v1model::Switch` through the [`Dataplane`]
 //! trait that the switch binary implements. See README.md for what the spec sections cover.
 
 mod bytes;
@@ -27,7 +27,7 @@ use p4runtime_proto::p4runtime::{
 };
 use p4runtime_proto::{P4Runtime, P4RuntimeServer};
 use prost::Message;
-use switch_engine::SwitchConfig;
+use switch_v1model::SwitchConfig;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
@@ -37,7 +37,7 @@ pub use role::{P4RoleConfig, PacketFilter, TYPE_URL as ROLE_CONFIG_TYPE_URL};
 pub use write::engine_code;
 
 /// A closure run on the engine between two packets; `None` = no pipeline loaded.
-pub type EngineJob = Box<dyn FnOnce(&mut Option<switch_engine::Switch>) + Send>;
+pub type EngineJob = Box<dyn FnOnce(&mut Option<switch_v1model::Switch>) + Send>;
 
 /// Where frames the pipeline sends to the CPU port go (PacketIn).
 pub type CpuSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
@@ -238,7 +238,7 @@ fn u128_to(v: u128) -> Uint128 {
 struct State {
     pipeline: Option<Arc<Pipeline>>,
     /// VERIFY_AND_SAVE's pipeline, waiting for COMMIT.
-    saved: Option<(Pipeline, switch_engine::Switch)>,
+    saved: Option<(Pipeline, switch_v1model::Switch)>,
 }
 
 /// The P4Runtime service. Build it with [`Server::new`] and mount it with
@@ -265,7 +265,7 @@ fn status(code: Code, msg: impl Into<String>) -> Status {
 /// Runs `f` on the engine and hands back its result.
 fn exec_on<R: Send + 'static>(
     dp: &dyn Dataplane,
-    f: impl FnOnce(&mut Option<switch_engine::Switch>) -> R + Send + 'static,
+    f: impl FnOnce(&mut Option<switch_v1model::Switch>) -> R + Send + 'static,
 ) -> Option<R> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     dp.exec(Box::new(move |sw| {
@@ -366,7 +366,7 @@ impl Server {
     }
 
     /// Installs a verified engine and its mapping; entries start empty.
-    fn commit(&self, p: Pipeline, sw: switch_engine::Switch) {
+    fn commit(&self, p: Pipeline, sw: switch_v1model::Switch) {
         let _ = exec_on(&*self.dp, move |slot| *slot = Some(sw));
         *lock(&self.index) = write::Index::default();
         lock(&self.state).pipeline = Some(Arc::new(p));

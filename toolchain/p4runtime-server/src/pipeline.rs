@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use p4_bmv2_json::MatchType;
 use p4runtime_proto::p4info::{match_field, P4Info};
 use p4runtime_proto::p4runtime::forwarding_pipeline_config::Cookie;
-use switch_engine::{Switch, SwitchConfig};
+use switch_v1model::{Switch, SwitchConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

@@ -11,7 +11,7 @@ use p4runtime_proto::p4runtime::{
     FieldMatch, Index, MeterConfig, MeterEntry, P4Data, PacketReplicationEngineEntry,
     RegisterEntry, TableAction, TableEntry, ValueSetEntry,
 };
-use switch_engine::{
+use switch_v1model::{
     CounterValue, EntryAction, EntryDesc, EntryHandle, FieldMatch as EM, MeterRate, Switch,
 };
 use tonic::Status;

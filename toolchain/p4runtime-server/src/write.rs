@@ -12,7 +12,7 @@ use p4runtime_proto::p4runtime::{
     CloneSessionEntry, CounterData, Entity, MeterConfig, MulticastGroupEntry, TableEntry, Update,
     ValueSetEntry,
 };
-use switch_engine::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch, Switch};
+use switch_v1model::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch, Switch};
 
 use crate::bytes::{all_ones, prefix_mask, to_engine};
 use crate::pipeline::{Kind, Pipeline, TableInfo};
@@ -95,7 +95,7 @@ pub enum Act {
 }
 
 /// Rates for the engine (committed first, then peak, per microsecond); `None` = unconfigured.
-pub type Rates = Option<Vec<switch_engine::MeterRate>>;
+pub type Rates = Option<Vec<switch_v1model::MeterRate>>;
 
 /// What a TableEntry INSERT or MODIFY sets besides its action: the direct meter's rates and the
 /// direct counter's value (`None` = not given: a MODIFY leaves them as they are), and the
@@ -505,11 +505,11 @@ fn meter_rates(c: Option<&MeterConfig>, name: &str) -> Result<Rates, UpdateError
     }
     // bmv2's order: committed rate first, then peak; rates per microsecond.
     Ok(Some(vec![
-        switch_engine::MeterRate {
+        switch_v1model::MeterRate {
             rate_per_us: c.cir as f64 / 1e6,
             burst: c.cburst as u64,
         },
-        switch_engine::MeterRate {
+        switch_v1model::MeterRate {
             rate_per_us: c.pir as f64 / 1e6,
             burst: c.pburst as u64,
         },
@@ -1040,7 +1040,7 @@ enum Undo {
     Direct {
         table: String,
         key: Key,
-        meter: Option<Vec<switch_engine::MeterRate>>,
+        meter: Option<Vec<switch_v1model::MeterRate>>,
         counter: Option<CounterValue>,
     },
 }
@@ -1091,9 +1091,9 @@ fn current(sw: &Switch, table: &str, h: EntryHandle) -> Option<(Act, bool)> {
     let prio = e.priority.is_some();
     Some((
         match e.action {
-            switch_engine::EntryAction::Action { name, args } => Act::Action { name, args },
-            switch_engine::EntryAction::Member(m) => Act::Member(m),
-            switch_engine::EntryAction::Group(g) => Act::Group(g),
+            switch_v1model::EntryAction::Action { name, args } => Act::Action { name, args },
+            switch_v1model::EntryAction::Member(m) => Act::Member(m),
+            switch_v1model::EntryAction::Group(g) => Act::Group(g),
         },
         prio,
     ))
@@ -1847,7 +1847,7 @@ fn apply_one(
                 index.clones.remove(&id);
                 return Ok(());
             }
-            sw.mirroring_add(id, switch_engine::MirrorSession { port, mgrp: None })
+            sw.mirroring_add(id, switch_v1model::MirrorSession { port, mgrp: None })
                 .map_err(api)?;
             index.clones.insert(id, entry);
             Ok(())

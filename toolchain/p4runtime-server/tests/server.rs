@@ -588,6 +588,25 @@ async fn arbitration() {
     .unwrap();
 }
 
+/// P4Runtime spec 5.3: an election id already held by a controller of the role is refused with
+/// INVALID_ARGUMENT, and the stream that sent it is closed; the holder stays primary. The same
+/// id in another role is not a clash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arbitration_refuses_an_election_id_held_in_the_role() {
+    let (addr, _dp) = start().await;
+    let (mut c1, code) = Controller::connect(addr, 5).await;
+    assert_eq!(code, Code::Ok as i32);
+    let refused = arbitration_refused(addr, 5, "", None).await;
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    // The holder is still primary: it may set the pipeline.
+    let l3 = L3::new();
+    c1.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let (_other_role, code) = Controller::connect_role(addr, 5, "other").await;
+    assert_eq!(code, Code::Ok as i32);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packet_out_through_engine_to_packet_in() {
     let (addr, dp) = start().await;
@@ -886,7 +905,7 @@ async fn action_profile_members_and_groups() {
     let (addr, dp) = start().await;
     let (mut c, _) = Controller::connect(addr, 1).await;
     let json = std::fs::read_to_string(format!(
-        "{}/../switch-engine/tests/programs/ecmp.json",
+        "{}/../switch-v1model/tests/programs/ecmp.json",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
@@ -1584,7 +1603,7 @@ fn ent(e: entity::Entity, ty: update::Type) -> Update {
 }
 
 /// Waits until the data plane has sent `n` frames to front-panel ports; returns them.
-async fn sent_frames(dp: &TestDp, n: usize) -> Vec<switch_engine::Output> {
+async fn sent_frames(dp: &TestDp, n: usize) -> Vec<switch_v1model::Output> {
     for _ in 0..200 {
         if dp.sent.lock().unwrap().len() >= n {
             break;
@@ -1902,7 +1921,7 @@ async fn one_shot_action_sets() {
     let (addr, dp) = start().await;
     let (mut c, _) = Controller::connect(addr, 1).await;
     let json = std::fs::read_to_string(format!(
-        "{}/../switch-engine/tests/programs/ecmp.json",
+        "{}/../switch-v1model/tests/programs/ecmp.json",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
@@ -2388,8 +2407,9 @@ fn role_config(exclusive: Vec<u32>, receives_packet_ins: bool) -> prost_types::A
 /// The status a refused MasterArbitrationUpdate closes the stream with.
 async fn arbitration_refused(
     addr: std::net::SocketAddr,
+    election_id: u64,
     role: &str,
-    config: prost_types::Any,
+    config: Option<prost_types::Any>,
 ) -> tonic::Status {
     let mut client = p4runtime_proto::P4RuntimeClient::connect(format!("http://{addr}"))
         .await
@@ -2404,10 +2424,10 @@ async fn arbitration_refused(
         update: Some(stream_message_request::Update::Arbitration(
             p4runtime_proto::p4runtime::MasterArbitrationUpdate {
                 device_id: DEVICE,
-                election_id: eid(9),
+                election_id: eid(election_id),
                 role: Some(p4runtime_proto::p4runtime::Role {
                     name: role.into(),
-                    config: Some(config),
+                    config,
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -2551,18 +2571,19 @@ async fn role_configs_confine_roles() {
     );
     // Refused: a config listing what another role holds exclusively, a config for the default
     // role, and a config type this switch does not know.
-    let e = arbitration_refused(addr, "acl", role_config(vec![l3.table], false)).await;
+    let e = arbitration_refused(addr, 9, "acl", Some(role_config(vec![l3.table], false))).await;
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     assert!(e.message().contains("\"routes\""), "{e:?}");
-    let e = arbitration_refused(addr, "", role_config(vec![], false)).await;
+    let e = arbitration_refused(addr, 9, "", Some(role_config(vec![], false))).await;
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     let e = arbitration_refused(
         addr,
+        9,
         "acl",
-        prost_types::Any {
+        Some(prost_types::Any {
             type_url: "type.googleapis.com/example.OtherRoleConfig".into(),
             value: vec![],
-        },
+        }),
     )
     .await;
     assert_eq!(e.code(), tonic::Code::Unimplemented);

@@ -1,7 +1,8 @@
 //! Packet processing: parser, checksums, match-action pipelines, primitives, deparser.
 
-use crate::expr::{eval, eval_bool, eval_u32, eval_u64, Arg, Ctx, Ex, FieldLoc, HRef};
-use crate::phv::{Phv, Slot};
+use crate::eval::{eval, eval_bool, eval_u32, eval_u64, Ctx};
+use crate::expr::{Arg, Ex, FieldLoc, HRef};
+use crate::phv::Phv;
 use crate::program::*;
 use crate::state::{ActionData, EntryVal, Ext, Runtime, TableState};
 use crate::value::{get_bits, get_wide, put_bits, put_wide, Arith};
@@ -13,9 +14,13 @@ const MAX_PARSE_STATES: usize = 4096;
 /// Jumps inside one action execution (`_jump` loops are compiler bugs, not packets' fault).
 const MAX_ACTION_STEPS: usize = 65_536;
 
+/// simple_switch's default drop port (`--drop-port`): the `egress_spec` value `mark_to_drop`
+/// writes. The v1model target drops packets whose `egress_spec` equals its configured drop port.
+pub const DROP_PORT: u16 = 511;
+
 /// simple_switch's per-packet registers (`RegisterAccess`).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Regs {
+pub struct Regs {
     pub clone: Option<(u32, Option<i64>)>,
     pub resubmit: Option<Option<i64>>,
     pub recirculate: Option<Option<i64>>,
@@ -28,7 +33,7 @@ pub(crate) struct Regs {
 
 /// A packet in flight: its header vector, its bytes and the parser's cursor.
 #[derive(Debug, Clone)]
-pub(crate) struct Pkt {
+pub struct Pkt {
     pub phv: Phv,
     /// Bytes as the parser saw them; after deparsing, the bytes to transmit.
     pub data: Vec<u8>,
@@ -208,7 +213,7 @@ fn matches(key: &[u8], value: &[u8], mask: Option<&[u8]>) -> bool {
 }
 
 /// Runs parser `p`; returns the parser error code (0 for none).
-pub(crate) fn parse(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) -> Result<(), u32> {
+pub fn parse(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) -> Result<(), u32> {
     let Some(parser) = prog.parsers.get(p) else {
         return Ok(());
     };
@@ -341,7 +346,7 @@ fn write_field(prog: &Prog, phv: &Phv, buf: &mut [u8], bits: &mut usize, f: u32)
 
 /// Builds calculation `c`'s input the way bmv2 does: fields packed bit after bit, invalid
 /// headers skipped, the last byte padded with zero bits.
-pub(crate) fn calc_input(prog: &Prog, pkt: &Pkt, c: &CalcInfo, buf: &mut Vec<u8>) {
+pub fn calc_input(prog: &Prog, pkt: &Pkt, c: &CalcInfo, buf: &mut Vec<u8>) {
     buf.clear();
     let mut bits = 0usize;
     let mut last_header: Option<u32> = None;
@@ -391,7 +396,7 @@ pub(crate) fn calc_input(prog: &Prog, pkt: &Pkt, c: &CalcInfo, buf: &mut Vec<u8>
     }
 }
 
-pub(crate) fn compute_calc(prog: &Prog, pkt: &mut Pkt, c: u32) -> u64 {
+pub fn compute_calc(prog: &Prog, pkt: &mut Pkt, c: u32) -> u64 {
     let mut buf = std::mem::take(&mut pkt.scratch);
     let calc = &prog.calcs[c as usize];
     calc_input(prog, pkt, calc, &mut buf);
@@ -401,7 +406,7 @@ pub(crate) fn compute_calc(prog: &Prog, pkt: &mut Pkt, c: u32) -> u64 {
 }
 
 /// Verifies every checksum marked `verify`; true if one fails.
-pub(crate) fn verify_checksums(prog: &Prog, pkt: &mut Pkt) -> bool {
+pub fn verify_checksums(prog: &Prog, pkt: &mut Pkt) -> bool {
     let mut failed = false;
     for ck in prog.checksums.iter().filter(|c| c.verify) {
         if let Some(cond) = &ck.cond {
@@ -418,7 +423,7 @@ pub(crate) fn verify_checksums(prog: &Prog, pkt: &mut Pkt) -> bool {
     failed
 }
 
-pub(crate) fn update_checksums(prog: &Prog, pkt: &mut Pkt) {
+pub fn update_checksums(prog: &Prog, pkt: &mut Pkt) {
     for ck in prog.checksums.iter().filter(|c| c.update) {
         if let Some(cond) = &ck.cond {
             if !eval_bool(&pkt.ctx(prog, &[]), cond) {
@@ -434,7 +439,7 @@ pub(crate) fn update_checksums(prog: &Prog, pkt: &mut Pkt) {
 
 /// Serializes valid headers in deparser order followed by the payload; `pkt.data` becomes
 /// the packet to transmit.
-pub(crate) fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
+pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
     let mut out = std::mem::take(&mut pkt.scratch);
     out.clear();
     if let Some(dep) = prog.deparsers.get(d) {
@@ -538,7 +543,7 @@ fn format_log(fmt: &str, values: &[String]) -> String {
 }
 
 /// Runs a primitive list (an action body) with action data `args`.
-pub(crate) fn run_prims(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, prims: &[Prim], args: &[Arg]) {
+pub fn run_prims(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, prims: &[Prim], args: &[Arg]) {
     let mut pc = 0usize;
     let mut steps = 0usize;
     while let Some(p) = prims.get(pc) {
@@ -636,7 +641,7 @@ pub(crate) fn run_prims(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, prims: &[Prim
                 }
             }
             Prim::MarkToDrop => {
-                pkt.set(prog, prog.intr.egress_spec, crate::DROP_PORT.into());
+                pkt.set(prog, prog.intr.egress_spec, DROP_PORT.into());
                 pkt.set(prog, prog.intr.mcast_grp, 0);
             }
             Prim::Exit => {
@@ -920,7 +925,7 @@ fn apply_table(
 }
 
 /// Applies a control pipeline to the packet.
-pub(crate) fn apply_pipeline(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) {
+pub fn apply_pipeline(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) {
     let Some(pipe) = prog.pipelines.get(p) else {
         return;
     };

@@ -2,24 +2,12 @@
 //! state is a few buffers that are reset, not reallocated, between packets.
 
 use crate::expr::{FieldId, HeaderId};
-use crate::program::Prog;
+use crate::program::{Prog, Slot};
 use crate::value::{big_to_bytes, mask64};
 use num_bigint::BigInt;
 
-/// Where a field's value lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Slot {
-    /// Index into `Phv::narrow` (fields of at most 64 bits).
-    Narrow(u32),
-    /// Big-endian bytes in `Phv::wide`.
-    Wide { off: u32, len: u32 },
-    /// Variable-length field: `len` bytes reserved in `Phv::wide`, current width in bits in
-    /// `Phv::vl_bits[vl]`. The value is right-aligned in the reserved bytes.
-    Varbit { off: u32, len: u32, vl: u32 },
-}
-
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Phv {
+pub struct Phv {
     pub narrow: Vec<u64>,
     pub wide: Vec<u8>,
     pub valid: Vec<bool>,

@@ -1,12 +1,23 @@
 //! The compiled program: every name of the JSON resolved to an index once, at load time.
 
 use crate::expr::{Ex, FieldId, FieldLoc, HRef, HeaderId, URef};
-use crate::phv::Slot;
 use p4_bmv2_json::{MatchType, MeterType};
 use std::collections::HashMap;
 
+/// Where a field's value lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// Index into `Phv::narrow` (fields of at most 64 bits).
+    Narrow(u32),
+    /// Big-endian bytes in `Phv::wide`.
+    Wide { off: u32, len: u32 },
+    /// Variable-length field: `len` bytes reserved in `Phv::wide`, current width in bits in
+    /// `Phv::vl_bits[vl]`. The value is right-aligned in the reserved bytes.
+    Varbit { off: u32, len: u32, vl: u32 },
+}
+
 #[derive(Debug)]
-pub(crate) struct HeaderInfo {
+pub struct HeaderInfo {
     pub metadata: bool,
     pub first_field: FieldId,
     pub nfields: u32,
@@ -18,7 +29,7 @@ pub(crate) struct HeaderInfo {
 }
 
 #[derive(Debug)]
-pub(crate) struct FieldInfo {
+pub struct FieldInfo {
     pub header: HeaderId,
     pub width: u32,
     pub signed: bool,
@@ -26,30 +37,30 @@ pub(crate) struct FieldInfo {
 }
 
 #[derive(Debug)]
-pub(crate) struct StackInfo {
+pub struct StackInfo {
     pub headers: Vec<HeaderId>,
 }
 
 #[derive(Debug)]
-pub(crate) struct UnionInfo {
+pub struct UnionInfo {
     pub headers: Vec<HeaderId>,
 }
 
 #[derive(Debug)]
-pub(crate) struct UnionStackInfo {
+pub struct UnionStackInfo {
     pub unions: Vec<u32>,
 }
 
 /// Where an extract writes.
 #[derive(Debug, Clone)]
-pub(crate) enum ExtractTarget {
+pub enum ExtractTarget {
     Header(HRef),
     Stack(u32),
     UnionStack(u32, u32),
 }
 
 #[derive(Debug)]
-pub(crate) enum ParserOp {
+pub enum ParserOp {
     Extract(ExtractTarget),
     ExtractVl(ExtractTarget, Ex),
     Set(FieldLoc, Ex),
@@ -60,13 +71,13 @@ pub(crate) enum ParserOp {
 }
 
 #[derive(Debug)]
-pub(crate) enum KeyPart {
+pub enum KeyPart {
     /// A value of `width` bits (field, stack field, lookahead or expression).
     Value(Ex, u32),
 }
 
 #[derive(Debug)]
-pub(crate) enum TransMatch {
+pub enum TransMatch {
     Default,
     Value {
         value: Vec<u8>,
@@ -79,13 +90,13 @@ pub(crate) enum TransMatch {
 }
 
 #[derive(Debug)]
-pub(crate) struct Transition {
+pub struct Transition {
     pub matches: TransMatch,
     pub next: Option<u32>,
 }
 
 #[derive(Debug)]
-pub(crate) struct ParseState {
+pub struct ParseState {
     pub ops: Vec<ParserOp>,
     pub key: Vec<KeyPart>,
     pub key_bytes: usize,
@@ -93,14 +104,14 @@ pub(crate) struct ParseState {
 }
 
 #[derive(Debug)]
-pub(crate) struct ParserInfo {
+pub struct ParserInfo {
     pub name: String,
     pub init: Option<u32>,
     pub states: Vec<ParseState>,
 }
 
 #[derive(Debug)]
-pub(crate) struct ParseVsetInfo {
+pub struct ParseVsetInfo {
     pub name: String,
     pub bitwidth: u32,
     pub max_size: usize,
@@ -110,13 +121,13 @@ pub(crate) struct ParseVsetInfo {
 }
 
 #[derive(Debug)]
-pub(crate) struct DeparserInfo {
+pub struct DeparserInfo {
     pub order: Vec<HeaderId>,
 }
 
 /// A primitive call with its arguments compiled.
 #[derive(Debug)]
-pub(crate) enum Prim {
+pub enum Prim {
     Assign(FieldLoc, Ex),
     AssignVl(FieldLoc, FieldLoc),
     AssignHeader(HRef, HRef),
@@ -157,7 +168,7 @@ pub(crate) enum Prim {
 }
 
 #[derive(Debug)]
-pub(crate) struct ActionInfo {
+pub struct ActionInfo {
     pub name: String,
     pub json_id: i64,
     pub params: Vec<(String, u32)>,
@@ -165,7 +176,7 @@ pub(crate) struct ActionInfo {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Next {
+pub enum Next {
     Table(u32),
     Cond(u32),
     Call(u32),
@@ -173,13 +184,13 @@ pub(crate) enum Next {
 }
 
 #[derive(Debug)]
-pub(crate) enum KeySrc {
+pub enum KeySrc {
     Field(FieldLoc),
     Valid(HRef),
 }
 
 #[derive(Debug)]
-pub(crate) struct KeyElem {
+pub struct KeyElem {
     pub name: String,
     /// The key as bmv2's runtime CLI names it: the target joined with dots, `HEADER_valid`
     /// for validity keys.
@@ -191,7 +202,7 @@ pub(crate) struct KeyElem {
 }
 
 #[derive(Debug)]
-pub(crate) struct TableInfo {
+pub struct TableInfo {
     pub name: String,
     pub keys: Vec<KeyElem>,
     pub profile: Option<u32>,
@@ -211,33 +222,33 @@ pub(crate) struct TableInfo {
 }
 
 #[derive(Debug)]
-pub(crate) struct ProfileInfo {
+pub struct ProfileInfo {
     pub name: String,
     pub max_size: usize,
     pub selector: Option<u32>,
 }
 
 #[derive(Debug)]
-pub(crate) struct CondInfo {
+pub struct CondInfo {
     pub expr: Ex,
     pub t: Next,
     pub f: Next,
 }
 
 #[derive(Debug)]
-pub(crate) struct CallInfo {
+pub struct CallInfo {
     pub action: u32,
     pub next: Next,
 }
 
 #[derive(Debug)]
-pub(crate) struct PipelineInfo {
+pub struct PipelineInfo {
     pub name: String,
     pub init: Next,
 }
 
 #[derive(Debug)]
-pub(crate) enum CalcInput {
+pub enum CalcInput {
     Field(FieldId),
     Header(HeaderId),
     Const { value: Vec<u8>, bits: u32 },
@@ -245,13 +256,13 @@ pub(crate) enum CalcInput {
 }
 
 #[derive(Debug)]
-pub(crate) struct CalcInfo {
+pub struct CalcInfo {
     pub algo: switch_hash::Algorithm,
     pub inputs: Vec<CalcInput>,
 }
 
 #[derive(Debug)]
-pub(crate) struct ChecksumInfo {
+pub struct ChecksumInfo {
     pub target: FieldId,
     pub calc: u32,
     pub update: bool,
@@ -260,14 +271,14 @@ pub(crate) struct ChecksumInfo {
 }
 
 #[derive(Debug)]
-pub(crate) struct CounterInfo {
+pub struct CounterInfo {
     pub name: String,
     pub size: usize,
     pub direct: Option<u32>,
 }
 
 #[derive(Debug)]
-pub(crate) struct MeterInfo {
+pub struct MeterInfo {
     pub name: String,
     pub size: usize,
     pub kind: MeterType,
@@ -277,21 +288,21 @@ pub(crate) struct MeterInfo {
 }
 
 #[derive(Debug)]
-pub(crate) struct RegisterInfo {
+pub struct RegisterInfo {
     pub name: String,
     pub size: usize,
     pub width: u32,
 }
 
 #[derive(Debug)]
-pub(crate) struct ListInfo {
+pub struct ListInfo {
     pub name: String,
     pub fields: Vec<FieldId>,
 }
 
 /// Fields simple_switch reads or writes itself (`None` when the program lacks them).
 #[derive(Debug, Default)]
-pub(crate) struct Intrinsics {
+pub struct Intrinsics {
     pub ingress_port: Option<FieldId>,
     pub egress_spec: Option<FieldId>,
     pub egress_port: Option<FieldId>,
@@ -313,7 +324,7 @@ pub(crate) struct Intrinsics {
 
 /// The parser error codes bmv2 raises itself.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct CoreErrors {
+pub struct CoreErrors {
     /// `NoError`'s value (p4c usually gives 0, but any value is allowed).
     pub no_error: u32,
     pub packet_too_short: u32,
@@ -324,7 +335,7 @@ pub(crate) struct CoreErrors {
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct Prog {
+pub struct Prog {
     pub headers: Vec<HeaderInfo>,
     pub fields: Vec<FieldInfo>,
     pub stacks: Vec<StackInfo>,

@@ -7,20 +7,20 @@ use switch_tables::{ActionProfile, Table};
 
 /// An action with its data, as installed in an entry, a member or a default.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ActionData {
+pub struct ActionData {
     pub action: u32,
     pub args: Box<[Arg]>,
 }
 
 /// What a table entry points at.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum EntryVal {
+pub enum EntryVal {
     Act(ActionData),
     Member(u32),
     Group(u32),
 }
 
-pub(crate) struct TableState {
+pub struct TableState {
     /// `None` for keyless tables, which always miss.
     pub table: Option<Table<EntryVal>>,
     pub default: Option<EntryVal>,
@@ -42,7 +42,7 @@ pub struct MeterRate {
 
 /// A two-rate three-colour meter cell (RFC 2698 as bmv2 implements it).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct MeterCell {
+pub struct MeterCell {
     pub rates: Vec<MeterRate>,
     tokens: Vec<f64>,
     last_us: u64,
@@ -78,7 +78,7 @@ impl MeterCell {
 }
 
 /// Stateful objects packets update.
-pub(crate) struct Ext {
+pub struct Ext {
     pub counters: Vec<Vec<CounterValue>>,
     pub meters: Vec<Vec<MeterCell>>,
     pub registers: Vec<Vec<u128>>,
@@ -136,7 +136,7 @@ impl Ext {
     }
 }
 
-pub(crate) struct Runtime {
+pub struct Runtime {
     pub tables: Vec<TableState>,
     pub profiles: Vec<ActionProfile<ActionData>>,
     pub vsets: Vec<Vec<Vec<u8>>>,

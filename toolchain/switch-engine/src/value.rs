@@ -6,7 +6,7 @@ use num_bigint::{BigInt, Sign};
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use std::cmp::Ordering;
 
-pub(crate) fn mask64(width: u32) -> u64 {
+pub fn mask64(width: u32) -> u64 {
     if width >= 64 {
         u64::MAX
     } else {
@@ -15,7 +15,7 @@ pub(crate) fn mask64(width: u32) -> u64 {
 }
 
 /// Sign-extends the low `width` bits of `v`.
-pub(crate) fn sext(v: u64, width: u32) -> i128 {
+pub fn sext(v: u64, width: u32) -> i128 {
     if width == 0 || width >= 128 {
         return i128::from(v);
     }
@@ -24,7 +24,7 @@ pub(crate) fn sext(v: u64, width: u32) -> i128 {
 }
 
 /// Arithmetic shared by the two evaluators.
-pub(crate) trait Arith: Sized + Clone {
+pub trait Arith: Sized + Clone {
     fn from_i128(v: i128) -> Self;
     fn from_bool(b: bool) -> Self {
         Self::from_i128(i128::from(b))
@@ -217,7 +217,7 @@ impl Arith for BigInt {
 }
 
 /// `two_comp_mod(v, width)`: the signed value of `v`'s low `width` bits.
-pub(crate) fn two_comp_mod<N: Arith>(v: N, width: u32) -> N {
+pub fn two_comp_mod<N: Arith>(v: N, width: u32) -> N {
     if width == 0 {
         return N::from_i128(0);
     }
@@ -231,7 +231,7 @@ pub(crate) fn two_comp_mod<N: Arith>(v: N, width: u32) -> N {
 }
 
 /// Saturating cast to a signed `width`-bit integer.
-pub(crate) fn sat_cast<N: Arith>(v: N, width: u32) -> N {
+pub fn sat_cast<N: Arith>(v: N, width: u32) -> N {
     if width == 0 {
         return N::from_i128(0);
     }
@@ -247,7 +247,7 @@ pub(crate) fn sat_cast<N: Arith>(v: N, width: u32) -> N {
 }
 
 /// Saturating cast to an unsigned `width`-bit integer.
-pub(crate) fn usat_cast<N: Arith>(v: N, width: u32) -> N {
+pub fn usat_cast<N: Arith>(v: N, width: u32) -> N {
     let max = N::from_i128(1).shl(width).sub(N::from_i128(1));
     if v.cmp(&max) == Ordering::Greater {
         max
@@ -259,7 +259,7 @@ pub(crate) fn usat_cast<N: Arith>(v: N, width: u32) -> N {
 }
 
 /// Writes `v` modulo 2^(8*out.len()) as big-endian bytes.
-pub(crate) fn big_to_bytes(v: &BigInt, out: &mut [u8]) {
+pub fn big_to_bytes(v: &BigInt, out: &mut [u8]) {
     let neg = v.is_negative();
     let bytes = v.to_signed_bytes_be();
     let n = bytes.len().min(out.len());
@@ -271,7 +271,7 @@ pub(crate) fn big_to_bytes(v: &BigInt, out: &mut [u8]) {
 
 /// Reads `width` bits at bit offset `off` of `data` (big-endian bit order), `width <= 64`.
 #[inline]
-pub(crate) fn get_bits(data: &[u8], off: usize, width: u32) -> u64 {
+pub fn get_bits(data: &[u8], off: usize, width: u32) -> u64 {
     if width == 0 {
         return 0;
     }
@@ -294,7 +294,7 @@ pub(crate) fn get_bits(data: &[u8], off: usize, width: u32) -> u64 {
 
 /// Writes the low `width` bits of `v` at bit offset `off` of `buf`, `width <= 64`.
 #[inline]
-pub(crate) fn put_bits(buf: &mut [u8], off: usize, width: u32, v: u64) {
+pub fn put_bits(buf: &mut [u8], off: usize, width: u32, v: u64) {
     if width == 0 {
         return;
     }
@@ -321,7 +321,7 @@ pub(crate) fn put_bits(buf: &mut [u8], off: usize, width: u32, v: u64) {
 
 /// Copies `width` bits from bit offset `off` of `data` into `out` (right-aligned big-endian,
 /// `out.len() == width.div_ceil(8)`).
-pub(crate) fn get_wide(data: &[u8], off: usize, width: u32, out: &mut [u8]) {
+pub fn get_wide(data: &[u8], off: usize, width: u32, out: &mut [u8]) {
     if off % 8 == 0 && width % 8 == 0 {
         out.copy_from_slice(&data[off / 8..off / 8 + out.len()]);
         return;
@@ -338,7 +338,7 @@ pub(crate) fn get_wide(data: &[u8], off: usize, width: u32, out: &mut [u8]) {
 }
 
 /// Inverse of [`get_wide`].
-pub(crate) fn put_wide(buf: &mut [u8], off: usize, width: u32, src: &[u8]) {
+pub fn put_wide(buf: &mut [u8], off: usize, width: u32, src: &[u8]) {
     if off % 8 == 0 && width % 8 == 0 {
         buf[off / 8..off / 8 + src.len()].copy_from_slice(src);
         return;

@@ -2,15 +2,15 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use switch_engine::{Switch, SwitchConfig};
 use switch_ports::{ChannelPort, Port};
+use switch_v1model::{Switch, SwitchConfig};
 
 pub mod cli_layout;
 pub mod fixture;
 
 pub fn program(name: &str) -> String {
     let path = format!(
-        "{}/../switch-engine/tests/stf/{name}.json",
+        "{}/../switch-v1model/tests/stf/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))

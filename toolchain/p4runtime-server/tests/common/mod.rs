@@ -1,4 +1,4 @@
-//! Shared by the tests and the bench: an in-process data plane over a real `switch_engine::Switch`
+//! Shared by the tests and the bench: an in-process data plane over a real `switch_v1model::Switch`
 //! behind a Mutex, a P4Info derived from the engine's own table description, and a client that
 //! has won arbitration.
 #![allow(dead_code)]
@@ -14,7 +14,7 @@ use p4runtime_proto::p4runtime::{
 };
 use p4runtime_proto::P4RuntimeClient;
 use p4runtime_server::Dataplane;
-use switch_engine::{Output, Switch, SwitchConfig};
+use switch_v1model::{Output, Switch, SwitchConfig};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
@@ -70,7 +70,7 @@ impl Dataplane for TestDp {
 
 pub fn stf_json(name: &str) -> String {
     let path = format!(
-        "{}/../switch-engine/tests/stf/{name}",
+        "{}/../switch-v1model/tests/stf/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))

@@ -1,0 +1,485 @@
+"""Routes from FPM to the switch, orchagent's RouteOrch: next hops resolved on the config's
+router interfaces, ECMP groups shared by every route with the same next-hop set (refcounted),
+and bulk writes as seed 002 proposes for orchagent (flush at `Bulk.size` pending routes or
+every `Bulk.flush_s`).
+
+A flush writes in dependency order and never leaves a half-made object behind: next hops, ECMP
+members, groups (group then its ecmp_group entry; a group whose entry fails is removed again),
+routes, then what no route uses any more (groups, members, next hops, in that order). A route
+whose group could not be written is not written either. Routes that do not fit (the switch's
+RESOURCE_EXHAUSTED) are reported with the count that fits; nothing already there is touched.
+Updates for one prefix that arrive within one flush are folded into one (zebra's delete + add of
+a changed route becomes a MODIFY), so a route never blinks.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lossless_ctl.client import P4RuntimeClient
+from lossless_ctl.config_db import IpAddress, IpNetwork
+from lossless_ctl.fpm import FpmRoute
+from lossless_ctl.neighbor import Interface
+from lossless_ctl.p4info import P4InfoIndex
+from lossless_ctl.p4map import ING, HardwareIds, RouteEntries
+
+# Where a route goes: ("nexthop", nexthop key), ("group", frozenset of nexthop keys), ("drop",).
+Target = tuple
+
+
+@dataclass(frozen=True)
+class Bulk:
+    """How route updates are gathered into writes: at most `size` per WriteRequest, flushed
+    when `size` are pending or `flush_s` after the last flush."""
+
+    size: int = 64
+    flush_s: float = 1.0
+
+
+SEED002 = Bulk(64, 1.0)  # orchagent's bulk of 64 and its one-second flush timer (seed 002)
+
+
+def parse_bulk(text: str) -> Bulk:
+    """`SIZE/SECONDS` (e.g. 64/1, seed 002's) or `seed002`."""
+    if text == "seed002":
+        return SEED002
+    size, sep, seconds = text.partition("/")
+    try:
+        bulk = Bulk(int(size), float(seconds)) if sep else None
+    except ValueError:
+        bulk = None
+    if bulk is None or bulk.size < 1 or bulk.flush_s <= 0:
+        raise ValueError(f"--route-bulk {text!r}: expected SIZE/SECONDS (e.g. 64/1) or seed002")
+    return bulk
+
+
+@dataclass
+class Installed:
+    route: FpmRoute
+    target: Target
+
+
+@dataclass
+class _Ref:
+    """A run-time object this module wrote, and how many users it has."""
+
+    id: int
+    refs: int = 0
+    detail: Any = None  # next hop: (rif, ip); group: member ids
+
+
+@dataclass
+class FlushStats:
+    routes: int = 0
+    seconds: float = 0.0
+
+
+class RouteOrch:
+    def __init__(
+        self,
+        p4info: P4InfoIndex,
+        ids: HardwareIds,
+        interfaces: dict[str, Interface],
+        bulk: Bulk = SEED002,
+        log: Callable[[str], None] = print,
+        in_flight: int = 4,
+        resolve: Callable[[IpAddress], None] | None = None,
+        restart_s: float = 5.0,
+    ):
+        self.entries = RouteEntries(p4info)
+        self.pb = self.entries.pb
+        self.ids = ids
+        self.interfaces = interfaces
+        self.bulk = bulk
+        self.in_flight = in_flight
+        self.log = log
+        self.sizes = {
+            4: p4info.table(ING + "ipv4_route").size,
+            6: p4info.table(ING + "ipv6_route").size,
+        }
+        self.client: P4RuntimeClient | None = None
+        self.lock = threading.RLock()
+        self.desired: dict[IpNetwork, FpmRoute] = {}  # every route zebra has, resolvable or not
+        self.pending: dict[IpNetwork, FpmRoute] = {}
+        self.installed: dict[IpNetwork, Installed] = {}
+        self.waiting: dict[IpNetwork, FpmRoute] = {}  # found their table full
+        self.nexthops: dict[str, _Ref] = {}
+        self.members: dict[int, _Ref] = {}
+        self.groups: dict[frozenset, _Ref] = {}
+        self.counters: Counter = Counter()
+        self._unwritten: set = set()  # this flush's groups that are not on the switch
+        # Next hops the config has no neighbour for: `resolve` asks for their MACs (ARP/ND).
+        self.resolve = resolve
+        self._to_resolve: list[IpAddress] = []
+        # Routes of an earlier FPM connection not sent again yet (see zebra_connected).
+        self.restart_s = restart_s
+        self.stale: set[IpNetwork] = set()
+        self.last_input = 0.0
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    def attach(self, client: P4RuntimeClient) -> None:
+        """Write through `client` from now on. The switch it reaches holds none of our entries
+        (a new session reconciled it to the config, or it restarted): everything zebra gave us
+        is written again."""
+        with self.lock:
+            for kind, refs in (("nexthop", self.nexthops), ("group", self.groups)):
+                for ref in refs.values():
+                    self.ids.release(kind, ref.id)
+            for key in self.nexthops:
+                self.ids.nexthop_ids.pop(key, None)
+            for prefix in self.installed:
+                self.ids.routes.discard(prefix)
+            self.ids.members.difference_update(self.members)
+            self.installed.clear()
+            self.waiting.clear()
+            self.nexthops.clear()
+            self.members.clear()
+            self.groups.clear()
+            self.pending = dict(self.desired)
+            self.client = client
+        self.flush()
+
+    def detach(self) -> None:
+        """The session ended: gather zebra's updates until the next attach(). Call it before
+        the client closes: it waits for a flush in progress (gRPC must not be called on a
+        closed channel)."""
+        with self.lock:
+            self.client = None
+
+    def start(self) -> RouteOrch:
+        """Flush every `bulk.flush_s` in a thread of its own, until stop()."""
+        self._timer = threading.Thread(target=self._tick, name="routeorch", daemon=True)
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join(timeout=5)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.bulk.flush_s):
+            try:
+                self._sweep()
+                stats = self.flush()
+            except Exception as err:  # a fault here must not stop later flushes
+                self.counters["internal errors"] += 1
+                self.log(f"routeorch: flush failed: {err!r}")
+                continue
+            if stats.routes:
+                self.log(
+                    f"{self.summary()}; {stats.routes} in the last flush, {stats.seconds:.3f} s"
+                )
+
+    # --- input -------------------------------------------------------------------------------
+
+    def zebra_connected(self) -> None:
+        """A new FPM connection: zebra (perhaps restarted) sends its whole FIB again. Until it
+        has, the routes it gave before stay (as graceful restart keeps them); those it has not
+        sent again once it has been quiet for `restart_s` are removed."""
+        with self.lock:
+            self.stale = set(self.desired)
+            self.last_input = time.monotonic()
+
+    def _sweep(self) -> None:
+        with self.lock:
+            if not self.stale or time.monotonic() - self.last_input < self.restart_s:
+                return
+            for prefix in self.stale:
+                route = self.desired.pop(prefix)
+                self.pending[prefix] = FpmRoute(prefix, None, route.protocol)
+            self.log(
+                f"routeorch: {len(self.stale)} routes zebra did not send again after it "
+                f"reconnected ({self.restart_s:g} s quiet) are removed"
+            )
+            self.counters["stale routes removed"] += len(self.stale)
+            self.stale = set()
+
+    def submit(self, routes: list[FpmRoute]) -> None:
+        """Routes from zebra (the FPM listener's sink); flushed once `bulk.size` are pending."""
+        with self.lock:
+            self.last_input = time.monotonic()
+            for route in routes:
+                self.stale.discard(route.prefix)
+                if route.deleted:
+                    self.desired.pop(route.prefix, None)
+                else:
+                    self.desired[route.prefix] = route
+                self.pending[route.prefix] = route
+            full = len(self.pending) >= self.bulk.size
+        if full:
+            self.flush()
+
+    # --- resolution and references -----------------------------------------------------------
+
+    def _resolve(self, route: FpmRoute) -> Target | None:
+        if not route.nexthops:
+            return ("drop",)
+        keys = []
+        for ip in route.nexthops:
+            iface = next((i for i in self.interfaces.values() if i.on_link(ip)), None)
+            if iface is None or f"rif:{iface.name}" not in self.ids.rif_ids:
+                self.counters["unresolvable next hops"] += 1
+                self.log(f"routeorch: {route.prefix}: next hop {ip} is on no router interface")
+                continue
+            keys.append(f"nexthop:{iface.name}|{ip}")
+        if not keys:
+            return None
+        return ("nexthop", keys[0]) if len(keys) == 1 else ("group", frozenset(keys))
+
+    def _nexthop_id(self, key: str, out: list[Any]) -> int:
+        """The id of next hop `key`, written (into `out`) if neither the config, a learned
+        neighbour nor an earlier route has it; a new one's neighbour is to be resolved."""
+        ref = self.nexthops.get(key)
+        if ref is None:
+            with self.ids.lock:  # the neighbour learner may be making the same next hop
+                nid = self.ids.nexthop_ids.get(key)
+                if nid is not None:
+                    return nid  # the config's or a learned neighbour's: not ours to remove
+                ifname, ip = key.removeprefix("nexthop:").split("|")
+                rif = self.ids.rif_ids[f"rif:{ifname}"]
+                address = ipaddress.ip_address(ip)
+                ref = self.nexthops[key] = _Ref(self.ids.allocate("nexthop"), 0, (rif, address))
+                self.ids.nexthop_ids[key] = ref.id
+            out.append(self.entries.nexthop(ref.id, rif, address))
+            self._to_resolve.append(address)
+        ref.refs += 1
+        return ref.id
+
+    def _acquire(self, target: Target, writes: dict[str, list[Any]]) -> tuple[str, int]:
+        """One more user of `target`; its objects go into `writes` when new."""
+        if target[0] == "drop":
+            return ("drop", 0)
+        if target[0] == "nexthop":
+            return ("nexthop", self._nexthop_id(target[1], writes["nexthops"]))
+        ref = self.groups.get(target[1])
+        if ref is None:
+            members = sorted(self._nexthop_id(k, writes["nexthops"]) for k in target[1])
+            for nid in members:
+                if nid in self.ids.members and nid not in self.members:
+                    continue  # the config's member
+                mref = self.members.get(nid)
+                if mref is None:
+                    mref = self.members[nid] = _Ref(nid)
+                    self.ids.members.add(nid)
+                    writes["members"].append(self.entries.member(nid))
+                mref.refs += 1
+            ref = self.groups[target[1]] = _Ref(self.ids.allocate("group"), 0, members)
+            writes["groups"].append((target[1], self.entries.group(ref.id, members)))
+        ref.refs += 1
+        return ("group", ref.id)
+
+    def _release(self, target: Target, gone: dict[str, list[Any]]) -> None:
+        """One user fewer; objects nobody uses go into `gone` (deleted at the flush's end)."""
+        if target[0] == "drop":
+            return
+        if target[0] == "nexthop":
+            self._release_nexthop(target[1], gone)
+            return
+        ref = self.groups[target[1]]
+        ref.refs -= 1
+        if ref.refs > 0:
+            return
+        del self.groups[target[1]]
+        if target[1] not in self._unwritten:
+            gone["groups"] += self.entries.group(ref.id, ref.detail, insert=False)
+        self.ids.release("group", ref.id)
+        for nid in ref.detail:
+            mref = self.members.get(nid)
+            if mref is not None:
+                mref.refs -= 1
+                if mref.refs == 0:
+                    del self.members[nid]
+                    self.ids.members.discard(nid)
+                    gone["members"].append(self.entries.member(nid, insert=False))
+        for key in target[1]:
+            self._release_nexthop(key, gone)
+
+    def _release_nexthop(self, key: str, gone: dict[str, list[Any]]) -> None:
+        ref = self.nexthops.get(key)
+        if ref is None:
+            return
+        ref.refs -= 1
+        if ref.refs == 0:
+            del self.nexthops[key]
+            self.ids.nexthop_ids.pop(key, None)
+            self.ids.release("nexthop", ref.id)
+            rif, ip = ref.detail
+            gone["nexthops"].append(self.entries.nexthop(ref.id, rif, ip, insert=False))
+
+    # --- flushing ----------------------------------------------------------------------------
+
+    def _write(self, updates: list[Any], what: str) -> dict[int, str]:
+        """Write `updates`; the google.rpc code of each that failed, by index (each counted,
+        and logged unless it is a full table, which the caller reports once)."""
+        if not updates:
+            return {}
+        result = self.client.write(updates, batch_size=self.bulk.size, in_flight=self.in_flight)
+        for e in result.errors:
+            self.counters[f"{what} failed"] += 1
+            if e.code != "RESOURCE_EXHAUSTED":
+                self.log(f"routeorch: {what} update {e.index} failed: {e.code}: {e.message}")
+        return {e.index: e.code for e in result.errors}
+
+    def flush(self) -> FlushStats:
+        """Write what is pending (see the module's description for the order), then have the
+        new next hops' neighbours resolved."""
+        stats = self._flush()
+        with self.lock:
+            asks, self._to_resolve = self._to_resolve, []
+        if self.resolve is not None:
+            for ip in asks:
+                self.resolve(ip)
+        return stats
+
+    def _flush(self) -> FlushStats:
+        stats = FlushStats()
+        with self.lock:
+            if self.client is None or not self.pending:
+                return stats
+            start = time.perf_counter()
+            changes, self.pending = self.pending, {}
+            writes: dict[str, list[Any]] = {"nexthops": [], "members": [], "groups": []}
+            gone: dict[str, list[Any]] = {"groups": [], "members": [], "nexthops": []}
+            planned: list[tuple[IpNetwork, FpmRoute | None, Target | None, Any]] = []
+            for prefix, route in changes.items():
+                old = self.installed.get(prefix)
+                if route.deleted:
+                    if old is not None:
+                        kind = self.pb.Update.DELETE
+                        update = self.entries.route(prefix, self._hw(old.target), "", kind)
+                        planned.append((prefix, None, None, update))
+                    continue
+                if old is None and prefix in self.ids.routes:
+                    self.counters["routes the config has"] += 1
+                    self.log(f"routeorch: {prefix}: the config routes it; FPM's route ignored")
+                    continue
+                target = self._resolve(route)
+                if target is None:
+                    self.counters["unresolvable routes"] += 1
+                    if old is not None:
+                        kind = self.pb.Update.DELETE
+                        update = self.entries.route(prefix, self._hw(old.target), "", kind)
+                        planned.append((prefix, None, None, update))
+                    continue
+                if old is not None and old.target == target and old.route == route:
+                    continue
+                hw = self._acquire(target, writes)
+                kind = self.pb.Update.INSERT if old is None else self.pb.Update.MODIFY
+                update = self.entries.route(prefix, hw, f"fpm:{route.protocol}", kind)
+                planned.append((prefix, route, target, update))
+            failed_groups = self._unwritten = self._write_objects(writes)
+            # Routes whose group could not be written stay as they were.
+            ready, skipped = [], []
+            for item in planned:
+                target = item[2]
+                if target is not None and target[0] == "group" and target[1] in failed_groups:
+                    skipped.append(item)
+                else:
+                    ready.append(item)
+            for _prefix, _route, target, _update in skipped:
+                self.counters["routes with a failed group"] += 1
+                self._release(target, gone)
+            failed = self._write([u for *_, u in ready], "route")
+            inserts, full, freed = Counter(), Counter(), set()
+            for i, (prefix, route, target, update) in enumerate(ready):
+                old = self.installed.get(prefix)
+                if update.type == self.pb.Update.INSERT:
+                    inserts[prefix.version] += 1
+                if i in failed:
+                    if failed[i] == "RESOURCE_EXHAUSTED":
+                        full[prefix.version] += 1
+                        self.waiting[prefix] = route
+                    if update.type != self.pb.Update.DELETE:
+                        self._release(target, gone)
+                    continue
+                if old is not None:
+                    self._release(old.target, gone)
+                if route is None:
+                    del self.installed[prefix]
+                    self.ids.routes.discard(prefix)
+                    freed.add(prefix.version)
+                else:
+                    self.waiting.pop(prefix, None)
+                    self.installed[prefix] = Installed(route, target)
+                    self.ids.routes.add(prefix)
+                stats.routes += 1
+            for version, n in full.items():
+                self._report_full(version, n, inserts[version])
+            # Routes that found the table full get another try once routes of their family go.
+            for prefix in [p for p in self.waiting if p.version in freed]:
+                route = self.waiting.pop(prefix)
+                if self.desired.get(prefix) == route and prefix not in self.pending:
+                    self.pending[prefix] = route
+            for what in ("groups", "members", "nexthops"):
+                self._write(gone[what], f"stale {what}")
+            stats.seconds = time.perf_counter() - start
+            self.counters["routes written"] += stats.routes
+            self._unwritten = set()
+        return stats
+
+    def _write_objects(self, writes: dict[str, list[Any]]) -> set:
+        """Next hops, members, then groups with their entries; the next-hop sets of the groups
+        that could not be written (whole: a group whose entry failed is deleted again)."""
+        failed_nexthops = self._write(writes["nexthops"], "next hop")
+        failed_members = self._write(writes["members"], "ECMP member")
+        bad: set = set()
+        if failed_nexthops or failed_members:
+            # A group over a missing next hop or member would be half a group: none of them.
+            bad = {key for key, _ in writes["groups"]}
+        good = [(key, updates) for key, updates in writes["groups"] if key not in bad]
+        failed = self._write([u[0] for _, u in good], "ECMP group")
+        entries = [(key, u) for i, (key, u) in enumerate(good) if i not in failed]
+        bad |= {key for i, (key, _) in enumerate(good) if i in failed}
+        failed_entries = self._write([u[1] for _, u in entries], "ECMP group entry")
+        undo = []
+        for i, (key, updates) in enumerate(entries):
+            if i in failed_entries:
+                bad.add(key)
+                group = type(updates[0])()
+                group.CopyFrom(updates[0])
+                group.type = self.pb.Update.DELETE
+                undo.append(group)
+        self._write(undo, "ECMP group removal")
+        return bad
+
+    def _hw(self, target: Target) -> tuple[str, int]:
+        """The hardware ids of an installed target (its objects exist)."""
+        if target[0] == "drop":
+            return ("drop", 0)
+        if target[0] == "group":
+            return ("group", self.groups[target[1]].id)
+        ref = self.nexthops.get(target[1])
+        return ("nexthop", ref.id if ref is not None else self.ids.nexthop_ids[target[1]])
+
+    def _report_full(self, version: int, n: int, inserted: int) -> None:
+        table = "ipv4_route" if version == 4 else "ipv6_route"
+        self.counters[f"{table} full"] += n
+        waiting = sum(1 for p in self.waiting if p.version == version)
+        self.log(
+            f"routeorch: {table} is full (size {self.sizes[version]}): {n} of {inserted} new "
+            f"IPv{version} routes did not fit, {inserted - n} fit; installed routes are kept, "
+            f"{waiting} wait for room"
+        )
+
+    # --- state -------------------------------------------------------------------------------
+
+    def summary(self, counters: Counter | None = None) -> str:
+        with self.lock:
+            parts = [
+                f"{len(self.installed)} routes installed",
+                f"{len(self.groups)} ECMP groups",
+                f"{len(self.desired) - len(self.installed)} not installed",
+            ]
+            merged = Counter(self.counters) + Counter(counters or {})
+        parts += [f"{k} {v}" for k, v in sorted(merged.items())]
+        return "routeorch: " + ", ".join(parts)

@@ -1,0 +1,594 @@
+"""FRR's zebra over FPM into `lossless-ctl run --fpm`, programming a real p4-switch.
+
+zebra (with `dplane_fpm_nl`) and staticd from Debian's frr package run in a network namespace
+this test creates, with one veth per routed port of the config (Ethernet0..12, the config's
+addresses); the FPM socket is opened in that namespace, so zebra reaches it on its loopback.
+The reference is what the test asks FRR for (prefixes and next-hop sets): the switch's tables,
+read back over P4Runtime, must hold exactly those routes through one shared ECMP group, follow
+a next hop's link going down and up, and hold none of them once FRR withdraws them.
+
+Needs root (namespaces), `make build` and the frr package (`make deps`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from pyroute2.netns import create_socket
+
+from lossless_ctl.client import P4RuntimeClient
+from lossless_ctl.p4info import P4InfoIndex
+from lossless_ctl.show import action_profiles
+from lossless_kit.switch import SwitchProcess, free_port
+from lossless_paths import BIN, P4SRC, PTF_CONFIG_DB
+
+CONFIG = PTF_CONFIG_DB
+FRR = Path("/usr/lib/frr")
+ING = "LosslessIngress."
+ROUTES = 200
+# The config's routed ports, their addresses and their neighbours (NEIGH), which the routes'
+# next hops are: zebra resolves them on these interfaces, the switch has their MACs.
+PORTS = {
+    "Ethernet0": ("10.1.0.1/24", "10.1.0.2"),
+    "Ethernet4": ("10.2.0.1/24", "10.2.0.2"),
+    "Ethernet8": ("10.3.0.0/31", "10.3.0.1"),
+    "Ethernet12": ("10.4.0.0/31", "10.4.0.1"),
+}
+V6_PORTS = {"Ethernet0": ("fc00:1::1/64", "fc00:1::2"), "Ethernet4": ("fc00:2::1/64", "fc00:2::2")}
+GATEWAYS = [gw for _, gw in PORTS.values()]
+V6_GATEWAYS = [gw for _, gw in V6_PORTS.values()]
+PREFIXES = [ipaddress.ip_network(f"40.{i // 256}.{i % 256}.0/24") for i in range(ROUTES)]
+V6_PREFIXES = [ipaddress.ip_network(f"2001:db8:40:{i:x}::/64") for i in range(20)]
+WAIT_S = 60.0
+IPV6_ROUTES_SMALL = 64
+
+
+def _ns(ns: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} in {ns}: {proc.stderr.strip()}")
+    return proc
+
+
+@pytest.fixture
+def netns():
+    """A namespace with a veth per routed port (`EthernetN` with the config's addresses, its
+    peer `pN` up so that the port's carrier follows it)."""
+    for tool in ("zebra", "staticd"):
+        assert (FRR / tool).is_file(), f"{FRR / tool} missing: install frr (`make deps`)"
+    name = f"llfpm-{os.getpid()}"
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        _ns(name, "ip", "link", "set", "lo", "up")
+        for i, (port, (address, _)) in enumerate(PORTS.items()):
+            _ns(name, "ip", "link", "add", port, "type", "veth", "peer", "name", f"p{i}")
+            _ns(name, "ip", "addr", "add", address, "dev", port)
+            if port in V6_PORTS:
+                _ns(name, "ip", "addr", "add", V6_PORTS[port][0], "dev", port, "nodad")
+            _ns(name, "ip", "link", "set", f"p{i}", "up")
+            _ns(name, "ip", "link", "set", port, "up")
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+class Frr:
+    """zebra and staticd in `ns`, their sockets, pid files and logs in a directory of their
+    own (they run as user frr, who cannot enter pytest's private tmp_path). Stopped by their
+    pids."""
+
+    def __init__(self, ns: str, fpm_port: int):
+        self.ns = ns
+        self.dir = Path(tempfile.mkdtemp(prefix="llfpm-frr-"))
+        self.dir.chmod(0o777)
+        (self.dir / "zebra.conf").write_text(
+            f"fpm address 127.0.0.1 port {fpm_port}\nno fpm use-next-hop-groups\n"
+        )
+        (self.dir / "staticd.conf").write_text("")
+        self.pids: list[int] = []
+
+    def start(self) -> None:
+        for daemon, extra in (("zebra", ["-M", "dplane_fpm_nl"]), ("staticd", [])):
+            cmd = [
+                str(FRR / daemon), "-d", "-P", "0", *extra,
+                "-f", str(self.dir / f"{daemon}.conf"), "-i", str(self.dir / f"{daemon}.pid"),
+                "-z", str(self.dir / "zserv.api"), "--vty_socket", str(self.dir),
+                "--log", f"file:{self.dir / daemon}.log",
+            ]  # fmt: skip
+            _ns(self.ns, *cmd)
+            pid_file = self.dir / f"{daemon}.pid"
+            deadline = time.monotonic() + 10
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                assert time.monotonic() < deadline, f"{daemon} wrote no pid file"
+                time.sleep(0.05)
+            self.pids.append(int(pid_file.read_text()))
+
+    def configure(self, lines: list[str]) -> None:
+        script = self.dir / "commands"
+        script.write_text("\n".join(lines) + "\n")  # vtysh -f: config-file syntax
+        _ns(self.ns, "vtysh", "--vty_socket", str(self.dir), "-f", str(script))
+
+    def stop(self) -> None:
+        for pid in reversed(self.pids):
+            try:
+                os.kill(pid, 15)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 10
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        self.pids = []
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text() for p in sorted(self.dir.glob("*.log")))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _static_routes(prefixes, gateways, no: bool = False) -> list[str]:
+    verb = "no ip route" if prefixes[0].version == 4 else "no ipv6 route"
+    verb = verb if no else verb.removeprefix("no ")
+    return [f"{verb} {p} {gw}" for p in prefixes for gw in gateways]
+
+
+class SwitchState:
+    """The switch's FPM routes and ECMP groups, read over P4Runtime and resolved to next-hop
+    IP addresses."""
+
+    def __init__(self, client: P4RuntimeClient):
+        self.client = client
+        self.index = P4InfoIndex(client.p4info())
+
+    def _table(self, name: str):
+        return self.client.read_table(self.index.table(ING + name).preamble.id)
+
+    def read(self) -> tuple[dict, dict]:
+        """({prefix: (action, id, frozenset of next-hop IPs)} of the FPM routes, {group id:
+        next-hop IPs}). Routes are read first: the controller writes what a route uses before
+        the route, so a next-hop set of None (something missing) is a fault only if it stays."""
+        routes = {}
+        for version, table in ((4, "ipv4_route"), (6, "ipv6_route")):
+            for e in self._table(table):
+                if not e.metadata.startswith(b"fpm:"):
+                    continue
+                lpm = e.match[0].lpm
+                value = int.from_bytes(lpm.value, "big")
+                address = (
+                    ipaddress.IPv4Address(value) if version == 4 else ipaddress.IPv6Address(value)
+                )
+                prefix = ipaddress.ip_network((address, lpm.prefix_len))
+                action = self.index.name_of(e.action.action.action_id).rsplit(".", 1)[-1]
+                routes[prefix] = (action, int.from_bytes(e.action.action.params[0].value, "big"))
+        ecmp = {
+            int.from_bytes(e.match[0].exact.value, "big"): e.action.action_profile_group_id
+            for e in self._table("ecmp_group")
+        }
+        params = {p.name: p.id for p in self.index.action(ING + "set_ip_nexthop").params}
+        nexthops = {}
+        for e in self._table("nexthop"):
+            nid = int.from_bytes(e.match[0].exact.value, "big")
+            ip = next(
+                p.value for p in e.action.action.params if p.param_id == params["neighbor_ip"]
+            )
+            nexthops[nid] = int.from_bytes(ip, "big")
+        members, groups = action_profiles(self.client)
+        groups = {
+            gid: frozenset(nexthops.get(members.get(m)) for m in ms) for gid, ms in groups.items()
+        }
+        out = {}
+        for prefix, (action, value) in routes.items():
+            if action == "set_ecmp_group_id":
+                hops = groups.get(ecmp.get(value))
+            else:
+                hops = frozenset([nexthops.get(value)])
+            out[prefix] = (action, value, None if hops is None or None in hops else hops)
+        return out, groups
+
+
+def _ips(addresses) -> frozenset:
+    return frozenset(int(ipaddress.ip_address(a)) for a in addresses)
+
+
+def _wait_for(state: SwitchState, check, what: str, wait_s: float = WAIT_S):
+    deadline = time.monotonic() + wait_s
+    while True:
+        routes, groups = state.read()
+        problem = check(routes, groups)
+        if problem is None:
+            return routes, groups
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: after {wait_s} s: {problem}")
+        time.sleep(0.25)
+
+
+def _expect(wanted: dict, groups_in_all: int | None = None):
+    """A check: the FPM routes are exactly `wanted` ({prefix: next-hop IPs}), the routes with
+    the same next-hop set share one group, and the switch has `groups_in_all` ECMP groups (the
+    config's included) when given."""
+
+    def check(routes, groups):
+        got = {p: hops for p, (_, _, hops) in routes.items()}
+        dangling = [p for p, hops in got.items() if hops is None]
+        if dangling:
+            return f"{len(dangling)} routes to a missing group, member or next hop: {dangling[:3]}"
+        if got != wanted:
+            missing = len(set(wanted) - set(got))
+            extra = len(set(got) - set(wanted))
+            wrong = sum(1 for p in set(got) & set(wanted) if got[p] != wanted[p])
+            return f"{missing} missing, {extra} extra, {wrong} with other next hops"
+        by_set: dict = {}
+        for _, (action, value, hops) in routes.items():
+            if action == "set_ecmp_group_id":
+                by_set.setdefault(hops, set()).add(value)
+        shared = {hops: ids for hops, ids in by_set.items() if len(ids) != 1}
+        if shared:
+            return f"next-hop sets in several groups: {shared}"
+        if groups_in_all is not None and len(groups) != groups_in_all:
+            return f"{len(groups)} ECMP groups, not {groups_in_all}"
+        return None
+
+    return check
+
+
+# --- netlink, built field by field from rtnetlink(7), for the malformed-input part ---------
+
+
+def _rtattr(kind: int, value: bytes) -> bytes:
+    data = struct.pack("=HH", 4 + len(value), kind) + value
+    return data + bytes(-len(data) % 4)
+
+
+def _route_msg(
+    msg_type: int,
+    prefix: str,
+    plen: int,
+    gateway: str | None,
+    family: int | None = None,
+    nexthop_object: int | None = None,
+) -> bytes:
+    """RTM_NEWROUTE (24) or RTM_DELROUTE (25) (RTA_DST 1, RTA_TABLE 15, RTA_GATEWAY 5,
+    RTA_NH_ID 30); `family` overrides the rtmsg's address family field."""
+    af = socket.AF_INET6 if ":" in prefix else socket.AF_INET
+    attrs = _rtattr(1, socket.inet_pton(af, prefix)) + _rtattr(15, struct.pack("=I", 254))
+    if gateway is not None:
+        attrs += _rtattr(5, socket.inet_pton(af, gateway))
+    if nexthop_object is not None:
+        attrs += _rtattr(30, struct.pack("=I", nexthop_object))
+    # rtmsg: family, dst_len, src_len, tos, table, protocol (196 = zebra's static), scope,
+    # type (1 = unicast), flags.
+    body = struct.pack("=BBBBBBBBI", family or af, plen, 0, 0, 254, 196, 0, 1, 0) + attrs
+    return struct.pack("=IHHII", 16 + len(body), msg_type, 0x501, 0, 0) + body
+
+
+def _fpm(payload: bytes, version: int = 1, kind: int = 1) -> bytes:
+    return struct.pack("!BBH", version, kind, 4 + len(payload)) + payload
+
+
+def _connect(ns: str, port: int) -> socket.socket:
+    """A connection to the FPM listener, as zebra's: the controller takes one at a time, and a
+    new one starts a restart (routes not sent again are removed after --fpm-restart s)."""
+    sock = create_socket(ns, socket.AF_INET, socket.SOCK_STREAM, flags=0)
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def _send_frames(ns: str, port: int, frames: list[bytes]) -> None:
+    with _connect(ns, port) as sock:
+        sock.sendall(b"".join(frames))
+
+
+@contextlib.contextmanager
+def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=None):
+    """p4-switch (a portless one unless `switch`, a started SwitchLab, is given), and
+    `lossless-ctl run --fpm` on it with its FPM socket in `netns`."""
+    assert (BIN / "p4-switch").is_file(), "build/bin/p4-switch missing: run `make build`"
+    portless = switch is None
+    if portless:
+        switch = SwitchProcess(
+            BIN / "p4-switch",
+            device_id=1,
+            grpc_addr=f"127.0.0.1:{free_port()}",
+            log_path=workdir / "p4-switch.log",
+        )
+        switch.start()
+        switch.wait_ready()
+    address = switch.grpc_addr
+    fpm_port = free_port()
+    log = workdir / "lossless-ctl.log"
+    cmd = [
+        sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
+        "--switch", address, "--pipeline", str(pipeline),
+        "--fpm", f"127.0.0.1:{fpm_port}", "--fpm-netns", netns, "--route-bulk", bulk,
+        "--fpm-restart", "1",
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while "fpm: listening" not in log.read_text() or "written" not in log.read_text():
+            assert proc.poll() is None, f"lossless-ctl run exited:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"lossless-ctl run not ready:\n{log.read_text()}"
+            time.sleep(0.1)
+        with P4RuntimeClient(address) as client:
+            client.connect()
+            yield address, fpm_port, SwitchState(client), log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if portless:
+            switch.stop()
+
+
+@pytest.fixture
+def controller(netns, compiled_pipeline, tmp_path):
+    with _controller(netns, compiled_pipeline, tmp_path, "64/0.2") as running:
+        yield running
+
+
+@pytest.fixture
+def small_ipv6_controller(netns, tmp_path):
+    """The controller on a pipeline whose ipv6_route holds IPV6_ROUTES_SMALL entries (p4src/
+    with that one define changed, compiled by the p4c-bm2-ss drop-in)."""
+    src = tmp_path / "p4src"
+    shutil.copytree(P4SRC, src)
+    headers = src / "headers.p4"
+    text = headers.read_text()
+    assert "#define IPV6_ROUTES 81920" in text
+    headers.write_text(text.replace("IPV6_ROUTES 81920", f"IPV6_ROUTES {IPV6_ROUTES_SMALL}"))
+    out = tmp_path / "p4-small"
+    out.mkdir()
+    compiler = BIN / "p4c-bm2-ss"
+    info = out / "lossless.p4info.txtpb"
+    proc = subprocess.run(
+        [compiler, "-o", out / "lossless.json", "--p4runtime-files", info, src / "lossless.p4"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with _controller(netns, out, tmp_path, "16/0.1") as running:
+        yield running
+
+
+def test_bad_fpm_input_is_counted_and_the_listener_keeps_serving(controller, netns):
+    _, fpm_port, state, log = controller
+    good = _route_msg(24, "60.0.0.0", 24, "10.1.0.2")
+    frames = [
+        _fpm(good, version=2),  # unknown FPM version
+        _fpm(b"\x00" * 7),  # netlink shorter than its header
+        _fpm(_route_msg(24, "61.0.0.0", 24, "10.1.0.2")[:30]),  # truncated message
+        _fpm(_route_msg(24, "62.0.0.0", 24, "99.9.9.9")),  # next hop on no interface
+        _fpm(_route_msg(24, "63.0.0.0", 24, "10.1.0.2", family=28)),  # AF_MPLS
+        _fpm(_route_msg(24, "64.0.0.0", 24, None, nexthop_object=7)),  # zebra's NHG mode
+        _fpm(good),
+    ]
+    _send_frames(netns, fpm_port, frames)
+    want = {ipaddress.ip_network("60.0.0.0/24"): _ips(["10.1.0.2"])}
+    _wait_for(state, _expect(want), "the good route after bad frames")
+    _send_frames(netns, fpm_port, [_fpm(_route_msg(25, "60.0.0.0", 24, None))])
+    _wait_for(state, _expect({}), "the good route deleted")
+    text = log.read_text()
+    assert "fpm: malformed: FPM version 2" in text
+    assert text.count("fpm: malformed: netlink payload") == 2, text
+    assert "next hop 99.9.9.9 is on no router interface" in text
+    assert "fpm: unknown address family: route of address family 28" in text
+    assert "fpm: next-hop object: 64.0.0.0/24" in text
+
+
+def test_frr_routes_share_one_group_follow_a_link_flap_and_go(controller, netns):
+    switch, fpm_port, state, _ = controller
+    frr = Frr(netns, fpm_port)
+    try:
+        frr.start()
+        frr.configure(_static_routes(PREFIXES, GATEWAYS) + _static_routes(V6_PREFIXES, V6_GATEWAYS))
+        everything = {p: _ips(GATEWAYS) for p in PREFIXES}
+        everything |= {p: _ips(V6_GATEWAYS) for p in V6_PREFIXES}
+        routes, groups = _wait_for(state, _expect(everything), "FRR's routes installed")
+        before = len(groups)
+        ours = {value for action, value, _ in routes.values() if action == "set_ecmp_group_id"}
+        assert len(ours) == 2  # one IPv4 and one IPv6 next-hop set
+
+        out = _show(switch, "ip", "route")
+        fpm_lines = [line for line in out.splitlines() if line.split()[2:3] == ["[fpm]"]]
+        assert len(fpm_lines) == ROUTES and all(line.startswith("S>*") for line in fpm_lines)
+        assert "S>* 20.0.0.0/8 [config_db] via 10.3.0.1, Ethernet8" in out
+        out6 = _show(switch, "ipv6", "route")
+        fpm6 = [line for line in out6.splitlines() if line.split()[2:3] == ["[fpm]"]]
+        assert len(fpm6) == len(V6_PREFIXES)
+        assert "S>* 2001:db8:40::/64 [fpm] via fc00:1::2, Ethernet0, ecmp group" in out6
+        assert "* via fc00:2::2, Ethernet4" in out6
+
+        # Ethernet12's link goes down: zebra drops 10.4.0.1 from every route.
+        _ns(netns, "ip", "link", "set", "p3", "down")
+        flapped = dict(everything) | {p: _ips(GATEWAYS[:3]) for p in PREFIXES}
+        # The 3-member group replaces the 4-member one.
+        _wait_for(state, _expect(flapped, before), "next hop 10.4.0.1 withdrawn")
+        _ns(netns, "ip", "link", "set", "p3", "up")
+        _wait_for(state, _expect(everything, before), "next hop 10.4.0.1 restored")
+
+        frr.configure(
+            _static_routes(PREFIXES, GATEWAYS, no=True)
+            + _static_routes(V6_PREFIXES, V6_GATEWAYS, no=True)
+        )
+        # The config's groups stay.
+        _wait_for(state, _expect({}, before - 2), "FRR's routes withdrawn")
+    finally:
+        frr.stop()
+        frr.remove()
+
+
+def _show(switch: str, *what: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "lossless_ctl.cli", "show", *what, "--switch", switch,
+         "--config", str(CONFIG)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_route_bulk_setting():
+    from lossless_ctl.routeorch import SEED002, Bulk, parse_bulk
+
+    assert parse_bulk("seed002") == SEED002 == Bulk(64, 1.0)
+    assert parse_bulk("1000/0.05") == Bulk(1000, 0.05)
+    for bad in ("64", "0/1", "64/0", "x/y"):
+        with pytest.raises(ValueError, match="SIZE/SECONDS"):
+            parse_bulk(bad)
+    assert json.dumps(SEED002.__dict__) == '{"size": 64, "flush_s": 1.0}'
+
+
+def test_a_full_route_table_is_reported_and_keeps_what_it_holds(small_ipv6_controller, netns):
+    """ipv6_route (64 entries here) filled through FPM to 5 entries short of its size; of 8
+    more routes 5 fit, 3 are reported and wait, and get in once 3 routes go. Nothing
+    installed is lost."""
+    _, fpm_port, state, log = small_ipv6_controller
+    table = state.index.table(ING + "ipv6_route")
+    assert table.size == IPV6_ROUTES_SMALL
+    room = table.size - len(state._table("ipv6_route"))
+    base = int(ipaddress.IPv6Address("2001:db8:f000::"))
+    filler = [ipaddress.IPv6Network((base + (i << 64), 64)) for i in range(room - 5)]
+    extra = [ipaddress.IPv6Network((base + (i << 64), 64)) for i in range(room, room + 8)]
+
+    def add(prefixes):
+        return [_fpm(_route_msg(24, str(p.network_address), 64, "fc00:1::2")) for p in prefixes]
+
+    def routes_are(want: set):
+        def check(routes, _groups):
+            return None if set(routes) == want else f"{len(set(routes) ^ want)} routes differ"
+
+        return check
+
+    zebra = _connect(netns, fpm_port)
+    zebra.sendall(b"".join(add(filler)))
+    _wait_for(state, routes_are(set(filler)), "the filler routes")
+    zebra.sendall(b"".join(add(extra)))
+
+    def not_fitting() -> int:
+        """Routes the controller reported as not fitting (`... is full (size N): K of ...`)."""
+        lines = [line for line in log.read_text().splitlines() if "ipv6_route is full" in line]
+        assert all(f"ipv6_route is full (size {table.size}): " in line for line in lines)
+        return sum(int(line.split("): ")[1].split()[0]) for line in lines)
+
+    deadline = time.monotonic() + WAIT_S
+    while not_fitting() < 3:
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.1)
+    routes, _ = state.read()
+    assert not_fitting() == 3
+    assert set(filler) <= set(routes)
+    assert len(set(extra) & set(routes)) == 5
+    assert len(routes) == len(filler) + 5
+    deletes = [_fpm(_route_msg(25, str(p.network_address), 64, None)) for p in filler[:3]]
+    zebra.sendall(b"".join(deletes))
+    _wait_for(state, routes_are(set(filler[3:]) | set(extra)), "waiting routes, once room was made")
+    zebra.close()
+
+
+def test_fpm_frames_split_anywhere_decode_the_same():
+    """TCP delivers the stream in any pieces: fed one byte at a time, three frames give their
+    three routes; a length below the header's loses the framing and says so."""
+    from lossless_ctl.fpm import FpmCounters, FpmError, FpmReader
+
+    frames = b"".join(_fpm(_route_msg(24, f"70.0.{i}.0", 24, "10.2.0.2")) for i in range(3)) + _fpm(
+        _route_msg(24, "2001:db8:70::", 48, "fc00:2::2")
+    )
+    counters = FpmCounters()
+    reader = FpmReader(counters, log=lambda line: pytest.fail(line))
+    routes = [r for i in range(len(frames)) for r in reader.feed(frames[i : i + 1])]
+    want = [ipaddress.ip_network(f"70.0.{i}.0/24") for i in range(3)]
+    assert [r.prefix for r in routes] == [*want, ipaddress.ip_network("2001:db8:70::/48")]
+    assert routes[0].nexthops == (ipaddress.ip_address("10.2.0.2"),)
+    assert routes[0].protocol == "static" and counters["frames"] == 4
+    with pytest.raises(FpmError, match="FPM frame length 2 < 4"):
+        reader.feed(struct.pack("!BBH", 1, 1, 2))
+
+
+ROUTER_MAC = bytes.fromhex("020000000001")  # DEVICE_METADATA mac
+HOST_MAC = bytes.fromhex("020000000199")  # the next hop the config does not know
+
+
+def _arp(op: int, sha: bytes, spa: str, tha: bytes, tpa: str, dst: bytes) -> bytes:
+    """RFC 826 over Ethernet, padded to 60 bytes."""
+    body = struct.pack("!HHBBH", 1, 0x0800, 6, 4, op) + sha + socket.inet_aton(spa)
+    frame = dst + sha + struct.pack("!H", 0x0806) + body + tha + socket.inet_aton(tpa)
+    return frame + bytes(60 - len(frame))
+
+
+def _udp_frame(src_mac: bytes, src: str, dst: str, ttl: int = 64) -> bytes:
+    """IPv4 (RFC 791, checksum over the header) and UDP without checksum, padded to 60."""
+    udp = struct.pack("!HHHH", 1000, 2000, 8 + 4, 0) + b"fpm!"
+    header = struct.pack(
+        "!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, ttl, 17, 0,
+        socket.inet_aton(src), socket.inet_aton(dst),
+    )  # fmt: skip
+    total = sum(struct.unpack("!10H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    header = header[:10] + struct.pack("!H", ~total & 0xFFFF) + header[12:]
+    frame = ROUTER_MAC + src_mac + struct.pack("!H", 0x0800) + header + udp
+    return frame + bytes(60 - len(frame))
+
+
+def test_a_route_via_a_next_hop_the_config_lacks_resolves_it_and_forwards(
+    compiled_pipeline, tmp_path
+):
+    """An FPM route via 10.1.0.99 (on Ethernet0, not in NEIGH): the controller ARPs for it out
+    of port 1, learns the reply, and the switch forwards the route's traffic to that MAC."""
+    from lossless_kit.vethlab import SwitchLab
+
+    with SwitchLab(4, tmp_path) as lab:
+        ns = lab.veths.namespace
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)  # for FPM
+        with _controller(ns, compiled_pipeline, tmp_path, "64/0.1", switch=lab) as running:
+            _, fpm_port, state, _ = running
+            lab.receive(timeout=0.5)  # whatever start-up sent
+            _send_frames(ns, fpm_port, [_fpm(_route_msg(24, "80.0.0.0", 24, "10.1.0.99"))])
+            frames = [f for port, f in lab.receive(timeout=5) if port == 1]
+            want = _arp(1, ROUTER_MAC, "10.1.0.1", bytes(6), "10.1.0.99", b"\xff" * 6)
+            assert want in frames, frames
+            lab.send(1, _arp(2, HOST_MAC, "10.1.0.99", ROUTER_MAC, "10.1.0.1", ROUTER_MAC))
+            sent = _udp_frame(bytes.fromhex("020000000202"), "10.2.0.2", "80.0.0.5")
+            expected = HOST_MAC + ROUTER_MAC + _udp_frame(HOST_MAC, "10.2.0.2", "80.0.0.5", 63)[12:]
+            deadline = time.monotonic() + WAIT_S
+            while True:  # until the learned neighbour is written
+                lab.send(2, sent)
+                got = [f for port, f in lab.receive(timeout=0.5) if port == 1]
+                if expected in got:
+                    break
+                assert time.monotonic() < deadline, got
+
+
+def test_a_reconnected_zebra_keeps_its_routes_until_it_has_resent_them(controller, netns):
+    """Graceful restart as the controller does it: after zebra's connection drops its routes
+    stay; a new connection that sends one of two again keeps that one, and the other goes once
+    zebra has been quiet for --fpm-restart seconds (the fixture's 1)."""
+    _, fpm_port, state, log = controller
+    a, b = ipaddress.ip_network("90.1.0.0/24"), ipaddress.ip_network("90.2.0.0/24")
+    both = {a: _ips(["10.1.0.2"]), b: _ips(["10.1.0.2"])}
+    with _connect(netns, fpm_port) as first:
+        first.sendall(b"".join(_fpm(_route_msg(24, str(p.network_address), 24, "10.1.0.2"))
+                               for p in (a, b)))  # fmt: skip
+        _wait_for(state, _expect(both), "the first connection's routes")
+    time.sleep(1.5)  # past --fpm-restart: nothing is removed while zebra is away
+    assert state.read()[0].keys() == both.keys()
+    with _connect(netns, fpm_port) as second:
+        second.sendall(_fpm(_route_msg(24, str(a.network_address), 24, "10.1.0.2")))
+        _wait_for(state, _expect({a: both[a]}), "the route zebra did not resend removed")
+    assert "1 routes zebra did not send again after it reconnected (1 s quiet)" in log.read_text()

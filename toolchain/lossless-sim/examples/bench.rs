@@ -1,0 +1,97 @@
+//! Packet-hops per second of the simulator through lossless.p4 (one core: a run is one thread),
+//! beside the in-process engine's packets per second on the same programmed switch in the same
+//! run (the ceiling: the simulator adds the traffic manager, the event queue and the hosts).
+//!
+//! The workload is seed 000's incast (incast-16to1, tuned buffers, PFC on) at 100G, programmed
+//! by lossless-ctl as `lossless-sim run` does; it needs the venv and build/p4 (`make bench`).
+//!
+//! `cargo run --release -p lossless-sim --example lossless-sim-bench -- OUT.json`
+
+use lossless_sim::experiment::{setup_incast, Plan};
+use lossless_sim::program::{self, Lab};
+use lossless_sim::traffic::NicParams;
+use lossless_sim::{assemble, probe, DEFAULT_PIPELINE_NS};
+use std::path::Path;
+use std::time::Instant;
+
+/// Engine-alone measurement length.
+const ENGINE_SECS: f64 = 2.0;
+
+fn main() {
+    let Some(out_path) = std::env::args().nth(1) else {
+        eprintln!("usage: lossless-sim-bench OUT.json");
+        std::process::exit(2);
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lab = Lab::at(&root);
+    let dir = std::env::temp_dir().join(format!("lossless-sim-bench-{}", std::process::id()));
+    let topo = root.join("topo/lossless_topo/topologies/incast-16to1.json");
+    let fail = |e: String| -> ! {
+        eprintln!("lossless-sim-bench: {e}");
+        std::process::exit(1);
+    };
+    let fabric = program::prepare(&lab, &topo, Some("tuned"), false, &dir)
+        .unwrap_or_else(|e| fail(e.to_string()));
+    let switches = program::program(&lab, &fabric, &dir).unwrap_or_else(|e| fail(e.to_string()));
+    let mut sim =
+        assemble(&fabric, switches, DEFAULT_PIPELINE_NS).unwrap_or_else(|e| fail(e.to_string()));
+    let Ok(Plan::Incast(inc)) = Plan::of(&fabric) else {
+        fail("incast-16to1 is not an incast".into());
+    };
+    let nic = NicParams::new(inc.roce_mtu, inc.priority * 8);
+    let mut rng = fastrand::Rng::with_seed(1);
+    setup_incast(&mut sim, &inc, &nic, 0, &mut rng).unwrap_or_else(|e| fail(e.to_string()));
+
+    let start = Instant::now();
+    let stop = sim.run(None, None, &mut |_| {});
+    let sim_s = start.elapsed().as_secs_f64();
+    let hops: u64 = sim
+        .switches
+        .iter()
+        .map(|s| {
+            let c = s.core.counters();
+            c.rx_frames.values().sum::<u64>() + c.mac_control_consumed
+        })
+        .sum();
+
+    // The same switch's engine alone, on a data frame of the incast (h1 to h17, 4 KB MTU).
+    let frame = probe::frame(&sim, 0, 16, inc.priority * 8, inc.roce_mtu, 1);
+    let sw = sim.switches[0]
+        .core
+        .switch
+        .as_mut()
+        .unwrap_or_else(|| fail("no pipeline".into()));
+    let mut outs = Vec::new();
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed().as_secs_f64() < ENGINE_SECS {
+        for _ in 0..1000 {
+            sw.process(1, &frame, n / 1000, &mut outs);
+            for o in outs.drain(..) {
+                sw.recycle_buffer(o.data);
+            }
+            n += 1;
+        }
+    }
+    let engine_pps = n as f64 / start.elapsed().as_secs_f64();
+    let hops_per_s = hops as f64 / sim_s;
+    let doc = serde_json::json!({
+        "workload": "incast-16to1 case tuned, 16 x 200 x 64 KB write_bw at 100G, 4 KB RoCE MTU",
+        "stop": stop,
+        "packet_hops": hops,
+        "events": sim.events(),
+        "virtual_time_ns": sim.now_ns(),
+        "wall_s": sim_s,
+        "packet_hops_per_s": hops_per_s,
+        "events_per_s": sim.events() as f64 / sim_s,
+        "engine_packets_per_s": engine_pps,
+        "engine_frame_bytes": frame.len(),
+        "sim_vs_engine": hops_per_s / engine_pps,
+    });
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+    if let Err(e) = std::fs::write(&out_path, &text) {
+        fail(format!("{out_path}: {e}"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    print!("{text}");
+}

@@ -1,0 +1,304 @@
+//! `lossless-sim run TOPOLOGY.json`: program the topology's switches with the real controller,
+//! then run it in virtual time and write results.json (README.md).
+
+use clap::{Parser, Subcommand};
+use lossless_sim::experiment::{
+    incast_results, prio_case_results, prio_table, setup_incast, setup_prio_case, Plan,
+};
+use lossless_sim::net::{Progress, Stop};
+use lossless_sim::program::{self, Lab};
+use lossless_sim::results::{table, Measurement, Results, SimInfo, StatsSample};
+use lossless_sim::traffic::NicParams;
+use lossless_sim::{assemble, probe, DEFAULT_PIPELINE_NS};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "lossless-sim",
+    about = "The lab's fabric in virtual time, at nominal rates"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Program every switch of TOPOLOGY with lossless-ctl, then simulate it.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// A topology file (topo/lossless_topo/topologies/*.json) or the name of one.
+    topology: PathBuf,
+    /// The experiment's quick overrides.
+    #[arg(long)]
+    quick: bool,
+    /// The experiment case whose config_db.json the switches get (default: the first).
+    #[arg(long)]
+    case: Option<String>,
+    /// Seed of every random choice of the simulation (today: the senders' start jitter).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory (results.json, fabric.json, config/, ports.json files).
+    #[arg(long, default_value = "results/sim")]
+    out: PathBuf,
+    /// Stop after this many events; the results are marked partial.
+    #[arg(long)]
+    max_events: Option<u64>,
+    /// Stop at this virtual time (ns); the results are marked partial.
+    #[arg(long, value_name = "NS")]
+    time_limit: Option<u64>,
+    /// Nanoseconds a frame spends in a switch's pipeline.
+    #[arg(long, default_value_t = DEFAULT_PIPELINE_NS)]
+    pipeline_latency_ns: u64,
+    /// The NICs' minimum interval between two CNPs for one QP (seed 003's NICs: 1000).
+    #[arg(long, value_name = "NS", default_value_t = 50_000)]
+    cnp_interval_ns: u64,
+    /// The NICs' per-flow minimum rate under DCQCN (seed 003's NICs: 45).
+    #[arg(long, value_name = "MBPS", default_value_t = 1.0)]
+    min_rate_mbps: f64,
+    /// The lossless-lab checkout whose .venv, control/, topo/ and build/p4 are used.
+    #[arg(long, default_value = ".")]
+    lab: PathBuf,
+    /// The compiled pipeline directory (default: LAB/build/p4).
+    #[arg(long)]
+    pipeline: Option<PathBuf>,
+}
+
+/// Probes: RoCE priority 3 (DSCP 24), 1 KB, one every 10 us so that none meets another.
+const PROBE_DSCP: u8 = 24;
+const PROBE_PAYLOAD: usize = 1024;
+const PROBE_GAP_NS: u64 = 10_000;
+/// Idle virtual time between two cases of one run.
+const CASE_GAP_NS: u64 = 10_000;
+/// roce-host's default RoCE MTU (the lab's write_lat and write_bw run with it).
+const ROCE_MTU: usize = 1024;
+/// Wall-clock seconds between two progress lines.
+const PROGRESS_S: f64 = 2.0;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Command::Run(args) = cli.command;
+    match run(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("lossless-sim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: &RunArgs) -> Result<ExitCode, String> {
+    let mut lab = Lab::at(&args.lab);
+    if let Some(p) = &args.pipeline {
+        lab.pipeline = p.clone();
+    }
+    let topology = resolve_topology(&lab, &args.topology);
+    let fabric = program::prepare(&lab, &topology, args.case.as_deref(), args.quick, &args.out)
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "lossless-sim: {} case {}: programming {} switches with lossless-ctl",
+        fabric.topology,
+        fabric.case,
+        fabric.switches.len()
+    );
+    let switches = program::program(&lab, &fabric, &args.out).map_err(|e| e.to_string())?;
+    let mut sim =
+        assemble(&fabric, switches, args.pipeline_latency_ns).map_err(|e| e.to_string())?;
+    let plan = Plan::of(&fabric).map_err(|e| e.to_string())?;
+    let nic = |mtu: usize, dscp: u8| NicParams {
+        cnp_interval_ns: args.cnp_interval_ns,
+        min_rate_bps: args.min_rate_mbps * 1e6,
+        ..NicParams::new(mtu, dscp)
+    };
+    let mut probes = Vec::new();
+    match &plan {
+        // Its cases run one after another below.
+        Plan::Prio(_) => {}
+        Plan::Probes => {
+            probes = probe::all_pairs(&mut sim, 0, PROBE_GAP_NS, PROBE_DSCP, PROBE_PAYLOAD);
+        }
+        Plan::Incast(inc) => {
+            let mut rng = fastrand::Rng::with_seed(args.seed);
+            setup_incast(
+                &mut sim,
+                inc,
+                &nic(inc.roce_mtu, inc.priority * 8),
+                0,
+                &mut rng,
+            )
+            .map_err(|e| e.to_string())?;
+        }
+    }
+    let end_ns = args
+        .time_limit
+        .or((!probes.is_empty()).then(|| PROBE_GAP_NS * probes.len() as u64));
+    let wall = Instant::now();
+    let mut last = 0.0;
+    let mut progress = |p: &Progress| {
+        let s = wall.elapsed().as_secs_f64();
+        if s - last < PROGRESS_S {
+            return;
+        }
+        last = s;
+        let eta = end_ns.map_or(String::new(), |end| {
+            let left = end.saturating_sub(p.now_ns) as f64 / p.now_ns.max(1) as f64;
+            format!(", ETA {:.0} s", s * left)
+        });
+        eprintln!(
+            "lossless-sim: virtual {:.3} ms, {:.0} events/s{eta}",
+            p.now_ns as f64 / 1e6,
+            p.events as f64 / s
+        );
+    };
+    let mut measurements = Vec::new();
+    let mut tables = Vec::new();
+    let mut stop = Stop::Drained;
+    if let Plan::Prio(prio) = &plan {
+        let ecn = fabric.case == "ecn=on";
+        let mut rows = Vec::new();
+        for case in &prio.cases {
+            let start = sim.now_ns() + CASE_GAP_NS;
+            setup_prio_case(&mut sim, prio, case, &nic(ROCE_MTU, 0), start)
+                .map_err(|e| e.to_string())?;
+            stop = sim.run(args.time_limit, args.max_events, &mut progress);
+            if matches!(stop, Stop::MaxEvents | Stop::Reached) {
+                break;
+            }
+            let m = prio_case_results(&sim, prio, case, ecn);
+            let avg = m.values["lat_t_avg_us_nominal"].as_f64().unwrap_or(0.0);
+            rows.push((case.name.clone(), avg));
+            measurements.push(m);
+        }
+        let t = prio_table(prio, ecn, &rows);
+        println!("{t}");
+        tables.push(t);
+    } else {
+        stop = sim.run(args.time_limit, args.max_events, &mut progress);
+    }
+    let partial = matches!(stop, Stop::MaxEvents | Stop::Reached);
+    match stop {
+        Stop::MaxEvents => eprintln!(
+            "lossless-sim: stopped at --max-events {} (virtual time {} ns); writing what there is, marked partial",
+            sim.events(),
+            sim.now_ns()
+        ),
+        Stop::Reached => eprintln!(
+            "lossless-sim: stopped at --time-limit {} ns ({} events); writing what there is, marked partial",
+            sim.now_ns(),
+            sim.events()
+        ),
+        Stop::Drained | Stop::Finished => {}
+    }
+    let mut lost = Vec::new();
+    if let Plan::Incast(inc) = &plan {
+        let (m, t) = incast_results(&sim, inc, &fabric.case);
+        println!("{t}");
+        measurements.push(m);
+        tables.push(t);
+    }
+    if !probes.is_empty() {
+        let arrivals = probe::arrivals(&sim, &probes);
+        let mut rows = Vec::new();
+        for (p, at) in probes.iter().zip(&arrivals) {
+            let latency = at.map(|t| t - p.sent_ns);
+            if latency.is_none() {
+                lost.push(format!("{} -> {}", p.from, p.to));
+            }
+            rows.push(vec![
+                p.from.clone(),
+                p.to.clone(),
+                latency.map_or("-".into(), |l| l.to_string()),
+            ]);
+            measurements.push(Measurement {
+                case: format!("probe {} -> {}", p.from, p.to),
+                params: serde_json::json!(p),
+                values: serde_json::json!({
+                    "latency_ns": latency,
+                    "latency_us": latency.map(|l| l as f64 / 1000.0),
+                }),
+                latency_us: latency.map(|l| l as f64 / 1000.0).into_iter().collect(),
+                throughput: serde_json::Map::new(),
+            });
+        }
+        let probe_table = table(
+            &format!(
+                "One {}-byte frame on an idle fabric, host to host (ns, virtual time)",
+                probes.first().map_or(0, |p| p.bytes)
+            ),
+            &["from", "to", "latency_ns"],
+            &rows,
+        );
+        println!("{probe_table}");
+        tables.push(probe_table);
+    }
+    let now = sim.now_ns();
+    let stats = sim
+        .switches
+        .iter()
+        .filter_map(|s| {
+            let tm = s.core.tm()?;
+            Some(StatsSample {
+                t: now as f64 / 1e9,
+                switch: s.name.clone(),
+                stats: serde_json::to_value(tm.stats(now)).ok()?,
+            })
+        })
+        .collect();
+    let nominal = fabric.links.iter().map(|l| l.rate_mbps).max().unwrap_or(0);
+    let results = Results {
+        topology: fabric.topology.clone(),
+        experiment: fabric.experiment["kind"]
+            .as_str()
+            .unwrap_or("none")
+            .to_string(),
+        seed: fabric.seed.clone(),
+        scale: serde_json::json!({"factor": 1, "nominal_mbps": nominal, "lab_mbps": nominal}),
+        switch: "lossless-sim (p4-switch core)".into(),
+        missing_features: vec![
+            "the leaf-spine's RoCE:TCP mixes: probes run instead".into(),
+            "TCP hosts".into(),
+            "plots and pcap files".into(),
+        ],
+        measurements,
+        stats,
+        tables,
+        sim: SimInfo {
+            rng_seed: args.seed,
+            case: fabric.case.clone(),
+            pipeline_latency_ns: args.pipeline_latency_ns,
+            partial,
+            stop,
+            events: sim.events(),
+            virtual_time_ns: now,
+        },
+    };
+    let path = results
+        .write(&args.out)
+        .map_err(|e| format!("{}: {e}", args.out.join("results.json").display()))?;
+    eprintln!("lossless-sim: wrote {}", path.display());
+    if partial {
+        return Ok(ExitCode::from(3));
+    }
+    if !lost.is_empty() {
+        eprintln!("lossless-sim: not delivered: {}", lost.join(", "));
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A bare name is one of the lab's topologies, as `make run TOPO=...` takes them.
+fn resolve_topology(lab: &Lab, topology: &std::path::Path) -> PathBuf {
+    if topology.extension().is_none() && !topology.exists() {
+        return lab
+            .root
+            .join("topo/lossless_topo/topologies")
+            .join(topology)
+            .with_extension("json");
+    }
+    topology.to_path_buf()
+}

@@ -1,0 +1,87 @@
+//! results.json in the lab's schema (topo/README.md, `lossless_topo.results.Results`), with a
+//! `sim` member for what only a simulation has. Nothing in it depends on the wall clock, so one
+//! seed gives one file, byte for byte.
+
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Serialize)]
+pub struct Measurement {
+    pub case: String,
+    pub params: serde_json::Value,
+    pub values: serde_json::Value,
+    pub latency_us: Vec<f64>,
+    pub throughput: serde_json::Map<String, serde_json::Value>,
+}
+
+/// One reading of one switch's traffic-manager statistics; `t` in virtual seconds.
+#[derive(Debug, Serialize)]
+pub struct StatsSample {
+    pub t: f64,
+    pub switch: String,
+    pub stats: serde_json::Value,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SimInfo {
+    /// `--seed`.
+    pub rng_seed: u64,
+    pub case: String,
+    pub pipeline_latency_ns: u64,
+    /// The run stopped at --max-events or --time-limit: everything here covers only part of it.
+    pub partial: bool,
+    pub stop: crate::net::Stop,
+    pub events: u64,
+    pub virtual_time_ns: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Results {
+    pub topology: String,
+    pub experiment: String,
+    pub seed: String,
+    pub scale: serde_json::Value,
+    pub switch: String,
+    pub missing_features: Vec<String>,
+    pub measurements: Vec<Measurement>,
+    pub stats: Vec<StatsSample>,
+    pub tables: Vec<String>,
+    pub sim: SimInfo,
+}
+
+impl Results {
+    pub fn write(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join("results.json");
+        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        text.push('\n');
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+}
+
+/// A plain text table as the lab prints them (`lossless_topo.results.table`).
+pub fn table(title: &str, header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = vec![title.to_string(), line(header.to_vec())];
+    out.extend(
+        rows.iter()
+            .map(|r| line(r.iter().map(String::as_str).collect())),
+    );
+    out.join("\n")
+}

@@ -1,0 +1,323 @@
+//! The simulator against closed form: small fabrics programmed by the real controller
+//! (lossless-ctl over P4Runtime, from the lab's config_db.json) forwarding through
+//! p4src/lossless.p4, with every expected figure worked out here from the link rates,
+//! delays and frame sizes, to the nanosecond.
+//!
+//! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
+
+use lossless_sim::net::{Sim, Stop};
+use lossless_sim::program::{self, Lab};
+use lossless_sim::{assemble, probe};
+use lossless_wire::pfc::MacControl;
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+use common::{pipeline, root};
+
+const PIPELINE_NS: u64 = 500;
+
+fn lab() -> Lab {
+    let mut lab = Lab::at(&root());
+    lab.pipeline = pipeline().to_path_buf();
+    lab
+}
+
+/// One switch, `hosts` hosts at `rate_mbps`, link i with `delays[i]` ns of propagation. Two
+/// configurations: "pfc" (seed 000's tuned buffers, PFC on priorities 3-4) and "nopfc".
+fn one_switch(name: &str, rate_mbps: u64, delays: &[u64]) -> serde_json::Value {
+    let hosts: Vec<_> = (1..=delays.len())
+        .map(|i| serde_json::json!({"name": format!("h{i}"), "switch": "s1", "ip": format!("10.0.{i}.2/24")}))
+        .collect();
+    let links: Vec<_> = delays
+        .iter()
+        .enumerate()
+        .map(|(i, d)| serde_json::json!({"a": format!("h{}", i + 1), "b": "s1", "rate_mbps": rate_mbps, "delay_ns": d}))
+        .collect();
+    serde_json::json!({
+        "name": name,
+        "chip": "trident3",
+        "hwsku": "Accton-AS7726-32X",
+        "buffer_bytes": 10875072,
+        "switches": [{"name": "s1", "front_panel_ports": 32}],
+        "hosts": hosts,
+        "links": links,
+        "experiment": {
+            "kind": "incast",
+            "receiver": "h1",
+            "senders": ["h2"],
+            "priority": 3,
+            "size": 1024,
+            "iters": 1,
+            "roce_mtu": 1024,
+            "cases": [
+                {"name": "pfc", "buffers": "tuned", "pfc": true},
+                {"name": "nopfc", "buffers": "tuned", "pfc": false}
+            ]
+        }
+    })
+}
+
+/// The fabric of `topo` programmed for `case`, at virtual time 0.
+fn simulate(topo: serde_json::Value, case: &str) -> Sim {
+    let name = topo["name"].as_str().unwrap().to_string();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("topology.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&topo).unwrap()).unwrap();
+    let lab = lab();
+    let fabric = program::prepare(&lab, &file, Some(case), false, &dir).unwrap();
+    let switches = program::program(&lab, &fabric, &dir).unwrap();
+    assemble(&fabric, switches, PIPELINE_NS).unwrap()
+}
+
+fn run(sim: &mut Sim, until: Option<u64>) -> Stop {
+    sim.run(until, None, &mut |_| {})
+}
+
+/// ceil(bits x 1e9 / rate): nanoseconds from first preamble bit to last FCS bit of a frame of
+/// `len` bytes without FCS (FCS 4, padded to 64, preamble + SFD 8).
+fn frame_ns(len: usize, rate_gbps: u64) -> u64 {
+    let bytes = (len as u64 + 4).max(64) + 8;
+    (bytes * 8).div_ceil(rate_gbps)
+}
+
+#[test]
+fn one_message_across_one_switch_at_100g() {
+    let mut sim = simulate(one_switch("msg100g", 100_000, &[37, 113]), "pfc");
+    let f = probe::frame(&sim, 0, 1, 24, 1024, 7);
+    assert_eq!(f.len(), 1098);
+    sim.host_send(0, 1_000, f);
+    assert_eq!(run(&mut sim, None), Stop::Drained);
+    let rx = &sim.hosts[1].rx;
+    assert_eq!(rx.len(), 1, "one frame reaches h2");
+    // Two hops of 1098 + 4 + 8 bytes at 100 Gb/s: 8880 bits = 88.8 ns -> 89 each.
+    assert_eq!(frame_ns(1098, 100), 89);
+    let expected = 89 + 37 + PIPELINE_NS + 89 + 113;
+    assert_eq!(rx[0].0 - 1_000, expected);
+}
+
+#[test]
+fn pause_quanta_at_25g_stop_a_queue_for_their_time() {
+    const QUANTA: u16 = 1000;
+    // 1000 x 512 bits at 25 Gb/s = 20.48 us.
+    const PAUSE_NS: u64 = 1000 * 512 * 1000 / 25_000;
+    let d = 50;
+    let expect_unpaused = 100 + frame_ns(1098, 25) + d + PIPELINE_NS + frame_ns(1098, 25) + d;
+    for paused in [false, true] {
+        let mut sim = simulate(one_switch("pause25g", 25_000, &[d, d]), "pfc");
+        if paused {
+            let xoff = MacControl::pfc_xoff(1 << 3, QUANTA).encode(sim.hosts[0].mac);
+            sim.host_send(0, 0, xoff);
+        }
+        let f = probe::frame(&sim, 1, 0, 24, 1024, 9);
+        sim.host_send(1, 100, f);
+        run(&mut sim, None);
+        let got: Vec<u64> = sim.hosts[0].rx.iter().map(|(t, _)| *t).collect();
+        if !paused {
+            assert_eq!(got, vec![expect_unpaused]);
+            continue;
+        }
+        // The XOFF (64 bytes + 8 at 25 Gb/s = 23.04 -> 24 ns) acts when its last bit arrives;
+        // the queue then holds for exactly the pause and the frame leaves when it ends.
+        let pause_start = frame_ns(60, 25) + d;
+        assert_eq!(frame_ns(60, 25), 24);
+        assert_eq!(got, vec![pause_start + PAUSE_NS + frame_ns(1098, 25) + d]);
+        assert_eq!(PAUSE_NS, 20_480);
+    }
+}
+
+/// Sends `count` frames from host `from` to host `to` back to back from t = 0 (the NIC paces
+/// them at its line rate).
+fn stream(sim: &mut Sim, from: usize, to: usize, dscp: u8, payload: usize, count: u32) {
+    for i in 0..count {
+        let f = probe::frame(sim, from, to, dscp, payload, (from as u32) << 20 | i);
+        sim.host_send(from, 0, f);
+    }
+}
+
+#[test]
+fn dwrr_shares_are_exact() {
+    // h1 on priority 3 (queue 3, DWRR weight 15) and h2 on priority 0 (queue 0, weight 14), both
+    // at line rate into h3: SONiC's default scheduler of configdb.py, quantum 64 B x weight, so
+    // 960 and 896 bytes per round. With 130-byte frames (RoCE payloads are padded to 4 bytes,
+    // so frames are 2 mod 4 long) the schedule repeats every 65 rounds: 960 x 65 / 130 = 480
+    // frames of h1's and 896 x 65 / 130 = 448 of h2's, 15:14 exactly, in every 928 frames out.
+    let mut sim = simulate(one_switch("dwrr", 100_000, &[0, 0, 0]), "nopfc");
+    let payload = 130 - 74;
+    stream(&mut sim, 0, 2, 24, payload, 8000);
+    stream(&mut sim, 1, 2, 0, payload, 8000);
+    // Stop while both queues are still backlogged: each sender's 8000 frames take 98.6 us.
+    run(&mut sim, Some(95_000));
+    assert!(sim.hosts[2].rx.iter().all(|(_, f)| f.len() == 130));
+    // The sender of each frame out: IPv4 source 10.0.i.2 has i at byte 14 + 12 + 2.
+    let from: Vec<u8> = sim.hosts[2].rx.iter().map(|(_, f)| f[28]).collect();
+    const PERIOD: usize = 928;
+    let skip = 200; // the start, before both queues are backlogged
+    let blocks = (from.len() - skip - PERIOD) / PERIOD;
+    assert!(blocks >= 6, "only {} frames out", from.len());
+    let count = |block: &[u8], h: u8| block.iter().filter(|&&x| x == h).count();
+    let aligned = (0..PERIOD).find(|&o| {
+        (0..blocks).all(|b| {
+            let block = &from[skip + o + PERIOD * b..skip + o + PERIOD * (b + 1)];
+            count(block, 1) == 480 && count(block, 2) == 448
+        })
+    });
+    assert!(
+        aligned.is_some(),
+        "no {PERIOD}-frame alignment gives 480:448 in every block"
+    );
+}
+
+#[test]
+fn two_to_one_at_line_rate_builds_the_queue_at_the_rate_difference() {
+    // 1226-byte frames: 1226 + 4 + 20 = 1250 bytes on the line = exactly 100 ns at 100 Gb/s.
+    // Both senders deliver one frame every 100 ns, the port to h3 sends one: the queue grows
+    // by one frame per 100 ns.
+    let mut sim = simulate(one_switch("twotoone", 100_000, &[0, 0, 0]), "nopfc");
+    let payload = 1226 - 74;
+    stream(&mut sim, 0, 2, 24, payload, 2000);
+    stream(&mut sim, 1, 2, 24, payload, 2000);
+    let port_to_h3 = 3;
+    let depth = |sim: &Sim| {
+        sim.switches[0]
+            .core
+            .tm()
+            .unwrap()
+            .queue_depth(port_to_h3, 3)
+            .unwrap()
+    };
+    // Sample between two arrivals (they come at multiples of 100 ns plus a fixed offset).
+    run(&mut sim, Some(20_050));
+    let a = depth(&sim);
+    run(&mut sim, Some(120_050));
+    let b = depth(&sim);
+    assert_eq!(
+        b.packets - a.packets,
+        1000,
+        "one frame per 100 ns for 100 us"
+    );
+    assert_eq!(b.bytes - a.bytes, 1000 * 1226);
+    let mut frames = 0;
+    for h in &sim.hosts[..2] {
+        frames += h.rx.len();
+    }
+    assert_eq!(frames, 0, "nothing comes back to the senders");
+}
+
+/// `lossless-sim run` on a one-switch, three-host fabric with no experiment: it sends probes.
+fn sim_bin() -> Command {
+    let mut topo = one_switch("probes", 100_000, &[0, 0, 0]);
+    topo.as_object_mut().unwrap().remove("experiment");
+    // One file per call: tests run in parallel.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-probes-{n}.json"));
+    std::fs::write(&file, topo.to_string()).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lossless-sim"));
+    cmd.arg("run")
+        .arg(file)
+        .arg("--lab")
+        .arg(root())
+        .arg("--pipeline")
+        .arg(pipeline());
+    cmd
+}
+
+fn incast_doc(seed: &str, out: &Path) -> Vec<u8> {
+    common::run_ok(
+        "incast-16to1",
+        &["--quick", "--case", "tuned", "--seed", seed],
+        out,
+    );
+    std::fs::read(out.join("results.json")).unwrap()
+}
+
+#[test]
+fn one_seed_gives_identical_traffic_results_another_seed_other_ones() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-seeds");
+    let a = incast_doc("3", &base.join("a"));
+    let b = incast_doc("3", &base.join("b"));
+    let c = incast_doc("4", &base.join("c"));
+    assert_eq!(a, b);
+    assert_ne!(
+        a, c,
+        "the seed changes the senders' start times, hence the results"
+    );
+}
+
+#[test]
+fn one_seed_gives_identical_results() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-determinism");
+    let mut docs = Vec::new();
+    for run in ["a", "b"] {
+        let out = base.join(run);
+        let status = sim_bin()
+            .args(["--seed", "7", "--out"])
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        docs.push(std::fs::read(out.join("results.json")).unwrap());
+    }
+    assert_eq!(docs[0], docs[1]);
+    let doc: serde_json::Value = serde_json::from_slice(&docs[0]).unwrap();
+    assert_eq!(doc["sim"]["rng_seed"], 7);
+    assert_eq!(doc["sim"]["partial"], false);
+    assert_eq!(doc["measurements"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn max_events_and_time_limit_stop_with_partial_results() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-partial");
+    for (flag, value) in [("--max-events", "5"), ("--time-limit", "15000")] {
+        let out = base.join(flag.trim_start_matches('-'));
+        let got = sim_bin()
+            .args([flag, value, "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(got.status.code(), Some(3), "{flag}");
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        assert!(stderr.contains(&format!("stopped at {flag}")), "{stderr}");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+        assert_eq!(doc["sim"]["partial"], true);
+        let delivered = doc["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| !m["values"]["latency_ns"].is_null())
+            .count();
+        assert!(delivered < 6, "{flag}: a partial run delivered every probe");
+    }
+}
+
+#[test]
+fn bad_topology_is_a_located_error_before_virtual_time() {
+    let mut topo = one_switch("badfield", 25_000, &[0, 0]);
+    topo["links"][1]["rate_gbps"] = serde_json::json!(25);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-badfield");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("topology.json");
+    std::fs::write(&file, topo.to_string()).unwrap();
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let got = Command::new(env!("CARGO_BIN_EXE_lossless-sim"))
+        .arg("run")
+        .arg(&file)
+        .arg("--lab")
+        .arg(root())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(got.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(
+        stderr.contains("links[1].rate_gbps: unknown field"),
+        "{stderr}"
+    );
+    assert!(!out.join("results.json").exists());
+}

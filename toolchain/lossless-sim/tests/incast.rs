@@ -1,0 +1,39 @@
+//! Seed 000's 16:1 incast at 100G through lossless.p4, with roce-host's endpoints on the virtual
+//! clock: the buffer-calc tuned profile with PFC drops nothing on the lossless priority and
+//! pauses the senders; the default buffers without PFC drop (issue 17's losslessness check).
+//!
+//! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
+
+use std::path::Path;
+
+mod common;
+use common::run_ok;
+
+fn incast(case: &str) -> serde_json::Value {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-incast-{case}"));
+    let doc = run_ok("incast-16to1", &["--quick", "--case", case], &out);
+    doc["measurements"][0]["values"].clone()
+}
+
+#[test]
+fn pfc_makes_the_100g_incast_lossless() {
+    let tuned = incast("tuned");
+    let default = incast("default");
+    // Every one of the 16 x 10 messages completes in both cases (go-back-N recovers drops).
+    for v in [&tuned, &default] {
+        assert_eq!(v["messages_completed"], 160, "{v}");
+        assert_eq!(v["qps_failed"], 0, "{v}");
+    }
+    assert_eq!(tuned["drops_lossless"], 0, "{tuned}");
+    assert_eq!(tuned["retransmissions"], 0, "{tuned}");
+    assert!(tuned["pfc_xoff_rx"].as_u64().unwrap() > 0, "{tuned}");
+    assert!(default["drops_lossless"].as_u64().unwrap() > 0, "{default}");
+    assert!(
+        default["retransmissions"].as_u64().unwrap() > 0,
+        "{default}"
+    );
+    assert_eq!(default["pfc_xoff_rx"], 0, "{default}");
+    // Drops cost retransmission timeouts: the lossy incast's messages take far longer.
+    let lat = |v: &serde_json::Value| v["latency_avg_us_nominal"].as_f64().unwrap();
+    assert!(lat(&default) > 5.0 * lat(&tuned), "{default} vs {tuned}");
+}
