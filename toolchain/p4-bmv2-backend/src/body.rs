@@ -1,10 +1,12 @@
 //! Straight-line code to BMv2 primitives: statements of actions, of code between tables in
 //! apply blocks, and of parser states.
 //!
-//! Calls of actions and functions are inlined with P4's copy-in/copy-out: every `in`/`inout`
-//! argument is copied into a fresh temporary before the body runs (left to right), and every
-//! `inout`/`out` temporary is copied back afterwards in parameter order, so `a(x, x)` behaves
-//! as the specification says even when the arguments alias. `return` jumps to the end of the
+//! Calls of actions and functions that are left (table actions with bound arguments, calls
+//! inside larger expressions; `p4-midend`'s `inline` took the rest) are
+//! inlined with P4's copy-in/copy-out: every `in`/`inout` argument is copied into a fresh
+//! temporary before the body runs (left to right), and every `inout`/`out` temporary is copied
+//! back afterwards in parameter order, so `a(x, x)` behaves as the specification says even
+//! when the arguments alias. `return` jumps to the end of the
 //! inlined body (`_jump`), `if` branches with `_jump_if_zero`, `exit` is bmv2's `exit`.
 
 use crate::expr::{b2d, op, repr, value_tv};
@@ -15,8 +17,8 @@ use crate::{unsupported, Bind, Ctx, R};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
-    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Stmt, StmtKind, SwitchCase,
-    SwitchLabel, Type, TypeDeclKind, Value,
+    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Stmt, StmtKind, Type,
+    TypeDeclKind, Value,
 };
 use p4_syntax::ast::Direction;
 use p4_syntax::Span;
@@ -83,7 +85,8 @@ impl Ctx<'_> {
                 b.jump(l);
                 Ok(())
             }
-            StmtKind::Switch(e, cases) => self.switch_stmt(b, e, cases),
+            // `p4-midend`'s `inline` turns a `switch` in an action or function into `if`s.
+            StmtKind::Switch(..) => unsupported(s.span, "`switch` here"),
             StmtKind::Empty | StmtKind::Const(_) => Ok(()),
             StmtKind::Var(d) => {
                 // A control's locals are bound before its statements are lowered (back to
@@ -115,43 +118,6 @@ impl Ctx<'_> {
                 self.copy(b, dst, tmp, *span)?;
             }
         }
-        Ok(())
-    }
-
-    /// `switch (e)` on a value inside an action or function: the value saved once, then one
-    /// test per group of labels sharing a body (first match wins, `default` last).
-    fn switch_stmt(&mut self, b: &mut Body, e: &Expr, cases: &[SwitchCase]) -> R<()> {
-        let tmp = self.scalar("switch", &repr(self, &e.ty), e.span)?;
-        self.assign_expr(b, &tmp, e)?;
-        let key = self.read(&tmp, e.span)?;
-        let end = b.new_label();
-        let mut labels: Vec<&SwitchLabel> = Vec::new();
-        for c in cases {
-            labels.push(&c.label);
-            let Some(body) = &c.body else { continue };
-            let next = b.new_label();
-            if !labels.iter().any(|l| matches!(l, SwitchLabel::Default)) {
-                let mut cond: Option<Tv> = None;
-                for l in &labels {
-                    let SwitchLabel::Value(v) = l else {
-                        return unsupported(e.span, "an action label in a switch on a value");
-                    };
-                    let t = op("==", key.clone(), self.rv(b, v)?);
-                    cond = Some(match cond {
-                        Some(c) => op("or", c, t),
-                        None => t,
-                    });
-                }
-                if let Some(cond) = cond {
-                    b.jump_if_zero(b2d(cond), next);
-                }
-            }
-            self.stmts(b, &body.stmts)?;
-            b.jump(end);
-            b.place_label(next);
-            labels.clear();
-        }
-        b.place_label(end);
         Ok(())
     }
 
@@ -431,16 +397,7 @@ impl Ctx<'_> {
                 (None, None) if self.frame.env.contains_key(&prm.decl) => continue,
                 (_, None) => Bind::Place(self.fresh_place(&prm.name, &prm.ty, e.span)?),
                 // Directionless aggregates (a struct argument of a function) are copied in.
-                (None, Some(a))
-                    if matches!(
-                        prm.ty,
-                        Type::Header(_)
-                            | Type::Struct(_)
-                            | Type::HeaderUnion(_)
-                            | Type::Stack(..)
-                            | Type::Tuple(_)
-                    ) =>
-                {
+                (None, Some(a)) if prm.ty.is_aggregate() => {
                     let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
                     self.assign_expr(b, &tmp, a)?;
                     Bind::Place(tmp)

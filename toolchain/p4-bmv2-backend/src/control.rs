@@ -40,6 +40,8 @@ fn is_straight(p: &Program, s: &Stmt) -> bool {
             _ => true,
         },
         StmtKind::Const(_) | StmtKind::Empty => true,
+        // A block of straight-line code (an inlined call) joins the run around it.
+        StmtKind::Block(b) => b.stmts.iter().all(|s| is_straight(p, s)),
         StmtKind::Call(e) => {
             !matches!(&e.kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Apply(_)))
         }
@@ -278,13 +280,8 @@ impl Ctx<'_> {
                 }
                 let mut pre = Body::new(false);
                 pre.open();
-                let cond = if c.has_call() {
-                    let tmp = self.scalar("cond", &Type::Bool, c.span)?;
-                    self.assign_expr(&mut pre, &tmp, c)?;
-                    self.read(&tmp, c.span)?
-                } else {
-                    self.rv(&mut pre, c)?
-                };
+                // A call in the condition arrives hoisted before the `if` (`p4-midend`).
+                let cond = self.rv(&mut pre, c)?;
                 let node = self.cond_node(cond, tn, en);
                 self.action_node(pre, node)
             }

@@ -403,13 +403,9 @@ impl Ctx<'_> {
             // p4-midend's `side-effects`/`parser-side-effects` make these `if`s.
             return unsupported(r.span, "a call on the right of && or || here");
         }
-        let mut lv = self.rv(b, l)?;
-        // Strict left-to-right: the left operand is saved before a call on the right runs.
-        if r.has_call() && !matches!(l.kind, ExprKind::Const(_)) {
-            let tmp = self.scalar("tmp", &l.ty, l.span)?;
-            self.assign_tv(b, &tmp, lv, l.span)?;
-            lv = self.read(&tmp, l.span)?;
-        }
+        // Calls with side effects arrive hoisted (`p4-midend`'s `side-effects`), with the
+        // operands before them saved: left to right is the order read here.
+        let lv = self.rv(b, l)?;
         let rv = self.rv(b, r)?;
         let ty = repr(self, &e.ty);
         Ok(match o {

@@ -169,6 +169,7 @@ fn list_passes_names_the_pipeline_in_order() {
             "parser-side-effects",
             "parser-inline",
             "parser-fold",
+            "inline",
             "bmv2"
         ]
     );

@@ -3,8 +3,9 @@
 //!
 //! - `a && f(x)` becomes `bool t = a; if (t) { t = f(x); }` and `t` (`||` tests `!t`), so the
 //!   right operand runs only when the spec says it does; `c ? f(x) : y` likewise.
-//! - In parsers, a function call inside a larger expression becomes `T t = f(x);` before it,
-//!   for `parser-inline` to take; a call that is a whole statement or a whole right side stays.
+//! - A function call inside a larger expression (in controls also an extern method call with a
+//!   value) becomes `T t = f(x);` before it, for `parser-inline`/`inline` to take; a call that
+//!   is a whole statement or a whole right side stays.
 //! - Operands evaluated before a hoisted one are saved into temporaries first when they read
 //!   anything that could change (`x + f(x)`), so left-to-right order survives.
 //!
@@ -20,7 +21,7 @@ use std::collections::HashSet;
 /// Where the statements run.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
-    /// Parser states: no jumps, so function calls are hoisted for inlining too.
+    /// Parser states.
     Parser,
     /// Actions, functions and apply blocks. Expressions that apply a table are left to the
     /// lowering, which evaluates `hit`/`miss` operands as graph nodes.
@@ -28,7 +29,7 @@ pub(crate) enum Mode {
 }
 
 /// Whether `e` holds something to move out: a short-circuit or conditional operator with a
-/// call where it may not run, or (in parsers) a function call.
+/// call where it may not run, or a call with a value and side effects.
 fn needs(e: &Expr, mode: Mode) -> bool {
     let mut found = false;
     let mut table = false;
@@ -36,14 +37,26 @@ fn needs(e: &Expr, mode: Mode) -> bool {
         found |= match &x.kind {
             ExprKind::Binary(BinOp::And | BinOp::Or, _, r) => r.has_call(),
             ExprKind::Ternary(_, a, b) => a.has_call() || b.has_call(),
-            ExprKind::Call(c) => {
-                mode == Mode::Parser && matches!(c.target, CallTarget::Function(_))
-            }
+            ExprKind::Call(_) => is_value_call(x, mode),
             _ => false,
         };
         table |= matches!(x.kind, ExprKind::TableApply(..));
     });
     found && !(mode == Mode::Control && table)
+}
+
+/// A call whose value an expression uses and that may have side effects: of a function, and
+/// in controls of an extern method that returns something. (A parser's `lookahead` is left in
+/// place: the lowering reads the bits ahead where it stands.)
+fn is_value_call(e: &Expr, mode: Mode) -> bool {
+    match &e.kind {
+        ExprKind::Call(c) => match c.target {
+            CallTarget::Function(_) => true,
+            CallTarget::Method { .. } => mode == Mode::Control && e.ty != Type::Void,
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 pub(crate) fn is_function_call(e: &Expr) -> bool {
@@ -53,7 +66,7 @@ pub(crate) fn is_function_call(e: &Expr) -> bool {
 /// Hoists side effects out of statements.
 pub(crate) struct Hoister {
     pub temps: Temps,
-    mode: Mode,
+    pub mode: Mode,
     /// Temporaries made here: reading one later gives the value it was given.
     mine: HashSet<DeclId>,
 }
@@ -228,7 +241,7 @@ impl Hoister {
                     },
                     out,
                 );
-                if self.mode == Mode::Parser && is_function_call(&e) {
+                if is_value_call(&e, self.mode) {
                     let t = self.temp(p, &ty, Some(e), span, out);
                     var_ref(p, t, span)
                 } else {

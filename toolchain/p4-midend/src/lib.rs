@@ -6,7 +6,9 @@
 //! and the BMv2 lowering, which expects its output, after it.
 
 mod build;
+mod calls;
 mod hoist;
+pub mod inline;
 pub mod parser_fold;
 pub mod parser_inline;
 pub mod parser_side_effects;
@@ -32,6 +34,7 @@ pub const PASSES: &[Pass] = &[
     parser_side_effects::PASS,
     parser_inline::PASS,
     parser_fold::PASS,
+    inline::PASS,
 ];
 
 /// Runs every pass of [`PASSES`] in order.

@@ -1,6 +1,8 @@
 //! Mutable walks over statements and expressions (the front end's walkers only read).
 
-use p4_sema::ir::{CallTarget, DeclId, Expr, ExprKind, Stmt, StmtKind, SwitchLabel};
+use p4_sema::ir::{
+    CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, SwitchLabel,
+};
 use p4_syntax::ast::Direction;
 
 /// The operands of `e` in evaluation order, each with whether it is a value that may be saved
@@ -95,4 +97,56 @@ pub(crate) fn locals_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut DeclId)) {
             f(d);
         }
     });
+}
+
+/// Rebuilds `s` bottom up: the statements nested in it first, then `s` itself, each through
+/// `f` (so what `f` returns is not visited again).
+pub(crate) fn stmts_owned(s: Stmt, f: &mut dyn FnMut(Stmt) -> Stmt) -> Stmt {
+    let span = s.span;
+    let kind = match s.kind {
+        StmtKind::If(c, t, e) => StmtKind::If(
+            c,
+            Box::new(stmts_owned(*t, f)),
+            e.map(|e| Box::new(stmts_owned(*e, f))),
+        ),
+        StmtKind::Block(mut b) => {
+            b.stmts = b.stmts.into_iter().map(|s| stmts_owned(s, f)).collect();
+            StmtKind::Block(b)
+        }
+        StmtKind::Switch(e, mut cases) => {
+            for b in cases.iter_mut().filter_map(|c| c.body.as_mut()) {
+                b.stmts = std::mem::take(&mut b.stmts)
+                    .into_iter()
+                    .map(|s| stmts_owned(s, f))
+                    .collect();
+            }
+            StmtKind::Switch(e, cases)
+        }
+        kind => kind,
+    };
+    f(Stmt { kind, span })
+}
+
+/// Replaces the statements of every action, function and apply block, in declaration order,
+/// by what `f` makes of them; `f` is told whether they are an apply block's.
+pub(crate) fn control_bodies<F>(p: &mut Program, mut f: F)
+where
+    F: FnMut(&mut Program, Vec<Stmt>, bool) -> Vec<Stmt>,
+{
+    for i in 0..p.decls.len() {
+        let (DeclKind::Action { body, .. }
+        | DeclKind::Function { body, .. }
+        | DeclKind::Control { apply: body, .. }) = &p.decls[i].kind
+        else {
+            continue;
+        };
+        let apply = matches!(p.decls[i].kind, DeclKind::Control { .. });
+        let stmts = f(p, body.stmts.clone(), apply);
+        if let DeclKind::Action { body, .. }
+        | DeclKind::Function { body, .. }
+        | DeclKind::Control { apply: body, .. } = &mut p.decls[i].kind
+        {
+            body.stmts = stmts;
+        }
+    }
 }

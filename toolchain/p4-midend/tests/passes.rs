@@ -98,3 +98,63 @@ parser P(packet_in pkt, out h_t h) {{
     assert_eq!(p4_sema::print::to_p4(&p), before);
     assert_eq!(p.decls.len(), decls);
 }
+
+/// Whether an action or function body calls an action or a function.
+fn bodies_call_actions_or_functions(p: &Program) -> bool {
+    let mut found = false;
+    for d in &p.decls {
+        if let DeclKind::Action { .. } | DeclKind::Function { .. } = d.kind {
+            let one = Program {
+                decls: vec![d.clone()],
+                ..Program::default()
+            };
+            one.for_each_expr(&mut |e| {
+                if let ExprKind::Call(c) = &e.kind {
+                    found |= matches!(c.target, CallTarget::Function(_) | CallTarget::Action(_));
+                }
+            });
+        }
+    }
+    found
+}
+
+#[test]
+fn inlined_actions_print_as_p4_that_checks_again() {
+    let src = format!(
+        "{PRELUDE}
+bit<8> clamp(in bit<8> v, in bit<8> hi) {{ if (v > hi) {{ return hi; }} return v + 1; }}
+match_kind {{ exact }}
+control C(inout h_t h) {{
+    action add(inout bit<8> x, bit<8> k) {{ x = x + k; }}
+    action twice(inout bit<8> x, inout bit<8> y) {{ add(x, 1); add(y, x); }}
+    action set_exit(inout bit<8> x, inout bit<8> y) {{ x = 1; y = 2; exit; }}
+    action pick(inout bit<8> x) {{ switch (x) {{ 1: 2: {{ x = 5; }} default: {{ x = 3; }} }} }}
+    action stop(inout bit<8> x) {{ twice(x, x); pick(h.b); h.b = clamp(h.b, h.a); set_exit(x, x); }}
+    table t {{ key = {{ h.a: exact; }} actions = {{ stop(h.a); }} }}
+    apply {{ t.apply(); }}
+}}
+"
+    );
+    let mut p = check(&src);
+    assert!(bodies_call_actions_or_functions(&p));
+    run_all(&mut p);
+    assert!(!bodies_call_actions_or_functions(&p));
+    let printed = p4_sema::print::to_p4(&p);
+    // `switch` in an action: `if`s on a copy of the value, the two labels sharing a body.
+    assert!(!printed.contains("switch ("), "{printed}");
+    assert!(
+        printed.contains("if (((sw == 8w1) || (sw == 8w2))) {"),
+        "{printed}"
+    );
+    // The `exit` of `set_exit(x, x)` inlined into `stop` first copies both parameters back
+    // into stop's `x`, in parameter order.
+    let stop = &printed[printed.find("action stop").expect("stop")..];
+    let lines: Vec<&str> = stop.lines().map(str::trim).collect();
+    let exit_at = lines.iter().position(|l| *l == "exit;").expect("exit kept");
+    assert!(
+        lines[exit_at - 2].starts_with("x = ") && lines[exit_at - 1].starts_with("x = "),
+        "{stop}"
+    );
+    let again = check(&printed);
+    assert_eq!(p4_sema::print::to_p4(&again), printed);
+}

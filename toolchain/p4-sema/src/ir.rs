@@ -67,6 +67,18 @@ pub enum Type {
 }
 
 impl Type {
+    /// Headers, structs, unions, stacks and tuples: values with members.
+    pub fn is_aggregate(&self) -> bool {
+        matches!(
+            self,
+            Type::Header(_)
+                | Type::Struct(_)
+                | Type::HeaderUnion(_)
+                | Type::Stack(..)
+                | Type::Tuple(_)
+        )
+    }
+
     /// Numbers: `bit<W>`, `int<W>` and `int`.
     pub fn is_integral(&self) -> bool {
         matches!(self, Type::Bit(_) | Type::Int(_) | Type::InfInt)
