@@ -17,7 +17,7 @@ mod tm;
 
 pub use config::{
     Chip, ConfigError, ConfigFormat, PfcwdAction, PfcwdConfig, PortConfig, QueueConfig,
-    SchedulerType, TmConfig, QUEUES_PER_PORT,
+    SchedulerType, TmConfig, UnknownChip, QUEUES_PER_PORT,
 };
 pub use stats::{DropCounts, DropReason, TmStats};
 pub use tm::{

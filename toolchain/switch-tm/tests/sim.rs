@@ -642,6 +642,7 @@ fn dynamic_threshold_limits_a_queue_to_alpha_times_free_buffer() {
 fn cells_follow_the_chip_cell_size() {
     for (chip, cells) in [
         ("trident3", 6),  // 1500 / 256
+        ("helix5", 6),    // 1500 / 256
         ("tomahawk2", 8), // 1500 / 208
         ("tomahawk3", 6), // 1500 / 254
     ] {
