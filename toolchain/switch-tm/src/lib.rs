@@ -22,5 +22,5 @@ pub use config::{
 pub use stats::{DropCounts, DropReason, TmStats};
 pub use tm::{
     wire_bytes, ClearScope, Dequeued, Dropped, EnqueueInfo, PfcwdEvent, PfcwdEventKind, QueueDepth,
-    RxVerdict, Tm, TmError,
+    RxVerdict, Tm, TmError, UnknownClearScope,
 };
