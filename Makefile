@@ -16,7 +16,8 @@ PROFILE  := release
 TARGET   := target/$(PROFILE)
 RESULTS  := results
 # Python trees that exist so far; lint and format only those.
-PY_DIRS  := $(wildcard control kit topo ptf-tests p4src/tests tests/p4runtime-shell tests/doubles tests/conformance tools)
+PY_DIRS  := $(wildcard control kit topo ptf-tests p4src/tests tests/p4runtime-shell tests/doubles \
+	tests/conformance tools toolchain/p4runtime-proto)
 
 # The P4 compiler and the switch. Ours by default; `make run P4C=p4c SWITCH=simple_switch_grpc`
 # selects the p4lang tools where they are installed.
@@ -34,7 +35,7 @@ APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iper
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: help build test lint fmt run sim bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
-	p4sh-test conformance
+	p4sh-test conformance proto
 
 help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
@@ -52,6 +53,7 @@ help:
 	@echo "make check-p4c  compile p4src/ with the real p4c (without it: fails, after comparing our"
 	@echo "                P4Info with the real p4c's in tests/p4c-corpus/p4src/; CHECK_P4C=optional)"
 	@echo "make fmt        format Rust and Python sources"
+	@echo "make proto      re-export the P4Runtime descriptor set p4runtime-proto compiles"
 	@echo "make clean      remove build outputs (keeps the venv)"
 
 # --- installation -------------------------------------------------------------------------
@@ -86,9 +88,8 @@ deps: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 
 # --- build --------------------------------------------------------------------------------
 
-# The venv comes first: p4runtime-proto generates its Rust code from the schema that the PyPI
-# p4runtime package in the venv carries.
-build: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
+# Rust only: p4runtime-proto compiles its committed descriptor set (`make proto`).
+build: $(STAMPS)/rust
 	$(CARGO) build --$(PROFILE) --workspace
 	@mkdir -p $(BIN)
 	@find $(TARGET) -maxdepth 1 -type f -executable -exec install -m 755 {} $(BIN)/ \;
@@ -102,16 +103,25 @@ build: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 	@mkdir -p $(BUILD)/share/p4c/p4include
 	@install -m 644 toolchain/p4-compile/p4include/*.p4 $(BUILD)/share/p4c/p4include/
 
+# The P4Runtime schema of the venv's PyPI p4runtime and googleapis-common-protos packages as
+# the FileDescriptorSet p4runtime-proto compiles (committed, so cargo needs no Python). Rerun
+# after upgrading either package; toolchain/p4runtime-proto/tests/test_descriptor_set.py fails
+# until then.
+PROTO_FDS := toolchain/p4runtime-proto/p4runtime.fds.bin
+proto: $(STAMPS)/venv
+	$(PY) toolchain/p4runtime-proto/export_fds.py $(PROTO_FDS) >/dev/null
+
 # --- the P4 program ----------------------------------------------------------------------
 
 P4_OUT   := $(BUILD)/p4
 P4_MAIN  := p4src/lossless.p4
 P4_FLAGS := --target bmv2 --arch v1model --std p4-16
 
-# p4c's command line, so P4C=p4c gives the same outputs from the real compiler.
+# p4c's command line, so P4C=p4c gives the same outputs from the real compiler. The C preprocessor
+# (apt) handles #include.
 p4: $(P4_OUT)/lossless.json
 
-$(P4_OUT)/lossless.json: $(wildcard p4src/*.p4) | build
+$(P4_OUT)/lossless.json: $(wildcard p4src/*.p4) | build $(STAMPS)/apt
 	@mkdir -p $(@D)
 	$(P4C) $(P4_FLAGS) -o $(@D) --p4runtime-files $(@D)/lossless.p4info.txtpb $(P4_MAIN)
 

@@ -1,13 +1,15 @@
-"""Switch chips the controller knows: buffer cell size and PFC limits.
+"""Switch chips the controller knows: buffer cell size, PFC limits, Edgecore platforms.
 
-Cell sizes and the platform-to-chip table are the Edgecore tuning guide's appendix 2 (seed 000);
-its restriction "PFC only can apply to 1 or 2 queues" on the AS7726-32X (Trident 3) is the one
-PFC limit on record, so only Trident 3 and Helix 5 (a Trident 3 X3) carry it.
+The table is data shared with the switch's traffic manager: `chips.json` in this package is a
+link to toolchain/switch-tm/chips.json, which switch-tm compiles in, so both read one table
+(seed 000's appendix 2; the file names its sources).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from importlib import resources
 
 
 @dataclass(frozen=True)
@@ -18,26 +20,20 @@ class Chip:
     max_pfc_priorities: int | None = None
 
 
-CHIPS: dict[str, Chip] = {
-    chip.name: chip
-    for chip in (
-        Chip("trident3", 256, max_pfc_priorities=2),
-        Chip("helix5", 256, max_pfc_priorities=2),
-        Chip("tomahawk2", 208),
-        Chip("tomahawk3", 254),
-    )
-}
+def _load() -> tuple[dict[str, Chip], dict[str, str]]:
+    table = json.loads((resources.files(__package__) / "chips.json").read_text())["chips"]
+    chips = {
+        name: Chip(name, spec["cell_bytes"], spec.get("max_pfc_priorities"))
+        for name, spec in table.items()
+    }
+    platforms = {platform: name for name, spec in table.items() for platform in spec["platforms"]}
+    return chips, platforms
 
+
+CHIPS: dict[str, Chip]
 # Edgecore platform (as it appears in DEVICE_METADATA platform/hwsku) -> chip.
-PLATFORM_CHIPS: dict[str, str] = {
-    "as4630-54pe": "helix5",
-    "as5835-54x": "trident3",
-    "as7326-56x": "trident3",
-    "as7726-32x": "trident3",
-    "as7816-64x": "tomahawk2",
-    "as9716-32d": "tomahawk3",
-    "as8000": "tomahawk3",
-}
+PLATFORM_CHIPS: dict[str, str]
+CHIPS, PLATFORM_CHIPS = _load()
 
 
 def chip_for_platform(*names: str) -> Chip | None:

@@ -16,6 +16,11 @@ from lossless_ctl.p4rt_proto import bindings
 
 # Large batches and read responses exceed gRPC's 4 MiB default.
 MAX_MESSAGE = 256 * 1024 * 1024
+# A failed Write's per-update errors come back in the trailers (grpc-status-details-bin, spec
+# 12.4), about 100 bytes per failed update once base64-encoded; 1000 of them are far above
+# gRPC's 16 KiB metadata limit, over which grpcio drops the call ("Stream removed") and every
+# error is lost. Soft and hard limit alike: between the two grpcio rejects at random.
+MAX_METADATA = 16 * 1024 * 1024
 
 
 class P4RuntimeError(Exception):
@@ -126,6 +131,8 @@ class P4RuntimeClient:
             options=[
                 ("grpc.max_send_message_length", MAX_MESSAGE),
                 ("grpc.max_receive_message_length", MAX_MESSAGE),
+                ("grpc.max_metadata_size", MAX_METADATA),
+                ("grpc.absolute_max_metadata_size", MAX_METADATA),
             ],
         )
         self.stub = bindings().p4runtime_pb2_grpc.P4RuntimeStub(self.channel)

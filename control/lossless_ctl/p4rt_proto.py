@@ -3,9 +3,10 @@
 The PyPI `p4runtime` wheel ships code from an old protoc that the upb backend of current
 `protobuf` refuses to load ("Descriptors cannot be created directly"). Its descriptors are still
 the published schema, so we generate modern bindings from them: the schema is exported as a
-FileDescriptorSet by `toolchain/p4runtime-proto/export_fds.py` (the same script that feeds the
-Rust build, run with the pure-Python backend), then `grpc_tools.protoc` writes `p4/v1/*_pb2.py`,
-`*_pb2_grpc.py` and `p4/config/v1/*_pb2.py` into a cache directory. No .proto file is copied.
+FileDescriptorSet by `toolchain/p4runtime-proto/export_fds.py` (the script `make proto` runs for
+the Rust build's committed set, run with the pure-Python backend), then `grpc_tools.protoc`
+writes `p4/v1/*_pb2.py`, `*_pb2_grpc.py` and `p4/config/v1/*_pb2.py` into a cache directory. No
+.proto file is copied.
 
 The cache is keyed by the versions of p4runtime, protobuf and grpcio-tools, so it is rebuilt
 exactly when one of them changes; generation is idempotent and atomic (a rename), so parallel

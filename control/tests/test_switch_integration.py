@@ -258,3 +258,48 @@ def test_restarted_switch_is_replayed(server, pipeline, tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
     assert proc.returncode == 0, log.read_text()
+
+
+def test_every_error_of_a_large_failing_batch_reaches_the_client(server, pipeline):
+    """Issue 22: 1000 failed updates in one WriteRequest give 1000 per-update errors, each with
+    the code the spec gives its failure, although their trailers are far above gRPC's default
+    16 KiB metadata limit (the client raises it)."""
+    assert _load(server.grpc_addr, pipeline) == 0
+    index = P4InfoIndex(read_pipeline(pipeline).p4info)
+    route = index.table("LosslessIngress.ipv4_route")
+    dst = index.match_field(route, "dst").id
+    no_route = index.action("LosslessIngress.no_route").preamble.id
+    counter = index.counter("LosslessIngress.port_rx_dropped")
+    with P4RuntimeClient(server.grpc_addr, device_id=DEVICE_ID) as client:
+        client.arbitrate()
+        pb = client.pb
+        updates, expected = [], []
+        for i in range(1000):
+            entity = pb.Entity()
+            prefix = bytes([198, 18, i >> 8, i & 0xFF])
+            if i % 3 == 2:
+                # Spec 9.4: an index past the counter array.
+                entity.counter_entry.counter_id = counter.preamble.id
+                entity.counter_entry.index.index = counter.size + i
+                updates.append(pb.Update(type=pb.Update.MODIFY, entity=entity))
+                expected.append("OUT_OF_RANGE")
+                continue
+            entry = entity.table_entry
+            entry.table_id = route.preamble.id
+            entry.action.action.action_id = no_route
+            field = entry.match.add(field_id=dst)
+            if i % 3 == 0:
+                # Spec 9.1: deleting an entry that is not there.
+                field.lpm.value, field.lpm.prefix_len = prefix, 32
+                updates.append(pb.Update(type=pb.Update.DELETE, entity=entity))
+                expected.append("NOT_FOUND")
+            else:
+                # Spec 8.3: an LPM value with bits set past its prefix.
+                field.lpm.value, field.lpm.prefix_len = prefix[:3] + b"\x01", 24
+                updates.append(pb.Update(type=pb.Update.INSERT, entity=entity))
+                expected.append("INVALID_ARGUMENT")
+        result = client.write(updates, batch_size=1000)
+    assert result.written == 0
+    assert [e.index for e in result.errors] == list(range(1000))
+    assert [e.code for e in result.errors] == expected
+    assert all(e.message for e in result.errors)

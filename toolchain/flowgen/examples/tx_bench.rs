@@ -50,6 +50,9 @@ struct Report {
     ring_speedup: f64,
 }
 
+/// flowgen's errors and the bench's own (setting up the veth pair), printed as one line.
+type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
 /// (rx packets of vb, drops of va and vb) from this namespace's /proc/net/dev.
 fn veth_counters() -> Result<(u64, u64), String> {
     let text =
@@ -96,7 +99,7 @@ fn ip(args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn measure(method: TxMethod) -> Result<Point, String> {
+fn measure(method: TxMethod) -> BenchResult<Point> {
     let v = seed_variant("tx", None)?;
     let setup = Setup {
         profile_path: v.profile_path,
@@ -116,10 +119,7 @@ fn measure(method: TxMethod) -> Result<Point, String> {
     };
     let mut sink = PortSink::open(&["va".to_string()], method, DEFAULT_RING_SLOTS)?;
     if sink.methods() != [method] {
-        return Err(format!(
-            "va: asked for {method:?}, got {:?}",
-            sink.methods()
-        ));
+        return Err(format!("va: asked for {method:?}, got {:?}", sink.methods()).into());
     }
     let (rx0, drops0) = veth_counters()?;
     let report = run::run(&setup, &mut sink, &cfg)?;
@@ -141,13 +141,14 @@ fn measure(method: TxMethod) -> Result<Point, String> {
     })
 }
 
-fn bench(out: &Path) -> Result<Report, String> {
+fn bench(out: &Path) -> BenchResult<Report> {
     // SAFETY: unshare has no memory-safety preconditions; the process is single-threaded here.
     if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
         return Err(format!(
             "unshare(CLONE_NEWNET) (root needed): {}",
             std::io::Error::last_os_error()
-        ));
+        )
+        .into());
     }
     ip(&["link", "add", "va", "type", "veth", "peer", "name", "vb"])?;
     ip(&["link", "set", "va", "up"])?;
@@ -201,7 +202,7 @@ fn main() -> ExitCode {
             .nth(1)
             .unwrap_or_else(|| "results/bench/flowgen-tx.json".to_string()),
     );
-    match bench(&out).and_then(|r| run::write_json(&out, &r)) {
+    match bench(&out).and_then(|r| Ok(run::write_json(&out, &r)?)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("flowgen-tx-bench: {e}");

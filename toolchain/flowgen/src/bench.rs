@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::error::Error;
 use crate::gen::NullSink;
 use crate::profile::{Buckets, Levels, Positive, Profile, TwConfig};
 use crate::run::{self, Pace, RunConfig, SchedChoice, Setup};
@@ -56,13 +57,18 @@ pub struct Variant {
 impl Variant {
     /// Parses `NAME=pq`, `NAME=tw`, `NAME=tw:BUCKETSxLEVELS[:USEC]`, each optionally followed by
     /// `@PROFILE` (default: `base`). `tw` without a shape uses the profile's `tw` section.
-    pub fn parse(spec: &str, base: &(PathBuf, Profile)) -> Result<Variant, String> {
-        let bad = |why: &str| format!("variant {spec:?}: {why} (e.g. tw1=tw:16384x2@profile.yaml)");
+    pub fn parse(spec: &str, base: &(PathBuf, Profile)) -> Result<Variant, Error> {
+        let bad = |why: &str| {
+            Error::setting(
+                format!("variant {spec:?}"),
+                format!("{why} (e.g. tw1=tw:16384x2@profile.yaml)"),
+            )
+        };
         let (name, rest) = spec.split_once('=').ok_or_else(|| bad("missing NAME="))?;
         let (sched, profile) = match rest.split_once('@') {
             Some((s, p)) => {
                 let path = PathBuf::from(p);
-                let prof = Profile::load(&path).map_err(|e| e.to_string())?;
+                let prof = Profile::load(&path)?;
                 (s, (path, prof))
             }
             None => (rest, base.clone()),
@@ -115,7 +121,7 @@ pub fn measure(
     active: u64,
     packets: u64,
     multiplier: f64,
-) -> Result<Point, String> {
+) -> Result<Point, Error> {
     let setup = Setup {
         profile_path: variant.profile_path.clone(),
         profile: variant.profile.clone(),
@@ -189,7 +195,7 @@ struct RssProbe<'a> {
 }
 
 impl crate::gen::Sink for RssProbe<'_> {
-    fn send(&mut self, pair: usize, frame: &[u8], t: u64) -> Result<bool, String> {
+    fn send(&mut self, pair: usize, frame: &[u8], t: u64) -> Result<bool, Error> {
         if !self.checked {
             self.checked = true;
             *self.grown = rss_bytes().saturating_sub(self.at);
@@ -244,14 +250,15 @@ pub fn sweep(
     multiplier: f64,
     out: &mut dyn Write,
     mut progress: impl FnMut(&Point),
-) -> Result<Vec<Point>, String> {
-    writeln!(out, "{CSV_HEADER}").map_err(|e| e.to_string())?;
+) -> Result<Vec<Point>, Error> {
+    let err = |e| Error::os("sweep CSV", "write", e);
+    writeln!(out, "{CSV_HEADER}").map_err(err)?;
     let mut all = Vec::new();
     for v in variants {
         for &n in points {
             let p = measure(v, n, packets, multiplier)?;
-            writeln!(out, "{}", csv_row(&p)).map_err(|e| e.to_string())?;
-            out.flush().map_err(|e| e.to_string())?;
+            writeln!(out, "{}", csv_row(&p)).map_err(err)?;
+            out.flush().map_err(err)?;
             progress(&p);
             all.push(p);
         }
@@ -274,9 +281,9 @@ pub struct BenchReport {
 }
 
 /// The seed profile with the given scheduler.
-pub fn seed_variant(name: &str, sched_tw: Option<TwConfig>) -> Result<Variant, String> {
+pub fn seed_variant(name: &str, sched_tw: Option<TwConfig>) -> Result<Variant, Error> {
     let path = PathBuf::from("profiles/cur_flow_single.yaml");
-    let profile = Profile::parse(SEED_PROFILE, Path::new(&path)).map_err(|e| e.to_string())?;
+    let profile = Profile::parse(SEED_PROFILE, Path::new(&path))?;
     Ok(Variant {
         name: name.to_string(),
         sched: match sched_tw {
@@ -294,7 +301,7 @@ pub fn bench(
     packets: u64,
     repeat: u32,
     mut progress: impl FnMut(&Point),
-) -> Result<BenchReport, String> {
+) -> Result<BenchReport, Error> {
     let tw = seed_variant("tw", None)?.profile.tw;
     let variants = [seed_variant("pq", None)?, seed_variant("tw", Some(tw))?];
     // Repetitions go round all the points rather than one point at a time: on a shared machine
@@ -314,7 +321,7 @@ pub fn bench(
     }
     let points = runs
         .into_iter()
-        .map(|r| best_of(r).ok_or("no measurement"))
+        .map(|r| best_of(r).ok_or_else(|| Error::setting("--repeat", "no measurement")))
         .collect::<Result<Vec<_>, _>>()?;
     let ratio = |sched: &str| {
         let of = |n: Option<&u64>| {
@@ -371,7 +378,7 @@ mod tests {
             Variant::parse("pq=pq", &b).unwrap().sched,
             SchedChoice::Heap
         );
-        let e = Variant::parse("x=tw:1000x2", &b).unwrap_err();
+        let e = Variant::parse("x=tw:1000x2", &b).unwrap_err().to_string();
         assert!(e.contains("power of two"), "{e}");
         assert!(Variant::parse("nonsense", &b).is_err());
     }

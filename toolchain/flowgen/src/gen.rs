@@ -7,6 +7,7 @@
 
 use std::net::Ipv4Addr;
 
+use crate::error::Error;
 use crate::profile::{Distribution, Generator as GenSpec};
 use crate::sched::{Flow, FlowTable, Scheduler};
 use crate::template::{Rewrite, Template};
@@ -15,9 +16,9 @@ use crate::template::{Rewrite, Template};
 pub trait Sink {
     /// Sends `frame` out of port pair `pair` at generator time `t_ns`. `Ok(false)`: the
     /// output queue was full and the frame was dropped (counted as a queue-full event).
-    fn send(&mut self, pair: usize, frame: &[u8], t_ns: u64) -> Result<bool, String>;
+    fn send(&mut self, pair: usize, frame: &[u8], t_ns: u64) -> Result<bool, Error>;
     /// Hands on whatever `send` batched up (the driver calls it after every step).
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), Error> {
         Ok(())
     }
     /// Frames accepted by `send` that were lost further on (an interface's queue was full).
@@ -31,7 +32,7 @@ pub trait Sink {
 pub struct NullSink;
 
 impl Sink for NullSink {
-    fn send(&mut self, _pair: usize, frame: &[u8], _t: u64) -> Result<bool, String> {
+    fn send(&mut self, _pair: usize, frame: &[u8], _t: u64) -> Result<bool, Error> {
         std::hint::black_box(frame);
         Ok(true)
     }
@@ -44,7 +45,7 @@ pub struct VecSink {
 }
 
 impl Sink for VecSink {
-    fn send(&mut self, pair: usize, frame: &[u8], t: u64) -> Result<bool, String> {
+    fn send(&mut self, pair: usize, frame: &[u8], t: u64) -> Result<bool, Error> {
         self.frames.push((t, pair, frame.to_vec()));
         Ok(true)
     }
@@ -173,7 +174,7 @@ const RESERVE_FLOWS: f64 = (1 << 24) as f64;
 /// Stretches every template's gaps by one factor so that `active` flows are active in steady
 /// state at unchanged flow and packet rates (TRex's `--active-flows`). Errors when the
 /// templates cannot hold that many (single-packet flows have no gaps to stretch).
-pub fn scale_to_active_flows(templates: &mut [Template], active: u64) -> Result<f64, String> {
+pub fn scale_to_active_flows(templates: &mut [Template], active: u64) -> Result<f64, Error> {
     let aging: f64 = templates
         .iter()
         .map(|t| t.cps * t.aging_ns as f64 / 1e9)
@@ -184,18 +185,21 @@ pub fn scale_to_active_flows(templates: &mut [Template], active: u64) -> Result<
         .sum();
     let want = active as f64 - aging;
     if spans <= 0.0 {
-        return Err(
-            "--active-flows needs templates with two or more packets and a gap between them".into(),
-        );
+        return Err(Error::setting(
+            "--active-flows",
+            "needs templates with two or more packets and a gap between them",
+        ));
     }
     if want <= 0.0 {
-        return Err(format!(
-            "--active-flows {active} is below the {aging:.0} flows that aging alone keeps active"
+        return Err(Error::setting(
+            "--active-flows",
+            format!("{active} is below the {aging:.0} flows that aging alone keeps active"),
         ));
     }
     if active > MAX_ACTIVE_FLOWS {
-        return Err(format!(
-            "--active-flows {active} is above {MAX_ACTIVE_FLOWS} (32 bytes of state each)"
+        return Err(Error::setting(
+            "--active-flows",
+            format!("{active} is above {MAX_ACTIVE_FLOWS} (32 bytes of state each)"),
         ));
     }
     let factor = want / spans;
@@ -332,7 +336,7 @@ impl<S: Scheduler> Generator<S> {
     }
 
     /// Runs every flow start and packet due by `now` (the wheel: by `now`'s bucket).
-    pub fn advance<K: Sink>(&mut self, now: u64, sink: &mut K) -> Result<(), String> {
+    pub fn advance<K: Sink>(&mut self, now: u64, sink: &mut K) -> Result<(), Error> {
         loop {
             let (t, start) = self.next_start();
             let limit = start.min(now);
@@ -359,7 +363,7 @@ impl<S: Scheduler> Generator<S> {
         best
     }
 
-    fn fire<K: Sink>(&mut self, id: u32, sink: &mut K) -> Result<(), String> {
+    fn fire<K: Sink>(&mut self, id: u32, sink: &mut K) -> Result<(), Error> {
         let f = self.table.flows[id as usize];
         let tpl = &self.templates[f.template as usize];
         let Some(p) = tpl.packets.get(f.pkt as usize) else {

@@ -7,9 +7,12 @@
 //! or the in-process null sink; interfaces send through [`ring::TxRing`]s. [`run`] drives it and reports; [`bench`] is seed 004's sweep.
 
 pub mod bench;
+mod error;
 pub mod gen;
 pub mod profile;
 pub mod ring;
 pub mod run;
 pub mod sched;
 pub mod template;
+
+pub use error::Error;

@@ -146,6 +146,9 @@ struct RunArgs {
     quiet: bool,
 }
 
+/// Library errors (`flowgen::Error`) and the command line's own, printed as one line.
+type CliResult = Result<(), Box<dyn std::error::Error>>;
+
 fn positive(name: &str, v: f64) -> Result<f64, String> {
     if v.is_finite() && v > 0.0 {
         Ok(v)
@@ -154,8 +157,8 @@ fn positive(name: &str, v: f64) -> Result<f64, String> {
     }
 }
 
-fn cmd_run(a: RunArgs) -> Result<(), String> {
-    let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
+fn cmd_run(a: RunArgs) -> CliResult {
+    let profile = Profile::load(&a.profile)?;
     let sched = match a.scheduler {
         SchedArg::Pq => SchedChoice::Heap,
         SchedArg::Tw => {
@@ -180,7 +183,7 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
         a.ifaces.len() as u32
     };
     if !(1..=256).contains(&pairs) {
-        return Err(format!("1 to 256 port pairs, got {pairs}"));
+        return Err(format!("1 to 256 port pairs, got {pairs}").into());
     }
     let setup = Setup {
         profile_path: a.profile.clone(),
@@ -225,8 +228,8 @@ fn cmd_run(a: RunArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn cmd_check(path: PathBuf, multiplier: f64) -> Result<(), String> {
-    let profile = Profile::load(&path).map_err(|e| e.to_string())?;
+fn cmd_check(path: PathBuf, multiplier: f64) -> CliResult {
+    let profile = Profile::load(&path)?;
     let setup = Setup {
         profile_path: path.clone(),
         profile,
@@ -282,7 +285,8 @@ fn main() -> ExitCode {
             packets,
             flows,
             repeat,
-        } => bench::bench(&flows, packets, repeat, print_point).and_then(|r| {
+        } => (|| -> CliResult {
+            let r = bench::bench(&flows, packets, repeat, print_point)?;
             run::write_json(&out, &r)?;
             eprintln!(
                 "tw at {} flows: {:.0}% of its rate at {} flows; pq: {:.0}%; written to {}",
@@ -293,7 +297,7 @@ fn main() -> ExitCode {
                 out.display()
             );
             Ok(())
-        }),
+        })(),
         Cmd::Sweep {
             profile,
             variants,
@@ -303,15 +307,16 @@ fn main() -> ExitCode {
             packets,
             multiplier,
             csv,
-        } => (|| {
+        } => (|| -> CliResult {
             if min == 0 || max < min || steps == 0 {
                 return Err(format!(
                     "need 0 < --min <= --max and --steps > 0, got {min}, {max}, {steps}"
-                ));
+                )
+                .into());
             }
             let base = match profile {
                 Some(p) => {
-                    let prof = Profile::load(&p).map_err(|e| e.to_string())?;
+                    let prof = Profile::load(&p)?;
                     (p, prof)
                 }
                 None => {
@@ -334,7 +339,8 @@ fn main() -> ExitCode {
                 &mut out,
                 print_point,
             )?;
-            out.flush().map_err(|e| e.to_string())
+            out.flush().map_err(|e| format!("{}: {e}", csv.display()))?;
+            Ok(())
         })(),
     };
     match result {

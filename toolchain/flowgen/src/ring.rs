@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use switch_ports::setsockopt;
 
+use crate::error::Error;
+
 /// Where a frame starts in its slot when the socket does not ask for `PACKET_TX_HAS_OFF`:
 /// right after the aligned header (`TPACKET2_HDRLEN - sizeof(sockaddr_ll)` in the kernel).
 const DATA_OFFSET: usize = (size_of::<libc::tpacket2_hdr>() + libc::TPACKET_ALIGNMENT - 1)
@@ -29,10 +31,6 @@ const KICK_BATCH: u32 = 256;
 
 /// Bytes of Ethernet framing beyond the MTU a slot must hold (header and one VLAN tag).
 const L2_OVERHEAD: usize = 18;
-
-fn os_err(iface: &str, op: &str, e: io::Error) -> String {
-    format!("{iface}: {op}: {e}")
-}
 
 /// The MTU of `iface`, asked through the socket (sysfs may belong to another namespace).
 fn mtu(fd: &OwnedFd, iface: &str) -> io::Result<usize> {
@@ -85,13 +83,13 @@ impl Drop for TxRing {
 impl TxRing {
     /// Opens a ring of at least `slots` frame slots (rounded up to fill whole blocks) on `iface`.
     /// Fails with one line naming the interface and the step.
-    pub fn open(iface: &str, slots: u32) -> Result<Self, String> {
-        let cname =
-            CString::new(iface).map_err(|_| format!("{iface}: interface name contains NUL"))?;
+    pub fn open(iface: &str, slots: u32) -> Result<Self, Error> {
+        let cname = CString::new(iface)
+            .map_err(|_| Error::unusable(iface, "interface name contains NUL"))?;
         // SAFETY: plain FFI call with a valid C string.
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
         if ifindex == 0 {
-            return Err(os_err(
+            return Err(Error::os(
                 iface,
                 "look up interface",
                 io::Error::last_os_error(),
@@ -100,7 +98,7 @@ impl TxRing {
         // SAFETY: plain FFI call; the result is checked before use.
         let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
         if raw < 0 {
-            return Err(os_err(
+            return Err(Error::os(
                 iface,
                 "open AF_PACKET socket",
                 io::Error::last_os_error(),
@@ -110,12 +108,12 @@ impl TxRing {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
         setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
-            .map_err(|e| os_err(iface, "PACKET_VERSION TPACKET_V2", e))?;
+            .map_err(|e| Error::os(iface, "PACKET_VERSION TPACKET_V2", e))?;
         // A malformed frame is skipped (and its slot given back) instead of stalling the ring.
         setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_LOSS, &1 as &libc::c_int)
-            .map_err(|e| os_err(iface, "PACKET_LOSS", e))?;
+            .map_err(|e| Error::os(iface, "PACKET_LOSS", e))?;
 
-        let frame_max = mtu(&fd, iface).map_err(|e| os_err(iface, "read MTU", e))? + L2_OVERHEAD;
+        let frame_max = mtu(&fd, iface).map_err(|e| Error::os(iface, "read MTU", e))? + L2_OVERHEAD;
         let slot_size = (DATA_OFFSET + frame_max).next_power_of_two().max(2048);
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
@@ -125,7 +123,9 @@ impl TxRing {
         let total = blocks
             .checked_mul(block_size)
             .filter(|&t| u32::try_from(t / slot_size).is_ok())
-            .ok_or_else(|| format!("{iface}: a TX ring of {slots} slots is too large"))?;
+            .ok_or_else(|| {
+                Error::unusable(iface, format!("a TX ring of {slots} slots is too large"))
+            })?;
         let req = libc::tpacket_req {
             tp_block_size: block_size as libc::c_uint,
             tp_block_nr: blocks as libc::c_uint,
@@ -133,7 +133,7 @@ impl TxRing {
             tp_frame_nr: (total / slot_size) as libc::c_uint,
         };
         setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_TX_RING, &req)
-            .map_err(|e| os_err(iface, &format!("PACKET_TX_RING of {total} bytes"), e))?;
+            .map_err(|e| Error::os(iface, format!("PACKET_TX_RING of {total} bytes"), e))?;
         // SAFETY: maps the ring the kernel just allocated for this socket; checked below.
         let map = unsafe {
             libc::mmap(
@@ -146,10 +146,10 @@ impl TxRing {
             )
         };
         if map == libc::MAP_FAILED {
-            return Err(os_err(iface, "mmap TX ring", io::Error::last_os_error()));
+            return Err(Error::os(iface, "mmap TX ring", io::Error::last_os_error()));
         }
         let map = NonNull::new(map.cast::<u8>())
-            .ok_or_else(|| format!("{iface}: mmap TX ring returned null"))?;
+            .ok_or_else(|| Error::unusable(iface, "mmap TX ring returned null"))?;
         let ring = TxRing {
             iface: iface.to_string(),
             fd,
@@ -175,7 +175,7 @@ impl TxRing {
             )
         };
         if rc != 0 {
-            return Err(os_err(
+            return Err(Error::os(
                 iface,
                 "bind to interface",
                 io::Error::last_os_error(),
@@ -203,7 +203,7 @@ impl TxRing {
     }
 
     /// Hands filled slots to the kernel. `wait`: also wait until it has taken all of them.
-    fn kick(&mut self, wait: bool) -> Result<(), String> {
+    fn kick(&mut self, wait: bool) -> Result<(), Error> {
         self.unkicked = 0;
         let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
         loop {
@@ -222,18 +222,20 @@ impl TxRing {
                     return Ok(());
                 }
                 Some(libc::EAGAIN) => return Ok(()),
-                _ => return Err(os_err(&self.iface, "send from TX ring", e)),
+                _ => return Err(Error::os(&*self.iface, "send from TX ring", e)),
             }
         }
     }
 
     /// Queues `frame`; `Ok(false)` when the ring stayed full even after waiting for the kernel.
-    pub fn send(&mut self, frame: &[u8]) -> Result<bool, String> {
+    pub fn send(&mut self, frame: &[u8]) -> Result<bool, Error> {
         if DATA_OFFSET + frame.len() > self.slot_size {
-            return Err(format!(
-                "{}: send: frame of {} bytes does not fit the interface's MTU",
-                self.iface,
-                frame.len()
+            return Err(Error::unusable(
+                &self.iface,
+                format!(
+                    "send: frame of {} bytes does not fit the interface's MTU",
+                    frame.len()
+                ),
             ));
         }
         let slot = self.head;
@@ -262,7 +264,7 @@ impl TxRing {
     }
 
     /// Hands every queued frame to the kernel without waiting for the wire.
-    pub fn flush(&mut self) -> Result<(), String> {
+    pub fn flush(&mut self) -> Result<(), Error> {
         if self.unkicked > 0 {
             self.kick(false)?;
         }
@@ -289,6 +291,11 @@ mod tests {
         let e = TxRing::open("nosuch-fg0", 64)
             .err()
             .expect("no such interface");
+        assert!(
+            matches!(&e, Error::Os { at, .. } if at == "nosuch-fg0"),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.starts_with("nosuch-fg0: look up interface: "), "{e}");
         assert!(!e.contains('\n'));
     }

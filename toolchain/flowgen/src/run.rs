@@ -8,8 +8,9 @@ use serde::Serialize;
 use switch_ports::pcap::{self, PcapWriter};
 use switch_ports::{AfPacketPort, Port, PortError};
 
+use crate::error::Error;
 use crate::gen::{self, Generator, Sink};
-use crate::profile::{Profile, ProfileError, TwConfig};
+use crate::profile::{Profile, TwConfig};
 use crate::ring::TxRing;
 use crate::sched::{HeapScheduler, Scheduler, TimerWheel};
 use crate::template::Template;
@@ -69,12 +70,8 @@ impl PortSink {
     /// Opens every interface; fails with one line naming the interface and the cause. With
     /// `TxMethod::Ring`, an interface whose ring cannot be set up falls back to plain sends and
     /// says so in one line on stderr.
-    pub fn open(ifaces: &[String], method: TxMethod, ring_slots: u32) -> Result<Self, String> {
-        let plain = |i: &String| {
-            AfPacketPort::open(i)
-                .map(Tx::Plain)
-                .map_err(|e| e.to_string())
-        };
+    pub fn open(ifaces: &[String], method: TxMethod, ring_slots: u32) -> Result<Self, Error> {
+        let plain = |i: &String| AfPacketPort::open(i).map(Tx::Plain).map_err(Error::from);
         let ports = ifaces
             .iter()
             .map(|i| match method {
@@ -105,9 +102,12 @@ impl PortSink {
 }
 
 impl Sink for PortSink {
-    fn send(&mut self, pair: usize, frame: &[u8], _t: u64) -> Result<bool, String> {
+    fn send(&mut self, pair: usize, frame: &[u8], _t: u64) -> Result<bool, Error> {
         let Some(port) = self.ports.get_mut(pair) else {
-            return Err(format!("no interface for port pair {pair}"));
+            return Err(Error::unusable(
+                format!("port pair {pair}"),
+                "no interface for it",
+            ));
         };
         let port = match port {
             Tx::Ring(r) => return r.send(frame),
@@ -120,11 +120,11 @@ impl Sink for PortSink {
             {
                 Ok(false)
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     }
 
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), Error> {
         for p in &mut self.ports {
             if let Tx::Ring(r) = p {
                 r.flush()?;
@@ -151,8 +151,8 @@ pub struct PcapSink {
 }
 
 impl PcapSink {
-    pub fn create(path: &Path) -> Result<Self, String> {
-        let writer = pcap::create_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn create(path: &Path) -> Result<Self, Error> {
+        let writer = pcap::create_file(path).map_err(|e| Error::file(path, "create", e))?;
         Ok(PcapSink {
             path: path.to_path_buf(),
             writer,
@@ -161,10 +161,10 @@ impl PcapSink {
 }
 
 impl Sink for PcapSink {
-    fn send(&mut self, _pair: usize, frame: &[u8], t: u64) -> Result<bool, String> {
+    fn send(&mut self, _pair: usize, frame: &[u8], t: u64) -> Result<bool, Error> {
         self.writer
             .write(Duration::from_nanos(t), frame)
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+            .map_err(|e| Error::file(&self.path, "write", e))?;
         Ok(true)
     }
 }
@@ -252,7 +252,7 @@ pub fn drive<S: Scheduler, K: Sink>(
     sink: &mut K,
     origin_ns: u64,
     cfg: &RunConfig,
-) -> Result<Measurement, String> {
+) -> Result<Measurement, Error> {
     let end = origin_ns.saturating_add(cfg.duration_ns);
     let offered_pps: f64 = gen
         .templates()
@@ -377,7 +377,7 @@ pub struct Report {
 }
 
 /// Loads the templates of `setup`, scaled for its active-flow target.
-pub fn load_templates(setup: &Setup) -> Result<(Vec<Template>, f64), String> {
+pub fn load_templates(setup: &Setup) -> Result<(Vec<Template>, f64), Error> {
     let dir = setup
         .profile_path
         .parent()
@@ -396,13 +396,15 @@ pub fn load_templates(setup: &Setup) -> Result<(Vec<Template>, f64), String> {
                 &dir,
                 setup.multiplier,
                 (g.tcp_aging.0, g.udp_aging.0),
-                &format!("cap_info[{i}]"),
+                &format!("{file}: cap_info[{i}]"),
             )
-            .map_err(|e| format!("{file}: {e}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
     if templates.len() > u16::MAX as usize {
-        return Err(format!("{file}: cap_info: at most 65535 templates"));
+        return Err(Error::template(
+            format!("{file}: cap_info"),
+            "at most 65535 templates",
+        ));
     }
     let scale = match setup.active_flows {
         Some(n) => gen::scale_to_active_flows(&mut templates, n)?,
@@ -412,7 +414,7 @@ pub fn load_templates(setup: &Setup) -> Result<(Vec<Template>, f64), String> {
 }
 
 /// Runs `setup` into `sink` and reports.
-pub fn run<K: Sink>(setup: &Setup, sink: &mut K, cfg: &RunConfig) -> Result<Report, String> {
+pub fn run<K: Sink>(setup: &Setup, sink: &mut K, cfg: &RunConfig) -> Result<Report, Error> {
     let (templates, gap_scale) = load_templates(setup)?;
     let g = &setup.profile.generator;
     let (measurement, clients) = match setup.sched {
@@ -459,7 +461,7 @@ fn go<S: Scheduler, K: Sink>(
     sink: &mut K,
     prefill: bool,
     cfg: &RunConfig,
-) -> Result<(Measurement, u32), String> {
+) -> Result<(Measurement, u32), Error> {
     if prefill {
         gen.prefill();
     }
@@ -468,8 +470,8 @@ fn go<S: Scheduler, K: Sink>(
 }
 
 /// Writes the per-second samples as CSV.
-pub fn write_samples_csv(path: &Path, samples: &[Sample]) -> Result<(), String> {
-    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+pub fn write_samples_csv(path: &Path, samples: &[Sample]) -> Result<(), Error> {
+    let err = |e: std::io::Error| Error::file(path, "write", e);
     let mut f = BufWriter::new(std::fs::File::create(path).map_err(err)?);
     writeln!(f, "t,tx_pps,tx_bps,active_flows,cpu_util,queue_full").map_err(err)?;
     for s in samples {
@@ -484,16 +486,11 @@ pub fn write_samples_csv(path: &Path, samples: &[Sample]) -> Result<(), String> 
 }
 
 /// Writes `value` as pretty JSON, creating the parent directory.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), String> {
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Error> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::file(dir, "create directory", e))?;
     }
-    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
-}
-
-impl From<ProfileError> for String {
-    fn from(e: ProfileError) -> String {
-        e.to_string()
-    }
+    let text =
+        serde_json::to_string_pretty(value).map_err(|e| Error::file(path, "encode", e.into()))?;
+    std::fs::write(path, text + "\n").map_err(|e| Error::file(path, "write", e))
 }

@@ -12,6 +12,7 @@ use std::path::Path;
 use lossless_wire::rocev2::{self, Bth, Ext, L3Header, Reth};
 use switch_ports::pcap;
 
+use crate::error::Error;
 use crate::profile::{Builtin, BuiltinKind, CapInfo, Source};
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -113,19 +114,22 @@ impl Template {
         multiplier: f64,
         aging: (f64, f64),
         yaml_path: &str,
-    ) -> Result<Template, String> {
+    ) -> Result<Template, Error> {
         let (name, frames, tcp) = match &cap.source {
             Source::Pcap(p) => {
                 let full = dir.join(p);
-                let recs = pcap::read_file(&full).map_err(|e| format!("{yaml_path}.name: {e}"))?;
+                let recs = pcap::read_file(&full)
+                    .map_err(|e| Error::template(format!("{yaml_path}.name"), e.to_string()))?;
                 if recs.is_empty() {
-                    return Err(format!("{yaml_path}.name: {}: no packets", full.display()));
+                    return Err(Error::template(
+                        format!("{yaml_path}.name: {}", full.display()),
+                        "no packets",
+                    ));
                 }
                 if recs.len() > u16::MAX as usize - 1 {
-                    return Err(format!(
-                        "{yaml_path}.name: {}: {} packets, at most 65534 per flow",
-                        full.display(),
-                        recs.len()
+                    return Err(Error::template(
+                        format!("{yaml_path}.name: {}", full.display()),
+                        format!("{} packets, at most 65534 per flow", recs.len()),
                     ));
                 }
                 let frames: Vec<Vec<u8>> = recs.into_iter().map(|r| r.data).collect();
@@ -148,7 +152,7 @@ impl Template {
                 Source::Pcap(p) => format!("{yaml_path}.name: {}: record {}", p.display(), i + 1),
                 Source::Builtin(_) => format!("{yaml_path}.builtin: packet {}", i + 1),
             };
-            let parsed = parse(&frame).map_err(|e| format!("{}: {e}", at()))?;
+            let parsed = parse(&frame).map_err(|e| Error::template(at(), e))?;
             let src: [u8; 4] = slice4(&frame, parsed.ip_off + 12);
             let dst: [u8; 4] = slice4(&frame, parsed.ip_off + 16);
             let (client, server) = *client_server.get_or_insert((src, dst));
@@ -157,29 +161,35 @@ impl Template {
             } else if (src, dst) == (server, client) {
                 Dir::S2c
             } else {
-                return Err(format!(
-                    "{}: addresses {}->{} are not those of the template's flow ({}->{}); a template holds one flow",
+                return Err(Error::template(
                     at(),
-                    ip(src),
-                    ip(dst),
-                    ip(client),
-                    ip(server)
+                    format!(
+                        "addresses {}->{} are not those of the template's flow ({}->{}); a template holds one flow",
+                        ip(src),
+                        ip(dst),
+                        ip(client),
+                        ip(server)
+                    ),
                 ));
             };
             packets.push(prepare(frame, parsed, dir));
         }
         for (field, usec) in [("ipg", cap.ipg.0), ("rtt", cap.rtt.0)] {
             if usec > MAX_GAP_USEC {
-                return Err(format!(
-                    "{yaml_path}.{field}: {usec} us is above the {MAX_GAP_USEC} us (one day) limit"
+                return Err(Error::template(
+                    format!("{yaml_path}.{field}"),
+                    format!("{usec} us is above the {MAX_GAP_USEC} us (one day) limit"),
                 ));
             }
         }
         let cps = cap.cps.0 * multiplier;
         if cps > MAX_CPS {
-            return Err(format!(
-                "{yaml_path}.cps: {} x multiplier {multiplier:.3e} = {cps:.3e} new flows per second, above {MAX_CPS:e}",
-                cap.cps.0
+            return Err(Error::template(
+                format!("{yaml_path}.cps"),
+                format!(
+                    "{} x multiplier {multiplier:.3e} = {cps:.3e} new flows per second, above {MAX_CPS:e}",
+                    cap.cps.0
+                ),
             ));
         }
         let n = packets.len();

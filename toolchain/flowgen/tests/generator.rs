@@ -450,11 +450,15 @@ cap_info:
 ";
     let p = profile(yaml);
     let e = Template::load(&p.cap_info[1], &dir, 1.0, (0.0, 0.0), "cap_info[1]").unwrap_err();
+    assert!(matches!(e, flowgen::Error::Template { .. }), "{e:?}");
+    let e = e.to_string();
     assert!(
         e.starts_with("cap_info[1].name: two.pcap: record 2:"),
         "{e}"
     );
-    let e = Template::load(&p.cap_info[2], &dir, 1.0, (0.0, 0.0), "cap_info[2]").unwrap_err();
+    let e = Template::load(&p.cap_info[2], &dir, 1.0, (0.0, 0.0), "cap_info[2]")
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("cap_info[2].name: ") && e.contains("missing.pcap"),
         "{e}"
@@ -498,6 +502,11 @@ fn single_packet_flows_cannot_be_stretched() {
     let p = profile(&UDP5.replace("packets: 5", "packets: 1"));
     let mut t = templates(&p, Path::new("."), 1.0);
     let e = gen::scale_to_active_flows(&mut t, 1000).unwrap_err();
+    assert!(
+        matches!(&e, flowgen::Error::Setting { at, .. } if at == "--active-flows"),
+        "{e:?}"
+    );
+    let e = e.to_string();
     assert!(e.contains("two or more packets"), "{e}");
 }
 
@@ -552,14 +561,18 @@ fn shipped_profiles_load() {
 #[test]
 fn absurd_rates_gaps_and_table_sizes_are_refused() {
     let load = |p: &Profile, m: f64| {
-        Template::load(&p.cap_info[0], Path::new("."), m, (0.0, 0.0), "cap_info[0]").unwrap_err()
+        Template::load(&p.cap_info[0], Path::new("."), m, (0.0, 0.0), "cap_info[0]")
+            .unwrap_err()
+            .to_string()
     };
     let e = load(&profile(&UDP5.replace("ipg: 100", "ipg: 1e12")), 1.0);
     assert!(e.starts_with("cap_info[0].ipg: "), "{e}");
     let e = load(&profile(UDP5), 1e300);
     assert!(e.starts_with("cap_info[0].cps: "), "{e}");
     let mut t = templates(&profile(UDP5), Path::new("."), 1.0);
-    let e = gen::scale_to_active_flows(&mut t, gen::MAX_ACTIVE_FLOWS + 1).unwrap_err();
+    let e = gen::scale_to_active_flows(&mut t, gen::MAX_ACTIVE_FLOWS + 1)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("above"), "{e}");
 }
 

@@ -3,7 +3,8 @@
 //! every message the text and JSON encodings protobuf's C++ library writes (what p4c emits for
 //! `--p4runtime-files X.txt` / `X.json`).
 //!
-//! The schema is generated at build time from the PyPI `p4runtime` package; see `build.rs`.
+//! The code is generated at build time from `p4runtime.fds.bin`, the PyPI `p4runtime` package's
+//! schema committed as a descriptor set; see the README.
 
 use std::sync::OnceLock;
 
@@ -22,8 +23,7 @@ pub use p4::v1::p4_runtime_server::{P4Runtime, P4RuntimeServer};
 /// The serialized `google.protobuf.FileDescriptorSet` the code was generated from (dependencies
 /// first): p4runtime.proto, p4info.proto, p4types.proto, p4data.proto, google/rpc/status.proto,
 /// google/rpc/code.proto and google/protobuf/any.proto.
-pub const FILE_DESCRIPTOR_SET: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/p4runtime_fds.bin"));
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!("../p4runtime.fds.bin");
 
 /// Where a text or JSON document failed to parse, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -34,7 +34,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 pub use pipeline::Pipeline;
 pub use role::{P4RoleConfig, PacketFilter, TYPE_URL as ROLE_CONFIG_TYPE_URL};
-pub use write::engine_code;
+pub use write::UpdateError;
 
 /// A closure run on the engine between two packets; `None` = no pipeline loaded.
 pub type EngineJob = Box<dyn FnOnce(&mut Option<switch_v1model::Switch>) + Send>;
@@ -399,21 +399,23 @@ fn packet_in(p: &Pipeline, frame: Vec<u8>) -> Option<StreamMessageResponse> {
 }
 
 /// The batch status of spec 12.4: UNKNOWN with one p4.v1.Error per update in the details.
-fn batch_status(results: &[Result<(), write::UpdateError>]) -> Status {
+/// A successful update's Error is empty (canonical_code OK is proto3's default), 33 bytes with
+/// its Any; a failed one adds its code and message. The details travel as
+/// `grpc-status-details-bin` in the trailers, so a large failing batch needs a client whose
+/// metadata limit is above gRPC's 16 KiB default (spec appendix on gRPC metadata size; see the
+/// README).
+fn batch_status(results: &[Result<(), UpdateError>]) -> Status {
     let failed = results.iter().filter(|r| r.is_err()).count();
     let details: Vec<prost_types::Any> = results
         .iter()
         .map(|r| {
-            let (code, message) = match r {
-                Ok(()) => (Code::Ok, String::new()),
-                Err((c, m)) => (*c, m.clone()),
-            };
-            let e = p4runtime_proto::p4runtime::Error {
-                canonical_code: code as i32,
-                message,
-                space: String::new(),
-                code: 0,
-                details: None,
+            let e = match r {
+                Ok(()) => p4runtime_proto::p4runtime::Error::default(),
+                Err(e) => p4runtime_proto::p4runtime::Error {
+                    canonical_code: e.code() as i32,
+                    message: e.message().to_string(),
+                    ..Default::default()
+                },
             };
             prost_types::Any {
                 type_url: "type.googleapis.com/p4.v1.Error".into(),
@@ -424,7 +426,7 @@ fn batch_status(results: &[Result<(), write::UpdateError>]) -> Status {
     let first = results
         .iter()
         .find_map(|r| r.as_ref().err())
-        .map(|(_, m)| m.clone())
+        .map(UpdateError::to_string)
         .unwrap_or_default();
     let message = format!(
         "{failed} of {} updates failed; first: {first}",
@@ -469,19 +471,18 @@ impl P4Runtime for Server {
                 .updates
                 .iter()
                 .map(|u| match (&config, &u.entity) {
-                    (Some(c), Some(e)) if !c.allows(e) => Err((
-                        Code::PermissionDenied,
-                        format!(
+                    (Some(c), Some(e)) if !c.allows(e) => {
+                        Err(UpdateError::PermissionDenied(format!(
                             "role \"{}\": its role config does not give it this entity",
                             req.role
-                        ),
-                    )),
+                        )))
+                    }
                     _ => write::translate(&p, u),
                 })
                 .collect();
             exec_on(&*dp, move |sw| match sw {
                 Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
-                None => vec![Err((Code::FailedPrecondition, "no pipeline".into()))],
+                None => vec![Err(UpdateError::FailedPrecondition("no pipeline".into()))],
             })
         })
         .await

@@ -172,7 +172,7 @@ fn direct_entries<R: Send + 'static>(
         let key = if te.r#match.is_empty() {
             None
         } else {
-            Some(crate::write::translate_match(t, te).map_err(|(c, m)| status(c, m))?)
+            Some(crate::write::translate_match(t, te)?)
         };
         let name = t.name.clone();
         let got = exec_on(dp, move |sw| {
@@ -458,7 +458,7 @@ pub fn read(
                     let key = if te.r#match.is_empty() {
                         None
                     } else {
-                        Some(crate::write::translate_match(t, te).map_err(|(c, m)| status(c, m))?)
+                        Some(crate::write::translate_match(t, te)?)
                     };
                     queries.push((
                         Query {

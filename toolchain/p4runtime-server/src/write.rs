@@ -17,8 +17,61 @@ use switch_v1model::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch,
 use crate::bytes::{all_ones, prefix_mask, to_engine};
 use crate::pipeline::{Kind, Pipeline, TableInfo};
 
-/// A per-update failure: canonical code and message.
-pub type UpdateError = (Code, String);
+/// Why one update failed: one variant per canonical code the write path reports, so the code
+/// is decided where the failure is (as bmv2's error mapping and PI's report_error do), and the
+/// message names the object. Spec 12.4 sends it as the update's `p4.v1.Error`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpdateError {
+    #[error("INVALID_ARGUMENT: {0}")]
+    InvalidArgument(String),
+    #[error("NOT_FOUND: {0}")]
+    NotFound(String),
+    #[error("ALREADY_EXISTS: {0}")]
+    AlreadyExists(String),
+    #[error("PERMISSION_DENIED: {0}")]
+    PermissionDenied(String),
+    #[error("RESOURCE_EXHAUSTED: {0}")]
+    ResourceExhausted(String),
+    #[error("FAILED_PRECONDITION: {0}")]
+    FailedPrecondition(String),
+    #[error("ABORTED: {0}")]
+    Aborted(String),
+    #[error("OUT_OF_RANGE: {0}")]
+    OutOfRange(String),
+    #[error("UNIMPLEMENTED: {0}")]
+    Unimplemented(String),
+}
+
+impl UpdateError {
+    /// The canonical gRPC code (`p4.v1.Error.canonical_code`).
+    pub fn code(&self) -> Code {
+        match self {
+            UpdateError::InvalidArgument(_) => Code::InvalidArgument,
+            UpdateError::NotFound(_) => Code::NotFound,
+            UpdateError::AlreadyExists(_) => Code::AlreadyExists,
+            UpdateError::PermissionDenied(_) => Code::PermissionDenied,
+            UpdateError::ResourceExhausted(_) => Code::ResourceExhausted,
+            UpdateError::FailedPrecondition(_) => Code::FailedPrecondition,
+            UpdateError::Aborted(_) => Code::Aborted,
+            UpdateError::OutOfRange(_) => Code::OutOfRange,
+            UpdateError::Unimplemented(_) => Code::Unimplemented,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            UpdateError::InvalidArgument(m)
+            | UpdateError::NotFound(m)
+            | UpdateError::AlreadyExists(m)
+            | UpdateError::PermissionDenied(m)
+            | UpdateError::ResourceExhausted(m)
+            | UpdateError::FailedPrecondition(m)
+            | UpdateError::Aborted(m)
+            | UpdateError::OutOfRange(m)
+            | UpdateError::Unimplemented(m) => m,
+        }
+    }
+}
 
 /// A table entry's match key and priority.
 pub type Key = (Vec<FieldMatch>, i32);
@@ -199,16 +252,18 @@ pub enum Op {
 pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
     let ty = update::Type::try_from(u.r#type).unwrap_or(update::Type::Unspecified);
     let Some(Entity { entity: Some(e) }) = &u.entity else {
-        return Err((Code::InvalidArgument, "update without an entity".into()));
+        return Err(UpdateError::InvalidArgument(
+            "update without an entity".into(),
+        ));
     };
     match e {
         entity::Entity::TableEntry(te) => translate_table(p, ty, te),
         entity::Entity::CounterEntry(c) => {
             let Some((name, size)) = p.counters.get(&c.counter_id) else {
-                return Err((
-                    Code::NotFound,
-                    format!("no counter with id {}", c.counter_id),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "no counter with id {}",
+                    c.counter_id
+                )));
             };
             modify_only(ty, "CounterEntry")?;
             let index = cell_index(c.index.as_ref().map(|i| i.index), *size, name)?;
@@ -221,23 +276,22 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         }
         entity::Entity::RegisterEntry(r) => {
             let Some((name, size, width)) = p.registers.get(&r.register_id) else {
-                return Err((
-                    Code::NotFound,
-                    format!("no register with id {}", r.register_id),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "no register with id {}",
+                    r.register_id
+                )));
             };
             modify_only(ty, "RegisterEntry")?;
             let index = cell_index(r.index.as_ref().map(|i| i.index), *size, name)?;
             let Some(p4_data::Data::Bitstring(bits)) =
                 r.data.as_ref().and_then(|d| d.data.as_ref())
             else {
-                return Err((
-                    Code::InvalidArgument,
-                    format!("register \"{name}\": data must be a bitstring"),
-                ));
+                return Err(UpdateError::InvalidArgument(format!(
+                    "register \"{name}\": data must be a bitstring"
+                )));
             };
             let v = to_engine(bits, *width, &format!("register \"{name}\""))
-                .map_err(|m| (Code::InvalidArgument, m))?;
+                .map_err(UpdateError::InvalidArgument)?;
             let value = v.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
             Ok(Op::Register {
                 name: name.clone(),
@@ -247,7 +301,10 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         }
         entity::Entity::MeterEntry(m) => {
             let Some((name, size)) = p.meters.get(&m.meter_id) else {
-                return Err((Code::NotFound, format!("no meter with id {}", m.meter_id)));
+                return Err(UpdateError::NotFound(format!(
+                    "no meter with id {}",
+                    m.meter_id
+                )));
             };
             modify_only(ty, "MeterEntry")?;
             // No index = every cell (spec 9.5 allows an index wildcard in a meter write).
@@ -289,23 +346,20 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         }
         entity::Entity::ValueSetEntry(v) => {
             let Some(info) = p.value_sets.get(&v.value_set_id) else {
-                return Err((
-                    Code::NotFound,
-                    format!("no value set with id {}", v.value_set_id),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "no value set with id {}",
+                    v.value_set_id
+                )));
             };
             // Spec 9.8: a value set is written whole, by MODIFY.
             modify_only(ty, "ValueSetEntry")?;
             if v.members.len() > info.size {
-                return Err((
-                    Code::ResourceExhausted,
-                    format!(
-                        "value set \"{}\": {} members, size {}",
-                        info.name,
-                        v.members.len(),
-                        info.size
-                    ),
-                ));
+                return Err(UpdateError::ResourceExhausted(format!(
+                    "value set \"{}\": {} members, size {}",
+                    info.name,
+                    v.members.len(),
+                    info.size
+                )));
             }
             let values = v
                 .members
@@ -322,7 +376,10 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         }
         entity::Entity::DigestEntry(d) => {
             if !p.digests.contains_key(&d.digest_id) {
-                return Err((Code::NotFound, format!("no digest with id {}", d.digest_id)));
+                return Err(UpdateError::NotFound(format!(
+                    "no digest with id {}",
+                    d.digest_id
+                )));
             }
             let config = match (&d.config, ty) {
                 (_, update::Type::Delete) => None,
@@ -332,13 +389,14 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                     Some(*c)
                 }
                 (Some(_), _) => {
-                    return Err((
-                        Code::InvalidArgument,
+                    return Err(UpdateError::InvalidArgument(
                         "digest config values must be >= 0".into(),
                     ))
                 }
                 (None, _) => {
-                    return Err((Code::InvalidArgument, "DigestEntry without a config".into()))
+                    return Err(UpdateError::InvalidArgument(
+                        "DigestEntry without a config".into(),
+                    ))
                 }
             };
             Ok(Op::Digest {
@@ -349,10 +407,10 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         }
         entity::Entity::ActionProfileMember(m) => {
             let Some(prof) = p.profiles.get(&m.action_profile_id) else {
-                return Err((
-                    Code::NotFound,
-                    format!("no action profile with id {}", m.action_profile_id),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "no action profile with id {}",
+                    m.action_profile_id
+                )));
             };
             let action = match (&m.action, ty) {
                 (_, update::Type::Delete) => (String::new(), Vec::new()),
@@ -363,7 +421,9 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                     &format!("action profile \"{}\"", prof.name),
                 )?,
                 (None, _) => {
-                    return Err((Code::InvalidArgument, "member without an action".into()))
+                    return Err(UpdateError::InvalidArgument(
+                        "member without an action".into(),
+                    ))
                 }
             };
             Ok(Op::Member {
@@ -375,26 +435,23 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         }
         entity::Entity::ActionProfileGroup(g) => {
             let Some(prof) = p.profiles.get(&g.action_profile_id) else {
-                return Err((
-                    Code::NotFound,
-                    format!("no action profile with id {}", g.action_profile_id),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "no action profile with id {}",
+                    g.action_profile_id
+                )));
             };
             if !prof.with_selector {
-                return Err((
-                    Code::InvalidArgument,
-                    format!(
-                        "action profile \"{}\" has no selector: no groups",
-                        prof.name
-                    ),
-                ));
+                return Err(UpdateError::InvalidArgument(format!(
+                    "action profile \"{}\" has no selector: no groups",
+                    prof.name
+                )));
             }
             if ty != update::Type::Delete {
                 if let Some(m) = g.members.iter().find(|m| m.weight <= 0) {
-                    return Err((
-                        Code::InvalidArgument,
-                        format!("member {}: weight must be > 0", m.member_id),
-                    ));
+                    return Err(UpdateError::InvalidArgument(format!(
+                        "member {}: weight must be > 0",
+                        m.member_id
+                    )));
                 }
                 let limit = if prof.max_group_size > 0 {
                     prof.max_group_size
@@ -402,21 +459,17 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                     i32::MAX
                 };
                 if g.max_size > limit {
-                    return Err((
-                        Code::ResourceExhausted,
-                        format!(
-                            "group max_size {} exceeds the profile's max_group_size {limit}",
-                            g.max_size
-                        ),
-                    ));
+                    return Err(UpdateError::ResourceExhausted(format!(
+                        "group max_size {} exceeds the profile's max_group_size {limit}",
+                        g.max_size
+                    )));
                 }
                 let size: i64 = g.members.iter().map(|m| i64::from(m.weight)).sum();
                 let cap = if g.max_size > 0 { g.max_size } else { limit };
                 if size > i64::from(cap) {
-                    return Err((
-                        Code::ResourceExhausted,
-                        format!("group of total weight {size} exceeds its size limit {cap}"),
-                    ));
+                    return Err(UpdateError::ResourceExhausted(format!(
+                        "group of total weight {size} exceeds its size limit {cap}"
+                    )));
                 }
             }
             Ok(Op::Group {
@@ -428,8 +481,7 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
         entity::Entity::PacketReplicationEngineEntry(e) => match &e.r#type {
             Some(pre::Type::MulticastGroupEntry(m)) => {
                 if m.multicast_group_id == 0 {
-                    return Err((
-                        Code::InvalidArgument,
+                    return Err(UpdateError::InvalidArgument(
                         "multicast group id 0 is reserved".into(),
                     ));
                 }
@@ -442,14 +494,12 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
             }
             Some(pre::Type::CloneSessionEntry(c)) => {
                 if c.session_id == 0 {
-                    return Err((
-                        Code::InvalidArgument,
+                    return Err(UpdateError::InvalidArgument(
                         "clone session id 0 is reserved".into(),
                     ));
                 }
                 if c.packet_length_bytes != 0 {
-                    return Err((
-                        Code::Unimplemented,
+                    return Err(UpdateError::Unimplemented(
                         "clone session truncation (packet_length_bytes) is not modelled".into(),
                     ));
                 }
@@ -458,8 +508,7 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                     (update::Type::Delete, _) => None,
                     (_, [(port, _)]) => Some(*port),
                     _ => {
-                        return Err((
-                            Code::Unimplemented,
+                        return Err(UpdateError::Unimplemented(
                             "clone sessions with other than one replica are not implemented".into(),
                         ))
                     }
@@ -470,13 +519,11 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                     port,
                 })
             }
-            None => Err((
-                Code::InvalidArgument,
+            None => Err(UpdateError::InvalidArgument(
                 "empty PacketReplicationEngineEntry".into(),
             )),
         },
-        _ => Err((
-            Code::Unimplemented,
+        _ => Err(UpdateError::Unimplemented(
             "this entity type is not implemented for Write".into(),
         )),
     }
@@ -487,17 +534,14 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
 fn meter_rates(c: Option<&MeterConfig>, name: &str) -> Result<Rates, UpdateError> {
     let Some(c) = c else { return Ok(None) };
     if [c.cir, c.cburst, c.pir, c.pburst].iter().any(|v| *v < 0) || c.cir > c.pir {
-        return Err((
-            Code::InvalidArgument,
-            format!("meter \"{name}\": rates must be >= 0 and cir <= pir"),
-        ));
+        return Err(UpdateError::InvalidArgument(format!(
+            "meter \"{name}\": rates must be >= 0 and cir <= pir"
+        )));
     }
     // eburst belongs to single-rate three-colour meters (P4Runtime 1.4); bmv2 meters are
     // two-rate three-colour (RFC 2698), which have no excess burst.
     if c.eburst != 0 {
-        return Err((
-            Code::InvalidArgument,
-            format!(
+        return Err(UpdateError::InvalidArgument(format!(
                 "meter \"{name}\": eburst {} given, but this meter is two-rate three-colour (no excess burst)",
                 c.eburst
             ),
@@ -523,7 +567,7 @@ fn value_set_member(
     i: usize,
     fms: &[p4runtime_proto::p4runtime::FieldMatch],
 ) -> Result<Vec<u8>, UpdateError> {
-    let inv = |m: String| (Code::InvalidArgument, m);
+    let inv = UpdateError::InvalidArgument;
     let what = format!("value set \"{}\" member {i}", info.name);
     if let Some(f) = fms
         .iter()
@@ -552,7 +596,9 @@ fn counter_value(d: Option<&CounterData>, what: &str) -> Result<CounterValue, Up
     let d = d.copied().unwrap_or_default();
     match (u64::try_from(d.packet_count), u64::try_from(d.byte_count)) {
         (Ok(packets), Ok(bytes)) => Ok(CounterValue { packets, bytes }),
-        _ => Err((Code::InvalidArgument, format!("{what}: negative count"))),
+        _ => Err(UpdateError::InvalidArgument(format!(
+            "{what}: negative count"
+        ))),
     }
 }
 
@@ -560,13 +606,10 @@ fn counter_value(d: Option<&CounterData>, what: &str) -> Result<CounterValue, Up
 /// for installed entries only, not for the default entry.
 fn direct_key(t: &TableInfo, te: &TableEntry) -> Result<Key, UpdateError> {
     if te.is_default_action {
-        return Err((
-            Code::Unimplemented,
-            format!(
-                "table \"{}\": the default entry has no direct counter or meter here",
-                t.name
-            ),
-        ));
+        return Err(UpdateError::Unimplemented(format!(
+            "table \"{}\": the default entry has no direct counter or meter here",
+            t.name
+        )));
     }
     translate_match(t, te)
 }
@@ -582,42 +625,42 @@ fn direct_table<'p>(
     has: impl Fn(&TableInfo) -> bool,
 ) -> Result<&'p TableInfo, UpdateError> {
     let Some(t) = p.tables.get(&te.table_id) else {
-        return Err((Code::NotFound, format!("no table with id {}", te.table_id)));
+        return Err(UpdateError::NotFound(format!(
+            "no table with id {}",
+            te.table_id
+        )));
     };
     modify_only(ty, entity)?;
     if !has(t) {
-        return Err((
-            Code::InvalidArgument,
-            format!("table \"{}\" has no direct {kind}", t.name),
-        ));
+        return Err(UpdateError::InvalidArgument(format!(
+            "table \"{}\" has no direct {kind}",
+            t.name
+        )));
     }
     Ok(t)
 }
 
 fn modify_only(ty: update::Type, what: &str) -> Result<(), UpdateError> {
     if ty != update::Type::Modify {
-        return Err((
-            Code::InvalidArgument,
-            format!("{what} can only be modified"),
-        ));
+        return Err(UpdateError::InvalidArgument(format!(
+            "{what} can only be modified"
+        )));
     }
     Ok(())
 }
 
 fn cell_index(index: Option<i64>, size: u64, name: &str) -> Result<u64, UpdateError> {
     let Some(i) = index else {
-        return Err((
-            Code::Unimplemented,
-            format!("\"{name}\": writes need an index (index wildcards are read-only here)"),
-        ));
+        return Err(UpdateError::Unimplemented(format!(
+            "\"{name}\": writes need an index (index wildcards are read-only here)"
+        )));
     };
     match u64::try_from(i) {
         Ok(i) if i < size => Ok(i),
         // Spec 9.4: an index past the array is OUT_OF_RANGE.
-        _ => Err((
-            Code::OutOfRange,
-            format!("\"{name}\": index {i} out of 0..{size}"),
-        )),
+        _ => Err(UpdateError::OutOfRange(format!(
+            "\"{name}\": index {i} out of 0..{size}"
+        ))),
     }
 }
 
@@ -629,16 +672,20 @@ fn replicas(rs: &[p4runtime_proto::p4runtime::Replica]) -> Result<Vec<(u32, u32)
             #[allow(deprecated)]
             Some(replica::PortKind::EgressPort(p)) => *p,
             Some(replica::PortKind::Port(b)) => {
-                let v = to_engine(b, 32, "replica port").map_err(|m| (Code::InvalidArgument, m))?;
+                let v = to_engine(b, 32, "replica port").map_err(UpdateError::InvalidArgument)?;
                 u32::from_be_bytes([v[0], v[1], v[2], v[3]])
             }
-            None => return Err((Code::InvalidArgument, "replica without a port".into())),
+            None => {
+                return Err(UpdateError::InvalidArgument(
+                    "replica without a port".into(),
+                ))
+            }
         };
         if out.contains(&(port, r.instance)) {
-            return Err((
-                Code::InvalidArgument,
-                format!("replica (port {port}, instance {}) given twice", r.instance),
-            ));
+            return Err(UpdateError::InvalidArgument(format!(
+                "replica (port {port}, instance {}) given twice",
+                r.instance
+            )));
         }
         out.push((port, r.instance));
     }
@@ -646,21 +693,21 @@ fn replicas(rs: &[p4runtime_proto::p4runtime::Replica]) -> Result<Vec<(u32, u32)
 }
 
 fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op, UpdateError> {
-    let inv = |m: String| (Code::InvalidArgument, m);
+    let inv = UpdateError::InvalidArgument;
     let Some(t) = p.tables.get(&te.table_id) else {
-        return Err((Code::NotFound, format!("no table with id {}", te.table_id)));
+        return Err(UpdateError::NotFound(format!(
+            "no table with id {}",
+            te.table_id
+        )));
     };
     if ty == update::Type::Unspecified {
         return Err(inv("update type UNSPECIFIED".into()));
     }
     if t.is_const {
-        return Err((
-            Code::PermissionDenied,
-            format!(
-                "table \"{}\" has const entries and cannot be written",
-                t.name
-            ),
-        ));
+        return Err(UpdateError::PermissionDenied(format!(
+            "table \"{}\" has const entries and cannot be written",
+            t.name
+        )));
     }
     if te.is_default_action {
         if !te.r#match.is_empty() || te.priority != 0 {
@@ -721,13 +768,10 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
         }
     };
     if te.meter_counter_data.is_some() {
-        return Err((
-            Code::Unimplemented,
-            format!(
-                "table \"{}\": meter_counter_data (per-colour counters) is not kept by this switch",
-                t.name
-            ),
-        ));
+        return Err(UpdateError::Unimplemented(format!(
+            "table \"{}\": meter_counter_data (per-colour counters) is not kept by this switch",
+            t.name
+        )));
     }
     // controller_metadata is deprecated (1.4) for `metadata`; older controllers still set it.
     #[allow(deprecated)]
@@ -763,7 +807,7 @@ pub fn translate_match(
     t: &TableInfo,
     te: &TableEntry,
 ) -> Result<(Vec<FieldMatch>, i32), UpdateError> {
-    let inv = |m: String| (Code::InvalidArgument, m);
+    let inv = UpdateError::InvalidArgument;
     if t.needs_priority && te.priority <= 0 {
         return Err(inv(format!(
             "table \"{}\" has ternary, range or optional keys: a priority > 0 is required",
@@ -882,7 +926,7 @@ pub fn translate_match(
 }
 
 fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act, UpdateError> {
-    let inv = |m: String| (Code::InvalidArgument, m);
+    let inv = UpdateError::InvalidArgument;
     let Some(ta) = te.action.as_ref().and_then(|a| a.r#type.as_ref()) else {
         return Err(inv(format!(
             "table \"{}\": entry without an action",
@@ -933,10 +977,9 @@ fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act,
                 actions.push((name, args, pa.weight as u32));
             }
             if max > 0 && total > i64::from(max) {
-                return Err((
-                    Code::ResourceExhausted,
-                    format!("action set of total weight {total} exceeds max_group_size {max}"),
-                ));
+                return Err(UpdateError::ResourceExhausted(format!(
+                    "action set of total weight {total} exceeds max_group_size {max}"
+                )));
             }
             Ok(Act::OneShot {
                 profile,
@@ -956,7 +999,7 @@ fn action_args(
     allowed: &[u32],
     owner: &str,
 ) -> Result<(String, Vec<Vec<u8>>), UpdateError> {
-    let inv = |m: String| (Code::InvalidArgument, m);
+    let inv = UpdateError::InvalidArgument;
     if !allowed.contains(&a.action_id) {
         return Err(inv(format!(
             "action id {} is not an action of {owner}",
@@ -988,40 +1031,48 @@ fn action_args(
     Ok((info.name.clone(), args))
 }
 
-/// The engine's closed error set, one P4Runtime code each.
-pub fn engine_code(e: ErrorCode) -> Code {
-    match e {
-        ErrorCode::InvalidTableName
-        | ErrorCode::InvalidActionProfileName
-        | ErrorCode::InvalidCounterName
-        | ErrorCode::InvalidMeterName
-        | ErrorCode::InvalidRegisterName
-        | ErrorCode::InvalidValueSetName
-        | ErrorCode::InvalidCalculationName
-        | ErrorCode::InvalidHandle
-        | ErrorCode::InvalidMemberHandle
-        | ErrorCode::InvalidGroupHandle
-        | ErrorCode::InvalidMirroringSession
-        | ErrorCode::InvalidMulticastGroup
-        | ErrorCode::InvalidMulticastNode => Code::NotFound,
-        ErrorCode::InvalidActionName
-        | ErrorCode::ActionNotInTable
-        | ErrorCode::BadMatchKey
-        | ErrorCode::BadActionData
-        | ErrorCode::WrongTableType
-        | ErrorCode::IndexOutOfRange
-        | ErrorCode::BadValue => Code::InvalidArgument,
-        ErrorCode::TableFull | ErrorCode::ActionProfileFull => Code::ResourceExhausted,
-        ErrorCode::DuplicateEntry => Code::AlreadyExists,
-        ErrorCode::DefaultActionIsConst
-        | ErrorCode::DefaultEntryIsConst
-        | ErrorCode::ImmutableTableEntries => Code::PermissionDenied,
-        ErrorCode::MemberStillUsed => Code::FailedPrecondition,
+/// A Read's match key is checked as a write's is; its failure is the call's status.
+impl From<UpdateError> for tonic::Status {
+    fn from(e: UpdateError) -> tonic::Status {
+        tonic::Status::new(tonic::Code::from_i32(e.code() as i32), e.message())
     }
 }
 
-fn api(e: ApiError) -> UpdateError {
-    (engine_code(e.code), e.message)
+/// The engine's closed error set, one P4Runtime code each.
+impl From<ApiError> for UpdateError {
+    fn from(e: ApiError) -> UpdateError {
+        let m = e.message;
+        match e.code {
+            ErrorCode::InvalidTableName
+            | ErrorCode::InvalidActionProfileName
+            | ErrorCode::InvalidCounterName
+            | ErrorCode::InvalidMeterName
+            | ErrorCode::InvalidRegisterName
+            | ErrorCode::InvalidValueSetName
+            | ErrorCode::InvalidCalculationName
+            | ErrorCode::InvalidHandle
+            | ErrorCode::InvalidMemberHandle
+            | ErrorCode::InvalidGroupHandle
+            | ErrorCode::InvalidMirroringSession
+            | ErrorCode::InvalidMulticastGroup
+            | ErrorCode::InvalidMulticastNode => UpdateError::NotFound(m),
+            ErrorCode::InvalidActionName
+            | ErrorCode::ActionNotInTable
+            | ErrorCode::BadMatchKey
+            | ErrorCode::BadActionData
+            | ErrorCode::WrongTableType
+            | ErrorCode::IndexOutOfRange
+            | ErrorCode::BadValue => UpdateError::InvalidArgument(m),
+            ErrorCode::TableFull | ErrorCode::ActionProfileFull => {
+                UpdateError::ResourceExhausted(m)
+            }
+            ErrorCode::DuplicateEntry => UpdateError::AlreadyExists(m),
+            ErrorCode::DefaultActionIsConst
+            | ErrorCode::DefaultEntryIsConst
+            | ErrorCode::ImmutableTableEntries => UpdateError::PermissionDenied(m),
+            ErrorCode::MemberStillUsed => UpdateError::FailedPrecondition(m),
+        }
+    }
 }
 
 /// What undoing one applied op takes.
@@ -1142,8 +1193,7 @@ pub fn apply(
                 | Op::Meter { .. }
                 | Op::Group { .. }
                 | Op::SetDefault { .. },
-            ) if rollback => Err((
-                Code::Unimplemented,
+            ) if rollback => Err(UpdateError::Unimplemented(
                 "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches support table entries (without \
                  action sets) and their direct meters and counters only"
                     .into(),
@@ -1156,8 +1206,7 @@ pub fn apply(
     let mut failed = false;
     for op in ops {
         if failed && rollback {
-            results.push(Err((
-                Code::Aborted,
+            results.push(Err(UpdateError::Aborted(
                 "not applied: an earlier update of the batch failed".into(),
             )));
             continue;
@@ -1214,8 +1263,7 @@ pub fn apply(
         }
         for r in results.iter_mut() {
             if r.is_ok() {
-                *r = Err((
-                    Code::Aborted,
+                *r = Err(UpdateError::Aborted(
                     "rolled back: another update of the batch failed".into(),
                 ));
             }
@@ -1262,7 +1310,7 @@ fn create_oneshot(
             Ok(h) => members.push(h),
             Err(e) => {
                 undo(sw, &members);
-                return Err(api(e));
+                return Err(UpdateError::from(e));
             }
         }
     }
@@ -1280,7 +1328,7 @@ fn create_oneshot(
         .collect();
     if let Err(e) = sw.profile_set_group(profile, gid, &list) {
         undo(sw, &members);
-        return Err(api(e));
+        return Err(UpdateError::from(e));
     }
     Ok((members, Some(gid)))
 }
@@ -1305,13 +1353,9 @@ fn check_profile_mode(index: &Index, profile: &str, oneshot: bool) -> Result<(),
         || index.groups.get(profile).is_some_and(|g| !g.is_empty());
     let shots = index.oneshot_count.get(profile).copied().unwrap_or(0) > 0;
     match (oneshot, manual, shots) {
-        (true, true, _) => Err((
-            Code::InvalidArgument,
-            format!("action profile \"{profile}\" has members or groups: no one-shot action sets"),
+        (true, true, _) => Err(UpdateError::InvalidArgument(format!("action profile \"{profile}\" has members or groups: no one-shot action sets"),
         )),
-        (false, _, true) => Err((
-            Code::InvalidArgument,
-            format!("action profile \"{profile}\" is programmed by one-shot action sets: no members or groups"),
+        (false, _, true) => Err(UpdateError::InvalidArgument(format!("action profile \"{profile}\" is programmed by one-shot action sets: no members or groups"),
         )),
         _ => Ok(()),
     }
@@ -1324,7 +1368,7 @@ fn set_direct_meter(
     rates: &Rates,
 ) -> Result<(), UpdateError> {
     sw.direct_meter_set_rates(table, h, rates.as_deref().unwrap_or_default())
-        .map_err(api)
+        .map_err(UpdateError::from)
 }
 
 /// Applies what an INSERT or MODIFY gives besides the action.
@@ -1340,7 +1384,8 @@ fn set_direct(
         set_direct_meter(sw, table, h, rates)?;
     }
     if let Some(v) = d.counter {
-        sw.direct_counter_write(table, h, v).map_err(api)?;
+        sw.direct_counter_write(table, h, v)
+            .map_err(UpdateError::from)?;
     }
     set_cookie(index, table, key, d.cookie);
     Ok(())
@@ -1370,10 +1415,9 @@ fn resolve(index: &Index, act: Act) -> Result<Act, UpdateError> {
             .get(&profile)
             .and_then(|m| m.get(&id))
             .map(|m| Act::Member(m.0))
-            .ok_or((
-                Code::NotFound,
-                format!("action profile \"{profile}\": no member {id}"),
-            )),
+            .ok_or(UpdateError::NotFound(format!(
+                "action profile \"{profile}\": no member {id}"
+            ))),
         act => Ok(act),
     }
 }
@@ -1432,10 +1476,9 @@ fn apply_one(
                 .get(&table)
                 .is_some_and(|t| t.contains_key(&key))
             {
-                return Err((
-                    Code::AlreadyExists,
-                    format!("table \"{table}\": an entry with this match key exists"),
-                ));
+                return Err(UpdateError::AlreadyExists(format!(
+                    "table \"{table}\": an entry with this match key exists"
+                )));
             }
             let (act, shot) = match act {
                 Act::OneShot {
@@ -1463,7 +1506,7 @@ fn apply_one(
                 act => (act, None),
             };
             let added = add(sw, &table, &key, needs_priority, &act)
-                .map_err(api)
+                .map_err(UpdateError::from)
                 .and_then(|h| match set_direct(sw, index, &table, &key, h, direct) {
                     Ok(()) => Ok(h),
                     Err(e) => {
@@ -1522,15 +1565,12 @@ fn apply_one(
             direct,
         } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
-                return Err((
-                    Code::NotFound,
-                    format!("table \"{table}\": no entry with this match key"),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "table \"{table}\": no entry with this match key"
+                )));
             };
             let Some(old) = index.oneshot.get(&table).and_then(|t| t.get(&key)).cloned() else {
-                return Err((
-                    Code::InvalidArgument,
-                    format!("table \"{table}\": the entry points at a member or group; an action set cannot replace it"),
+                return Err(UpdateError::InvalidArgument(format!("table \"{table}\": the entry points at a member or group; an action set cannot replace it"),
                 ));
             };
             let profile = old.profile.clone();
@@ -1544,7 +1584,7 @@ fn apply_one(
             } else {
                 let (name, args, _) = &actions[0];
                 sw.profile_modify_member(&profile, old.members[0], name, args)
-                    .map_err(api)?;
+                    .map_err(UpdateError::from)?;
                 (old.members.clone(), None)
             };
             set_direct(sw, index, &table, &key, h, direct)?;
@@ -1568,10 +1608,9 @@ fn apply_one(
             direct,
         } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
-                return Err((
-                    Code::NotFound,
-                    format!("table \"{table}\": no entry with this match key"),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "table \"{table}\": no entry with this match key"
+                )));
             };
             // Logged before applying: a failure half way is undone too.
             if let Some(u) = undo {
@@ -1587,20 +1626,19 @@ fn apply_one(
                     });
                 }
             }
-            modify(sw, &table, h, &act).map_err(api)?;
+            modify(sw, &table, h, &act).map_err(UpdateError::from)?;
             set_direct(sw, index, &table, &key, h, direct)?;
             set_idle(index, &table, &key, idle_ns);
             Ok(())
         }
         Op::Delete { table, key } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
-                return Err((
-                    Code::NotFound,
-                    format!("table \"{table}\": no entry with this match key"),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "table \"{table}\": no entry with this match key"
+                )));
             };
             let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
-            sw.table_delete(&table, h).map_err(api)?;
+            sw.table_delete(&table, h).map_err(UpdateError::from)?;
             set_idle(index, &table, &key, 0);
             set_cookie(index, &table, &key, Cookie::default());
             if let Some(t) = index.tables.get_mut(&table) {
@@ -1623,9 +1661,10 @@ fn apply_one(
             Ok(())
         }
         Op::SetDefault { table, act } => match act {
-            Act::Action { name, args } => sw.table_set_default(&table, &name, &args).map_err(api),
-            _ => Err((
-                Code::InvalidArgument,
+            Act::Action { name, args } => sw
+                .table_set_default(&table, &name, &args)
+                .map_err(UpdateError::from),
+            _ => Err(UpdateError::InvalidArgument(
                 "a default entry takes a direct action".into(),
             )),
         },
@@ -1633,34 +1672,38 @@ fn apply_one(
             name,
             index: i,
             value,
-        } => sw.counter_write(&name, i, value).map_err(api),
+        } => sw.counter_write(&name, i, value).map_err(UpdateError::from),
         Op::Register {
             name,
             index: i,
             value,
-        } => sw.register_write(&name, i, value).map_err(api),
+        } => sw
+            .register_write(&name, i, value)
+            .map_err(UpdateError::from),
         Op::Mcast { ty, entry, ports } => {
             let id = entry.multicast_group_id;
             let exists = index.mcast.contains_key(&id);
             match ty {
                 update::Type::Insert if exists => {
-                    return Err((Code::AlreadyExists, format!("multicast group {id} exists")))
+                    return Err(UpdateError::AlreadyExists(format!(
+                        "multicast group {id} exists"
+                    )))
                 }
                 update::Type::Modify | update::Type::Delete if !exists => {
-                    return Err((Code::NotFound, format!("no multicast group {id}")))
+                    return Err(UpdateError::NotFound(format!("no multicast group {id}")))
                 }
                 _ => {}
             }
             if let Some((_, nodes)) = index.mcast.remove(&id) {
-                sw.mc_mgrp_destroy(id).map_err(api)?;
+                sw.mc_mgrp_destroy(id).map_err(UpdateError::from)?;
                 for n in nodes {
-                    sw.mc_node_destroy(n).map_err(api)?;
+                    sw.mc_node_destroy(n).map_err(UpdateError::from)?;
                 }
             }
             if ty == update::Type::Delete {
                 return Ok(());
             }
-            sw.mc_mgrp_create(id).map_err(api)?;
+            sw.mc_mgrp_create(id).map_err(UpdateError::from)?;
             // One engine node per instance (egress_rid), holding that instance's ports.
             let mut instances: Vec<u32> = ports.iter().map(|p| p.1).collect();
             instances.sort_unstable();
@@ -1669,7 +1712,7 @@ fn apply_one(
             for rid in instances {
                 let ps: Vec<u32> = ports.iter().filter(|p| p.1 == rid).map(|p| p.0).collect();
                 let n = sw.mc_node_create(rid, &ps);
-                sw.mc_node_associate(id, n).map_err(api)?;
+                sw.mc_node_associate(id, n).map_err(UpdateError::from)?;
                 nodes.push(n);
             }
             index.mcast.insert(id, (entry, nodes));
@@ -1689,22 +1732,25 @@ fn apply_one(
             let h = members.get(&id).map(|m| m.0);
             match (ty, h) {
                 (update::Type::Insert, Some(_)) => {
-                    Err((Code::AlreadyExists, format!("member {id} exists")))
+                    Err(UpdateError::AlreadyExists(format!("member {id} exists")))
                 }
                 (update::Type::Insert, None) => {
-                    let h = sw.profile_add_member(&profile, &name, &args).map_err(api)?;
+                    let h = sw
+                        .profile_add_member(&profile, &name, &args)
+                        .map_err(UpdateError::from)?;
                     members.insert(id, (h, entry));
                     Ok(())
                 }
-                (_, None) => Err((Code::NotFound, format!("no member {id}"))),
+                (_, None) => Err(UpdateError::NotFound(format!("no member {id}"))),
                 (update::Type::Modify, Some(h)) => {
                     sw.profile_modify_member(&profile, h, &name, &args)
-                        .map_err(api)?;
+                        .map_err(UpdateError::from)?;
                     members.insert(id, (h, entry));
                     Ok(())
                 }
                 (_, Some(h)) => {
-                    sw.profile_delete_member(&profile, h).map_err(api)?;
+                    sw.profile_delete_member(&profile, h)
+                        .map_err(UpdateError::from)?;
                     members.remove(&id);
                     Ok(())
                 }
@@ -1721,15 +1767,16 @@ fn apply_one(
                 .is_some_and(|g| g.contains_key(&id));
             match ty {
                 update::Type::Insert if exists => {
-                    return Err((Code::AlreadyExists, format!("group {id} exists")))
+                    return Err(UpdateError::AlreadyExists(format!("group {id} exists")))
                 }
                 update::Type::Modify | update::Type::Delete if !exists => {
-                    return Err((Code::NotFound, format!("no group {id}")))
+                    return Err(UpdateError::NotFound(format!("no group {id}")))
                 }
                 _ => {}
             }
             if ty == update::Type::Delete {
-                sw.profile_delete_group(&profile, id).map_err(api)?;
+                sw.profile_delete_group(&profile, id)
+                    .map_err(UpdateError::from)?;
                 if let Some(g) = index.groups.get_mut(&profile) {
                     g.remove(&id);
                 }
@@ -1739,14 +1786,15 @@ fn apply_one(
             let mut list = Vec::with_capacity(entry.members.len());
             for m in &entry.members {
                 let Some(h) = members.and_then(|ms| ms.get(&m.member_id)).map(|x| x.0) else {
-                    return Err((
-                        Code::NotFound,
-                        format!("group {id}: no member {}", m.member_id),
-                    ));
+                    return Err(UpdateError::NotFound(format!(
+                        "group {id}: no member {}",
+                        m.member_id
+                    )));
                 };
                 list.push((h, m.weight as u32));
             }
-            sw.profile_set_group(&profile, id, &list).map_err(api)?;
+            sw.profile_set_group(&profile, id, &list)
+                .map_err(UpdateError::from)?;
             index.groups.entry(profile).or_default().insert(id, entry);
             Ok(())
         }
@@ -1754,18 +1802,19 @@ fn apply_one(
             name,
             index: i,
             rates: Some(rates),
-        } => sw.meter_set_rates(&name, i, &rates).map_err(api),
+        } => sw
+            .meter_set_rates(&name, i, &rates)
+            .map_err(UpdateError::from),
         Op::Meter {
             name,
             index: i,
             rates: None,
-        } => sw.meter_reset_rates(&name, i).map_err(api),
+        } => sw.meter_reset_rates(&name, i).map_err(UpdateError::from),
         Op::DirectMeter { table, key, rates } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
-                return Err((
-                    Code::NotFound,
-                    format!("table \"{table}\": no entry with this match key"),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "table \"{table}\": no entry with this match key"
+                )));
             };
             if let Some(u) = undo {
                 u.push(old_direct(sw, &table, &key, h, true, false));
@@ -1774,15 +1823,15 @@ fn apply_one(
         }
         Op::DirectCounter { table, key, value } => {
             let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
-                return Err((
-                    Code::NotFound,
-                    format!("table \"{table}\": no entry with this match key"),
-                ));
+                return Err(UpdateError::NotFound(format!(
+                    "table \"{table}\": no entry with this match key"
+                )));
             };
             if let Some(u) = undo {
                 u.push(old_direct(sw, &table, &key, h, false, true));
             }
-            sw.direct_counter_write(&table, h, value).map_err(api)
+            sw.direct_counter_write(&table, h, value)
+                .map_err(UpdateError::from)
         }
         Op::ValueSet {
             id,
@@ -1790,7 +1839,7 @@ fn apply_one(
             values,
             entry,
         } => {
-            sw.parse_vset_clear(&name).map_err(api)?;
+            sw.parse_vset_clear(&name).map_err(UpdateError::from)?;
             for v in &values {
                 if let Err(e) = sw.parse_vset_add(&name, v) {
                     // Leave the set as it was rather than half written.
@@ -1804,7 +1853,7 @@ fn apply_one(
                     {
                         let _ = sw.parse_vset_add(&name, old);
                     }
-                    return Err(api(e));
+                    return Err(UpdateError::from(e));
                 }
             }
             index.value_sets.insert(id, (entry, values));
@@ -1813,12 +1862,12 @@ fn apply_one(
         Op::Digest { ty, id, config } => {
             let exists = index.digests.contains_key(&id);
             match (ty, config) {
-                (update::Type::Insert, _) if exists => {
-                    Err((Code::AlreadyExists, format!("digest {id} is configured")))
-                }
-                (update::Type::Modify | update::Type::Delete, _) if !exists => {
-                    Err((Code::NotFound, format!("digest {id} is not configured")))
-                }
+                (update::Type::Insert, _) if exists => Err(UpdateError::AlreadyExists(format!(
+                    "digest {id} is configured"
+                ))),
+                (update::Type::Modify | update::Type::Delete, _) if !exists => Err(
+                    UpdateError::NotFound(format!("digest {id} is not configured")),
+                ),
                 (update::Type::Delete, _) => {
                     index.digests.remove(&id);
                     Ok(())
@@ -1827,7 +1876,9 @@ fn apply_one(
                     index.digests.insert(id, c);
                     Ok(())
                 }
-                (_, None) => Err((Code::InvalidArgument, "DigestEntry without a config".into())),
+                (_, None) => Err(UpdateError::InvalidArgument(
+                    "DigestEntry without a config".into(),
+                )),
             }
         }
         Op::Clone { ty, entry, port } => {
@@ -1835,15 +1886,17 @@ fn apply_one(
             let exists = index.clones.contains_key(&id);
             match ty {
                 update::Type::Insert if exists => {
-                    return Err((Code::AlreadyExists, format!("clone session {id} exists")))
+                    return Err(UpdateError::AlreadyExists(format!(
+                        "clone session {id} exists"
+                    )))
                 }
                 update::Type::Modify | update::Type::Delete if !exists => {
-                    return Err((Code::NotFound, format!("no clone session {id}")))
+                    return Err(UpdateError::NotFound(format!("no clone session {id}")))
                 }
                 _ => {}
             }
             if ty == update::Type::Delete {
-                sw.mirroring_delete(id).map_err(api)?;
+                sw.mirroring_delete(id).map_err(UpdateError::from)?;
                 index.clones.remove(&id);
                 return Ok(());
             }
@@ -1851,20 +1904,17 @@ fn apply_one(
                 .ok()
                 .filter(|&c| c < 8)
                 .ok_or_else(|| {
-                    (
-                        Code::InvalidArgument,
-                        format!(
-                            "clone session {id}: class_of_service {} is not a queue (0-7)",
-                            entry.class_of_service
-                        ),
-                    )
+                    UpdateError::InvalidArgument(format!(
+                        "clone session {id}: class_of_service {} is not a queue (0-7)",
+                        entry.class_of_service
+                    ))
                 })?;
             let session = switch_v1model::MirrorSession {
                 port,
                 mgrp: None,
                 class_of_service,
             };
-            sw.mirroring_add(id, session).map_err(api)?;
+            sw.mirroring_add(id, session).map_err(UpdateError::from)?;
             index.clones.insert(id, entry);
             Ok(())
         }

@@ -545,7 +545,7 @@ fn start(mode: Mode, opts: Opts) -> Result<Run, String> {
     };
     if !opts.allow_remote {
         for &peer in &opts.peers {
-            route::check_local_peer(peer)?;
+            route::check_local_peer(peer).map_err(|e| e.to_string())?;
         }
     }
     let samples = match &opts.samples {

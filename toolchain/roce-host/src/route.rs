@@ -141,19 +141,32 @@ pub fn not_local_reason(routes: &[Route], peer: Ipv4Addr) -> Option<String> {
     }
 }
 
+/// Why a peer is refused (`--allow-remote` lifts the check).
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("peer {peer}: read /proc/net/route: {source}")]
+    Routes {
+        peer: Ipv4Addr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "peer {peer} is not on a directly connected network ({why}); give --allow-remote to \
+         test across routers"
+    )]
+    NotLocal { peer: Ipv4Addr, why: String },
+}
+
 /// Refuses `peer` unless this host reaches it through an on-link route other than the default
 /// route, as this host's routing table says now.
-pub fn check_local_peer(peer: Ipv4Addr) -> Result<(), String> {
+pub fn check_local_peer(peer: Ipv4Addr) -> Result<(), PeerError> {
     let mut routes = interface_subnets();
     let table = std::fs::read_to_string("/proc/net/route")
-        .map_err(|e| format!("peer {peer}: read /proc/net/route: {e}"))?;
+        .map_err(|source| PeerError::Routes { peer, source })?;
     routes.extend(parse_proc_route(&table));
     match not_local_reason(&routes, peer) {
         None => Ok(()),
-        Some(why) => Err(format!(
-            "peer {peer} is not on a directly connected network ({why}); \
-             give --allow-remote to test across routers"
-        )),
+        Some(why) => Err(PeerError::NotLocal { peer, why }),
     }
 }
 

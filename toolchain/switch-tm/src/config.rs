@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// Egress queues per port (bmv2 `--priority-queues 8`, SONiC's 8 unicast queues).
 pub const QUEUES_PER_PORT: usize = 8;
@@ -35,22 +36,84 @@ pub struct BufferConfig {
     pub chip: Option<Chip>,
 }
 
-/// Chips whose buffer cell size we know (seed 000).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Chip {
-    Trident3,
-    Tomahawk2,
-    Tomahawk3,
+/// A chip of `chips.json`, the table the controller (`lossless_ctl.chips`) loads too: its name and
+/// buffer cell size (seed 000). Written by name in a config (`chip: tomahawk2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "String")]
+pub struct Chip {
+    name: &'static str,
+    cell_bytes: u32,
+}
+
+#[derive(Deserialize)]
+struct ChipTable {
+    chips: BTreeMap<String, ChipSpec>,
+}
+
+/// The fields the traffic manager uses; the rest (PFC limits, platforms) are the controller's.
+#[derive(Deserialize)]
+struct ChipSpec {
+    cell_bytes: u32,
+}
+
+fn chip_table() -> &'static BTreeMap<String, ChipSpec> {
+    static TABLE: OnceLock<BTreeMap<String, ChipSpec>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        // Compiled in and checked by this crate's tests, so a failure here is a build defect.
+        serde_json::from_str::<ChipTable>(include_str!("../chips.json"))
+            .expect("switch-tm/chips.json is a chip table")
+            .chips
+    })
 }
 
 impl Chip {
+    /// Every chip of the table, by name.
+    pub fn all() -> impl Iterator<Item = Chip> {
+        chip_table().iter().map(|(name, spec)| Chip {
+            name,
+            cell_bytes: spec.cell_bytes,
+        })
+    }
+
+    pub fn named(name: &str) -> Option<Chip> {
+        Chip::all().find(|chip| chip.name == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
     pub fn cell_bytes(self) -> u32 {
-        match self {
-            Chip::Trident3 => 256,
-            Chip::Tomahawk2 => 208,
-            Chip::Tomahawk3 => 254,
-        }
+        self.cell_bytes
+    }
+}
+
+/// A config names a chip that `chips.json` does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown chip `{name}` (known: {})", Chip::all().map(Chip::name).collect::<Vec<_>>().join(", "))]
+pub struct UnknownChip {
+    pub name: String,
+}
+
+impl TryFrom<String> for Chip {
+    type Error = UnknownChip;
+
+    fn try_from(name: String) -> Result<Self, UnknownChip> {
+        Chip::named(&name).ok_or(UnknownChip { name })
+    }
+}
+
+// By hand: a derived Deserialize would require 'de: 'static for the table's name.
+impl<'de> Deserialize<'de> for Chip {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Chip::try_from(name).map_err(serde::de::Error::custom)
+    }
+}
+
+impl From<Chip> for String {
+    fn from(chip: Chip) -> String {
+        chip.name.to_string()
     }
 }
 
@@ -389,6 +452,40 @@ ports:
         assert_eq!(wd.effective_restoration_time_ms(), 800);
         assert_eq!(wd.action, PfcwdAction::Drop);
         assert_eq!(p.queue_of_priority(4), 4);
+    }
+
+    /// Seed 000, appendix 2: the chipsets' packet buffer cell sizes.
+    #[test]
+    fn chip_table_has_seed_000_cell_sizes() {
+        let table: Vec<(&str, u32)> = Chip::all().map(|c| (c.name(), c.cell_bytes())).collect();
+        assert_eq!(
+            table,
+            [
+                ("helix5", 256),
+                ("tomahawk2", 208),
+                ("tomahawk3", 254),
+                ("trident3", 256)
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_chip_is_named_with_the_known_ones_and_its_path() {
+        let err = TmConfig::parse(
+            "buffer: {total_bytes: 4096, chip: tomahawk9}\nports: []\n",
+            ConfigFormat::Yaml,
+        )
+        .unwrap_err();
+        let ConfigError::Parse { path, message } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(path, "buffer.chip");
+        assert!(
+            message.contains(
+                "unknown chip `tomahawk9` (known: helix5, tomahawk2, tomahawk3, trident3)"
+            ),
+            "{message}"
+        );
     }
 
     #[test]

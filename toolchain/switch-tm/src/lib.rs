@@ -17,10 +17,10 @@ mod tm;
 
 pub use config::{
     Chip, ConfigError, ConfigFormat, PfcwdAction, PfcwdConfig, PortConfig, QueueConfig,
-    SchedulerType, TmConfig, QUEUES_PER_PORT,
+    SchedulerType, TmConfig, UnknownChip, QUEUES_PER_PORT,
 };
 pub use stats::{DropCounts, DropReason, TmStats};
 pub use tm::{
     wire_bytes, ClearScope, Dequeued, Dropped, EnqueueInfo, Flushed, PfcwdEvent, PfcwdEventKind,
-    QueueDepth, RxVerdict, Tm, TmError,
+    QueueDepth, RxVerdict, Tm, TmError, UnknownClearScope,
 };

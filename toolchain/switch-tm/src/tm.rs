@@ -1056,6 +1056,13 @@ pub struct ClearScope {
     pub pfcwd: bool,
 }
 
+/// A clear scope list names something that is not one of [`ClearScope::NAMES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown clear scope {name:?}: known are {}", ClearScope::NAMES.join(", "))]
+pub struct UnknownClearScope {
+    pub name: String,
+}
+
 impl ClearScope {
     pub const ALL: ClearScope = ClearScope {
         ports: true,
@@ -1067,7 +1074,7 @@ impl ClearScope {
     pub const NAMES: [&'static str; 5] = ["ports", "pfc", "queues", "watermarks", "pfcwd"];
 
     /// A comma-separated list of [`ClearScope::NAMES`], e.g. `pfc,watermarks`.
-    pub fn parse(list: &str) -> Result<ClearScope, String> {
+    pub fn parse(list: &str) -> Result<ClearScope, UnknownClearScope> {
         let mut scope = ClearScope::default();
         for name in list.split(',') {
             let flag = match name {
@@ -1077,10 +1084,9 @@ impl ClearScope {
                 "watermarks" => &mut scope.watermarks,
                 "pfcwd" => &mut scope.pfcwd,
                 _ => {
-                    return Err(format!(
-                        "unknown clear scope {name:?}: known are {}",
-                        ClearScope::NAMES.join(", ")
-                    ))
+                    return Err(UnknownClearScope {
+                        name: name.to_string(),
+                    })
                 }
             };
             *flag = true;

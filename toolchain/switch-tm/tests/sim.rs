@@ -650,6 +650,7 @@ fn dynamic_threshold_limits_a_queue_to_alpha_times_free_buffer() {
 fn cells_follow_the_chip_cell_size() {
     for (chip, cells) in [
         ("trident3", 6),  // 1500 / 256
+        ("helix5", 6),    // 1500 / 256
         ("tomahawk2", 8), // 1500 / 208
         ("tomahawk3", 6), // 1500 / 254
     ] {
@@ -715,9 +716,9 @@ fn watermarks_average_and_clear() {
     tm.clear_some(2 * MS, ClearScope::parse("queues,pfcwd").unwrap());
     let q = &tm.stats(2 * MS).ports[0].queues[0];
     assert_eq!((q.peak_bytes, q.tx_packets, q.tx_bytes), (100, 0, 0));
-    assert!(ClearScope::parse("queues,bogus")
-        .unwrap_err()
-        .contains("unknown clear scope \"bogus\""));
+    let err = ClearScope::parse("queues,bogus").unwrap_err();
+    assert_eq!(err.name, "bogus");
+    assert!(err.to_string().contains("unknown clear scope \"bogus\""));
     tm.clear(2 * MS);
     let st = tm.stats(3 * MS);
     let q = &st.ports[0].queues[0];

@@ -1,0 +1,71 @@
+//! flowgen's error type. Each failure names where it happened (an interface, a file, a
+//! template's place in the profile, an option) so that the binary prints it as one line.
+
+use std::io;
+use std::path::Path;
+
+use switch_ports::PortError;
+
+use crate::profile::ProfileError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A system call on an interface or a file failed; `at` names it, `op` is the step.
+    #[error("{at}: {op}: {source}")]
+    Os {
+        at: String,
+        op: String,
+        #[source]
+        source: io::Error,
+    },
+    /// An interface, file or port pair that cannot be used as asked.
+    #[error("{at}: {message}")]
+    Unusable { at: String, message: String },
+    /// A plain AF_PACKET port failed (switch-ports names the interface).
+    #[error(transparent)]
+    Port(#[from] PortError),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    /// A template that cannot be generated; `at` is its place in the profile, e.g.
+    /// `flows.yaml: cap_info[0].name: x.pcap: record 3`.
+    #[error("{at}: {message}")]
+    Template { at: String, message: String },
+    /// A run or benchmark setting that cannot be met; `at` is the option (`--active-flows`).
+    #[error("{at}: {message}")]
+    Setting { at: String, message: String },
+}
+
+impl Error {
+    pub(crate) fn os(at: impl Into<String>, op: impl Into<String>, source: io::Error) -> Error {
+        Error::Os {
+            at: at.into(),
+            op: op.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn file(path: &Path, op: &str, source: io::Error) -> Error {
+        Error::os(path.display().to_string(), op, source)
+    }
+
+    pub(crate) fn unusable(at: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::Unusable {
+            at: at.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn template(at: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::Template {
+            at: at.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn setting(at: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::Setting {
+            at: at.into(),
+            message: message.into(),
+        }
+    }
+}
