@@ -4,13 +4,11 @@
 //! - generated PFC frames leave ahead of data (the clone session's class of service).
 
 mod common;
-use common::fixture::compile_p4;
+use common::lossless::udp;
 use common::*;
 use lossless_wire::pfc::MacControl;
 use p4_switch::core::Core;
-use switch_tables::FieldMatch;
 use switch_tm::{ConfigFormat, DropReason, TmConfig};
-use switch_v1model::{MirrorSession, Switch, SwitchConfig};
 
 const MS: u64 = 1_000_000;
 /// Host port (the PG under test is (1, 3)) and uplink (queue 3 of port 3).
@@ -18,229 +16,10 @@ const HOST: u32 = 1;
 const UPLINK: u32 = 3;
 const PG_INDEX: u64 = (HOST as u64) * 8 + 3;
 const QUEUE_INDEX: u64 = (UPLINK as u64) * 8 + 3;
-const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0x01];
-
-fn lossless() -> Switch {
-    let src = format!("{}/../../p4src/lossless.p4", env!("CARGO_MANIFEST_DIR"));
-    let cfg = SwitchConfig {
-        priority_queues: 8,
-        ..SwitchConfig::default()
-    };
-    let mut sw = Switch::from_json(&compile_p4(&src), cfg).expect("lossless.json loads");
-    program(&mut sw);
-    sw
-}
-
-fn exact(v: u64, bytes: usize) -> FieldMatch {
-    FieldMatch::Exact(v.to_be_bytes()[8 - bytes..].to_vec())
-}
-
-fn arg(v: u64, bytes: usize) -> Vec<u8> {
-    v.to_be_bytes()[8 - bytes..].to_vec()
-}
-
-/// The set-up of p4src/tests (README.md there) for DSCP 3 -> TC 3 -> PG 3 -> queue 3, with a
-/// lossless profile: pause above 4000 bytes, headroom 100000, XON below 2000.
-fn program(sw: &mut Switch) {
-    let t =
-        |sw: &mut Switch, table: &str, keys: Vec<FieldMatch>, action: &str, args: &[Vec<u8>]| {
-            sw.table_add(table, keys, None, action, args)
-                .unwrap_or_else(|e| panic!("{table}: {e:?}"));
-        };
-    let port = |p: u32| exact(u64::from(p), 2);
-    t(
-        sw,
-        "LosslessIngress.port_qos",
-        vec![port(HOST)],
-        "LosslessIngress.set_port_qos",
-        &[
-            arg(1, 1),
-            arg(1, 1),
-            arg(0, 1),
-            arg(1, 1),
-            arg(1, 1),
-            arg(0, 1),
-        ],
-    );
-    t(
-        sw,
-        "LosslessIngress.dscp_to_tc",
-        vec![exact(1, 1), exact(3, 1)],
-        "LosslessIngress.set_tc",
-        &[arg(3, 1)],
-    );
-    t(
-        sw,
-        "LosslessIngress.tc_to_pg",
-        vec![exact(1, 1), exact(3, 1)],
-        "LosslessIngress.set_pg",
-        &[arg(3, 1)],
-    );
-    t(
-        sw,
-        "LosslessIngress.tc_to_queue",
-        vec![exact(1, 1), exact(3, 1)],
-        "LosslessIngress.set_queue",
-        &[arg(3, 1)],
-    );
-    t(
-        sw,
-        "LosslessIngress.router_mac",
-        vec![exact(0x0200_0000_0001, 6)],
-        "NoAction",
-        &[],
-    );
-    // 10.3.0.0/16 to the uplink (next hop 10.3.0.1), and back to the host: 10.1.0.0/16 -> port 1.
-    route(
-        sw,
-        [10, 3, 0, 0],
-        1,
-        [10, 3, 0, 1],
-        0x0200_0000_0301,
-        UPLINK,
-    );
-    route(sw, [10, 1, 0, 0], 2, [10, 1, 0, 9], 0x0200_0000_0109, HOST);
-    t(
-        sw,
-        "LosslessIngress.pg_profile",
-        vec![port(HOST), exact(3, 1)],
-        "LosslessIngress.set_lossless",
-        &[
-            arg(4000, 4),
-            arg(4000, 4),
-            arg(100_000, 4),
-            arg(2000, 4),
-            arg(0, 4),
-            arg(0, 1),
-            arg(0, 1),
-            arg(0, 1),
-            arg(0x08, 1),
-            arg(0xffff, 2),
-            arg(1_000_000, 6),
-        ],
-    );
-    sw.table_set_default(
-        "LosslessIngress.switch_config",
-        "LosslessIngress.set_switch_config",
-        &[arg(1 << 20, 4), arg(0, 6)],
-    )
-    .expect("switch_config");
-    t(
-        sw,
-        "LosslessEgress.egress_port",
-        vec![port(HOST)],
-        "LosslessEgress.set_egress_port",
-        &[arg(0x0200_0000_0001, 6), arg(0, 1), arg(0, 4)],
-    );
-    sw.mirroring_add(
-        512 + HOST,
-        MirrorSession {
-            port: Some(HOST),
-            mgrp: None,
-            // As lossless-ctl writes it: generated frames enter the strict-priority queue 7.
-            class_of_service: 7,
-        },
-    )
-    .expect("clone session");
-}
-
-/// `prefix`/16 through next hop `id` (router interface `port`) to `neighbor` at `mac`.
-fn route(sw: &mut Switch, prefix: [u8; 4], id: u64, neighbor: [u8; 4], mac: u64, port: u32) {
-    let ip = {
-        let mut v = vec![0u8; 16];
-        v[12..].copy_from_slice(&neighbor);
-        v
-    };
-    let rif = u64::from(port);
-    let adds = [
-        (
-            "ipv4_route",
-            vec![FieldMatch::Lpm {
-                value: prefix.to_vec(),
-                prefix_len: 16,
-            }],
-            "set_nexthop_id",
-            vec![arg(id, 2)],
-        ),
-        (
-            "nexthop",
-            vec![exact(id, 2)],
-            "set_ip_nexthop",
-            vec![arg(rif, 2), ip.clone()],
-        ),
-        (
-            "neighbor",
-            vec![exact(rif, 2), FieldMatch::Exact(ip)],
-            "set_dst_mac",
-            vec![arg(mac, 6)],
-        ),
-        (
-            "router_interface",
-            vec![exact(rif, 2)],
-            "set_port_and_src_mac",
-            vec![arg(rif, 2), arg(0x0200_0000_0001, 6)],
-        ),
-    ];
-    for (table, keys, action, args) in adds {
-        sw.table_add(
-            &format!("LosslessIngress.{table}"),
-            keys,
-            None,
-            &format!("LosslessIngress.{action}"),
-            &args,
-        )
-        .unwrap_or_else(|e| panic!("{table}: {e:?}"));
-    }
-}
 
 /// A RoCEv2-sized IPv4/UDP packet of `len` bytes from the host, DSCP 3, to 10.3.0.1.
 fn data(len: usize, seq: u16) -> Vec<u8> {
     udp(len, seq, 3, [10, 1, 0, 2], [10, 3, 0, 1])
-}
-
-/// An IPv4/UDP frame of `len` bytes to the router's MAC.
-fn udp(len: usize, seq: u16, dscp: u8, src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(len);
-    f.extend_from_slice(&HOST_MAC);
-    f.extend_from_slice(&[2, 0, 0, 0, 1, 2, 0x08, 0x00]);
-    let ip_len = (len - 14) as u16;
-    let mut ip = [
-        0x45,
-        dscp << 2,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        64,
-        17,
-        0,
-        0,
-        src[0],
-        src[1],
-        src[2],
-        src[3],
-        dst[0],
-        dst[1],
-        dst[2],
-        dst[3],
-    ];
-    ip[2..4].copy_from_slice(&ip_len.to_be_bytes());
-    ip[4..6].copy_from_slice(&seq.to_be_bytes());
-    let sum = ip
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum::<u32>();
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
-    ip[10..12].copy_from_slice(&sum.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&[0x0f, 0xa0, 0x0f, 0xa1]);
-    f.extend_from_slice(&(ip_len - 20).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.resize(len, 0);
-    f
 }
 
 fn tm(yaml: &str) -> TmConfig {
@@ -254,11 +33,8 @@ fn core(
     std::collections::BTreeMap<u32, switch_ports::ChannelPort>,
 ) {
     let (ports, host) = ports(&[HOST, UPLINK]);
-    let engine = SwitchConfig {
-        priority_queues: 8,
-        ..SwitchConfig::default()
-    };
-    let core = Core::new(Some(lossless()), Some(cfg), ports, engine, 0).expect("core");
+    let sw = common::lossless::switch(&[HOST], UPLINK);
+    let core = Core::new(Some(sw), Some(cfg), ports, common::lossless::engine(), 0).expect("core");
     (core, host)
 }
 

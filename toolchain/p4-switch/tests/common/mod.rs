@@ -7,6 +7,7 @@ use switch_v1model::{Switch, SwitchConfig};
 
 pub mod cli_layout;
 pub mod fixture;
+pub mod lossless;
 
 pub fn program(name: &str) -> String {
     let path = format!(
