@@ -48,25 +48,30 @@ impl Poller {
                 continue;
             }
             let dp = self.dp.clone();
-            let hits = tokio::task::spawn_blocking(move || {
+            let dp_index = Arc::clone(&index);
+            // Hits leave the engine and enter the store in one step on the dataplane thread: a
+            // read between the two steps would see the hit in neither place.
+            let now = tokio::task::spawn_blocking(move || {
                 exec_on(&*dp, move |sw| {
-                    let Some(sw) = sw else { return Vec::new() };
-                    tables
-                        .into_iter()
-                        .map(|t| {
-                            let h = sw.take_hits(&t).unwrap_or_default();
-                            (t, h)
-                        })
-                        .collect()
+                    let hits = match sw {
+                        Some(sw) => tables
+                            .into_iter()
+                            .map(|t| {
+                                let h = sw.take_hits(&t).unwrap_or_default();
+                                (t, h)
+                            })
+                            .collect(),
+                        None => Vec::new(),
+                    };
+                    note_hits(&mut lock(&dp_index), hits)
                 })
             })
             .await
             .ok()
             .flatten()
-            .unwrap_or_default();
+            .unwrap_or_else(std::time::Instant::now);
             let expired = {
                 let mut store = lock(&index);
-                let now = note_hits(&mut store, hits);
                 let Index {
                     idle,
                     tables,

@@ -3,7 +3,7 @@
 
 use p4runtime_proto::google::rpc::Code;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use p4runtime_proto::p4runtime::{
     entity, field_match, p4_data, packet_replication_engine_entry as pre, table_action, Action,
@@ -205,7 +205,7 @@ fn direct_entries<R: Send + 'static>(
 pub fn read(
     dp: &dyn Dataplane,
     p: &Pipeline,
-    index: &Mutex<Store>,
+    index: &Arc<Mutex<Store>>,
     entities: &[Entity],
 ) -> Result<Vec<Entity>, Status> {
     // Engine member handle → P4Runtime member id, for entries of indirect tables.
@@ -486,9 +486,13 @@ pub fn read(
         .iter()
         .map(|(q, n)| (n.clone(), q.default, q.since_hit, q.meters, q.counters))
         .collect();
-    let raw = exec_on(dp, move |sw| {
-        let Some(sw) = sw else { return Vec::new() };
-        asks.iter()
+    let dp_index = Arc::clone(index);
+    let (raw, now) = exec_on(dp, move |sw| {
+        let Some(sw) = sw else {
+            return (Vec::new(), std::time::Instant::now());
+        };
+        let raw = asks
+            .iter()
             .map(|(n, default, since_hit, meters, counters)| {
                 if *default {
                     return Raw {
@@ -528,16 +532,22 @@ pub fn read(
                     counters,
                 }
             })
-            .collect::<Vec<Raw>>()
+            .collect::<Vec<Raw>>();
+        // Hits leave the engine and enter the store in one step on the dataplane thread, as the
+        // idle poller's do: a read between the two steps would see the hit in neither place.
+        let hits = asks
+            .iter()
+            .zip(&raw)
+            .map(|((n, ..), r)| (n.clone(), r.hits.clone()))
+            .collect();
+        let now = note_hits(
+            &mut dp_index.lock().unwrap_or_else(|e| e.into_inner()),
+            hits,
+        );
+        (raw, now)
     })
     .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
-    let mut store = index.lock().unwrap_or_else(|e| e.into_inner());
-    let hits: Vec<(String, Vec<EntryHandle>)> = queries
-        .iter()
-        .zip(&raw)
-        .map(|((_, n), r)| (n.clone(), r.hits.clone()))
-        .collect();
-    let now = note_hits(&mut store, hits);
+    let store = index.lock().unwrap_or_else(|e| e.into_inner());
     let store = &*store;
     for ((q, _), r) in queries.iter().zip(raw) {
         let t = &p.tables[&q.table];
