@@ -1,0 +1,337 @@
+"""Route programming time from FRR over FPM to the switch, beside seed 002's, as JSON.
+
+    python -m lossless_kit.bench_routes [--pipeline DIR] [--points ipv4_1k,...] [--seed002]
+        [--route-bulk SIZE/SECONDS] [-o results/bench/routes-fpm.json]
+
+Per point (root: a network namespace):
+1. FRR's time. zebra (with `dplane_fpm_nl`) and staticd from Debian's frr run in a namespace
+   with one veth per routed port of the PTF config (its addresses, so the next hops resolve);
+   the point's static routes (IPv4 /24s over the config's 4 neighbours, IPv6 /96s over 2) are
+   given with vtysh, and a recorder in the namespace takes zebra's FPM stream. `frr_seconds` is
+   from the vtysh command to the last of the point's routes in that stream.
+2. Our time, the replay. A fresh p4-switch and `lossless-ctl run --fpm` (the PTF config) get
+   the recorded stream on one connection; `seconds` is from its first byte to the P4Runtime
+   read-back that finds every route of the point (entries marked `fpm:`) on the switch.
+   `readback_s` is how long that last read took, the resolution of the figure.
+Debian's FRR has no sharpd, so staticd produces the routes; it is slow at scale, which is why
+its time is reported apart from ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pyroute2.netns import create_socket
+
+from lossless_ctl.client import P4RuntimeClient
+from lossless_ctl.fpm import FpmCounters, FpmReader
+from lossless_ctl.p4info import P4InfoIndex
+from lossless_paths import BIN, PTF_CONFIG_DB
+
+from .pipeline import compile_pipeline
+from .switch import SwitchProcess, free_port
+
+FRR = Path("/usr/lib/frr")
+ING = "LosslessIngress."
+# The PTF config's routed ports, their addresses and the neighbours the routes go through.
+PORTS = {
+    "Ethernet0": ("10.1.0.1/24", "10.1.0.2"),
+    "Ethernet4": ("10.2.0.1/24", "10.2.0.2"),
+    "Ethernet8": ("10.3.0.0/31", "10.3.0.1"),
+    "Ethernet12": ("10.4.0.0/31", "10.4.0.1"),
+}
+V6_PORTS = {"Ethernet0": ("fc00:1::1/64", "fc00:1::2"), "Ethernet4": ("fc00:2::1/64", "fc00:2::2")}
+POINTS = {
+    "ipv4_1k": (4, 1_000),
+    "ipv4_10k": (4, 10_000),
+    "ipv6_1k": (6, 1_000),
+    "ipv4_30k": (4, 30_000),
+    "ipv4_60k": (4, 60_000),
+    "ipv4_90k": (4, 90_000),
+}
+SMALL = ("ipv4_1k", "ipv4_10k", "ipv6_1k")
+SEED002_POINTS = ("ipv4_10k", "ipv4_30k", "ipv4_60k", "ipv4_90k")
+# Seed 002 (SONiC L3 scaling HLD, 2019, AS7712 Tomahawk): route programming time in seconds.
+SEED002_SECONDS = {"ipv4_10k": 11, "ipv4_30k": 30, "ipv4_60k": 48, "ipv4_90k": 68}
+WAIT_S = 600.0
+
+
+class BenchError(Exception):
+    pass
+
+
+def prefixes(version: int, count: int) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    if version == 4:
+        base = int(ipaddress.IPv4Address("40.0.0.0"))
+        return [ipaddress.IPv4Network((base + (i << 8), 24)) for i in range(count)]
+    base = int(ipaddress.IPv6Address("2001:db8:40::"))
+    return [ipaddress.IPv6Network((base + (i << 32), 96)) for i in range(count)]
+
+
+def _ns(ns: str, *cmd: str) -> None:
+    proc = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BenchError(f"{' '.join(cmd)} in {ns}: {proc.stderr.strip()}")
+
+
+@contextmanager
+def namespace(name: str) -> Iterator[str]:
+    """A namespace with a veth per routed port, its peer up so the port has carrier."""
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        _ns(name, "ip", "link", "set", "lo", "up")
+        for i, (port, (address, _)) in enumerate(PORTS.items()):
+            _ns(name, "ip", "link", "add", port, "type", "veth", "peer", "name", f"p{i}")
+            _ns(name, "ip", "addr", "add", address, "dev", port)
+            if port in V6_PORTS:
+                _ns(name, "ip", "addr", "add", V6_PORTS[port][0], "dev", port, "nodad")
+            _ns(name, "ip", "link", "set", f"p{i}", "up")
+            _ns(name, "ip", "link", "set", port, "up")
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+class Recorder:
+    """zebra's FPM peer in the namespace: keeps the byte stream until every wanted prefix has
+    come with all its next hops (staticd adds them one by one), and the time of the last."""
+
+    def __init__(self, ns: str, wanted: set, width: int):
+        self.sock = create_socket(ns, socket.AF_INET, socket.SOCK_STREAM, flags=0)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        self.wanted = wanted
+        self.width = width  # next hops per route once staticd has given them all
+        self.seen: set = set()
+        self.last = 0.0
+        self.data = bytearray()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._serve, name="fpm-recorder", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        reader = FpmReader(FpmCounters(), log=lambda line: print(line, file=sys.stderr))
+        with conn:
+            while chunk := conn.recv(1 << 16):
+                self.data += chunk
+                for route in reader.feed(chunk):
+                    if route.prefix in self.wanted and not route.deleted:
+                        self.last = time.perf_counter()
+                        if len(route.nexthops) == self.width:
+                            self.seen.add(route.prefix)
+                if len(self.seen) == len(self.wanted):
+                    self.done.set()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Frr:
+    """zebra and staticd in `ns`, files in a directory of their own (they run as user frr);
+    stopped by their pids."""
+
+    def __init__(self, ns: str, fpm_port: int):
+        self.ns = ns
+        self.dir = Path(tempfile.mkdtemp(prefix="llbench-frr-"))
+        self.dir.chmod(0o777)
+        (self.dir / "zebra.conf").write_text(
+            f"fpm address 127.0.0.1 port {fpm_port}\nno fpm use-next-hop-groups\n"
+        )
+        (self.dir / "staticd.conf").write_text("")
+        self.pids: list[int] = []
+
+    def __enter__(self) -> Frr:
+        for daemon, extra in (("zebra", ["-M", "dplane_fpm_nl"]), ("staticd", [])):
+            pid_file = self.dir / f"{daemon}.pid"
+            _ns(
+                self.ns, str(FRR / daemon), "-d", "-P", "0", *extra,
+                "-f", str(self.dir / f"{daemon}.conf"), "-i", str(pid_file),
+                "-z", str(self.dir / "zserv.api"), "--vty_socket", str(self.dir),
+                "--log", f"file:{self.dir / daemon}.log",
+            )  # fmt: skip
+            deadline = time.monotonic() + 10
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                if time.monotonic() > deadline:
+                    raise BenchError(f"{daemon} wrote no pid file")
+                time.sleep(0.05)
+            self.pids.append(int(pid_file.read_text()))
+        return self
+
+    def configure(self, lines: list[str]) -> None:
+        script = self.dir / "commands"
+        script.write_text("\n".join(lines) + "\n")
+        _ns(self.ns, "vtysh", "--vty_socket", str(self.dir), "-f", str(script))
+
+    def __exit__(self, *_: object) -> None:
+        for pid in reversed(self.pids):
+            try:
+                os.kill(pid, 15)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 10
+            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def record(name: str, wanted: list) -> tuple[bytes, float]:
+    """zebra's FPM stream for the point's static routes, and FRR's time to send them."""
+    version = wanted[0].version
+    gateways = [gw for _, gw in (PORTS if version == 4 else V6_PORTS).values()]
+    verb = "ip route" if version == 4 else "ipv6 route"
+    lines = [f"{verb} {p} {gw}" for p in wanted for gw in gateways]
+    with namespace(f"llbench-{os.getpid()}") as ns:
+        recorder = Recorder(ns, set(wanted), len(gateways))
+        try:
+            with Frr(ns, recorder.port) as frr:
+                start = time.perf_counter()
+                frr.configure(lines)
+                if not recorder.done.wait(WAIT_S):
+                    raise BenchError(f"{name}: zebra sent {len(recorder.seen)} of {len(wanted)}")
+                return bytes(recorder.data), recorder.last - start
+        finally:
+            recorder.close()
+
+
+def _fpm_routes(client: P4RuntimeClient, table_id: int) -> int:
+    return sum(1 for e in client.read_table(table_id) if e.metadata.startswith(b"fpm:"))
+
+
+def replay(stream: bytes, count: int, version: int, pipeline: Path, bulk: str, work: Path):
+    """(seconds, read-back seconds) from the stream's first byte to the switch holding
+    `count` FPM routes."""
+    switch = SwitchProcess(
+        BIN / "p4-switch",
+        grpc_addr=f"127.0.0.1:{free_port()}",
+        stats_addr="127.0.0.1:0",
+        log_path=work / "p4-switch.log",
+    )
+    fpm_port = free_port()
+    log = work / "lossless-ctl.log"
+    with switch:
+        switch.wait_ready(timeout=30)
+        cmd = [
+            sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(PTF_CONFIG_DB),
+            "--switch", switch.grpc_addr, "--pipeline", str(pipeline),
+            "--fpm", f"127.0.0.1:{fpm_port}", "--route-bulk", bulk,
+        ]  # fmt: skip
+        with log.open("wb") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while "fpm: listening" not in log.read_text() or "written" not in log.read_text():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise BenchError(f"lossless-ctl run not ready:\n{log.read_text()}")
+                time.sleep(0.1)
+            with P4RuntimeClient(switch.grpc_addr, timeout=600) as client:
+                client.connect()
+                index = P4InfoIndex(client.p4info())
+                table = index.table(ING + ("ipv4_route" if version == 4 else "ipv6_route"))
+                with socket.create_connection(("127.0.0.1", fpm_port)) as zebra:
+                    start = time.perf_counter()
+                    zebra.sendall(stream)
+                    deadline = time.monotonic() + WAIT_S
+                    while True:
+                        read_start = time.perf_counter()
+                        got = _fpm_routes(client, table.preamble.id)
+                        end = time.perf_counter()
+                        if got >= count:
+                            return end - start, end - read_start
+                        if time.monotonic() > deadline or proc.poll() is not None:
+                            raise BenchError(f"{got} of {count} routes on the switch")
+                        time.sleep(0.05)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def run_point(name: str, pipeline: Path, bulk: str, work: Path) -> dict[str, Any]:
+    version, count = POINTS[name]
+    wanted = prefixes(version, count)
+    stream, frr_seconds = record(name, wanted)
+    seconds, readback = replay(stream, count, version, pipeline, bulk, work)
+    out = {
+        "point": name,
+        "routes": count,
+        "seconds": round(seconds, 3),
+        "routes_per_s": round(count / seconds),
+        "readback_s": round(readback, 3),
+        "frr_seconds": round(frr_seconds, 3),
+        "fpm_bytes": len(stream),
+    }
+    if name in SEED002_SECONDS:
+        out["seed002_seconds"] = SEED002_SECONDS[name]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lossless_kit.bench_routes", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    parser.add_argument("--pipeline", help="compiler output dir (default: compile p4src/)")
+    parser.add_argument("--points", default=",".join(SMALL), help=f"of {', '.join(POINTS)}")
+    parser.add_argument("--seed002", action="store_true", help="seed 002's points as well")
+    parser.add_argument("--route-bulk", default="seed002", help="lossless-ctl's --route-bulk")
+    parser.add_argument("-o", "--output", default="results/bench/routes-fpm.json")
+    args = parser.parse_args(argv)
+    names = [n for n in args.points.split(",") if n]
+    if args.seed002:
+        names += [n for n in SEED002_POINTS if n not in names]
+    unknown = [n for n in names if n not in POINTS]
+    if unknown:
+        parser.error(f"unknown points {unknown} (known: {', '.join(POINTS)})")
+    for tool in ("zebra", "staticd"):
+        if not (FRR / tool).is_file():
+            parser.error(f"{FRR / tool} missing: install frr (`make deps`)")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="llbench-routes-") as tmp:
+        work = Path(tmp)
+        pipeline = Path(args.pipeline) if args.pipeline else compile_pipeline(work / "p4")
+        for name in names:
+            record_ = run_point(name, pipeline, args.route_bulk, work)
+            results.append(record_)
+            seed = record_.get("seed002_seconds")
+            beside = f"  (seed 002: {seed} s)" if seed else ""
+            print(
+                f"{name}: {record_['routes']} routes in {record_['seconds']} s "
+                f"(FRR produced them in {record_['frr_seconds']} s){beside}",
+                file=sys.stderr,
+            )
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "bench": "FPM to switch: zebra's recorded stream replayed into lossless-ctl run --fpm",
+        "seconds": "first FPM byte to the read-back finding every route on the switch",
+        "frr_seconds": "vtysh static routes to zebra's last route message (staticd, not ours)",
+        "route_bulk": args.route_bulk,
+        "results": results,
+    }
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
