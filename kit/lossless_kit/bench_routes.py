@@ -23,15 +23,12 @@ import argparse
 import ipaddress
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +39,11 @@ from lossless_ctl.fpm import FpmCounters, FpmReader
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_paths import BIN, PTF_CONFIG_DB
 
+from .frr import GATEWAYS, V6_GATEWAYS, Frr, missing, routed_namespace, static_routes
 from .pipeline import compile_pipeline
 from .switch import SwitchProcess, free_port
 
-FRR = Path("/usr/lib/frr")
 ING = "LosslessIngress."
-# The PTF config's routed ports, their addresses and the neighbours the routes go through.
-PORTS = {
-    "Ethernet0": ("10.1.0.1/24", "10.1.0.2"),
-    "Ethernet4": ("10.2.0.1/24", "10.2.0.2"),
-    "Ethernet8": ("10.3.0.0/31", "10.3.0.1"),
-    "Ethernet12": ("10.4.0.0/31", "10.4.0.1"),
-}
-V6_PORTS = {"Ethernet0": ("fc00:1::1/64", "fc00:1::2"), "Ethernet4": ("fc00:2::1/64", "fc00:2::2")}
 POINTS = {
     "ipv4_1k": (4, 1_000),
     "ipv4_10k": (4, 10_000),
@@ -80,31 +69,6 @@ def prefixes(version: int, count: int) -> list[ipaddress.IPv4Network | ipaddress
         return [ipaddress.IPv4Network((base + (i << 8), 24)) for i in range(count)]
     base = int(ipaddress.IPv6Address("2001:db8:40::"))
     return [ipaddress.IPv6Network((base + (i << 32), 96)) for i in range(count)]
-
-
-def _ns(ns: str, *cmd: str) -> None:
-    proc = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise BenchError(f"{' '.join(cmd)} in {ns}: {proc.stderr.strip()}")
-
-
-@contextmanager
-def namespace(name: str) -> Iterator[str]:
-    """A namespace with a veth per routed port, its peer up so the port has carrier."""
-    subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        _ns(name, "ip", "link", "set", "lo", "up")
-        for i, (port, (address, _)) in enumerate(PORTS.items()):
-            _ns(name, "ip", "link", "add", port, "type", "veth", "peer", "name", f"p{i}")
-            _ns(name, "ip", "addr", "add", address, "dev", port)
-            if port in V6_PORTS:
-                _ns(name, "ip", "addr", "add", V6_PORTS[port][0], "dev", port, "nodad")
-            _ns(name, "ip", "link", "set", f"p{i}", "up")
-            _ns(name, "ip", "link", "set", port, "up")
-        yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
 class Recorder:
@@ -143,66 +107,15 @@ class Recorder:
         self.sock.close()
 
 
-class Frr:
-    """zebra and staticd in `ns`, files in a directory of their own (they run as user frr);
-    stopped by their pids."""
-
-    def __init__(self, ns: str, fpm_port: int):
-        self.ns = ns
-        self.dir = Path(tempfile.mkdtemp(prefix="llbench-frr-"))
-        self.dir.chmod(0o777)
-        (self.dir / "zebra.conf").write_text(
-            f"fpm address 127.0.0.1 port {fpm_port}\nno fpm use-next-hop-groups\n"
-        )
-        (self.dir / "staticd.conf").write_text("")
-        self.pids: list[int] = []
-
-    def __enter__(self) -> Frr:
-        for daemon, extra in (("zebra", ["-M", "dplane_fpm_nl"]), ("staticd", [])):
-            pid_file = self.dir / f"{daemon}.pid"
-            _ns(
-                self.ns, str(FRR / daemon), "-d", "-P", "0", *extra,
-                "-f", str(self.dir / f"{daemon}.conf"), "-i", str(pid_file),
-                "-z", str(self.dir / "zserv.api"), "--vty_socket", str(self.dir),
-                "--log", f"file:{self.dir / daemon}.log",
-            )  # fmt: skip
-            deadline = time.monotonic() + 10
-            while not pid_file.exists() or not pid_file.read_text().strip():
-                if time.monotonic() > deadline:
-                    raise BenchError(f"{daemon} wrote no pid file")
-                time.sleep(0.05)
-            self.pids.append(int(pid_file.read_text()))
-        return self
-
-    def configure(self, lines: list[str]) -> None:
-        script = self.dir / "commands"
-        script.write_text("\n".join(lines) + "\n")
-        _ns(self.ns, "vtysh", "--vty_socket", str(self.dir), "-f", str(script))
-
-    def __exit__(self, *_: object) -> None:
-        for pid in reversed(self.pids):
-            try:
-                os.kill(pid, 15)
-            except ProcessLookupError:
-                continue
-            deadline = time.monotonic() + 10
-            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 def record(name: str, wanted: list) -> tuple[bytes, float]:
     """zebra's FPM stream for the point's static routes, and FRR's time to send them."""
-    version = wanted[0].version
-    gateways = [gw for _, gw in (PORTS if version == 4 else V6_PORTS).values()]
-    verb = "ip route" if version == 4 else "ipv6 route"
-    lines = [f"{verb} {p} {gw}" for p in wanted for gw in gateways]
-    with namespace(f"llbench-{os.getpid()}") as ns:
+    gateways = GATEWAYS if wanted[0].version == 4 else V6_GATEWAYS
+    with routed_namespace(f"llbench-{os.getpid()}") as ns:
         recorder = Recorder(ns, set(wanted), len(gateways))
         try:
             with Frr(ns, recorder.port) as frr:
                 start = time.perf_counter()
-                frr.configure(lines)
+                frr.configure(static_routes(wanted, gateways))
                 if not recorder.done.wait(WAIT_S):
                     raise BenchError(f"{name}: zebra sent {len(recorder.seen)} of {len(wanted)}")
                 return bytes(recorder.data), recorder.last - start
@@ -302,9 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in POINTS]
     if unknown:
         parser.error(f"unknown points {unknown} (known: {', '.join(POINTS)})")
-    for tool in ("zebra", "staticd"):
-        if not (FRR / tool).is_file():
-            parser.error(f"{FRR / tool} missing: install frr (`make deps`)")
+    if missing():
+        parser.error(f"{', '.join(map(str, missing()))} missing: install frr (`make deps`)")
     results = []
     with tempfile.TemporaryDirectory(prefix="llbench-routes-") as tmp:
         work = Path(tmp)
