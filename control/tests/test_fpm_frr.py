@@ -34,6 +34,7 @@ from lossless_kit.frr import (
     GATEWAYS,
     V6_GATEWAYS,
     Frr,
+    fpm_controller,
     missing,
     ns_exec,
     routed_namespace,
@@ -221,32 +222,14 @@ def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=Non
         switch.start()
         switch.wait_ready()
     address = switch.grpc_addr
-    fpm_port = free_port()
     log = workdir / "lossless-ctl.log"
-    cmd = [
-        sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
-        "--switch", address, "--pipeline", str(pipeline),
-        "--fpm", f"127.0.0.1:{fpm_port}", "--fpm-netns", netns, "--route-bulk", bulk,
-        "--fpm-restart", "1",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    options = ("--route-bulk", bulk, "--fpm-restart", "1")
     try:
-        deadline = time.monotonic() + 60
-        while "fpm: listening" not in log.read_text() or "written" not in log.read_text():
-            assert proc.poll() is None, f"lossless-ctl run exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"lossless-ctl run not ready:\n{log.read_text()}"
-            time.sleep(0.1)
-        with P4RuntimeClient(address) as client:
-            client.connect()
-            yield address, fpm_port, SwitchState(client), log
+        with fpm_controller(address, pipeline, log, *options, netns=netns) as (_, fpm_port):
+            with P4RuntimeClient(address) as client:
+                client.connect()
+                yield address, fpm_port, SwitchState(client), log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
         if portless:
             switch.stop()
 

@@ -24,7 +24,6 @@ import ipaddress
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -37,9 +36,17 @@ from pyroute2.netns import create_socket
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.fpm import FpmCounters, FpmReader
 from lossless_ctl.p4info import P4InfoIndex
-from lossless_paths import BIN, PTF_CONFIG_DB
+from lossless_paths import BIN
 
-from .frr import GATEWAYS, V6_GATEWAYS, Frr, missing, routed_namespace, static_routes
+from .frr import (
+    GATEWAYS,
+    V6_GATEWAYS,
+    Frr,
+    fpm_controller,
+    missing,
+    routed_namespace,
+    static_routes,
+)
 from .pipeline import compile_pipeline
 from .switch import SwitchProcess, free_port
 
@@ -136,23 +143,11 @@ def replay(stream: bytes, count: int, version: int, pipeline: Path, bulk: str, w
         stats_addr="127.0.0.1:0",
         log_path=work / "p4-switch.log",
     )
-    fpm_port = free_port()
     log = work / "lossless-ctl.log"
     with switch:
         switch.wait_ready(timeout=30)
-        cmd = [
-            sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(PTF_CONFIG_DB),
-            "--switch", switch.grpc_addr, "--pipeline", str(pipeline),
-            "--fpm", f"127.0.0.1:{fpm_port}", "--route-bulk", bulk,
-        ]  # fmt: skip
-        with log.open("wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 60
-            while "fpm: listening" not in log.read_text() or "written" not in log.read_text():
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise BenchError(f"lossless-ctl run not ready:\n{log.read_text()}")
-                time.sleep(0.1)
+        with fpm_controller(switch.grpc_addr, pipeline, log, "--route-bulk", bulk) as running:
+            proc, fpm_port = running
             with P4RuntimeClient(switch.grpc_addr, timeout=600) as client:
                 client.connect()
                 index = P4InfoIndex(client.p4info())
@@ -170,13 +165,6 @@ def replay(stream: bytes, count: int, version: int, pipeline: Path, bulk: str, w
                         if time.monotonic() > deadline or proc.poll() is not None:
                             raise BenchError(f"{got} of {count} routes on the switch")
                         time.sleep(0.05)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def run_point(name: str, pipeline: Path, bulk: str, work: Path) -> dict[str, Any]:

@@ -1,16 +1,22 @@
 """Debian's FRR (zebra with `dplane_fpm_nl`, staticd) in a network namespace with the PTF
-config's routed ports, feeding an FPM listener: for the FPM tests and the route bench (root)."""
+config's routed ports, and `lossless-ctl run --fpm`, the listener it feeds: for the FPM tests and
+the route bench (root)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from lossless_paths import PTF_CONFIG_DB
+
+from .switch import free_port
 
 FRR = Path("/usr/lib/frr")
 # The PTF config's routed ports, their addresses and their neighbours (its NEIGH), which routes'
@@ -134,3 +140,36 @@ class Frr:
     def __exit__(self, *_: object) -> None:
         self.stop()
         self.remove()
+
+
+@contextmanager
+def fpm_controller(
+    switch: str, pipeline: Path, log: Path, *options: str, netns: str | None = None
+) -> Iterator[tuple[subprocess.Popen, int]]:
+    """`lossless-ctl run --fpm` with the PTF config on the P4Runtime server `switch` (more
+    `options`, e.g. --route-bulk), its FPM socket in `netns` (default: this namespace), output
+    to `log`: (the process, its FPM port) once the config is written and it listens."""
+    fpm_port = free_port()
+    cmd = [
+        sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(PTF_CONFIG_DB),
+        "--switch", switch, "--pipeline", str(pipeline), "--fpm", f"127.0.0.1:{fpm_port}",
+        *(["--fpm-netns", netns] if netns else []), *options,
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while "fpm: listening" not in log.read_text() or "written" not in log.read_text():
+            if proc.poll() is not None:
+                raise FrrError(f"lossless-ctl run exited:\n{log.read_text()}")
+            if time.monotonic() > deadline:
+                raise FrrError(f"lossless-ctl run not ready after 60 s:\n{log.read_text()}")
+            time.sleep(0.1)
+        yield proc, fpm_port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
