@@ -130,13 +130,17 @@ def record(name: str, wanted: list) -> tuple[bytes, float]:
             recorder.close()
 
 
-def _fpm_routes(client: P4RuntimeClient, table_id: int) -> int:
-    return sum(1 for e in client.read_table(table_id) if e.metadata.startswith(b"fpm:"))
+def _fpm_routes(client: P4RuntimeClient, table_id: int) -> tuple[int, int]:
+    """(FPM routes on the switch, distinct actions among them). zebra sends a static route again
+    as staticd adds each next hop, so the routes are done when all are there and share one
+    action: the ECMP group of every gateway."""
+    entries = [e for e in client.read_table(table_id) if e.metadata.startswith(b"fpm:")]
+    return len(entries), len({e.action.action.SerializeToString() for e in entries})
 
 
 def replay(stream: bytes, count: int, version: int, pipeline: Path, bulk: str, work: Path):
     """(seconds, read-back seconds) from the stream's first byte to the switch holding
-    `count` FPM routes."""
+    `count` FPM routes, all through the one ECMP group of their final next hops."""
     switch = SwitchProcess(
         BIN / "p4-switch",
         grpc_addr=f"127.0.0.1:{free_port()}",
@@ -158,12 +162,12 @@ def replay(stream: bytes, count: int, version: int, pipeline: Path, bulk: str, w
                     deadline = time.monotonic() + WAIT_S
                     while True:
                         read_start = time.perf_counter()
-                        got = _fpm_routes(client, table.preamble.id)
+                        got, actions = _fpm_routes(client, table.preamble.id)
                         end = time.perf_counter()
-                        if got >= count:
+                        if got >= count and actions == 1:
                             return end - start, end - read_start
                         if time.monotonic() > deadline or proc.poll() is not None:
-                            raise BenchError(f"{got} of {count} routes on the switch")
+                            raise BenchError(f"{got} of {count} routes, {actions} actions")
                         time.sleep(0.05)
 
 
