@@ -11,7 +11,9 @@ Per point (root: a network namespace):
    from the vtysh command to the last of the point's routes in that stream.
 2. Our time, the replay. A fresh p4-switch and `lossless-ctl run --fpm` (the PTF config) get
    the recorded stream on one connection; `seconds` is from its first byte to the P4Runtime
-   read-back that finds every route of the point (entries marked `fpm:`) on the switch.
+   read-back that finds every route of the point (entries marked `fpm:`) on the switch, all
+   through the ECMP group of their final next hops (zebra resends a route as staticd adds
+   each of its next hops, so the first 10k entries are not yet the last of 10k routes).
    `readback_s` is how long that last read took, the resolution of the figure.
 Debian's FRR has no sharpd, so staticd produces the routes; it is slow at scale, which is why
 its time is reported apart from ours.
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "bench": "FPM to switch: zebra's recorded stream replayed into lossless-ctl run --fpm",
-        "seconds": "first FPM byte to the read-back finding every route on the switch",
+        "seconds": "first FPM byte to the read-back finding every route in its final ECMP group",
         "frr_seconds": "vtysh static routes to zebra's last route message (staticd, not ours)",
         "route_bulk": args.route_bulk,
         "results": results,
