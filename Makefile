@@ -34,7 +34,7 @@ export P4C SWITCH
 APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool frr
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: help build test lint fmt run sim bench clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
+.PHONY: help build test lint fmt run sim bench bench-routes clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
 	p4sh-test conformance proto soak
 
 help:
@@ -43,6 +43,7 @@ help:
 	@echo "make run        build and run the default lab"
 	@echo "make sim        the same topology in lossless-sim, nominal rates, virtual time"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
+	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4"
 	@echo "make soak       60 s (switch time) of PFC storms and lossless incast through p4-switch"
 	@echo "make stf        STF tests of the pipeline's mechanisms (p4src/tests/)"
 	@echo "make p4sh-test  the PyPI p4runtime-shell drives p4-switch (tests/p4runtime-shell/)"
@@ -260,6 +261,14 @@ bench: build deps p4
 	$(CARGO_EXAMPLE) flowgen --example flowgen-tx-bench -- $(BENCH_OUT)/flowgen-tx.json
 	$(PY) -m lossless_kit.bench --pipeline $(P4_OUT) -o $(BENCH_OUT)/control.json
 	@ls -l $(BENCH_OUT)
+
+# Issue 22: FRR's static routes recorded off zebra's FPM stream and replayed into `lossless-ctl
+# run --fpm`, first FPM byte to the last route on the switch, beside seed 002 (kit/README.md).
+# Root (network namespaces) and FRR; minutes with SEED002=1, so not part of `make bench`.
+bench-routes: build deps p4
+	@mkdir -p $(BENCH_OUT)
+	$(PY) -m lossless_kit.bench_routes --pipeline $(P4_OUT) $(if $(filter 1,$(SEED002)),--seed002) \
+	    -o $(BENCH_OUT)/routes-fpm.json
 
 # Issue 19: 60 s of switch time of lossless incast with a PFC storm every 5 s, through p4-switch's
 # core on a simulated clock (toolchain/p4-switch/README.md, "Soak"); fails on a lossless drop

@@ -21,7 +21,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,118 +30,34 @@ from pyroute2.netns import create_socket
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.show import action_profiles
+from lossless_kit.frr import (
+    GATEWAYS,
+    V6_GATEWAYS,
+    Frr,
+    fpm_controller,
+    missing,
+    ns_exec,
+    routed_namespace,
+    static_routes,
+)
 from lossless_kit.switch import SwitchProcess, free_port
 from lossless_paths import BIN, P4SRC, PTF_CONFIG_DB
 
 CONFIG = PTF_CONFIG_DB
-FRR = Path("/usr/lib/frr")
 ING = "LosslessIngress."
 ROUTES = 200
-# The config's routed ports, their addresses and their neighbours (NEIGH), which the routes'
-# next hops are: zebra resolves them on these interfaces, the switch has their MACs.
-PORTS = {
-    "Ethernet0": ("10.1.0.1/24", "10.1.0.2"),
-    "Ethernet4": ("10.2.0.1/24", "10.2.0.2"),
-    "Ethernet8": ("10.3.0.0/31", "10.3.0.1"),
-    "Ethernet12": ("10.4.0.0/31", "10.4.0.1"),
-}
-V6_PORTS = {"Ethernet0": ("fc00:1::1/64", "fc00:1::2"), "Ethernet4": ("fc00:2::1/64", "fc00:2::2")}
-GATEWAYS = [gw for _, gw in PORTS.values()]
-V6_GATEWAYS = [gw for _, gw in V6_PORTS.values()]
 PREFIXES = [ipaddress.ip_network(f"40.{i // 256}.{i % 256}.0/24") for i in range(ROUTES)]
 V6_PREFIXES = [ipaddress.ip_network(f"2001:db8:40:{i:x}::/64") for i in range(20)]
 WAIT_S = 60.0
 IPV6_ROUTES_SMALL = 64
 
 
-def _ns(ns: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} in {ns}: {proc.stderr.strip()}")
-    return proc
-
-
 @pytest.fixture
 def netns():
-    """A namespace with a veth per routed port (`EthernetN` with the config's addresses, its
-    peer `pN` up so that the port's carrier follows it)."""
-    for tool in ("zebra", "staticd"):
-        assert (FRR / tool).is_file(), f"{FRR / tool} missing: install frr (`make deps`)"
-    name = f"llfpm-{os.getpid()}"
-    subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        _ns(name, "ip", "link", "set", "lo", "up")
-        for i, (port, (address, _)) in enumerate(PORTS.items()):
-            _ns(name, "ip", "link", "add", port, "type", "veth", "peer", "name", f"p{i}")
-            _ns(name, "ip", "addr", "add", address, "dev", port)
-            if port in V6_PORTS:
-                _ns(name, "ip", "addr", "add", V6_PORTS[port][0], "dev", port, "nodad")
-            _ns(name, "ip", "link", "set", f"p{i}", "up")
-            _ns(name, "ip", "link", "set", port, "up")
+    """A namespace with a veth per routed port of the config (lossless_kit.frr)."""
+    assert not missing(), f"{missing()} missing: install frr (`make deps`)"
+    with routed_namespace(f"llfpm-{os.getpid()}") as name:
         yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
-
-
-class Frr:
-    """zebra and staticd in `ns`, their sockets, pid files and logs in a directory of their
-    own (they run as user frr, who cannot enter pytest's private tmp_path). Stopped by their
-    pids."""
-
-    def __init__(self, ns: str, fpm_port: int):
-        self.ns = ns
-        self.dir = Path(tempfile.mkdtemp(prefix="llfpm-frr-"))
-        self.dir.chmod(0o777)
-        (self.dir / "zebra.conf").write_text(
-            f"fpm address 127.0.0.1 port {fpm_port}\nno fpm use-next-hop-groups\n"
-        )
-        (self.dir / "staticd.conf").write_text("")
-        self.pids: list[int] = []
-
-    def start(self) -> None:
-        for daemon, extra in (("zebra", ["-M", "dplane_fpm_nl"]), ("staticd", [])):
-            cmd = [
-                str(FRR / daemon), "-d", "-P", "0", *extra,
-                "-f", str(self.dir / f"{daemon}.conf"), "-i", str(self.dir / f"{daemon}.pid"),
-                "-z", str(self.dir / "zserv.api"), "--vty_socket", str(self.dir),
-                "--log", f"file:{self.dir / daemon}.log",
-            ]  # fmt: skip
-            _ns(self.ns, *cmd)
-            pid_file = self.dir / f"{daemon}.pid"
-            deadline = time.monotonic() + 10
-            while not pid_file.exists() or not pid_file.read_text().strip():
-                assert time.monotonic() < deadline, f"{daemon} wrote no pid file"
-                time.sleep(0.05)
-            self.pids.append(int(pid_file.read_text()))
-
-    def configure(self, lines: list[str]) -> None:
-        script = self.dir / "commands"
-        script.write_text("\n".join(lines) + "\n")  # vtysh -f: config-file syntax
-        _ns(self.ns, "vtysh", "--vty_socket", str(self.dir), "-f", str(script))
-
-    def stop(self) -> None:
-        for pid in reversed(self.pids):
-            try:
-                os.kill(pid, 15)
-            except ProcessLookupError:
-                continue
-            deadline = time.monotonic() + 10
-            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        self.pids = []
-
-    def logs(self) -> str:
-        return "\n".join(p.read_text() for p in sorted(self.dir.glob("*.log")))
-
-    def remove(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _static_routes(prefixes, gateways, no: bool = False) -> list[str]:
-    verb = "no ip route" if prefixes[0].version == 4 else "no ipv6 route"
-    verb = verb if no else verb.removeprefix("no ")
-    return [f"{verb} {p} {gw}" for p in prefixes for gw in gateways]
 
 
 class SwitchState:
@@ -307,32 +222,14 @@ def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=Non
         switch.start()
         switch.wait_ready()
     address = switch.grpc_addr
-    fpm_port = free_port()
     log = workdir / "lossless-ctl.log"
-    cmd = [
-        sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
-        "--switch", address, "--pipeline", str(pipeline),
-        "--fpm", f"127.0.0.1:{fpm_port}", "--fpm-netns", netns, "--route-bulk", bulk,
-        "--fpm-restart", "1",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    options = ("--route-bulk", bulk, "--fpm-restart", "1")
     try:
-        deadline = time.monotonic() + 60
-        while "fpm: listening" not in log.read_text() or "written" not in log.read_text():
-            assert proc.poll() is None, f"lossless-ctl run exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"lossless-ctl run not ready:\n{log.read_text()}"
-            time.sleep(0.1)
-        with P4RuntimeClient(address) as client:
-            client.connect()
-            yield address, fpm_port, SwitchState(client), log
+        with fpm_controller(address, pipeline, log, *options, netns=netns) as (_, fpm_port):
+            with P4RuntimeClient(address) as client:
+                client.connect()
+                yield address, fpm_port, SwitchState(client), log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
         if portless:
             switch.stop()
 
@@ -396,7 +293,7 @@ def test_frr_routes_share_one_group_follow_a_link_flap_and_go(controller, netns)
     frr = Frr(netns, fpm_port)
     try:
         frr.start()
-        frr.configure(_static_routes(PREFIXES, GATEWAYS) + _static_routes(V6_PREFIXES, V6_GATEWAYS))
+        frr.configure(static_routes(PREFIXES, GATEWAYS) + static_routes(V6_PREFIXES, V6_GATEWAYS))
         everything = {p: _ips(GATEWAYS) for p in PREFIXES}
         everything |= {p: _ips(V6_GATEWAYS) for p in V6_PREFIXES}
         routes, groups = _wait_for(state, _expect(everything), "FRR's routes installed")
@@ -415,16 +312,16 @@ def test_frr_routes_share_one_group_follow_a_link_flap_and_go(controller, netns)
         assert "* via fc00:2::2, Ethernet4" in out6
 
         # Ethernet12's link goes down: zebra drops 10.4.0.1 from every route.
-        _ns(netns, "ip", "link", "set", "p3", "down")
+        ns_exec(netns, "ip", "link", "set", "p3", "down")
         flapped = dict(everything) | {p: _ips(GATEWAYS[:3]) for p in PREFIXES}
         # The 3-member group replaces the 4-member one.
         _wait_for(state, _expect(flapped, before), "next hop 10.4.0.1 withdrawn")
-        _ns(netns, "ip", "link", "set", "p3", "up")
+        ns_exec(netns, "ip", "link", "set", "p3", "up")
         _wait_for(state, _expect(everything, before), "next hop 10.4.0.1 restored")
 
         frr.configure(
-            _static_routes(PREFIXES, GATEWAYS, no=True)
-            + _static_routes(V6_PREFIXES, V6_GATEWAYS, no=True)
+            static_routes(PREFIXES, GATEWAYS, no=True)
+            + static_routes(V6_PREFIXES, V6_GATEWAYS, no=True)
         )
         # The config's groups stay.
         _wait_for(state, _expect({}, before - 2), "FRR's routes withdrawn")
