@@ -271,19 +271,25 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if switch is not None:
                 switch.stop(timeout=30)
-    out = Path(args.output)
+    write_report(
+        Path(args.output),
+        {
+            "bench": "lossless-ctl programming and neighbour learning at seed 002 scale points",
+            "target": args.switch or "p4-switch started by the bench (build/bin/p4-switch)",
+            "pipeline": str(pipeline_dir if args.pipeline else "p4src/ compiled by p4-compile"),
+            "batch_size": args.batch_size,
+            "in_flight": args.in_flight,
+            "results": results,
+        },
+    )
+    return 0
+
+
+def write_report(out: Path, report: dict[str, Any]) -> None:
+    """A benchmark's JSON under results/bench/ (the folder made as needed), and where it went."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    report = {
-        "bench": "lossless-ctl programming and neighbour learning at seed 002 scale points",
-        "target": args.switch or "p4-switch started by the bench (build/bin/p4-switch)",
-        "pipeline": str(pipeline_dir if args.pipeline else "p4src/ compiled by p4-compile"),
-        "batch_size": args.batch_size,
-        "in_flight": args.in_flight,
-        "results": results,
-    }
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out}")
-    return 0
 
 
 if __name__ == "__main__":

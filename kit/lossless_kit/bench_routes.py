@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
 import os
 import socket
 import sys
@@ -40,6 +39,7 @@ from lossless_ctl.fpm import FpmCounters, FpmReader
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_paths import BIN
 
+from .bench import write_report
 from .frr import (
     GATEWAYS,
     V6_GATEWAYS,
@@ -225,8 +225,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"(FRR produced them in {record_['frr_seconds']} s){beside}",
                 file=sys.stderr,
             )
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "bench": "FPM to switch: zebra's recorded stream replayed into lossless-ctl run --fpm",
         "seconds": "first FPM byte to the read-back finding every route in its final ECMP group",
@@ -234,8 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         "route_bulk": args.route_bulk,
         "results": results,
     }
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_report(Path(args.output), report)
     return 0
 
 
