@@ -1,6 +1,7 @@
-//! Where the dataplane's time comes from. The engine and the traffic manager take time as an
-//! argument; the threads that drive them read it from a [`Clock`]: the real-time switch from
-//! the system's monotonic or wall clock, a simulator from its virtual time.
+//! Where the dataplane's time comes from. The engine, the traffic manager and `Core` take time
+//! as an argument; the real-time switch's dataplane thread reads it from a [`Clock`] (the
+//! system's monotonic or wall clock), and nothing on that path reads the system clock itself.
+//! lossless-sim does not run that thread: it calls `Core` with its virtual time directly.
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
