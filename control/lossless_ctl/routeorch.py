@@ -36,7 +36,7 @@ Target = tuple
 @dataclass(frozen=True)
 class Bulk:
     """How route updates are gathered into writes: at most `size` per WriteRequest, flushed
-    when `size` are pending or `flush_s` after the last flush."""
+    when `size` are pending or at the next tick of a timer that fires every `flush_s`."""
 
     size: int = 64
     flush_s: float = 1.0
