@@ -19,8 +19,8 @@ control LosslessIngress(inout headers_t hdr,
     counter(512, CounterType.packets) sfc_suppressed;
     meter(PUNT_REASONS, MeterType.packets) copp;
 
-    // Last time (us) an SFC signal went to a source, plus one (0: never), by a hash of its
-    // address. A hash collision only suppresses a signal early, never sends an extra one.
+    // SFC_DEDUP_PER_SOURCE: last time (us) an SFC signal went to a source, plus one (0:
+    // never), by a hash of its address. A collision only suppresses a signal early.
     register<bit<48>>(4096) sfc_last_sent;
 
     // SONiC's PG watermarks per (ingress port, PG), in bytes, until the controller clears them:
@@ -331,6 +331,23 @@ control LosslessIngress(inout headers_t hdr,
         meta.class_enable = (bit<8>)1 << prio;
     }
 
+    // How signals are deduplicated and what the message carries (defaults: the public
+    // reference's). version: the message's version byte; fixed_src_port: UDP source port 1674
+    // instead of the data packet's.
+    bit<2> sfc_dedup = SFC_DEDUP_TWO_BANK;
+
+    action set_sfc_mode(bit<2> dedup, bit<8> version, bit<1> fixed_src_port) {
+        sfc_dedup = dedup;
+        meta.sfc_version = version;
+        meta.sfc_fixed_port = fixed_src_port;
+    }
+
+    table sfc_mode {
+        actions = { set_sfc_mode; }
+        default_action = set_sfc_mode(SFC_DEDUP_TWO_BANK, 0, 0);
+        size = 1;
+    }
+
     table sfc_dscp_to_priority {
         key = { hdr.sfc.dscp: exact @name("dscp"); }
         actions = { set_sfc_priority; NoAction; }
@@ -533,23 +550,70 @@ control LosslessIngress(inout headers_t hdr,
         queue_bytes.write(queue_index, queue_depth + meta.acct_len);
         meta.kind = KIND_DATA;
 
-        // Source Flow Control: a RoCEv2 packet into a queue past the SFC threshold makes the
-        // switch signal its source, at most once per source per interval. A PFC clone of the
-        // same packet takes precedence (one clone per packet); the next packet signals.
-        if (hdr.bth.isValid() && hdr.ipv4.isValid() && meta.clone_kind == 0) {
+        // Source Flow Control: a RoCEv2 packet (IPv4 or IPv6) into a queue past the SFC
+        // threshold makes the switch signal its source, unless sfc_mode's deduplication
+        // suppresses it. A PFC clone of the same packet takes precedence (one clone per
+        // packet); the next packet signals.
+        sfc_mode.apply();
+        bit<48> sfc_now = standard_metadata.ingress_global_timestamp;
+        // The reference's epoch advances on the packets that pass its ingress, whatever they
+        // are, once more than the window has passed since the epoch began (or the 32-bit
+        // microsecond clock wrapped); here on every packet admitted.
+        bit<32> epoch;
+        sfc_epoch.read(epoch, 0);
+        if (sfc_dedup == SFC_DEDUP_TWO_BANK) {
+            bit<32> now_us = (bit<32>)sfc_now;
+            bit<32> epoch_start;
+            sfc_epoch_start.read(epoch_start, 0);
+            if ((bit<48>)(now_us - epoch_start) > sfc_interval_us || now_us < epoch_start) {
+                epoch = epoch + 1;
+                sfc_epoch.write(0, epoch);
+                sfc_epoch_start.write(0, now_us);
+            }
+        }
+        if (hdr.bth.isValid() && meta.clone_kind == 0) {
             sfc_queue.apply();
             if (sfc_enabled == 1 && queue_depth > sfc_threshold) {
-                bit<12> slot;
-                hash(slot, HashAlgorithm.crc16, (bit<12>)0, { hdr.ipv4.src_addr }, (bit<13>)4096);
-                bit<48> last_signal;
-                sfc_last_sent.read(last_signal, (bit<32>)slot);
-                // The slot holds the time of the last signal plus one, so that 0 means none
-                // yet even for a signal at time 0, and the interval is exact.
-                bit<48> now_plus_1 = standard_metadata.ingress_global_timestamp + 1;
-                if (last_signal != 0 && now_plus_1 - last_signal < sfc_interval_us) {
+                bool suppress = false;
+                if (sfc_dedup == SFC_DEDUP_TWO_BANK) {
+                    // Suppressed when both hashes of (source, destination, DSCP) were already
+                    // set in this epoch; both are set either way.
+                    bit<32> slot0;
+                    bit<32> slot1;
+                    hash(slot0, HashAlgorithm.crc16, 32w0,
+                         { meta.flow_src, meta.flow_dst, meta.dscp }, (bit<32>)SFC_FILTER_SLOTS);
+                    hash(slot1, HashAlgorithm.crc32, 32w0,
+                         { meta.flow_src, meta.flow_dst, meta.dscp }, (bit<32>)SFC_FILTER_SLOTS);
+                    bit<32> tag = epoch + 1;
+                    bit<32> seen0;
+                    bit<32> seen1;
+                    if (epoch[0:0] == 0) {
+                        sfc_bank0_filter0.read(seen0, slot0);
+                        sfc_bank0_filter1.read(seen1, slot1);
+                        sfc_bank0_filter0.write(slot0, tag);
+                        sfc_bank0_filter1.write(slot1, tag);
+                    } else {
+                        sfc_bank1_filter0.read(seen0, slot0);
+                        sfc_bank1_filter1.read(seen1, slot1);
+                        sfc_bank1_filter0.write(slot0, tag);
+                        sfc_bank1_filter1.write(slot1, tag);
+                    }
+                    suppress = seen0 == tag && seen1 == tag;
+                } else if (sfc_dedup == SFC_DEDUP_PER_SOURCE) {
+                    bit<12> slot;
+                    hash(slot, HashAlgorithm.crc16, (bit<12>)0, { meta.flow_src }, (bit<13>)4096);
+                    bit<48> last_signal;
+                    sfc_last_sent.read(last_signal, (bit<32>)slot);
+                    // The slot holds the time of the last signal plus one, so that 0 means
+                    // none yet even for a signal at time 0, and the interval is exact.
+                    suppress = last_signal != 0 && sfc_now + 1 - last_signal < sfc_interval_us;
+                    if (!suppress) {
+                        sfc_last_sent.write((bit<32>)slot, sfc_now + 1);
+                    }
+                }
+                if (suppress) {
                     sfc_suppressed.count((bit<32>)standard_metadata.ingress_port);
                 } else {
-                    sfc_last_sent.write((bit<32>)slot, now_plus_1);
                     bit<64> duration = 0;
                     if (queue_depth > sfc_target) {
                         duration = ((bit<64>)(queue_depth - sfc_target)

@@ -35,6 +35,10 @@ IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 # PFC priorities, traffic classes, PGs and queues are all 0..7 on this pipeline.
 CLASSES = 8
+# SFC variants (p4src/README.md, "Source Flow Control"); the first of each is the default, the
+# public reference's behaviour.
+SFC_DEDUP = ("two_bank", "per_source", "none")
+SFC_SRC_PORT = ("data", "fixed")
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,9 @@ class ConfigDb:
     sfc_host_ports: set[str] = field(default_factory=set)
     sfc_min_interval_us: int = 0
     sfc_signal_dscp: int = 0
+    sfc_dedup: str = "two_bank"
+    sfc_version: int = 0
+    sfc_src_port: str = "data"
     copp_groups: dict[str, CoppGroup] = field(default_factory=dict)
     copp_traps: dict[str, CoppTrap] = field(default_factory=dict)
 
@@ -289,7 +296,10 @@ KNOWN_FIELDS: dict[str, set[str]] = {
     "SCHEDULER": {"type", "weight", "priority", "meter_type", "pir", "pbs", "cir", "cbs"},
     "QUEUE": {"scheduler", "wred_profile"},
     "PFC_WD": {"action", "detection_time", "restoration_time", "POLL_INTERVAL", "BIG_RED_SWITCH"},
-    "SFC": {"min_interval_us", "signal_dscp", "host_facing", "threshold", "target"},
+    "SFC": {
+        "min_interval_us", "signal_dscp", "dedup", "version", "src_port", "host_facing",
+        "threshold", "target",
+    },
     "COPP_GROUP": {
         "trap_action", "trap_priority", "queue", "meter_type", "mode", "color", "cir", "cbs",
         "pir", "pbs", "red_action", "yellow_action", "green_action", "genetlink_name",
@@ -443,6 +453,17 @@ class _Parser:
         if value.lower() in ("true", "false"):
             return value.lower() == "true"
         self.error(table, key, name, f"must be true or false, not {value!r}")
+        return default
+
+    def choice(
+        self, table: str, key: str, fields: dict, name: str, allowed: tuple[str, ...], default: str
+    ) -> str:
+        value = self.text(table, key, fields, name)
+        if value is None:
+            return default
+        if value.strip() in allowed:
+            return value.strip()
+        self.error(table, key, name, f"must be one of {', '.join(allowed)}, not {value!r}")
         return default
 
     def reference(self, table: str, key: str, fields: dict, name: str, target: str) -> str | None:
@@ -941,6 +962,11 @@ class _Parser:
                     self.number(t, key, fields, "min_interval_us", 0, 2**48 - 1) or 0
                 )
                 self.cfg.sfc_signal_dscp = self.number(t, key, fields, "signal_dscp", 0, 63) or 0
+                self.cfg.sfc_dedup = self.choice(t, key, fields, "dedup", SFC_DEDUP, "two_bank")
+                self.cfg.sfc_version = self.number(t, key, fields, "version", 0, 255) or 0
+                self.cfg.sfc_src_port = self.choice(
+                    t, key, fields, "src_port", SFC_SRC_PORT, "data"
+                )
             elif "|" not in key:
                 if self.port_names(t, key, key) and self.boolean(
                     t, key, fields, "host_facing", False

@@ -22,6 +22,8 @@ from lossless_ctl.sai import CPU_PORT, NULL, SaiModel, SaiObject, classes_of_pg
 
 ING = "LosslessIngress."
 EG = "LosslessEgress."
+# sfc_mode's dedup values (SFC_DEDUP_* in p4src/headers.p4) for config_db's SFC|GLOBAL dedup.
+SFC_DEDUP_CODE = {"two_bank": 0, "per_source": 1, "none": 2}
 # The clone session that sends generated frames (PFC, SFC) out of port P is this + P
 # (PORT_SESSION_BASE in p4src/headers.p4).
 PORT_SESSION_BASE = 512
@@ -497,6 +499,20 @@ class _Mapper:
         phase = Phase("egress and SFC")
         mac = mac_int(self.switch["SAI_SWITCH_ATTR_SRC_MAC_ADDRESS"])
         signal_dscp = self.switch["SAI_SWITCH_ATTR_EXT_SFC_SIGNAL_DSCP"]
+        self.add(
+            phase,
+            "SWITCH sfc_mode",
+            self.b.table_entry,
+            ING + "sfc_mode",
+            {},
+            ING + "set_sfc_mode",
+            {
+                "dedup": SFC_DEDUP_CODE[self.switch["SAI_SWITCH_ATTR_EXT_SFC_DEDUP"]],
+                "version": self.switch["SAI_SWITCH_ATTR_EXT_SFC_VERSION"],
+                "fixed_src_port": int(self.switch["SAI_SWITCH_ATTR_EXT_SFC_SRC_PORT"] == "fixed"),
+            },
+            default=True,
+        )
         host_ports = []
         for port in self.m.of_type("PORT"):
             dev = self.dev_port.get(port.key)

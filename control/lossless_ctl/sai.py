@@ -118,6 +118,9 @@ def derive(cfg: ConfigDb) -> SaiModel:
         SAI_SWITCH_ATTR_SRC_MAC_ADDRESS=mac,
         SAI_SWITCH_ATTR_EXT_SFC_MIN_INTERVAL_US=cfg.sfc_min_interval_us,
         SAI_SWITCH_ATTR_EXT_SFC_SIGNAL_DSCP=cfg.sfc_signal_dscp,
+        SAI_SWITCH_ATTR_EXT_SFC_DEDUP=cfg.sfc_dedup,
+        SAI_SWITCH_ATTR_EXT_SFC_VERSION=cfg.sfc_version,
+        SAI_SWITCH_ATTR_EXT_SFC_SRC_PORT=cfg.sfc_src_port,
         SAI_SWITCH_ATTR_EXT_PFCWD_POLL_INTERVAL=cfg.pfcwd_poll_interval_ms,
     )
     _qos_maps(cfg, model)

@@ -183,6 +183,8 @@ def test_t1_sfc_and_port_config(p4info):
     assert len(sfc) == 8
     switch = entries(program, p4info, ING + "switch_config")
     assert switch == [((), ING + "set_switch_config", (10875072 - 4194112, 100))]
+    # SFC as the public reference: two-bank dedup, version 0, the data packet's source port.
+    assert entries(program, p4info, ING + "sfc_mode") == [((), ING + "set_sfc_mode", (0, 0, 0))]
     # Static lossless profile (seed 000 style): all of size reserved, pause above size +
     # static_th 0, headroom xoff, XON below xon.
     pg = {m: p for m, _, p in entries(program, p4info, ING + "pg_profile")}
@@ -195,6 +197,20 @@ def test_t1_sfc_and_port_config(p4info):
     assert port["pfcwd"] == {"detection_time_ms": 200, "restoration_time_ms": 200, "action": "drop"}
     assert port["queues"][3] == {"queue": 3, "type": "DWRR", "weight": 15, "limit_bytes": 12766208}
     assert port["queues"][1] == {"queue": 1, "type": "DWRR", "weight": 14, "dynamic_th": 3}
+
+
+@pytest.mark.parametrize(
+    ("fields", "params"),
+    [
+        ({"dedup": "per_source", "version": "1", "src_port": "fixed"}, (1, 1, 1)),
+        ({"dedup": "none"}, (2, 0, 0)),
+    ],
+)
+def test_sfc_variants_reach_sfc_mode(p4info, fields, params):
+    tables = config_db.load_files([DATA / "t1_as7816.json"])
+    tables["SFC"]["GLOBAL"].update(fields)
+    program = to_p4(derive(config_db.parse_checked(tables)), p4info)
+    assert entries(program, p4info, ING + "sfc_mode") == [((), ING + "set_sfc_mode", params)]
 
 
 @pytest.mark.parametrize(
