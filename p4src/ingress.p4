@@ -556,9 +556,9 @@ control LosslessIngress(inout headers_t hdr,
         // packet); the next packet signals.
         sfc_mode.apply();
         bit<48> sfc_now = standard_metadata.ingress_global_timestamp;
-        // The reference's epoch advances on the packets that pass its ingress, whatever they
-        // are, once more than the window has passed since the epoch began (or the 32-bit
-        // microsecond clock wrapped); here on every packet admitted.
+        // The reference's epoch advances on a packet whatever its type, once more than the
+        // window has passed since the epoch began (or the 32-bit microsecond clock wrapped);
+        // here on every packet admitted.
         bit<32> epoch;
         sfc_epoch.read(epoch, 0);
         if (sfc_dedup == SFC_DEDUP_TWO_BANK) {
