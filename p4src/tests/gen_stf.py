@@ -350,6 +350,25 @@ def step(
     lines += [f"expect {p} {hexs(frame)} $" for p, frame in expects]
 
 
+def from_spine(lines: list[str], why: str, pkt: Ether, dur: int, signal: bool) -> None:
+    """`pkt` from the spine (port 3) toward h1: forwarded, and the SFC message for a pause of
+    `dur` us back to its source when `signal`."""
+    expects = [(1, routed(pkt, 1))]
+    if signal:
+        expects.append((3, sfc_message(pkt, SFC_SIGNAL_DSCP, dur)))
+    step(lines, why, None, 3, pkt, expects)
+
+
+def spine_counts(triggered: int, suppressed: int) -> list[str]:
+    """Once every packet has been processed: the SFC counters of the spine port (3)."""
+    return [
+        "wait",
+        f"check_counter sfc_triggered(3) packets == {triggered}",
+        f"check_counter sfc_suppressed(3) packets == {suppressed}",
+        f"check_counter sfc_sent(3) packets == {triggered}",
+    ]
+
+
 def signal_stf() -> list[str]:
     """The congestion point: which packets signal, and the message's exact bytes."""
     lines = [
@@ -373,19 +392,21 @@ def signal_stf() -> list[str]:
         pkt,
         [(1, routed(pkt, 1))],
     )
-    for n, depth in enumerate((SFC_THRESHOLD + 1, 1_000_000, 300_000_000)):
-        pkt = roce(3, src, HOST_IP[1], 2 + n)
-        dur = duration_us(depth, SFC_TARGET, bps)
-        step(
-            lines,
-            f"depth {depth}: signal with duration_us = min(65535, (depth - target) x "
-            f"{us_per_byte_q24(bps)} >> 24) = {dur}",
-            (h1, depth),
-            3,
-            pkt,
-            [(1, routed(pkt, 1)), (3, sfc_message(pkt, SFC_SIGNAL_DSCP, dur))],
-        )
+
+    def signalled(why: str, depth: int, pkt: Ether, **variant: int) -> None:
+        """`pkt` from the spine at `depth`: forwarded to h1, and a message back to its source."""
+        nonlocal sent
+        message = sfc_message(pkt, SFC_SIGNAL_DSCP, duration_us(depth, SFC_TARGET, bps), **variant)
+        step(lines, why, (h1, depth), 3, pkt, [(1, routed(pkt, 1)), (3, message)])
         sent += 1
+
+    for n, depth in enumerate((SFC_THRESHOLD + 1, 1_000_000, 300_000_000)):
+        signalled(
+            f"depth {depth}: signal with duration_us = min(65535, (depth - target) x "
+            f"{us_per_byte_q24(bps)} >> 24) = {duration_us(depth, SFC_TARGET, bps)}",
+            depth,
+            roce(3, src, HOST_IP[1], 2 + n),
+        )
     tagged = (
         Ether(dst=ROUTER_MAC, src=HOST_MAC[3])
         / Dot1Q(prio=3, vlan=10)
@@ -394,40 +415,21 @@ def signal_stf() -> list[str]:
         / Raw(BTH + bytes(64))
     )
     depth = SFC_THRESHOLD + 10_000
-    dur = duration_us(depth, SFC_TARGET, bps)
-    step(
-        lines,
-        "a VLAN-tagged data packet: the message keeps the tag (64 bytes)",
-        (h1, depth),
-        3,
-        tagged,
-        [(1, routed(tagged, 1)), (3, sfc_message(tagged, SFC_SIGNAL_DSCP, dur))],
-    )
-    sent += 1
-    pkt = roce(3, SPINE_IPV6, H1_IPV6, 10)
-    step(
-        lines,
+    signalled("a VLAN-tagged data packet: the message keeps the tag (64 bytes)", depth, tagged)
+    signalled(
         "IPv6 RoCEv2: an IPv6 message (80 bytes, UDP checksum over the pseudo-header)",
-        (h1, depth),
-        3,
-        pkt,
-        [(1, routed(pkt, 1)), (3, sfc_message(pkt, SFC_SIGNAL_DSCP, dur))],
+        depth,
+        roce(3, SPINE_IPV6, H1_IPV6, 10),
     )
-    sent += 1
     lines.append(sfc_mode(2, version=1, fixed_src_port=1))
     for data in (roce(3, src, HOST_IP[1], 11), roce(3, SPINE_IPV6, H1_IPV6, 12)):
-        step(
-            lines,
+        signalled(
             "variants: version 1, UDP source port 1674 (no deduplication)",
-            (h1, depth),
-            3,
+            depth,
             data,
-            [
-                (1, routed(data, 1)),
-                (3, sfc_message(data, SFC_SIGNAL_DSCP, dur, version=1, fixed_src_port=True)),
-            ],
+            version=1,
+            fixed_src_port=True,
         )
-        sent += 1
     lines.append(sfc_mode(0))
     pkt = roce(3, src, HOST_IP[1], 13, ttl=2)
     step(
@@ -497,14 +499,12 @@ def rate_limit_stf() -> list[str]:
     def data(src: str, signal: bool, why: str) -> None:
         nonlocal seq, triggered, suppressed
         seq += 1
-        pkt = roce(3, src, HOST_IP[1], seq)
-        expects = [(1, routed(pkt, 1))]
         if signal:
-            expects.append((3, sfc_message(pkt, SFC_SIGNAL_DSCP, dur)))
             triggered += 1
         else:
             suppressed += 1
-        step(lines, f"t = {seq} us, source {src}: {why}", None, 3, pkt, expects)
+        pkt = roce(3, src, HOST_IP[1], seq)
+        from_spine(lines, f"t = {seq} us, source {src}: {why}", pkt, dur, signal)
 
     data(a, True, "first signal to this source")
     data(b, True, "another source is signalled independently")
@@ -515,10 +515,7 @@ def rate_limit_stf() -> list[str]:
     data(b, True, f"exactly {interval} us after its last signal: signalled again")
     data(a, False, "suppressed again")
     lines += [
-        "wait",
-        f"check_counter sfc_triggered(3) packets == {triggered}",
-        f"check_counter sfc_suppressed(3) packets == {suppressed}",
-        f"check_counter sfc_sent(3) packets == {triggered}",
+        *spine_counts(triggered, suppressed),
         "",
         "# An interval longer than any test ('forever'): holds on any clock.",
         f"setdefault switch_config set_switch_config(shared_pool_bytes:1000000, "
@@ -534,10 +531,7 @@ def rate_limit_stf() -> list[str]:
     data(a, True, "interval 0: signalled")
     data(a, True, "interval 0: signalled again")
     lines += [
-        "wait",
-        f"check_counter sfc_triggered(3) packets == {triggered}",
-        f"check_counter sfc_suppressed(3) packets == {suppressed}",
-        f"check_counter sfc_sent(3) packets == {triggered}",
+        *spine_counts(triggered, suppressed),
     ]
     return lines
 
@@ -593,14 +587,12 @@ def dedup_stf() -> list[str]:
         signal = model.signal((src, dst, dscp))
         if signal != want:
             raise AssertionError(f"t = {seq}: the reference model says {signal} ({why})")
-        pkt = roce(3, src, dst, seq, dscp=dscp)
-        expects = [(1, routed(pkt, 1))]
         if signal:
-            expects.append((3, sfc_message(pkt, SFC_SIGNAL_DSCP, dur)))
             triggered += 1
         else:
             suppressed += 1
-        step(lines, f"t = {seq} us, epoch {model.epoch}: {why}", None, 3, pkt, expects)
+        pkt = roce(3, src, dst, seq, dscp=dscp)
+        from_spine(lines, f"t = {seq} us, epoch {model.epoch}: {why}", pkt, dur, signal)
 
     h1_ip = HOST_IP[1]
     data(a, h1_ip, LOSSLESS_DSCP, True, "first signal for (a, h1, 3)")
@@ -627,10 +619,7 @@ def dedup_stf() -> list[str]:
     data(a, h1_ip, LOSSLESS_DSCP, False, "suppressed within epoch 2")
     lines.append("register_read sfc_epoch 0 == 2")
     lines += [
-        "wait",
-        f"check_counter sfc_triggered(3) packets == {triggered}",
-        f"check_counter sfc_suppressed(3) packets == {suppressed}",
-        f"check_counter sfc_sent(3) packets == {triggered}",
+        *spine_counts(triggered, suppressed),
         "",
         "# No deduplication (sfc_mode dedup 2): every triggering packet signals.",
         sfc_mode(2),
@@ -638,14 +627,9 @@ def dedup_stf() -> list[str]:
     for _ in range(2):
         seq += 1
         pkt = roce(3, a, h1_ip, seq)
-        step(lines, "dedup none: signalled", None, 3, pkt,
-             [(1, routed(pkt, 1)), (3, sfc_message(pkt, SFC_SIGNAL_DSCP, dur))])  # fmt: skip
+        from_spine(lines, "dedup none: signalled", pkt, dur, True)
         triggered += 1
-    lines += [
-        "wait",
-        f"check_counter sfc_triggered(3) packets == {triggered}",
-        f"check_counter sfc_suppressed(3) packets == {suppressed}",
-    ]
+    lines += spine_counts(triggered, suppressed)
     return lines
 
 
