@@ -22,7 +22,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
-from ptf_harness.packets import pfc_frame, sfc_message
+from ptf_harness.packets import SfcPause, pfc_frame, sfc_message
 
 HERE = Path(__file__).resolve().parent
 
@@ -287,17 +287,22 @@ def roce(
 
 
 def sfc_received(dst: str, data_dscp: int, duration: int) -> Ether:
-    """An SFC message from another switch, arriving from the spine (port 3)."""
-    payload = bytes([1, data_dscp]) + duration.to_bytes(2, "big") + bytes(14)
+    """An SFC message from another switch, arriving from the spine (port 3): the reference's
+    (version 0, the data's source port), IPv6 for an IPv6 destination."""
+    if ":" in dst:
+        l3 = IPv6(src=SPINE_IPV6, dst=dst, tc=SFC_SIGNAL_DSCP << 2, hlim=64)
+    else:
+        l3 = IP(src="20.9.9.9", dst=dst, tos=SFC_SIGNAL_DSCP << 2, ttl=64)
     return (
         Ether(dst=ROUTER_MAC, src=HOST_MAC[3])
-        / IP(src="20.9.9.9", dst=dst, tos=SFC_SIGNAL_DSCP << 2, ttl=64)
-        / UDP(sport=1674, dport=1674, chksum=0)
-        / Raw(payload)
+        / l3
+        / UDP(sport=49152, dport=1674, chksum=None if ":" in dst else 0)
+        / SfcPause(dscp=data_dscp, duration_us=duration)
     )
 
 
 H1_IPV6 = "2001:db8:1::2"
+H2_IPV6 = "2001:db8:2::2"
 SPINE_IPV6 = "2001:db8:20::9"
 OTHER_LOSSLESS_DSCP = 4  # also TC 3 in the SFC files: a second DSCP into the same queue
 
@@ -315,6 +320,7 @@ def sfc_setup(interval_us: int) -> list[str]:
     lines += [
         f"add dscp_to_tc map:1 dscp:{OTHER_LOSSLESS_DSCP} set_tc(tc:3)",
         f"add ipv6_route dst:0x{'20010db80001' + '0' * 20}/48 set_nexthop_id(nexthop_id:1)",
+        f"add ipv6_route dst:0x{'20010db80002' + '0' * 20}/48 set_nexthop_id(nexthop_id:2)",
         f"add ipv6_route dst:0x{'20010db80020' + '0' * 20}/48 set_nexthop_id(nexthop_id:3)",
     ]
     for port in (1, 2):
@@ -655,6 +661,15 @@ def source_tor_stf() -> list[str]:
         pkt,
         [(2, routed(pkt, 2)), (1, pfc_frame(PORT_MAC[1], {3: quanta(dur, PORT_BPS[1])}))],
     )
+    pkt = roce(1, H1_IPV6, H2_IPV6, 4)
+    step(
+        lines,
+        f"IPv6 h1 -> h2 into congested (2, 3): PFC priority 3 for {dur} us out of port 1",
+        (queue_index(2), depth),
+        1,
+        pkt,
+        [(2, routed(pkt, 2)), (1, pfc_frame(PORT_MAC[1], {3: quanta(dur, PORT_BPS[1])}))],
+    )
     pkt = roce(2, HOST_IP[2], HOST_IP[1], 3)
     step(
         lines,
@@ -683,6 +698,15 @@ def source_tor_stf() -> list[str]:
         msg,
         [(1, pfc_frame(PORT_MAC[1], {3: quanta(500, PORT_BPS[1])}))],
     )
+    msg = sfc_received(H1_IPV6, LOSSLESS_DSCP, 500)
+    step(
+        lines,
+        "received IPv6 SFC for h1: PFC toward h1, not forwarded",
+        None,
+        3,
+        msg,
+        [(1, pfc_frame(PORT_MAC[1], {3: quanta(500, PORT_BPS[1])}))],
+    )
     msg = sfc_received("20.1.9.9", LOSSLESS_DSCP, 500)
     step(
         lines,
@@ -703,16 +727,16 @@ def source_tor_stf() -> list[str]:
     )
     lines += [
         "wait",
-        "check_counter sfc_triggered(1) packets == 1",
-        "check_counter sfc_converted(1) packets == 2",
+        "check_counter sfc_triggered(1) packets == 2",
+        "check_counter sfc_converted(1) packets == 4",
         "check_counter sfc_sent(1) packets == 0",
         "check_counter sfc_triggered(3) packets == 1",
         "check_counter sfc_sent(3) packets == 1",
-        "check_counter sfc_received(3) packets == 3",
+        "check_counter sfc_received(3) packets == 4",
         "check_counter sfc_triggered(2) packets == 1",
         "check_counter sfc_converted(2) packets == 0",
         "check_counter sfc_sent(2) packets == 0",
-        "check_counter pfc_sent(11) packets == 2",
+        "check_counter pfc_sent(11) packets == 4",
         "check_counter pfc_sent(19) packets == 0",
     ]
     return lines
