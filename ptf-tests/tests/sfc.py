@@ -20,7 +20,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from ptf_harness.base import LosslessTest
-from ptf_harness.packets import pfc_frame, routed, sfc_message
+from ptf_harness.packets import SfcPause, pfc_frame, routed, sfc_message
 
 ROCEV2 = 4791
 SPINE_MAC = "02:00:00:00:03:01"
@@ -195,12 +195,17 @@ class SfcConversionAtSourceTorOnly(SfcBase):
     on unchanged apart from the hop; the message is never forwarded to the host."""
 
     def message(self, dst: str, data_dscp: int, duration: int) -> object:
-        payload = bytes([1, data_dscp]) + duration.to_bytes(2, "big") + bytes(14)
+        """A message as the reference sends it (version 0, the data's source port), IPv6 with
+        its UDP checksum for an IPv6 destination."""
+        if ":" in dst:
+            l3 = IPv6(src="2001:db8:99::9", dst=dst, tc=self.sfc["dscp"] << 2, hlim=64)
+        else:
+            l3 = IP(src="20.9.9.9", dst=dst, tos=self.sfc["dscp"] << 2, ttl=64)
         return (
             Ether(dst=self.cfg.router_mac, src=SPINE_MAC)
-            / IP(src="20.9.9.9", dst=dst, tos=self.sfc["dscp"] << 2, ttl=64)
-            / UDP(sport=1674, dport=1674, chksum=0)
-            / Raw(payload)
+            / l3
+            / UDP(sport=49152, dport=1674, chksum=None if ":" in dst else 0)
+            / SfcPause(dscp=data_dscp, duration_us=duration)
         )
 
     def runTest(self) -> None:
@@ -215,6 +220,13 @@ class SfcConversionAtSourceTorOnly(SfcBase):
             pfc_frame(self.cfg.router_mac, {3: quanta(500, self.cfg.port_bps[1])}),
             "SFC for h1 (DSCP 3 -> priority 3, 500 us) converted to PFC at its ToR",
         )
+        h1_v6, _mac = self.cfg.host(1, family=6)
+        self.send(3, self.message(h1_v6, 3, 500))
+        self.expect(
+            1,
+            pfc_frame(self.cfg.router_mac, {3: quanta(500, self.cfg.port_bps[1])}),
+            "IPv6 SFC for h1 converted to PFC at its ToR",
+        )
         _ip, s2_mac = self.cfg.host(4)
         transit = self.message("20.1.9.9", 3, 500)
         self.send(3, transit)
@@ -228,6 +240,6 @@ class SfcConversionAtSourceTorOnly(SfcBase):
         }
         self.assertEqual(
             {k: after[k] - before[k] for k in after},
-            {"received": 3, "converted": 1},
+            {"received": 4, "converted": 2},
             "sfc_received[3] counts every message, sfc_converted[1] the conversion",
         )
