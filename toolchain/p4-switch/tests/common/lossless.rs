@@ -110,11 +110,11 @@ fn mac(m: [u8; 6]) -> u64 {
     m.iter().fold(0, |v, &b| v << 8 | u64::from(b))
 }
 
-fn exact(v: u64, bytes: usize) -> FieldMatch {
+pub fn exact(v: u64, bytes: usize) -> FieldMatch {
     FieldMatch::Exact(v.to_be_bytes()[8 - bytes..].to_vec())
 }
 
-fn arg(v: u64, bytes: usize) -> Vec<u8> {
+pub fn arg(v: u64, bytes: usize) -> Vec<u8> {
     v.to_be_bytes()[8 - bytes..].to_vec()
 }
 
@@ -133,13 +133,12 @@ fn add(sw: &mut Switch, table: &str, keys: Vec<FieldMatch>, action: &str, args: 
     .unwrap_or_else(|e| panic!("{table}: {e:?}"));
 }
 
-/// A lossless host port: its QoS maps, PG 3's profile, its PFC source MAC and its clone session.
-fn host_port(sw: &mut Switch, port: u32) {
-    let key = || exact(u64::from(port), 2);
+/// `port` trusts DSCP and uses maps 1 (DSCP 3 -> TC 3 -> PG 3 and queue 3).
+pub fn port_qos(sw: &mut Switch, port: u32) {
     add(
         sw,
         "port_qos",
-        vec![key()],
+        vec![exact(u64::from(port), 2)],
         "set_port_qos",
         &[
             arg(1, 1),
@@ -150,6 +149,12 @@ fn host_port(sw: &mut Switch, port: u32) {
             arg(0, 1),
         ],
     );
+}
+
+/// A lossless host port: its QoS maps, PG 3's profile, its PFC source MAC and its clone session.
+fn host_port(sw: &mut Switch, port: u32) {
+    let key = || exact(u64::from(port), 2);
+    port_qos(sw, port);
     add(
         sw,
         "pg_profile",
