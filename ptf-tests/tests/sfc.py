@@ -49,8 +49,8 @@ class SfcBase(LosslessTest):
             self.register_write("queue_bytes", index, 0)
         super().tearDown()
 
-    def congest(self, port: int) -> None:
-        index = port * 8 + 3
+    def congest(self, port: int, queue: int = 3) -> None:
+        index = port * 8 + queue
         self.touched.append(index)
         self.register_write("queue_bytes", index, self.depth)
 
@@ -74,11 +74,12 @@ class SfcBase(LosslessTest):
             port, want, what = missing[0]
             self.fail(self._explain(f"{what}: expected on port {port}", port, want, seen))
 
-    def roce(self, src_mac: str, src: str, dst: str, seq: int) -> object:
+    def roce(self, src_mac: str, src: str, dst: str, seq: int, dscp: int = 3) -> object:
+        """RoCEv2 of `dscp` (3 and 4: TC and queue 3 and 4, lossless), Not-ECT."""
         if ":" in src:
-            l3 = IPv6(src=src, dst=dst, tc=3 << 2, fl=seq, hlim=64)  # DSCP 3, Not-ECT
+            l3 = IPv6(src=src, dst=dst, tc=dscp << 2, fl=seq, hlim=64)
         else:
-            l3 = IP(src=src, dst=dst, tos=3 << 2, id=seq, flags="DF", ttl=64)
+            l3 = IP(src=src, dst=dst, tos=dscp << 2, id=seq, flags="DF", ttl=64)
         return (
             Ether(dst=self.cfg.router_mac, src=src_mac)
             / l3
@@ -92,8 +93,8 @@ class SfcDedupByFlowAndEpoch(SfcBase):
     traffic from the spine (port 3) into h1's congested queue is forwarded and one SFC message,
     byte-identical to the reference's, goes back out of port 3 to the source; repeats of the
     same (source, destination, DSCP) within the epoch are suppressed (counted); the same
-    source toward another destination (h2) is signalled; once more than the window has passed
-    the next epoch signals the first flow again."""
+    source toward another destination (h2), or with another DSCP (4, queue 4), is signalled;
+    once more than the window has passed the next epoch signals the first flow again."""
 
     def signal(self, pkt: object, host: int, want: bool | None, what: str) -> None:
         """Send `pkt` from the spine toward host port `host`: the data packet is forwarded, and a
@@ -113,6 +114,7 @@ class SfcDedupByFlowAndEpoch(SfcBase):
 
     def runTest(self) -> None:
         self.congest(1)
+        self.congest(1, queue=4)
         self.congest(2)
         h1, _ = self.cfg.host(1)
         h2, _ = self.cfg.host(2)
@@ -133,17 +135,20 @@ class SfcDedupByFlowAndEpoch(SfcBase):
                 f"repeat {i + 1} of (src, h1, 3) within the epoch",
             )  # fmt: skip
         self.signal(self.roce(SPINE_MAC, src, h2, 5), 2, True, "the same source toward h2")
+        self.signal(
+            self.roce(SPINE_MAC, src, h1, 6, dscp=4), 1, True, "the same source to h1, DSCP 4"
+        )
         within = time.monotonic() - start < window
         after = {name: self.counter(name, 3)[0] for name in counters}
-        if within:  # a machine too slow to send 5 packets in the window proves nothing here
+        if within:  # a machine too slow to send 6 packets in the window proves nothing here
             self.assertEqual(
                 {k: after[k] - before[k] for k in after},
-                {"sfc_triggered": 2, "sfc_suppressed": repeats, "sfc_sent": 2},
+                {"sfc_triggered": 3, "sfc_suppressed": repeats, "sfc_sent": 3},
                 "SFC counters on port 3",
             )
         time.sleep(window * 1.2)
-        self.signal(self.roce(SPINE_MAC, src, h1, 6), 1, True, "(src, h1, 3) in the next epoch")
-        self.signal(self.roce(SPINE_MAC, src, h1, 7), 1, None, "and its repeat")
+        self.signal(self.roce(SPINE_MAC, src, h1, 7), 1, True, "(src, h1, 3) in the next epoch")
+        self.signal(self.roce(SPINE_MAC, src, h1, 8), 1, None, "and its repeat")
 
 
 class SfcIpv6Message(SfcBase):
