@@ -309,7 +309,7 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif) -> int:
                 model, program = plan(cfg, pipeline.p4info)
                 if orch is not None:
                     orch.rebase(program.ids, routed_interfaces(cfg))
-                print(f"run: reload: {args.config}", flush=True)
+                print(f"run: reload: {', '.join(args.config)} read again", flush=True)
         try:
             with P4RuntimeClient(
                 args.switch,
