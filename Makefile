@@ -238,7 +238,8 @@ run: build deps
 
 # ROUTING=bgp end to end (topo/bgp_tests, about 2 minutes, root): the leaf-spine with FRR on
 # every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded, a leaf-spine link
-# down and up under traffic (loss from sequence numbers to $(RESULTS)/bgp/link-flap.json).
+# down and up, a flap storm and an FRR restart under traffic (loss from sequence numbers to
+# $(RESULTS)/bgp/*.json).
 test-bgp: build deps
 	$(PY) -m pytest -s topo/bgp_tests
 

@@ -82,8 +82,13 @@ class Frr:
     directory). Stopped by their pids. As a context manager: started, then stopped and
     removed."""
 
-    def __init__(self, ns: str, fpm_port: int, configs: dict[str, str] | None = None):
+    def __init__(
+        self, ns: str, fpm_port: int, configs: dict[str, str] | None = None, retain: bool = False
+    ):
         self.ns = ns
+        # zebra -r: a stopped zebra leaves its routes where they are (its FPM peer keeps
+        # them until zebra is back), as a routing daemon restart under graceful restart does.
+        self.retain = retain
         self.dir = Path(tempfile.mkdtemp(prefix="llfpm-frr-"))
         self.dir.chmod(0o777)
         (self.dir / "zebra.conf").write_text(
@@ -96,7 +101,9 @@ class Frr:
 
     def start(self) -> None:
         for daemon in self.daemons:
-            extra = ["-M", "dplane_fpm_nl"] if daemon == "zebra" else []
+            extra = []
+            if daemon == "zebra":
+                extra = ["-M", "dplane_fpm_nl", *(["-r"] if self.retain else [])]
             pid_file = self.dir / f"{daemon}.pid"
             ns_exec(
                 self.ns, str(FRR / daemon), "-d", "-P", "0", *extra,
@@ -120,8 +127,11 @@ class Frr:
         """A vtysh command's output (e.g. `show bgp summary json`)."""
         return ns_exec(self.ns, "vtysh", "--vty_socket", str(self.dir), "-c", command).stdout
 
-    def stop(self) -> None:
-        for pid in reversed(self.pids):
+    def stop(self, zebra_first: bool = False) -> None:
+        """Daemons in reverse start order; `zebra_first` for a restart that keeps the routes:
+        stopped first, a zebra started with `retain` withdraws nothing, where a bgpd stopped
+        before it has its routes withdrawn through it (over FPM too)."""
+        for pid in self.pids if zebra_first else reversed(self.pids):
             try:
                 os.kill(pid, 15)
             except ProcessLookupError:

@@ -140,6 +140,13 @@ def test_h1_to_h8_is_forwarded(lab):
     assert result["sent"] >= PPS * 2 and result["lost"] == 0, result
 
 
+def report(name: str, result: dict) -> Path:
+    out = RESULTS / "bgp" / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    return out
+
+
 def wait_hops(lab, subnet, count: int, timeout_s: float = 30.0) -> float:
     start = time.monotonic()
     while lab.bgp.fpm_nexthops(LEAF).get(subnet) != count:
@@ -183,9 +190,7 @@ def test_leaf_spine_link_down_and_up_under_traffic(lab):
         "flows": FLOWS,
         "pps": PPS,
     }
-    out = RESULTS / "bgp" / "link-flap.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    out = report("link-flap", result)
     print(f"link flap {LEAF}-{SPINE} under {FLOWS} flows at {PPS:g} pps: {result} ({out})")
     # Only flows hashed to the dead member lose, and only until the route changed (the BGP
     # session drops with the carrier, the route follows within a flush): well under 3 s of
@@ -193,3 +198,63 @@ def test_leaf_spine_link_down_and_up_under_traffic(lab):
     assert result["lost"] <= PPS * 3.0 / 2, result
     assert result["lost_in_last_s"] == 0, result
     assert through_spine > 50, f"traffic did not return to the restored link: {through_spine}"
+
+
+def test_ecmp_member_flap_storm_under_traffic(lab):
+    """Seed 002's member flap storm: the leaf1-spine1 link down and up 10 times in 10 s. The
+    flows hashed to spine1 lose while the member is there and the link is not; once the link
+    stays up the member comes back and nothing more is lost."""
+    topo = lab.topo
+    subnet = far_subnet(topo)
+    assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
+    tx, rx, sent, got = flows(lab, 20.0, "storm")
+    time.sleep(2.0)
+    start = time.monotonic()
+    for i in range(10):
+        lab.net.configLinkStatus(LEAF, SPINE, "down")
+        time.sleep(max(0.0, start + 0.5 + i - time.monotonic()))
+        lab.net.configLinkStatus(LEAF, SPINE, "up")
+        time.sleep(max(0.0, start + 1.0 + i - time.monotonic()))
+    storm_s = time.monotonic() - start
+    restored_s = wait_hops(lab, subnet, 2)
+    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
+    result = loss(sent, got, 2.0) | {
+        "flaps": 10,
+        "storm_s": round(storm_s, 3),
+        "member_restored_after_storm_s": round(restored_s, 3),
+        "flows": FLOWS,
+        "pps": PPS,
+    }
+    out = report("flap-storm", result)
+    print(f"flap storm {LEAF}-{SPINE}: {result} ({out})")
+    assert result["lost"] <= PPS / 2 * (storm_s + 2.0), result
+    assert result["lost_in_last_s"] == 0, result
+
+
+def test_frr_restart_keeps_the_routes(lab):
+    """Seed 002's FRR restart: leaf1's zebra and bgpd stop and start under traffic. zebra
+    retains its routes, the controller keeps them on the switch while zebra is away and until
+    it has sent them again, so h1 -> h8 loses nothing and the sessions come back."""
+    topo = lab.topo
+    subnet = far_subnet(topo)
+    tx, rx, sent, got = flows(lab, 12.0, "frr-restart")
+    time.sleep(2.0)
+    start = time.monotonic()
+    lab.bgp.restart_frr(LEAF)
+    restarted_s = time.monotonic() - start
+    peers = {str(ip) for ip in spine_hops(topo, LEAF).values()}
+    while lab.bgp.sessions(LEAF) != dict.fromkeys(peers, "Established"):
+        assert time.monotonic() - start < 60, lab.bgp.sessions(LEAF)
+        time.sleep(0.1)
+    established_s = time.monotonic() - start
+    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
+    result = loss(sent, got, 2.0) | {
+        "daemons_restarted_in_s": round(restarted_s, 3),
+        "sessions_established_after_s": round(established_s, 3),
+        "flows": FLOWS,
+        "pps": PPS,
+    }
+    out = report("frr-restart", result)
+    print(f"FRR restart on {LEAF}: {result} ({out})")
+    assert result["lost"] == 0, result
+    assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2

@@ -46,6 +46,9 @@ LEAF_ASN_BASE = 65000
 # Seconds: BGP's keepalive/hold (FRR's datacenter defaults) and the connect retry after a
 # session went down with its link.
 KEEPALIVE_S, HOLD_S, CONNECT_RETRY_S = 3, 9, 2
+# After zebra reconnects, the controller keeps the routes it has not sent again until it has
+# been quiet this long: longer than bgpd takes to bring its sessions back (a few seconds).
+FPM_RESTART_S = 30.0
 READY_TIMEOUT_S = 120.0
 CONVERGE_TIMEOUT_S = 120.0
 
@@ -185,7 +188,7 @@ class BgpFabric:
                 *self.lab.ctl, "run", "--config", str(self.lab.config_path(sw)),
                 "--switch", node.grpc_addr, "--pipeline", str(self.lab.pipeline.directory),
                 "--device-id", str(node.device_id), "--fpm", f"127.0.0.1:{FPM_PORT}",
-                "--fpm-netns", ns, "--hostif", ns,
+                "--fpm-netns", ns, "--fpm-restart", str(FPM_RESTART_S), "--hostif", ns,
                 *(["--stats", node.stats_addr] if node.stats_addr else []),
             ]  # fmt: skip
             with self.log_path(sw).open("wb") as out:
@@ -196,15 +199,8 @@ class BgpFabric:
             state.add_process(proc.pid, f"lossless-ctl run {sw}")
         self._wait_ready(dict.fromkeys(self.topo.switches, 0))
         for sw in self.topo.switches:
-            frr = Frr(namespace(sw), FPM_PORT, {"bgpd": bgpd_conf(self.topo, sw)})
-            self.frr[sw] = frr
-            try:
-                frr.start()
-            except FrrError as e:
-                raise BgpError(f"{sw}: FRR: {e}\n{frr.logs()[-3000:]}") from e
-            finally:
-                for pid in frr.pids:
-                    state.add_process(pid, f"FRR of {sw}")
+            self.frr[sw] = Frr(namespace(sw), FPM_PORT, {"bgpd": bgpd_conf(self.topo, sw)}, True)
+            self._start_frr(sw)
         ports = {}
         for sw in self.topo.switches:
             for local, _, _ in self.topo.switch_links(sw):
@@ -213,6 +209,23 @@ class BgpFabric:
         self.carrier = CarrierSync(ports)
         self.carrier.start()
         self.wait_converged()
+
+    def _start_frr(self, switch: str) -> None:
+        frr = self.frr[switch]
+        try:
+            frr.start()
+        except FrrError as e:
+            raise BgpError(f"{switch}: FRR: {e}\n{frr.logs()[-3000:]}") from e
+        finally:
+            for pid in frr.pids:
+                self.lab.state.add_process(pid, f"FRR of {switch}")
+
+    def restart_frr(self, switch: str) -> None:
+        """Stop the switch's zebra and bgpd and start them again (a routing daemon restart:
+        zebra, stopped first, retains its routes; the controller keeps them until zebra has
+        sent them again)."""
+        self.frr[switch].stop(zebra_first=True)
+        self._start_frr(switch)
 
     def reload(self) -> None:
         """The configs were rewritten: every controller reads its own again (SIGHUP) and
