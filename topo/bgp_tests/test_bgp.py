@@ -3,9 +3,9 @@ with FRR (zebra, bgpd) on every switch over FPM into `lossless-ctl run`, p4-swit
 
 The reference is the topology, not our own output: every leaf-spine link is a BGP session, and
 every leaf reaches every other leaf's host subnet through both spines (the model's equal-cost
-paths), so the routes the P4 tables hold must be those, from FPM. Then seed 002's first
-regression item under traffic: a leaf-spine link down and up, with loss counted from the
-packets' sequence numbers and reported (results/bgp/link-flap.json).
+paths), so the routes the P4 tables hold must be those, from FPM. Then seed 002's regression
+items under traffic: a leaf-spine link down and up, a flap storm on it, and an FRR restart,
+each with loss counted from the packets' sequence numbers and reported (results/bgp/*.json).
 """
 
 from __future__ import annotations
