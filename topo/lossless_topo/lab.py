@@ -333,6 +333,18 @@ class Lab:
                 )
         return total
 
+    def restart_switch(self, name: str) -> None:
+        """Stop a switch's process and start it again, empty (no pipeline, no entries): its
+        controller, if one runs (ROUTING=bgp), reconnects and replays it."""
+        process = self.net[name].process
+        process.stop(timeout=5)
+        process.start()
+        self.state.add_process(process.pid, f"switch {name}")
+        try:
+            process.wait_ready()
+        except SwitchError as e:
+            raise LabError(str(e)) from e
+
     def stats_addrs(self) -> dict[str, str]:
         if self.net is None or is_bmv2(self.switch_bin):
             return {}
