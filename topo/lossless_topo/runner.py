@@ -117,6 +117,7 @@ def main(argv=None) -> int:
             },
             switch=args.switch,
             missing_features=missing_features(args.switch),
+            routing=args.routing,
         )
         addrs = lab.stats_addrs()
         # One poll of a switch parses its whole TmStats; ten switches at 10 Hz would take
