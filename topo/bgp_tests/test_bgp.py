@@ -68,11 +68,16 @@ def spine_hops(topo: model.Topology, leaf: str) -> dict[str, ipaddress.IPv4Addre
     return {r.node: r.ip.ip for _, r, _ in topo.switch_links(leaf) if r.node in topo.switches}
 
 
-def test_every_leaf_spine_link_is_an_established_session(lab):
+def established(lab, switch: str) -> bool:
+    """Whether the switch has a session on every link to another switch, each established."""
     topo = lab.topo
-    for sw in topo.switches:
-        want = {str(r.ip.ip) for _, r, _ in topo.switch_links(sw) if r.node in topo.switches}
-        assert lab.bgp.sessions(sw) == dict.fromkeys(want, "Established"), sw
+    want = {str(r.ip.ip) for _, r, _ in topo.switch_links(switch) if r.node in topo.switches}
+    return lab.bgp.sessions(switch) == dict.fromkeys(want, "Established")
+
+
+def test_every_leaf_spine_link_is_an_established_session(lab):
+    for sw in lab.topo.switches:
+        assert established(lab, sw), (sw, lab.bgp.sessions(sw))
 
 
 def test_routes_in_the_p4_tables_come_from_fpm_with_every_spine(lab):
@@ -142,24 +147,38 @@ def test_h1_to_h8_is_forwarded(lab):
     assert result["sent"] >= PPS * 2 and result["lost"] == 0, result
 
 
-def report(name: str, result: dict) -> Path:
+def finish(tx, rx, sent: Path, got: Path, name: str, what: str, **figures) -> dict:
+    """Wait for the flows to end; their loss (the last 2 s apart) with `figures`, printed and
+    written to results/bgp/NAME.json."""
+    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
+    result = loss(sent, got, 2.0) | figures | {"flows": FLOWS, "pps": PPS}
     out = RESULTS / "bgp" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
-    return out
+    print(f"{what} under {FLOWS} flows at {PPS:g} pps: {result} ({out})")
+    return result
 
 
-def wait_hops(lab, subnet, count: int, timeout_s: float = 30.0) -> float:
+def until(ready, what, timeout_s: float = 60.0) -> float:
+    """Seconds until `ready()`; fails with `what()` after `timeout_s`."""
     start = time.monotonic()
-    while True:
-        try:
-            have = lab.bgp.fpm_nexthops(LEAF)
-        except P4RuntimeError as e:  # a restarted switch before its pipeline is back
-            have = {"error": str(e)}
-        if have.get(subnet) == count:
-            return time.monotonic() - start
-        assert time.monotonic() - start < timeout_s, (subnet, have)
+    while not ready():
+        assert time.monotonic() - start < timeout_s, what()
         time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def hops(lab, subnet) -> int | None:
+    """The number of next hops of leaf1's FPM route to `subnet` (None: none, or a restarted
+    switch before its pipeline is back)."""
+    try:
+        return lab.bgp.fpm_nexthops(LEAF).get(subnet)
+    except P4RuntimeError:
+        return None
+
+
+def wait_hops(lab, subnet, count: int) -> float:
+    return until(lambda: hops(lab, subnet) == count, lambda: (subnet, lab.bgp.route_rows(LEAF)))
 
 
 def tx_packets(intf: str) -> int:
@@ -187,18 +206,14 @@ def test_leaf_spine_link_down_and_up_under_traffic(lab):
     lab.net.configLinkStatus(LEAF, SPINE, "up")
     restored_s = wait_hops(lab, subnet, 2)
     before = tx_packets(uplinks[SPINE])
-    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
-    through_spine = tx_packets(uplinks[SPINE]) - before
-    result = loss(sent, got, 2.0)
-    result |= {
-        "member_removed_after_s": round(removed_s, 3),
-        "member_restored_after_s": round(restored_s, 3),
-        "packets_through_the_restored_link": through_spine,
-        "flows": FLOWS,
-        "pps": PPS,
-    }
-    out = report("link-flap", result)
-    print(f"link flap {LEAF}-{SPINE} under {FLOWS} flows at {PPS:g} pps: {result} ({out})")
+    assert tx.wait(timeout=60) == 0
+    result = finish(
+        tx, rx, sent, got, "link-flap", f"link flap {LEAF}-{SPINE}",
+        member_removed_after_s=round(removed_s, 3),
+        member_restored_after_s=round(restored_s, 3),
+        packets_through_the_restored_link=tx_packets(uplinks[SPINE]) - before,
+    )  # fmt: skip
+    through_spine = result["packets_through_the_restored_link"]
     # Only flows hashed to the dead member lose, and only until the route changed (the BGP
     # session drops with the carrier, the route follows within a flush): well under 3 s of
     # half the traffic.
@@ -224,16 +239,10 @@ def test_ecmp_member_flap_storm_under_traffic(lab):
         time.sleep(max(0.0, start + 1.0 + i - time.monotonic()))
     storm_s = time.monotonic() - start
     restored_s = wait_hops(lab, subnet, 2)
-    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
-    result = loss(sent, got, 2.0) | {
-        "flaps": 10,
-        "storm_s": round(storm_s, 3),
-        "member_restored_after_storm_s": round(restored_s, 3),
-        "flows": FLOWS,
-        "pps": PPS,
-    }
-    out = report("flap-storm", result)
-    print(f"flap storm {LEAF}-{SPINE}: {result} ({out})")
+    result = finish(
+        tx, rx, sent, got, "flap-storm", f"flap storm {LEAF}-{SPINE}",
+        flaps=10, storm_s=round(storm_s, 3), member_restored_after_storm_s=round(restored_s, 3),
+    )  # fmt: skip
     assert result["lost"] <= PPS / 2 * (storm_s + 2.0), result
     assert result["lost_in_last_s"] == 0, result
 
@@ -249,20 +258,14 @@ def test_frr_restart_keeps_the_routes(lab):
     start = time.monotonic()
     lab.bgp.restart_frr(LEAF)
     restarted_s = time.monotonic() - start
-    peers = {str(ip) for ip in spine_hops(topo, LEAF).values()}
-    while lab.bgp.sessions(LEAF) != dict.fromkeys(peers, "Established"):
-        assert time.monotonic() - start < 60, lab.bgp.sessions(LEAF)
-        time.sleep(0.1)
-    established_s = time.monotonic() - start
-    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
-    result = loss(sent, got, 2.0) | {
-        "daemons_restarted_in_s": round(restarted_s, 3),
-        "sessions_established_after_s": round(established_s, 3),
-        "flows": FLOWS,
-        "pps": PPS,
-    }
-    out = report("frr-restart", result)
-    print(f"FRR restart on {LEAF}: {result} ({out})")
+    established_s = restarted_s + until(
+        lambda: established(lab, LEAF), lambda: lab.bgp.sessions(LEAF)
+    )
+    result = finish(
+        tx, rx, sent, got, "frr-restart", f"FRR restart on {LEAF}",
+        daemons_restarted_in_s=round(restarted_s, 3),
+        sessions_established_after_s=round(established_s, 3),
+    )  # fmt: skip
     assert result["lost"] == 0, result
     assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
 
@@ -278,19 +281,13 @@ def test_switch_restart_is_replayed(lab):
     start = time.monotonic()
     lab.restart_switch(LEAF)
     listening_s = time.monotonic() - start
-    wait_hops(lab, subnet, 2, timeout_s=60.0)
-    replayed_s = time.monotonic() - start
-    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
-    peers = {str(ip) for ip in spine_hops(topo, LEAF).values()}
-    assert lab.bgp.sessions(LEAF) == dict.fromkeys(peers, "Established")
-    result = loss(sent, got, 2.0) | {
-        "switch_listening_after_s": round(listening_s, 3),
-        "routes_replayed_after_s": round(replayed_s, 3),
-        "flows": FLOWS,
-        "pps": PPS,
-    }
-    out = report("switch-restart", result)
-    print(f"switch restart of {LEAF}: {result} ({out})")
+    replayed_s = listening_s + wait_hops(lab, subnet, 2)
+    result = finish(
+        tx, rx, sent, got, "switch-restart", f"switch restart of {LEAF}",
+        switch_listening_after_s=round(listening_s, 3),
+        routes_replayed_after_s=round(replayed_s, 3),
+    )  # fmt: skip
+    assert established(lab, LEAF), lab.bgp.sessions(LEAF)
     # Everything is lost while the switch is away, nothing once it is replayed.
     assert result["lost"] <= PPS * (replayed_s + 1.0), result
     assert result["lost_in_last_s"] == 0, result
