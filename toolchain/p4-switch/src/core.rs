@@ -53,6 +53,10 @@ pub struct CoreCounters {
     /// woke up more than a period late ([`crate::pktgen::Fired`]).
     pub pktgen_packets: u64,
     pub pktgen_skipped: u64,
+    /// Generated packets the pipeline dropped in ingress, as a program that only acts on them
+    /// (p4src's timed refresh) does with all of them: they are in the engine's
+    /// `dropped_ingress` too, but are not traffic lost.
+    pub pktgen_dropped: u64,
 }
 
 /// The buffer occupancy a pipeline keeps in its own registers, under the names p4src's
@@ -419,6 +423,18 @@ impl Core {
         Ok(())
     }
 
+    /// Whether the traffic manager holds a packet: a switch that holds none and has only its
+    /// packet generator's firings ahead is quiet (lossless-sim stops on that).
+    pub fn holds_packets(&self) -> bool {
+        let Some(tm) = &self.tm else {
+            return false;
+        };
+        self.tm_ports.iter().any(|&p| {
+            (0..switch_tm::QUEUES_PER_PORT)
+                .any(|q| tm.queue_depth(p, q).is_some_and(|d| d.packets > 0))
+        })
+    }
+
     pub fn pktgen_config(&self) -> Option<&PktgenConfig> {
         self.pktgen.as_ref().map(Pktgen::config)
     }
@@ -426,7 +442,14 @@ impl Core {
     /// Injects the generator's packets due at `now_ns` into the pipeline; when it fires next.
     fn run_pktgen(&mut self, now_ns: u64) -> Option<u64> {
         let mut pktgen = self.pktgen.take()?;
+        let dropped = |core: &Core| {
+            core.switch
+                .as_ref()
+                .map_or(0, |s| s.stats().dropped_ingress)
+        };
+        let before = dropped(self);
         let fired = pktgen.fire(now_ns, |port, frame| self.pipeline_in(now_ns, port, frame));
+        self.counters.pktgen_dropped += dropped(self) - before;
         self.counters.pktgen_packets += fired.packets;
         self.counters.pktgen_skipped += fired.skipped;
         let next = pktgen.next_ns();

@@ -352,6 +352,11 @@ pub fn metrics(c: &mut crate::core::Core, now: u64) -> String {
             k.pktgen_packets,
         ),
         (
+            "p4switch_pktgen_dropped_total",
+            "Generated packets the pipeline dropped in ingress (not traffic lost)",
+            k.pktgen_dropped,
+        ),
+        (
             "p4switch_pktgen_skipped_firings_total",
             "Packet generator firings skipped because the dataplane woke up a period late",
             k.pktgen_skipped,

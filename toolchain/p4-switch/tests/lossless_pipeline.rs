@@ -317,7 +317,7 @@ fn held_pg(quanta: u16, rate_bps: u64, end: u64, pktgen: bool) -> (Sent, Sent) {
     let (ports, host) = ports(&[HOST, UPLINK]);
     let pause = Pause {
         quanta,
-        refresh_us: half_ns / 1000,
+        refresh_us: half_ns / 1000 - 1,
     };
     let mut sw = common::lossless::switch_pausing(&[HOST], UPLINK, pause);
     pfc_refresh(&mut sw, 0, HOST, pause);
