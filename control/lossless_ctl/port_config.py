@@ -102,20 +102,22 @@ def tm_config(model: SaiModel, chip: Chip | None) -> dict[str, Any]:
 def refresh_pktgen(model: SaiModel) -> dict[str, Any] | None:
     """The switch's packet generator for the pipeline's timed PFC refresh (p4src/README.md):
     one packet per lossless PG (packet i for the i-th, as p4map writes `pfc_refresh`), fired
-    every half pause of the fastest such port, so that each PG, which the pipeline renews at
-    most every half pause of its own port, is renewed before its pause runs out. None without
-    a lossless PG."""
+    every quarter pause of the fastest such port. The pipeline renews a PG on the first packet
+    at least its refresh interval (half its pause, less 1 us) after the last XOFF, so on time
+    the renewals come every second firing, half a pause apart, and a firing that comes late
+    (a busy real-time dataplane) still leaves the next renewal within three quarters of a
+    pause, before the sender's timer runs out. None without a lossless PG."""
     pgs = lossless_pgs(model)
     if not pgs:
         return None
     ports = [model[ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_PORT"]] for ipg in pgs]
-    period = min(
+    half = min(
         half_pause_ns(p["SAI_PORT_ATTR_EXT_PFC_QUANTA"], p["SAI_PORT_ATTR_SPEED"] * 1_000_000)
         for p in ports
     )
     app = {
         "app_id": PFC_REFRESH_APP,
-        "period_ns": max(period, 1),
+        "period_ns": max(half // 2, 1),
         "batches": 1,
         "packets_per_batch": len(pgs),
     }

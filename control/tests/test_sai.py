@@ -291,12 +291,12 @@ def test_pfc_quanta_from_config_sets_the_pause_its_refresh_and_the_packet_genera
     assert {(m[0], m[1]) for m, _, _ in refresh} == {(0, 0)}
     by_pg = {p[:2]: p[2:] for _, _, p in refresh}
     assert by_pg[(8, 3)] == (8, 4096, 9) and by_pg[(8, 4)] == (16, 4096, 9)
-    # The packet generator fires every half pause: 4096 x 512 / 100G / 2 = 10485 ns.
+    # The packet generator fires every quarter pause: 4096 x 512 / 100G / 2 = 10485 ns, / 2.
     pktgen = tm_config(model, cfg.chip)["pktgen"]
     assert pktgen == {
         "port": 510,
-        "apps": [{"app_id": 0, "period_ns": 10485, "batches": 1, "packets_per_batch": 16}],
+        "apps": [{"app_id": 0, "period_ns": 5242, "batches": 1, "packets_per_batch": 16}],
     }
     # Without the field, SONiC's behaviour: the largest pause.
     _, plain = model_of("t1_as7816.json")
-    assert tm_config(plain, cfg.chip)["pktgen"]["apps"][0]["period_ns"] == 167_769
+    assert tm_config(plain, cfg.chip)["pktgen"]["apps"][0]["period_ns"] == 83_884

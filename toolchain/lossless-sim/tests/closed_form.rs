@@ -147,9 +147,10 @@ fn pause_quanta_at_25g_stop_a_queue_for_their_time() {
 fn a_blocked_sender_is_repaused_every_half_pause() {
     // h1 holds the switch's queue 3 toward it with XOFF 0xffff every 1.2 ms; h2 (a plain NIC,
     // which does not stop) sends a burst on priority 3 that puts its PG above the pause point,
-    // then nothing. The controller set the packet generator to fire every half pause of
-    // 0xffff quanta at 25G: 65535 x 512 / 25e9 / 2 = 671.0784 us, 671 078 ns in whole ns, and
-    // the PG's renewal to 670 us (half, in whole us, less one).
+    // then nothing. Half a pause of 0xffff quanta at 25G is 65535 x 512 / 25e9 / 2 = 671.0784
+    // us, 671 078 ns in whole ns: the controller set the PG's renewal to 670 us (half, in whole
+    // us, less one) and the packet generator to fire every 335 539 ns (a quarter), so the
+    // renewals come every second firing.
     const HALF_NS: u64 = 65535 * 512 * 1000 / 25_000 / 2;
     const PAUSE_NS: u64 = 65535 * 512 * 1000 / 25_000;
     assert_eq!(HALF_NS, 671_078);

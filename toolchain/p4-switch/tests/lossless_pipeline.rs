@@ -307,8 +307,8 @@ fn pause_ns(quanta: u16, rate_bps: u64) -> u64 {
 }
 
 /// lossless.p4 with PG 3 of the host port pausing for `quanta` at `rate_bps` and renewing at
-/// half that (as lossless-ctl sets it), the packet generator firing every half pause with one
-/// packet (for that PG), and the uplink's peer holding queue 3 with one XOFF of
+/// half that less 1 us, the packet generator firing every quarter pause with one packet (for
+/// that PG), as lossless-ctl sets them, and the uplink's peer holding queue 3 with one XOFF of
 /// 0xffff quanta. Five 1000-byte packets from the host at 0 put PG 3 above its pause point
 /// (4000 bytes); nothing else arrives. Returns the PFC frames toward the host as (time,
 /// quanta) until `end`, when the uplink's peer resumes; then, until `end` + 5 ms, those after.
@@ -330,7 +330,7 @@ fn held_pg(quanta: u16, rate_bps: u64, end: u64, pktgen: bool) -> (Sent, Sent) {
     if pktgen {
         let app = AppConfig {
             app_id: 0,
-            period_ns: half_ns,
+            period_ns: half_ns / 2,
             batches: 1,
             packets_per_batch: 1,
             packet_len: 64,
