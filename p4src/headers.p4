@@ -8,6 +8,13 @@
 #define CPU_PORT 255
 #endif
 
+// The switch's packet generator injects its packets into ingress as if received on this port
+// (p4-switch's pktgen, toolchain/p4-switch/README.md; bmv2 has none, so nothing arrives on it
+// there). Override with -DPKTGEN_PORT=N to match the switch's configured pktgen port.
+#ifndef PKTGEN_PORT
+#define PKTGEN_PORT 510
+#endif
+
 // Clone sessions that send a generated frame (PFC, SFC) out of port P use id PORT_SESSION_BASE + P.
 // The controller creates one such session per front-panel port.
 #ifndef PORT_SESSION_BASE
@@ -111,6 +118,17 @@ header packet_in_t {
 header packet_out_t {
     bit<9> egress_port;
     bit<7> _pad;
+}
+
+// What the packet generator puts in front of each packet, in Tofino's (TF1) timer-trigger
+// layout: which application fired, and the batch and packet number within that firing.
+header pktgen_t {
+    bit<3> _pad1;
+    bit<2> pipe_id;
+    bit<3> app_id;
+    bit<8> _pad2;
+    bit<16> batch_id;
+    bit<16> packet_id;
 }
 
 header ethernet_t {
@@ -247,6 +265,7 @@ header sfc_t {
 struct headers_t {
     packet_out_t packet_out;
     packet_in_t packet_in;
+    pktgen_t pktgen;
     ethernet_t ethernet;
     vlan_t vlan;
     pfc_t pfc;

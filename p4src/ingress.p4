@@ -303,6 +303,34 @@ control LosslessIngress(inout headers_t hdr,
         size = PORT_CLASSES;
     }
 
+    // --- timed PFC refresh, driven by the switch's packet generator ----------------------
+
+    // The controller gives each packet of the refresh application (by batch and packet id)
+    // one lossless (port, PG) and that PG's pause as set_lossless has it (README.md, "Timed
+    // refresh"). A table of its own: pg_profile is applied once, on the arrival path.
+    port_t refresh_port = 0;
+    bit<3> refresh_pg = 0;
+
+    action set_refresh(port_t port, bit<3> pg, bit<8> class_enable, bit<16> quanta,
+                       bit<48> refresh_interval_us) {
+        refresh_port = port;
+        refresh_pg = pg;
+        meta.class_enable = class_enable;
+        meta.pause_quanta = quanta;
+        refresh_us = refresh_interval_us;
+    }
+
+    table pfc_refresh {
+        key = {
+            hdr.pktgen.app_id: exact @name("app");
+            hdr.pktgen.batch_id: exact @name("batch");
+            hdr.pktgen.packet_id: exact @name("packet");
+        }
+        actions = { set_refresh; NoAction; }
+        default_action = NoAction();
+        size = PORT_CLASSES;
+    }
+
     // --- Source Flow Control at the congestion point ------------------------------------
 
     // duration_us = (depth - target) x us_per_byte_q24 >> 24, with us_per_byte the inverse of
@@ -364,6 +392,28 @@ control LosslessIngress(inout headers_t hdr,
             standard_metadata.egress_spec = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
             meta.kind = KIND_CONTROL;
+            exit;
+        }
+        // A generated packet stands for one (port, PG): while that PG is paused (egress has not
+        // seen it fall below XON), renew the pause every refresh interval, arrivals or not. The
+        // packet itself goes nowhere.
+        if (hdr.pktgen.isValid()) {
+            mark_to_drop(standard_metadata);
+            meta.kind = KIND_CONTROL;
+            if (pfc_refresh.apply().hit) {
+                bit<32> refresh_index = port_class(refresh_port, refresh_pg);
+                bit<1> held;
+                pg_paused.read(held, refresh_index);
+                bit<48> paused_at;
+                pg_last_pause.read(paused_at, refresh_index);
+                bit<48> at = standard_metadata.ingress_global_timestamp;
+                if (held == 1 && at - paused_at >= refresh_us) {
+                    pg_last_pause.write(refresh_index, at);
+                    meta.clone_kind = KIND_PFC;
+                    clone_preserving_field_list(CloneType.I2E,
+                        PORT_SESSION_BASE + (bit<32>)refresh_port, FL_CLONE);
+                }
+            }
             exit;
         }
         // MAC control frames are consumed by the port; any that reach the pipeline are counted.
@@ -513,7 +563,9 @@ control LosslessIngress(inout headers_t hdr,
                 pg_paused.write(pg_index, 1);
                 send_pause = 1;
             } else if (paused == 1 && after >= meta.xon_th && now - last >= refresh_us) {
-                // Still above XON: renew the pause before the sender's timer runs out.
+                // Still above XON: renew the pause before the sender's timer runs out. Kept
+                // beside the timed refresh: it is the only one on bmv2, and both share
+                // pg_last_pause, so together they still send one XOFF per interval.
                 send_pause = 1;
             }
             if (send_pause == 1) {

@@ -39,6 +39,9 @@ CLASSES = 8
 # public reference's behaviour.
 SFC_DEDUP = ("two_bank", "per_source", "none")
 SFC_SRC_PORT = ("data", "fixed")
+# PORT_QOS_MAP|<port>|pfc_quanta (this project's field; SONiC has none): the pause time the
+# port's XOFF frames ask for, in 512-bit-time quanta; 0 would be an XON.
+PFC_QUANTA_DEFAULT = 0xFFFF
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ class PortQos:
     tc_to_pg_map: str | None
     tc_to_queue_map: str | None
     pfc_to_queue_map: str | None
+    pfc_quanta: int = PFC_QUANTA_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -279,7 +283,9 @@ KNOWN_FIELDS: dict[str, set[str]] = {
     "VLAN_MEMBER": {"tagging_mode"},
     "STATIC_ROUTE": {"nexthop", "ifname", "blackhole", "distance", "nexthop-vrf", "advertise"},
     "NEIGH": {"neigh", "family"},
-    "PORT_QOS_MAP": set(PORT_QOS_BINDINGS) | {"pfc_enable", "trust", "pfcwd_sw_enable"},
+    "PORT_QOS_MAP": set(PORT_QOS_BINDINGS) | {
+        "pfc_enable", "trust", "pfcwd_sw_enable", "pfc_quanta",
+    },
     "BUFFER_POOL": {"type", "mode", "size", "xoff"},
     "BUFFER_PROFILE": {
         "pool", "size", "xoff", "xon", "xon_offset", "static_th", "dynamic_th",
@@ -662,6 +668,7 @@ class _Parser:
             trust = self.text(t, key, fields, "trust")
             if trust is not None and trust not in ("dscp", "dot1p"):
                 self.error(t, key, "trust", f"must be dscp or dot1p, not {trust!r}")
+            quanta = self.number(t, key, fields, "pfc_quanta", 1, 0xFFFF)
             trust_dscp = (trust or ("dscp" if refs["dscp_to_tc_map"] else "dot1p")) == "dscp"
             if refs["dscp_to_tc_map"] is None and "global" in self.raw.get(t, {}):
                 refs["dscp_to_tc_map"] = self.reference(
@@ -670,7 +677,11 @@ class _Parser:
                 trust_dscp = trust != "dot1p" and refs["dscp_to_tc_map"] is not None
             for port in ports:
                 self.cfg.port_qos[port] = PortQos(
-                    port, tuple(pfc), trust_dscp, **{f: refs[f] for f in PORT_QOS_BINDINGS}
+                    port,
+                    tuple(pfc),
+                    trust_dscp,
+                    **{f: refs[f] for f in PORT_QOS_BINDINGS},
+                    pfc_quanta=PFC_QUANTA_DEFAULT if quanta is None else quanta,
                 )
 
     def buffer_pools(self) -> None:

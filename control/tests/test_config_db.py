@@ -129,6 +129,21 @@ def mutate(path, value):
             "error: TC_TO_PRIORITY_GROUP_MAP|AZURE|3: 8 is out of range (0..7)",
         ),
         (
+            ("PORT_QOS_MAP", "Ethernet0", "pfc_quanta"),
+            "0",
+            "error: PORT_QOS_MAP|Ethernet0|pfc_quanta: 0 is out of range (1..65535)",
+        ),
+        (
+            ("PORT_QOS_MAP", "Ethernet0", "pfc_quanta"),
+            "0x10000",
+            "error: PORT_QOS_MAP|Ethernet0|pfc_quanta: not a number: '0x10000'",
+        ),
+        (
+            ("PORT_QOS_MAP", "Ethernet0", "pfc_quanta"),
+            "65536",
+            "error: PORT_QOS_MAP|Ethernet0|pfc_quanta: 65536 is out of range (1..65535)",
+        ),
+        (
             ("BUFFER_PROFILE", "pg_300m_profile", "pool"),
             "[BUFFER_POOL|egress_pool",
             "error: BUFFER_PROFILE|pg_300m_profile|pool: malformed reference "

@@ -184,7 +184,12 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
     let pipeline_drops: u64 = sim
         .switches
         .iter()
-        .map(|s| s.core.engine_stats().dropped_ingress)
+        .map(|s| {
+            s.core
+                .engine_stats()
+                .dropped_ingress
+                .saturating_sub(s.core.counters().pktgen_dropped)
+        })
         .sum();
     let span = last_completion.saturating_sub(first_post);
     let bw_mbps = if span > 0 {

@@ -76,5 +76,6 @@ pub fn assemble(
         };
         sim.connect(a, b, link);
     }
+    sim.start_pktgens();
     Ok(sim)
 }

@@ -235,6 +235,9 @@ pub struct Sim {
     events: u64,
     /// Buffers of frames the hosts' endpoints consumed, for their next transmissions.
     buffers: Vec<Vec<u8>>,
+    /// Switch wake-ups in `queue` (current or stale): when they are all it holds, only timers
+    /// are left.
+    wakes_queued: usize,
 }
 
 /// Spare host frame buffers kept (about what the fabric holds in flight at once).
@@ -309,6 +312,9 @@ impl Sim {
             let Some(t) = self.queue.peek_time() else {
                 return Stop::Drained;
             };
+            if self.quiet() {
+                return Stop::Drained;
+            }
             if let Some(u) = until_ns.filter(|&u| t > u) {
                 self.now_ns = self.now_ns.max(u);
                 return Stop::Reached;
@@ -344,6 +350,7 @@ impl Sim {
                 self.service(sw);
             }
             Event::Wake { sw } => {
+                self.wakes_queued -= 1;
                 if self.switches[sw].wake_at == Some(now) {
                     self.switches[sw].wake_at = None;
                     self.service(sw);
@@ -374,6 +381,28 @@ impl Sim {
             Event::HostLine { host } => {
                 self.hosts[host].line_event = false;
                 self.host_transmit(host);
+            }
+        }
+    }
+
+    /// Nothing left but switches' timers, with packet generators among them and no packet in
+    /// any switch: a packet generator keeps a switch's queue of wake-ups going for ever, and a
+    /// switch that holds nothing has no pause to renew, so the run is over as if drained.
+    fn quiet(&self) -> bool {
+        self.queue.len() == self.wakes_queued
+            && self
+                .switches
+                .iter()
+                .any(|s| s.core.pktgen_config().is_some())
+            && self.switches.iter().all(|s| !s.core.holds_packets())
+    }
+
+    /// Starts the packet generators: each switch that has one is run now, which schedules its
+    /// first firing (otherwise it would wait for the switch's first frame).
+    pub fn start_pktgens(&mut self) {
+        for sw in 0..self.switches.len() {
+            if self.switches[sw].core.pktgen_config().is_some() {
+                self.service(sw);
             }
         }
     }
@@ -410,6 +439,7 @@ impl Sim {
             if s.wake_at.map_or(true, |w| t < w) {
                 s.wake_at = Some(t);
                 self.queue.push(t, Event::Wake { sw });
+                self.wakes_queued += 1;
             }
         }
     }

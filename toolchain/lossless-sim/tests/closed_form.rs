@@ -143,6 +143,62 @@ fn pause_quanta_at_25g_stop_a_queue_for_their_time() {
     }
 }
 
+#[test]
+fn a_blocked_sender_is_repaused_every_half_pause() {
+    // h1 holds the switch's queue 3 toward it with XOFF 0xffff every 1.2 ms; h2 (a plain NIC,
+    // which does not stop) sends a burst on priority 3 that puts its PG above the pause point,
+    // then nothing. Half a pause of 0xffff quanta at 25G is 65535 x 512 / 25e9 / 2 = 671.0784
+    // us, 671 078 ns in whole ns: the controller set the PG's renewal to 670 us (half, in whole
+    // us, less one) and the packet generator to fire every 335 539 ns (a quarter), so the
+    // renewals come every second firing.
+    const HALF_NS: u64 = 65535 * 512 * 1000 / 25_000 / 2;
+    const PAUSE_NS: u64 = 65535 * 512 * 1000 / 25_000;
+    assert_eq!(HALF_NS, 671_078);
+    let mut sim = simulate(one_switch("refresh25g", 25_000, &[50, 50]), "pfc");
+    let hold = MacControl::pfc_xoff(1 << 3, 0xffff).encode(sim.hosts[0].mac);
+    for k in 0..4 {
+        sim.host_send(0, k * 1_200_000, hold.clone());
+    }
+    stream(&mut sim, 1, 0, 24, 1024, 300);
+    let end = 4_000_000;
+    run(&mut sim, Some(end));
+    let pfc = |sim: &Sim| -> Vec<(u64, u16)> {
+        sim.hosts[1]
+            .rx
+            .iter()
+            .filter_map(|(t, f)| match MacControl::decode(f) {
+                Ok(Some(MacControl::Pfc { quanta, .. })) => Some((*t, quanta[3])),
+                _ => None,
+            })
+            .collect()
+    };
+    let held = pfc(&sim);
+    assert!(held.iter().all(|&(_, q)| q == 0xffff), "{held:?}");
+    assert!(held.len() >= 4, "{held:?}");
+    // Each XOFF reaches h2 before the previous one's pause has run out; after the first renewal
+    // they come every firing of the packet generator, exactly half a pause apart.
+    for w in held.windows(2) {
+        assert!(w[1].0 - w[0].0 < PAUSE_NS, "{held:?}");
+    }
+    for w in held[1..].windows(2) {
+        assert_eq!(w[1].0 - w[0].0, HALF_NS, "{held:?}");
+    }
+    assert!(held.last().unwrap().0 + PAUSE_NS > end);
+    // h1 stops pausing: its last XOFF runs out at 3.6 ms + its pause; until then the renewals
+    // go on, then the queue drains, the PG falls below XON and h2 gets one XON and no more
+    // XOFF; then only timers are left.
+    assert_eq!(run(&mut sim, None), Stop::Drained);
+    let all = pfc(&sim);
+    let (xon_at, xon) = *all.last().unwrap();
+    assert_eq!(xon, 0, "{all:?}");
+    assert!(xon_at > 3_600_000 + PAUSE_NS, "{all:?}");
+    let renewals = &all[held.len() - 1..all.len() - 1];
+    assert!(renewals.iter().all(|&(_, q)| q == 0xffff), "{all:?}");
+    for w in renewals.windows(2) {
+        assert_eq!(w[1].0 - w[0].0, HALF_NS, "{all:?}");
+    }
+}
+
 /// Sends `count` frames from host `from` to host `to` back to back from t = 0 (the NIC paces
 /// them at its line rate).
 fn stream(sim: &mut Sim, from: usize, to: usize, dscp: u8, payload: usize, count: u32) {
