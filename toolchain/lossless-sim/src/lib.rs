@@ -14,6 +14,7 @@ pub mod net;
 pub mod probe;
 pub mod program;
 pub mod results;
+pub mod tcp;
 pub mod traffic;
 
 use fabric::{parse_mac, Fabric};
