@@ -1,6 +1,6 @@
 //! The topology's experiment on the simulated fabric: its hosts' traffic, and its results as the
-//! lab reports them. So far seed 000's incast (`kind: incast`) and seed 001's head-of-line test
-//! (`kind: prio-2to1`); the leaf-spine runs the probes (README.md, Missing).
+//! lab reports them: seed 000's incast (`kind: incast`), seed 001's head-of-line test
+//! (`kind: prio-2to1`) and seed 003's remote PFC test (`kind: leafspine`, [`crate::leafspine`]).
 
 use crate::fabric::Fabric;
 use crate::net::Sim;
@@ -74,6 +74,7 @@ pub enum Plan {
     Probes,
     Incast(Incast),
     Prio(Prio),
+    Leafspine(crate::leafspine::Leafspine),
 }
 
 impl Plan {
@@ -94,6 +95,9 @@ impl Plan {
             Some("prio-2to1") => serde_json::from_value(fabric.experiment.clone())
                 .map(Plan::Prio)
                 .map_err(|e| ExperimentError::Parse(e.to_string())),
+            Some("leafspine") => {
+                crate::leafspine::Leafspine::parse(&fabric.experiment).map(Plan::Leafspine)
+            }
             _ => Ok(Plan::Probes),
         }
     }

@@ -9,6 +9,7 @@
 pub mod des;
 pub mod experiment;
 pub mod fabric;
+pub mod leafspine;
 pub mod link;
 pub mod net;
 pub mod probe;

@@ -301,6 +301,22 @@ impl Sim {
         }
     }
 
+    /// The name of the switch at the far end of switch `sw`'s `port`, if a switch is there.
+    pub fn switch_peer(&self, sw: usize, port: u32) -> Option<String> {
+        match self.switches[sw].peers.get(&port)?.node {
+            Node::Switch(s) => Some(self.switches[s].name.clone()),
+            Node::Host(_) => None,
+        }
+    }
+
+    /// The switch and port a host is attached to, if it is attached to one.
+    pub fn host_attachment(&self, host: usize) -> Option<(usize, u32)> {
+        match self.hosts[host].peer?.node {
+            Node::Switch(s) => Some((s, self.hosts[host].peer?.port)),
+            Node::Host(_) => None,
+        }
+    }
+
     /// The link of a host, if it has one.
     pub fn host_link(&self, host: usize) -> Option<LinkSpec> {
         self.hosts[host].peer.map(|p| p.link)
