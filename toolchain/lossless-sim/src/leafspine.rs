@@ -10,7 +10,7 @@
 //! latency is perftest's per message (completion minus post), averaged over every message of
 //! every sender, as the lab averages its `--samples` files.
 
-use crate::experiment::{ExperimentError, START_JITTER_NS};
+use crate::experiment::{tally, ExperimentError, Tally, START_JITTER_NS};
 use crate::net::Sim;
 use crate::results::{table, Measurement};
 use crate::tcp::{Addressing, Source, TcpParams};
@@ -321,27 +321,19 @@ pub fn row_results(
     start_ns: u64,
 ) -> Measurement {
     let pauses = pauses_by_sender(sim);
-    let mut latencies: Vec<u64> = Vec::new();
-    let mut wire: Vec<u64> = Vec::new();
-    let (mut posted, mut completed, mut failed) = (0usize, 0usize, 0u64);
-    let (mut cnps, mut ce, mut retx) = (0, 0, 0);
     // Every CNP a sender took is one the receiver's notification point sent.
-    let mut last_completion = 0;
-    for h in &sim.hosts {
-        let Some(nic) = &h.nic else { continue };
-        for s in &nic.senders {
-            posted += s.posted_ns.len();
-            completed += s.completed_ns.len();
-            failed += u64::from(s.failed > 0);
-            latencies.extend(&s.latency_ns);
-            wire.extend(&s.wire_latency_ns);
-            last_completion = last_completion.max(s.completed_ns.last().copied().unwrap_or(0));
-        }
-        let c = nic.ep.counters();
-        cnps += c.rx_cnps;
-        ce += c.rx_ce_marked;
-        retx += c.tx_retransmitted_pkts;
-    }
+    let Tally {
+        posted,
+        completed,
+        failed,
+        latency_ns: latencies,
+        wire_latency_ns: wire,
+        last_completion,
+        ce,
+        cnps,
+        retx,
+        ..
+    } = tally(sim);
     let mut tcp_bytes = 0;
     let (mut tcp_retx, mut tcp_timeouts) = (0, 0);
     for c in sim.hosts.iter().flat_map(|h| &h.tcp) {
