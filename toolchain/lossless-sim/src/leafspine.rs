@@ -373,6 +373,15 @@ pub fn row_results(
             "p99_latency_us": lat.p99_usec,
             "avg_wire_latency_us": wire_lat.t_avg_usec,
             "p99_wire_latency_us": wire_lat.p99_usec,
+            "drops_pipeline": sim.switches.iter().map(|s| {
+                let e = s.core.engine_stats();
+                e.dropped_ingress + e.dropped_egress
+            }).sum::<u64>(),
+            "drops_tm": sim.switches.iter().filter_map(|s| s.core.tm()).map(|tm| {
+                tm.stats(sim.now_ns()).ports.iter().map(|p| {
+                    p.queues.iter().map(|q| q.drops.total()).sum::<u64>()
+                }).sum::<u64>()
+            }).sum::<u64>(),
             "pauses_tx": pauses.values().filter_map(|v| v.as_u64()).sum::<u64>(),
             "pauses_tx_by_switch": pauses,
             "receiver_port_queues": queue_usage(sim, ls),
