@@ -393,7 +393,9 @@ impl Sim {
                     },
                     _ => h.tcp_unknown += 1,
                 }
-                self.buffers.push(frame);
+                if self.buffers.len() < SPARE_BUFFERS {
+                    self.buffers.push(frame);
+                }
                 self.drive_nic(host);
             }
             Event::HostRx { host, frame } => match &mut self.hosts[host].nic {
