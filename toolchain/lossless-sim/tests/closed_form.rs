@@ -7,6 +7,7 @@
 
 use lossless_sim::net::{Sim, Stop};
 use lossless_sim::program::{self, Lab};
+use lossless_sim::tcp::{Addressing, Source, TcpParams};
 use lossless_sim::{assemble, probe};
 use lossless_wire::pfc::MacControl;
 use std::path::Path;
@@ -111,6 +112,59 @@ fn host_latency_is_added_on_the_way_out_and_in() {
     // h1's latency out, two hops of 89 ns as above, h2's latency in.
     let expected = 300 + 89 + 37 + PIPELINE_NS + 89 + 113 + 1352;
     assert_eq!(rx[0].0 - 1_000, expected);
+}
+
+/// One TCP connection from h1 to h2 carrying `bytes` from time 0, unpaced.
+fn tcp_flow(sim: &mut Sim, params: TcpParams, bytes: u64) {
+    let addr = Addressing {
+        src_mac: [0; 6],
+        dst_mac: [0; 6],
+        src_ip: [0; 4],
+        dst_ip: [0; 4],
+        src_port: 40_000,
+        dst_port: 5201,
+        iss: 0xfff0_0000,
+        irs: 12_345,
+    };
+    sim.connect_tcp(0, 1, addr, params, Source::new(0, None, Some(bytes)));
+}
+
+#[test]
+fn one_tcp_flow_alone_runs_at_line_rate_minus_headers() {
+    // The lab's interfaces carry the port MTU, 9100: MSS 9060. Priority 0 (DSCP 0).
+    let mut sim = simulate(one_switch("tcp25g", 25_000, &[100, 100]), "pfc");
+    let params = TcpParams::new(9100, 0);
+    let mss = params.mss as u64;
+    tcp_flow(&mut sim, params, 4000 * mss);
+    run(&mut sim, Some(2_000_000));
+    let at = |sim: &Sim| {
+        let s = sim.hosts[1].tcp[0].stats();
+        (s.rx_bytes, s.rx_last_ns.unwrap())
+    };
+    let (b1, t1) = at(&sim);
+    run(&mut sim, Some(8_000_000));
+    let (b2, t2) = at(&sim);
+    // Each full segment is 9060 + TCP 20 + IPv4 20 + Ethernet 14 + FCS 4 + preamble 8 +
+    // gap 12 = 9138 bytes on the line: 73104 bits = 2924.16 ns at 25 Gb/s, back to back
+    // from the sender's NIC and again out of the switch. Goodput 25 x 9060 / 9138 Gb/s.
+    let k = (b2 - b1) / mss;
+    assert_eq!((b2 - b1) % mss, 0);
+    assert!(k > 1000, "{k} segments measured");
+    let expected_ns = k as f64 * 9138.0 * 8.0 / 25.0;
+    assert!(
+        ((t2 - t1) as f64 - expected_ns).abs() <= 1.0,
+        "{k} segments in {} ns, expected {expected_ns}",
+        t2 - t1
+    );
+    let goodput = (b2 - b1) as f64 * 8.0 / (t2 - t1) as f64;
+    assert!(
+        (goodput - 25.0 * 9060.0 / 9138.0).abs() < 1e-5,
+        "{goodput} Gb/s"
+    );
+    assert_eq!(run(&mut sim, None), Stop::Finished);
+    let s = sim.hosts[0].tcp[0].stats();
+    assert_eq!((s.retransmits, s.timeouts), (0, 0));
+    assert_eq!(sim.hosts[1].tcp[0].stats().rx_bytes, 4000 * mss);
 }
 
 #[test]

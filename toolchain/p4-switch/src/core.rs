@@ -261,6 +261,14 @@ impl Core {
         Some(occ)
     }
 
+    /// Seeds the pipeline's `random` extern (lossless-sim's `--seed`); the real-time switch
+    /// never calls it and keeps the engine's fixed start.
+    pub fn seed_random(&mut self, seed: u64) {
+        if let Some(s) = self.switch.as_mut() {
+            s.seed_random(seed);
+        }
+    }
+
     /// SONiC clear semantics: counters to zero, watermarks restart from the current occupancy.
     pub fn clear(&mut self, now_ns: u64) {
         self.clear_some(now_ns, ClearScope::ALL);
