@@ -496,10 +496,11 @@ impl Ctx<'_> {
     /// Lowers `sub.apply(args)` in place: the sub-control's parameters are bound to the
     /// argument places (in/out arguments copied through temporaries).
     fn inline_control(&mut self, recv: &Expr, c: &Call, span: Span, k: Next) -> R<Next> {
-        let ExprKind::Ref(inst) = &recv.kind else {
+        let ExprKind::Ref(r) = &recv.kind else {
             return unsupported(span, "apply() of a control that is not an instance");
         };
-        let (prefix, ctl) = match (self.frame.env.get(inst).cloned(), &self.p.decl(*inst).kind) {
+        let inst = &self.frame.blocks.get(r).copied().unwrap_or(*r);
+        let (prefix, ctl) = match (self.frame.env.get(r).cloned(), &self.p.decl(*inst).kind) {
             (
                 Some(Bind::Named(n)),
                 DeclKind::Instance {
@@ -529,9 +530,11 @@ impl Ctx<'_> {
             let b = self.control_arg(&mut pre, prm, a, &mut copy_out)?;
             bound.push((prm.decl, b));
         }
+        let blocks = self.ctor_blocks(*inst, ctl);
         let outer = std::mem::take(&mut self.frame);
         let r = (|| {
             self.enter_block(ctl, &prefix, &bound)?;
+            self.frame.blocks = blocks;
             self.declare_locals(ctl)?;
             let mut post = Body::new(false);
             for (dst, tmp, sp) in &copy_out {
@@ -546,6 +549,35 @@ impl Ctx<'_> {
         self.frame = outer;
         let entry = r?;
         self.action_node(pre, entry)
+    }
+
+    /// The constructor parameters of `ctl` that instance `inst` binds to control instances,
+    /// with those instances.
+    fn ctor_blocks(&self, inst: DeclId, ctl: DeclId) -> HashMap<DeclId, DeclId> {
+        let p = self.p;
+        let (DeclKind::Instance { args, .. }, DeclKind::Control { ctor_params, .. }) =
+            (&p.decl(inst).kind, &p.decl(ctl).kind)
+        else {
+            return HashMap::new();
+        };
+        let mut out = HashMap::new();
+        for (prm, a) in ctor_params.iter().zip(args) {
+            if let Some(Expr {
+                kind: ExprKind::Ref(d),
+                ..
+            }) = a
+            {
+                let d = self.frame.blocks.get(d).copied().unwrap_or(*d);
+                if let DeclKind::Instance {
+                    ty: Type::Control(..),
+                    ..
+                } = p.decl(d).kind
+                {
+                    out.insert(prm.decl, d);
+                }
+            }
+        }
+        out
     }
 
     fn control_arg(

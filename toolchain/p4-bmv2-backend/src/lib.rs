@@ -108,6 +108,8 @@ pub(crate) enum Bind {
 pub(crate) struct Frame {
     pub prefix: String,
     pub env: HashMap<DeclId, Bind>,
+    /// Constructor parameters bound to a control instance (`C2(c1) c2;`): the instance.
+    pub blocks: HashMap<DeclId, DeclId>,
 }
 
 pub(crate) struct Ctx<'p> {
@@ -328,7 +330,7 @@ impl<'p> Ctx<'p> {
         };
         self.frame = Frame {
             prefix: prefix.clone(),
-            env: HashMap::new(),
+            ..Frame::default()
         };
         for (id, b) in bound {
             self.frame.env.insert(*id, b.clone());

@@ -247,8 +247,13 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
         .filter(|d| matches!(p.decl(**d).kind, DeclKind::Action { .. }))
         .map(|d| cx.cp_name("", *d))
         .collect();
-    let top_level =
-        |cx: &Ctx, a: DeclId| !locals.contains(&a) || top_names.contains(&cx.cp_name("", a));
+    let top_level = |a: DeclId| {
+        !locals.contains(&a)
+            || ast::find_annotation(&p.decl(a).annotations, "name")
+                .and_then(|n| n.string_arg())
+                .and_then(|n| n.strip_prefix('.'))
+                .is_some_and(|n| top_names.contains(n))
+    };
     for &l in locals {
         if let DeclKind::Table(t) = &p.decl(l).kind {
             let refs = t
@@ -264,7 +269,7 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
                     None
                 });
             for a in refs.collect::<Vec<_>>() {
-                if top_level(cx, a) {
+                if top_level(a) {
                     let n = cx.cp_name("", a);
                     action(cx, &n, a);
                 }
