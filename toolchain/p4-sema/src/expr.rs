@@ -941,8 +941,8 @@ impl Checker<'_> {
                 if let (Some(u), Some(v)) = (const_of(&x), const_of(&y)) {
                     match eval::binary(op, u, v, &ty) {
                         Ok(r) => return constant(r, ty, span),
-                        Err(msg) => {
-                            self.d.error(span, msg);
+                        Err(e) => {
+                            self.d.error(span, e.to_string());
                             return unknown(span);
                         }
                     }
@@ -1032,8 +1032,8 @@ impl Checker<'_> {
                             };
                             return constant(r, rty, span);
                         }
-                        Err(msg) => {
-                            self.d.error(span, msg);
+                        Err(e) => {
+                            self.d.error(span, e.to_string());
                             return unknown(span);
                         }
                     }
