@@ -679,7 +679,7 @@ impl Ctx<'_> {
             runtime_data,
             primitives: b.finish(),
         });
-        crate::p4info::action(self, &name, d);
+        crate::p4info::action(self, &name, d, true);
         self.action_keys.insert(key, (name.clone(), id));
         Ok((name, id))
     }

@@ -39,6 +39,7 @@ pub fn generate(program: &ControlPlane) -> Result<P4Info, Vec<P4InfoError>> {
             .collect(),
         profile_tables: HashMap::new(),
     };
+    gen.uses_type_info = program.extern_function_called;
     for table in &program.tables {
         if let Some(profile) = &table.implementation {
             gen.profile_tables

@@ -473,6 +473,9 @@ pub struct Program {
     pub type_vars: Vec<String>,
     /// The `main` package instance.
     pub main: Option<DeclId>,
+    /// What the control plane sees of the checked program (set by [`crate::check`], before
+    /// the midend rewrites it).
+    pub control_plane_uses: crate::uses::ControlPlaneUses,
 }
 
 impl Program {
@@ -642,6 +645,13 @@ impl Expr {
             }
         });
         found
+    }
+}
+
+impl Block {
+    /// Calls `f` on every expression of the block's statements, outer before inner.
+    pub fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        walk_block(self, f);
     }
 }
 
