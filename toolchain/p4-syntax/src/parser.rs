@@ -52,6 +52,19 @@ struct Parser<'a> {
     depth: usize,
 }
 
+/// Whether evaluating the expression (an l-value) calls anything.
+fn calls(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call { .. } => true,
+        ExprKind::Member(b, _) | ExprKind::Unary(_, b) | ExprKind::Cast(_, b) => calls(b),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => calls(a) || calls(b),
+        ExprKind::Slice(a, b, c) | ExprKind::Ternary(a, b, c) => calls(a) || calls(b) || calls(c),
+        ExprKind::List(es) | ExprKind::Tuple(es) => es.iter().any(calls),
+        ExprKind::StructInit(fs) => fs.iter().any(|(_, e)| calls(e)),
+        _ => false,
+    }
+}
+
 fn is_keyword(s: &str) -> bool {
     KEYWORDS.contains(&s)
 }
@@ -1317,6 +1330,27 @@ impl<'a> Parser<'a> {
                     let rhs = self.expr()?;
                     self.expect(";")?;
                     StmtKind::Assign(lhs, rhs)
+                } else if let Some((op, ntoks)) = self.compound_assign() {
+                    // `a op= b` is `a = a op b` with `a` evaluated once: the same as long as
+                    // evaluating `a` calls nothing.
+                    let at = self.peek().span;
+                    for _ in 0..ntoks {
+                        self.bump();
+                    }
+                    if calls(&lhs) {
+                        return self.error(
+                            at,
+                            "unsupported: a compound assignment to a location that calls something",
+                        );
+                    }
+                    let rhs = self.expr()?;
+                    self.expect(";")?;
+                    let span = lhs.span.to(rhs.span);
+                    let value = Expr {
+                        kind: ExprKind::Binary(op, Box::new(lhs.clone()), Box::new(rhs)),
+                        span,
+                    };
+                    StmtKind::Assign(lhs, value)
                 } else if matches!(lhs.kind, ExprKind::Call { .. }) {
                     self.expect(";")?;
                     StmtKind::Call(lhs)
@@ -1392,7 +1426,11 @@ impl<'a> Parser<'a> {
             ">" => {
                 let n = self.peek_at(1);
                 if n.is_punct(">") && n.span.lo == t.span.hi {
-                    return Some((BinOp::Shr, 8, 2));
+                    return (!self.compound_follows(2)).then_some((BinOp::Shr, 8, 2));
+                }
+                // `a >>= b` lexes as `>` `>=`.
+                if n.is_punct(">=") && n.span.lo == t.span.hi {
+                    return None;
                 }
                 (BinOp::Gt, 4)
             }
@@ -1410,7 +1448,48 @@ impl<'a> Parser<'a> {
             "%" => (BinOp::Mod, 10),
             _ => return None,
         };
+        // `a += b`: the operator of a compound assignment, not of an expression.
+        if self.compound_follows(1) {
+            return None;
+        }
         Some((r.0, r.1, 1))
+    }
+
+    /// Whether an `=` directly follows the `ntoks` tokens of an operator here (`+=`, `>>=`).
+    fn compound_follows(&self, ntoks: usize) -> bool {
+        let last = self.peek_at(ntoks - 1);
+        let next = self.peek_at(ntoks);
+        next.is_punct("=") && next.span.lo == last.span.hi
+    }
+
+    /// `op=` of a compound assignment (P4_16 1.2.4): its operator and how many tokens it spans,
+    /// `=` included.
+    fn compound_assign(&self) -> Option<(BinOp, usize)> {
+        let t = self.peek();
+        let Tok::Punct(p) = t.tok else {
+            return None;
+        };
+        let (op, ntoks) = match p {
+            ">" if self.peek_at(1).is_punct(">=") && self.peek_at(1).span.lo == t.span.hi => {
+                return Some((BinOp::Shr, 2));
+            }
+            ">" if self.peek_at(1).is_punct(">") && self.peek_at(1).span.lo == t.span.hi => {
+                (BinOp::Shr, 2)
+            }
+            "<<" => (BinOp::Shl, 1),
+            "+" => (BinOp::Add, 1),
+            "-" => (BinOp::Sub, 1),
+            "*" => (BinOp::Mul, 1),
+            "/" => (BinOp::Div, 1),
+            "%" => (BinOp::Mod, 1),
+            "&" => (BinOp::BitAnd, 1),
+            "|" => (BinOp::BitOr, 1),
+            "^" => (BinOp::BitXor, 1),
+            "|+|" => (BinOp::AddSat, 1),
+            "|-|" => (BinOp::SubSat, 1),
+            _ => return None,
+        };
+        self.compound_follows(ntoks).then_some((op, ntoks + 1))
     }
 
     fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
@@ -1736,6 +1815,55 @@ mod tests {
             DeclKind::Const(c) => show(&c.value),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The statements of the program's last declaration, an action, as `l = r`.
+    fn action_assignments(src: &str) -> Vec<String> {
+        let (p, d) = program(src);
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let DeclKind::Action(a) = &p.decls.last().unwrap().kind else {
+            panic!("not an action");
+        };
+        a.body
+            .stmts
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Assign(l, r) => format!("{} = {}", show(l), show(r)),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn compound_assignment_is_an_assignment_of_the_operation() {
+        let src = "action a() { x += y * 2; x -= 1; x *= 3; x /= 4; x %= 8; x &= m; x |= m; \
+                   x ^= m; x <<= 1; x >>= 2; x |+|= 9; x |-|= 9; x = x >= 2; x = x >> 1; }";
+        assert_eq!(
+            action_assignments(src),
+            [
+                "x = (x + (y * 2))",
+                "x = (x - 1)",
+                "x = (x * 3)",
+                "x = (x / 4)",
+                "x = (x % 8)",
+                "x = (x & m)",
+                "x = (x | m)",
+                "x = (x ^ m)",
+                "x = (x << 1)",
+                "x = (x >> 2)",
+                "x = (x |+| 9)",
+                "x = (x |-| 9)",
+                "x = (x >= 2)",
+                "x = (x >> 1)",
+            ]
+        );
+        // Evaluated twice, a call in the location would run twice: refused, saying where.
+        let (_, d) = program("action a() { h[f()].x += 1; }");
+        let items = format!("{:?}", d.items());
+        assert!(
+            items.contains("compound assignment to a location that calls"),
+            "{items}"
+        );
     }
 
     #[test]
