@@ -417,12 +417,11 @@ pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
             })
         }
     };
-    let entries = if tbl.entries.is_empty() {
-        m::Entries::None
-    } else if tbl.entries_const {
-        m::Entries::Const
-    } else {
-        m::Entries::Initial
+    let entries = match (tbl.entries_const, tbl.entries.is_empty()) {
+        (true, true) => m::Entries::ConstEmpty,
+        (true, false) => m::Entries::Const,
+        (false, true) => m::Entries::None,
+        (false, false) => m::Entries::Initial,
     };
     cx.cp.tables.insert(
         name.to_string(),

@@ -228,6 +228,8 @@ pub enum Entries {
     None,
     /// `const entries = { ... }`: the control plane cannot change the table.
     Const,
+    /// `const entries = { }`: const, but without initial entries.
+    ConstEmpty,
     /// `entries = { ... }` (P4_16 1.2.4 initial entries, some of which may be `const`).
     Initial,
 }

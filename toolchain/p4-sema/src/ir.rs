@@ -648,13 +648,6 @@ impl Expr {
     }
 }
 
-impl Block {
-    /// Calls `f` on every expression of the block's statements, outer before inner.
-    pub fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
-        walk_block(self, f);
-    }
-}
-
 impl Program {
     /// Calls `f` on every expression of the program, outer expressions before their operands.
     /// Local variables are visited through their declarations, not their statements.

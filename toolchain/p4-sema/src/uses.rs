@@ -4,7 +4,9 @@
 //! at the call, so without any for the controller). This crate's midend inlines every call,
 //! so the backend reads these facts, recorded on the checked program, instead of its output.
 
-use crate::ir::{Block, CallTarget, DeclId, DeclKind, ExprKind, Program};
+use crate::ir::{
+    Block, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Value,
+};
 use std::collections::{HashMap, HashSet};
 
 #[derive(Clone, Debug, Default)]
@@ -65,20 +67,65 @@ fn calls(
     action: &mut dyn FnMut(DeclId),
 ) {
     let mut functions = Vec::new();
-    block.for_each_expr(&mut |e| {
-        let ExprKind::Call(c) = &e.kind else { return };
-        match c.target {
-            CallTarget::Action(a) => action(a),
-            CallTarget::ExternFunction(_) => *extern_called = true,
-            CallTarget::Function(f) => functions.push(f),
-            _ => {}
-        }
+    live_exprs(p, &block.stmts, &mut |e| {
+        e.for_each(&mut |e| {
+            let ExprKind::Call(c) = &e.kind else { return };
+            match c.target {
+                CallTarget::Action(a) => action(a),
+                CallTarget::ExternFunction(_) => *extern_called = true,
+                CallTarget::Function(f) => functions.push(f),
+                _ => {}
+            }
+        })
     });
     for f in functions {
         if visited.insert(f) {
             if let DeclKind::Function { body, .. } = &p.decl(f).kind {
                 calls(p, body, visited, extern_called, action);
             }
+        }
+    }
+}
+
+/// Calls `f` on the top-level expressions of the statements p4c's front end keeps: the branch
+/// of an `if` on a constant that is never taken is gone (p4c folds it away).
+fn live_exprs(p: &Program, stmts: &[Stmt], f: &mut dyn FnMut(&Expr)) {
+    for s in stmts {
+        match &s.kind {
+            StmtKind::Assign(l, r) => {
+                f(l);
+                f(r);
+            }
+            StmtKind::Call(e) | StmtKind::Return(Some(e)) => f(e),
+            StmtKind::If(c, t, e) => match &c.kind {
+                ExprKind::Const(Value::Bool(true)) => live_exprs(p, std::slice::from_ref(t), f),
+                ExprKind::Const(Value::Bool(false)) => {
+                    live_exprs(p, e.as_deref().map(std::slice::from_ref).unwrap_or(&[]), f)
+                }
+                _ => {
+                    f(c);
+                    live_exprs(p, std::slice::from_ref(t), f);
+                    live_exprs(p, e.as_deref().map(std::slice::from_ref).unwrap_or(&[]), f);
+                }
+            },
+            StmtKind::Block(b) => live_exprs(p, &b.stmts, f),
+            StmtKind::Switch(e, cases) => {
+                f(e);
+                for c in cases {
+                    if let crate::ir::SwitchLabel::Value(v) = &c.label {
+                        f(v);
+                    }
+                    if let Some(b) = &c.body {
+                        live_exprs(p, &b.stmts, f);
+                    }
+                }
+            }
+            StmtKind::Var(d) => {
+                if let DeclKind::Var { init: Some(e), .. } = &p.decl(*d).kind {
+                    f(e);
+                }
+            }
+            StmtKind::Exit | StmtKind::Return(None) | StmtKind::Empty | StmtKind::Const(_) => {}
         }
     }
 }
