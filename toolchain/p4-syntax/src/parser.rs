@@ -52,6 +52,34 @@ struct Parser<'a> {
     depth: usize,
 }
 
+/// A one-token binary operator and its precedence (p4c's grammar: bitwise operators bind
+/// tighter than comparisons); `>>` is two `>` tokens and handled by the caller.
+fn operator(p: &str) -> Option<(BinOp, u8)> {
+    Some(match p {
+        "||" => (BinOp::Or, 1),
+        "&&" => (BinOp::And, 2),
+        "==" => (BinOp::Eq, 3),
+        "!=" => (BinOp::Ne, 3),
+        "<" => (BinOp::Lt, 4),
+        "<=" => (BinOp::Le, 4),
+        ">=" => (BinOp::Ge, 4),
+        ">" => (BinOp::Gt, 4),
+        "|" => (BinOp::BitOr, 5),
+        "^" => (BinOp::BitXor, 6),
+        "&" => (BinOp::BitAnd, 7),
+        "<<" => (BinOp::Shl, 8),
+        "++" => (BinOp::Concat, 9),
+        "+" => (BinOp::Add, 9),
+        "-" => (BinOp::Sub, 9),
+        "|+|" => (BinOp::AddSat, 9),
+        "|-|" => (BinOp::SubSat, 9),
+        "*" => (BinOp::Mul, 10),
+        "/" => (BinOp::Div, 10),
+        "%" => (BinOp::Mod, 10),
+        _ => return None,
+    })
+}
+
 /// Whether evaluating the expression (an l-value) calls anything.
 fn calls(e: &Expr) -> bool {
     match &e.kind {
@@ -1415,44 +1443,22 @@ impl<'a> Parser<'a> {
         let Tok::Punct(p) = t.tok else {
             return None;
         };
-        let r = match p {
-            "||" => (BinOp::Or, 1),
-            "&&" => (BinOp::And, 2),
-            "==" => (BinOp::Eq, 3),
-            "!=" => (BinOp::Ne, 3),
-            "<" => (BinOp::Lt, 4),
-            "<=" => (BinOp::Le, 4),
-            ">=" => (BinOp::Ge, 4),
-            ">" => {
-                let n = self.peek_at(1);
-                if n.is_punct(">") && n.span.lo == t.span.hi {
-                    return (!self.compound_follows(2)).then_some((BinOp::Shr, 8, 2));
-                }
-                // `a >>= b` lexes as `>` `>=`.
-                if n.is_punct(">=") && n.span.lo == t.span.hi {
-                    return None;
-                }
-                (BinOp::Gt, 4)
+        if p == ">" {
+            let n = self.peek_at(1);
+            if n.is_punct(">") && n.span.lo == t.span.hi {
+                return (!self.compound_follows(2)).then_some((BinOp::Shr, 8, 2));
             }
-            "|" => (BinOp::BitOr, 5),
-            "^" => (BinOp::BitXor, 6),
-            "&" => (BinOp::BitAnd, 7),
-            "<<" => (BinOp::Shl, 8),
-            "++" => (BinOp::Concat, 9),
-            "+" => (BinOp::Add, 9),
-            "-" => (BinOp::Sub, 9),
-            "|+|" => (BinOp::AddSat, 9),
-            "|-|" => (BinOp::SubSat, 9),
-            "*" => (BinOp::Mul, 10),
-            "/" => (BinOp::Div, 10),
-            "%" => (BinOp::Mod, 10),
-            _ => return None,
-        };
+            // `a >>= b` lexes as `>` `>=`.
+            if n.is_punct(">=") && n.span.lo == t.span.hi {
+                return None;
+            }
+        }
+        let (op, prec) = operator(p)?;
         // `a += b`: the operator of a compound assignment, not of an expression.
         if self.compound_follows(1) {
             return None;
         }
-        Some((r.0, r.1, 1))
+        Some((op, prec, 1))
     }
 
     /// Whether an `=` directly follows the `ntoks` tokens of an operator here (`+=`, `>>=`).
@@ -1469,25 +1475,29 @@ impl<'a> Parser<'a> {
         let Tok::Punct(p) = t.tok else {
             return None;
         };
+        let next = self.peek_at(1);
         let (op, ntoks) = match p {
-            ">" if self.peek_at(1).is_punct(">=") && self.peek_at(1).span.lo == t.span.hi => {
-                return Some((BinOp::Shr, 2));
+            ">" if next.is_punct(">=") && next.span.lo == t.span.hi => {
+                return Some((BinOp::Shr, 2))
             }
-            ">" if self.peek_at(1).is_punct(">") && self.peek_at(1).span.lo == t.span.hi => {
-                (BinOp::Shr, 2)
-            }
-            "<<" => (BinOp::Shl, 1),
-            "+" => (BinOp::Add, 1),
-            "-" => (BinOp::Sub, 1),
-            "*" => (BinOp::Mul, 1),
-            "/" => (BinOp::Div, 1),
-            "%" => (BinOp::Mod, 1),
-            "&" => (BinOp::BitAnd, 1),
-            "|" => (BinOp::BitOr, 1),
-            "^" => (BinOp::BitXor, 1),
-            "|+|" => (BinOp::AddSat, 1),
-            "|-|" => (BinOp::SubSat, 1),
-            _ => return None,
+            ">" if next.is_punct(">") && next.span.lo == t.span.hi => (BinOp::Shr, 2),
+            _ => match operator(p)? {
+                (
+                    op @ (BinOp::Shl
+                    | BinOp::Add
+                    | BinOp::Sub
+                    | BinOp::Mul
+                    | BinOp::Div
+                    | BinOp::Mod
+                    | BinOp::BitAnd
+                    | BinOp::BitOr
+                    | BinOp::BitXor
+                    | BinOp::AddSat
+                    | BinOp::SubSat),
+                    _,
+                ) => (op, 1),
+                _ => return None,
+            },
         };
         self.compound_follows(ntoks).then_some((op, ntoks + 1))
     }
