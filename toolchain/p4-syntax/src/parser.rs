@@ -80,6 +80,61 @@ fn operator(p: &str) -> Option<(BinOp, u8)> {
     })
 }
 
+/// The l-value `e` with each stack index that calls something replaced by a local computed
+/// before it (a `bit<32>` declaration pushed to `temps`, in evaluation order).
+fn hoist_indices(e: Expr, temps: &mut Vec<Stmt>) -> Expr {
+    let span = e.span;
+    let kind = match e.kind {
+        ExprKind::Member(b, m) => ExprKind::Member(Box::new(hoist_indices(*b, temps)), m),
+        ExprKind::Slice(b, h, l) => ExprKind::Slice(Box::new(hoist_indices(*b, temps)), h, l),
+        ExprKind::Index(b, i) => {
+            let b = hoist_indices(*b, temps);
+            let i = if calls(&i) {
+                let name = Ident {
+                    name: format!("__index_{}", i.span.lo),
+                    span: i.span,
+                };
+                let width = Expr {
+                    kind: ExprKind::Int {
+                        value: 32u32.into(),
+                        width: None,
+                    },
+                    span: i.span,
+                };
+                let ty = Type {
+                    kind: TypeKind::Bit(Box::new(width)),
+                    span: i.span,
+                };
+                let init = Expr {
+                    kind: ExprKind::Cast(ty.clone(), i.clone()),
+                    span: i.span,
+                };
+                temps.push(Stmt {
+                    kind: StmtKind::Var(VarDecl {
+                        annotations: Vec::new(),
+                        ty,
+                        name: name.clone(),
+                        init: Some(init),
+                    }),
+                    span: i.span,
+                });
+                Box::new(Expr {
+                    kind: ExprKind::Path(Path {
+                        global: false,
+                        name,
+                    }),
+                    span: i.span,
+                })
+            } else {
+                i
+            };
+            ExprKind::Index(Box::new(b), i)
+        }
+        kind => kind,
+    };
+    Expr { kind, span }
+}
+
 /// Whether evaluating the expression (an l-value) calls anything.
 fn calls(e: &Expr) -> bool {
     match &e.kind {
@@ -1359,12 +1414,15 @@ impl<'a> Parser<'a> {
                     self.expect(";")?;
                     StmtKind::Assign(lhs, rhs)
                 } else if let Some((op, ntoks)) = self.compound_assign() {
-                    // `a op= b` is `a = a op b` with `a` evaluated once: the same as long as
-                    // evaluating `a` calls nothing.
+                    // `a op= b` is `a = a op b` with `a` evaluated once: indices that call
+                    // something are computed first into locals, `{ bit<32> i = e; a[i] = a[i]
+                    // op b; }`, so that `a` itself calls nothing and may be read twice.
                     let at = self.peek().span;
                     for _ in 0..ntoks {
                         self.bump();
                     }
+                    let mut temps = Vec::new();
+                    let lhs = hoist_indices(lhs, &mut temps);
                     if calls(&lhs) {
                         return self.error(
                             at,
@@ -1378,7 +1436,17 @@ impl<'a> Parser<'a> {
                         kind: ExprKind::Binary(op, Box::new(lhs.clone()), Box::new(rhs)),
                         span,
                     };
-                    StmtKind::Assign(lhs, value)
+                    let assign = StmtKind::Assign(lhs, value);
+                    if temps.is_empty() {
+                        assign
+                    } else {
+                        temps.push(Stmt { kind: assign, span });
+                        StmtKind::Block(Block {
+                            annotations: Vec::new(),
+                            stmts: temps,
+                            span,
+                        })
+                    }
                 } else if matches!(lhs.kind, ExprKind::Call { .. }) {
                     self.expect(";")?;
                     StmtKind::Call(lhs)
@@ -1813,6 +1881,7 @@ mod tests {
                     .join(",")
             ),
             ExprKind::Slice(a, h, l) => format!("{}[{}:{}]", show(a), show(h), show(l)),
+            ExprKind::Index(a, i) => format!("{}[{}]", show(a), show(i)),
             ExprKind::Ternary(c, t, f) => format!("({} ? {} : {})", show(c), show(t), show(f)),
             other => format!("{other:?}"),
         }
@@ -1867,8 +1936,36 @@ mod tests {
                 "x = (x >> 1)",
             ]
         );
-        // Evaluated twice, a call in the location would run twice: refused, saying where.
-        let (_, d) = program("action a() { h[f()].x += 1; }");
+        // An index that calls something is computed once, into a local, before the assignment.
+        let (p, d) = program("action a() { h[f()].x += 1; }");
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let DeclKind::Action(a) = &p.decls[0].kind else {
+            panic!("not an action");
+        };
+        let StmtKind::Block(b) = &a.body.stmts[0].kind else {
+            panic!("{:?}", a.body.stmts[0]);
+        };
+        let [Stmt {
+            kind: StmtKind::Var(v),
+            ..
+        }, Stmt {
+            kind: StmtKind::Assign(l, r),
+            ..
+        }] = b.stmts.as_slice()
+        else {
+            panic!("{b:?}");
+        };
+        let i = &v.name.name;
+        assert!(
+            matches!(&v.init.as_ref().unwrap().kind,
+                ExprKind::Cast(t, e) if matches!(t.kind, TypeKind::Bit(_))
+                    && matches!(e.kind, ExprKind::Call { .. })),
+            "{v:?}"
+        );
+        assert_eq!(show(l), format!("h[{i}].x"));
+        assert_eq!(show(r), format!("(h[{i}].x + 1)"));
+        // Any other call in the location would run twice: refused, saying where.
+        let (_, d) = program("action a() { f().x += 1; }");
         let items = format!("{:?}", d.items());
         assert!(
             items.contains("compound assignment to a location that calls"),
