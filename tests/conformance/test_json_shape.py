@@ -172,10 +172,6 @@ def test_real_p4c_json_satisfies_the_loader_rules():
 KNOWN_LOADER_ERRORS = {
     "copyprop1": "two tables or conditionals of one name",
     "issue986-1-bmv2": "two tables or conditionals of one name",
-    "equality-varbit-bmv2": "a header local and a header field share an instance name",
-    "invalid-hdr-warnings2": "a header local and a header field share an instance name",
-    "invalid-hdr-warnings3-bmv2": "a header local and a header field share an instance name",
-    "invalid-hdr-warnings5": "a header local and a header field share an instance name",
     "invalid-hdr-warnings1": "a computed select key in the transition key (p4c sets a scalar)",
     "issue361-bmv2": "a computed select key in the transition key (p4c sets a scalar)",
     "parser-if": "a computed select key in the transition key (p4c sets a scalar)",

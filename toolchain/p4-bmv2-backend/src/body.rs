@@ -576,10 +576,20 @@ impl Ctx<'_> {
             }
             match mname {
                 "extract" => {
-                    let target = self.place(b, self.arg(c, 0, e)?)?;
+                    let arg = self.arg(c, 0, e)?;
+                    // `extract<H>(_)`: into a header nobody reads (p4c's RemoveDontcareArgs).
+                    let target = if matches!(arg.kind, ExprKind::DontCare) {
+                        let ty = c.type_args.first().cloned().unwrap_or(Type::Void);
+                        self.fresh_place("tmp", &ty, arg.span)?
+                    } else {
+                        self.place(b, arg)?
+                    };
                     let t = match target {
                         Place::Header { name, .. } => Tv::Regular(name),
                         Place::StackNext { name, .. } => Tv::Stack(name),
+                        Place::UnionStackNextMember { stack, member } => {
+                            Tv::UnionStack(stack, member)
+                        }
                         _ => return unsupported(e.span, "extracting into this value"),
                     };
                     match c.args.get(1) {
@@ -598,7 +608,22 @@ impl Ctx<'_> {
                             offset: 0,
                             bitwidth: w,
                         })),
-                        _ => unsupported(e.span, "lookahead of a type other than bit<W>"),
+                        // A struct or header looked at only for its length (the parser
+                        // fails with PacketTooShort when the packet is shorter): p4c reads it
+                        // into a scratch field; its value is not available here.
+                        t => match self.p.width_of(&t) {
+                            Some(w) if w > 0 && e.ty != Type::Void => {
+                                let w = w as u32;
+                                let tmp = self.fresh_place("tmp", &Type::Bit(w), e.span)?;
+                                let look = Tv::Lookahead {
+                                    offset: 0,
+                                    bitwidth: w,
+                                };
+                                self.assign_tv(b, &tmp, look, e.span)?;
+                                Ok(None)
+                            }
+                            _ => unsupported(e.span, "lookahead of a type other than bit<W>"),
+                        },
                     };
                 }
                 "advance" => {
@@ -816,8 +841,18 @@ impl Ctx<'_> {
         data: &Expr,
         payload: bool,
     ) -> R<String> {
-        let items: Vec<Expr> = match &data.kind {
-            ExprKind::Tuple(items) => items.clone(),
+        let items: Vec<Expr> = match (&data.kind, &data.ty) {
+            (ExprKind::Tuple(items), _) => items.clone(),
+            // A list of constants is folded into one constant: its elements, each typed.
+            (ExprKind::Const(Value::Tuple(vs)), Type::Tuple(ts)) if vs.len() == ts.len() => vs
+                .iter()
+                .zip(ts)
+                .map(|(v, t)| Expr {
+                    kind: ExprKind::Const(v.clone()),
+                    ty: t.clone(),
+                    span: data.span,
+                })
+                .collect(),
             _ => vec![data.clone()],
         };
         let mut input = Vec::new();

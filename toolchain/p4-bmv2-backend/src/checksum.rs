@@ -141,6 +141,15 @@ impl Ctx<'_> {
                     order.push(format!("{name}.{}", f.name));
                 }
             }
+            Place::UnionStack { name, elem, size } => {
+                for i in 0..*size {
+                    let union = Place::Union {
+                        name: format!("{name}[{i}]"),
+                        ty: *elem,
+                    };
+                    self.emit_order(&union, order, span)?;
+                }
+            }
             Place::Struct { fields, .. } => {
                 for f in fields {
                     if !matches!(f, Place::Scalar { .. }) {

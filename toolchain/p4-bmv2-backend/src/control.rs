@@ -680,7 +680,7 @@ impl Ctx<'_> {
             runtime_data,
             primitives: b.finish(),
         });
-        crate::p4info::action(self, &name, d);
+        crate::p4info::action(self, &name, d, true);
         self.action_keys.insert(key, (name.clone(), id));
         Ok((name, id))
     }
@@ -773,7 +773,9 @@ impl Ctx<'_> {
                 last = pr;
                 Some((max_prio.max(pr) + 1 - pr) as i64)
             } else {
-                Some(i as i64 + 1)
+                // p4c's `@priority(N)` on an entry is bmv2's priority as written (the smallest
+                // wins); the others keep their position.
+                Some(priority_annotation(&en.annotations).unwrap_or(i as i64 + 1))
             };
             entries.push(j::ConstEntry {
                 match_key,
@@ -1141,4 +1143,18 @@ fn entry_key(mt: j::MatchType, e: &Expr, w: u32) -> R<j::EntryKey> {
         }
     }
     Ok(k)
+}
+
+/// `@priority(N)` of a const entry.
+fn priority_annotation(annotations: &[p4_syntax::ast::Annotation]) -> Option<i64> {
+    use num_traits::ToPrimitive;
+    use p4_syntax::ast::{find_annotation, AnnotationBody, ExprKind};
+    let a = find_annotation(annotations, "priority")?;
+    let AnnotationBody::Exprs(es) = &a.body else {
+        return None;
+    };
+    match &es.first()?.kind {
+        ExprKind::Int { value, .. } => value.to_i64(),
+        _ => None,
+    }
 }

@@ -165,6 +165,19 @@ impl Ctx<'_> {
                         None => unsupported(e.span, "a tuple index out of range"),
                     };
                 }
+                if let Place::UnionStack { name, elem, size } = sp {
+                    // Only a constant index: bmv2 has no run-time index into union stacks.
+                    return match const_int(i).and_then(|k| u32::try_from(k).ok()) {
+                        Some(k) if k < size => Ok(Place::Union {
+                            name: format!("{name}[{k}]"),
+                            ty: elem,
+                        }),
+                        Some(_) => unsupported(e.span, "a stack index out of bounds"),
+                        None => {
+                            unsupported(e.span, "a run-time index into a stack of header unions")
+                        }
+                    };
+                }
                 let Place::Stack { name, elem, size } = sp else {
                     return unsupported(e.span, "indexing this value");
                 };
@@ -191,6 +204,12 @@ impl Ctx<'_> {
             }
             ExprKind::StackProp(s, prop) => {
                 let sp = self.place(b, s)?;
+                if let (Place::UnionStack { name, elem, .. }, StackProp::Next) = (&sp, prop) {
+                    return Ok(Place::UnionStackNext {
+                        name: name.clone(),
+                        elem: *elem,
+                    });
+                }
                 let Place::Stack { name, elem, .. } = sp else {
                     return unsupported(e.span, "next/last of this value");
                 };
@@ -242,6 +261,13 @@ impl Ctx<'_> {
                     }),
                     _ => unsupported(e.span, "a union member"),
                 },
+                None => unsupported(e.span, "a union member"),
+            },
+            Place::UnionStackNext { name, elem } => match field(elem) {
+                Some(f) => Ok(Place::UnionStackNextMember {
+                    stack: name,
+                    member: f.name,
+                }),
                 None => unsupported(e.span, "a union member"),
             },
             Place::DynHeader { stack, elem, index } => match field(elem) {

@@ -44,6 +44,22 @@ pub(crate) enum Place {
         name: String,
         ty: TypeId,
     },
+    /// A stack of header unions (`u[2]` of union type `elem`), indexed by constants only.
+    UnionStack {
+        name: String,
+        elem: TypeId,
+        size: u32,
+    },
+    /// `stack.next` of a stack of header unions: only a member of it can be extracted.
+    UnionStackNext {
+        name: String,
+        elem: TypeId,
+    },
+    /// `stack.next.member` (parser extract target).
+    UnionStackNextMember {
+        stack: String,
+        member: String,
+    },
     /// A struct or tuple: one place per field, in declaration order.
     Struct {
         fields: Vec<Place>,
@@ -196,8 +212,18 @@ impl Ctx<'_> {
                 Ok(Place::Struct { fields: out })
             }
             Type::Stack(e, n) => {
-                let Type::Header(elem) = **e else {
-                    return unsupported(span, "a stack of header unions as a local");
+                let elem = match **e {
+                    Type::Header(elem) => elem,
+                    Type::HeaderUnion(elem) => {
+                        let name = self.fresh(base);
+                        self.add_union_stack(&name, elem, *n, true, span)?;
+                        return Ok(Place::UnionStack {
+                            name,
+                            elem,
+                            size: *n,
+                        });
+                    }
+                    _ => return unsupported(span, "a stack of this element type as a local"),
                 };
                 let name = self.fresh(base);
                 self.add_stack(&name, elem, *n, true, span)?;
@@ -233,7 +259,31 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn add_union(&mut self, name: &str, ty: TypeId, meta: bool, span: Span) -> R<()> {
+    /// `name[0]` ... `name[n-1]`, each a union with its member headers, and the stack.
+    fn add_union_stack(
+        &mut self,
+        name: &str,
+        elem: TypeId,
+        n: u32,
+        meta: bool,
+        span: Span,
+    ) -> R<()> {
+        let mut ids = Vec::new();
+        for i in 0..n {
+            ids.push(self.add_union(&format!("{name}[{i}]"), elem, meta, span)?);
+        }
+        let id = self.json.header_union_stacks.len() as i64;
+        self.json.header_union_stacks.push(j::HeaderUnionStack {
+            name: name.to_string(),
+            id,
+            union_type: self.p.ty(elem).name.clone(),
+            size: Some(n),
+            header_union_ids: ids,
+        });
+        Ok(())
+    }
+
+    fn add_union(&mut self, name: &str, ty: TypeId, meta: bool, span: Span) -> R<i64> {
         let decl = self.p.ty(ty);
         let tname = decl.name.clone();
         let TypeDeclKind::HeaderUnion(fields) = &decl.kind else {
@@ -264,7 +314,7 @@ impl Ctx<'_> {
             union_type: tname,
             header_ids: ids,
         });
-        Ok(())
+        Ok(id)
     }
 
     /// The place of a struct of the package's headers or metadata: headers keep their member
@@ -279,6 +329,14 @@ impl Ctx<'_> {
             } else {
                 format!("{prefix}.{}", f.name)
             };
+            // The package's header keeps its name; a local of the same name becomes `h_0`
+            // (p4c's UniqueNames): bmv2 refuses two header instances of one name.
+            if matches!(
+                f.ty,
+                Type::Header(_) | Type::Stack(..) | Type::HeaderUnion(_)
+            ) {
+                self.names.entry(name.clone()).or_insert(1);
+            }
             out.push(match &f.ty {
                 Type::Header(h) => {
                     self.add_header_instance(&name, *h, meta, f.span)?;
@@ -293,7 +351,15 @@ impl Ctx<'_> {
                             size: *n,
                         }
                     }
-                    _ => return unsupported(f.span, "a stack of header unions"),
+                    Type::HeaderUnion(elem) => {
+                        self.add_union_stack(&name, elem, *n, meta, f.span)?;
+                        Place::UnionStack {
+                            name,
+                            elem,
+                            size: *n,
+                        }
+                    }
+                    _ => return unsupported(f.span, "a stack of this element type"),
                 },
                 Type::HeaderUnion(u) => {
                     self.add_union(&name, *u, meta, f.span)?;

@@ -232,8 +232,9 @@ impl Collector {
     }
 }
 
-/// The actions a control declares (after the top-level actions its tables use), and the order
-/// of its tables.
+/// The actions of a control the control plane sees, as p4c's front end leaves them: those
+/// its tables use and those its apply block calls (top-level ones first, p4c localizes them),
+/// not those only other actions call (inlined into them) nor unused ones.
 pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
     let p = cx.p;
     let DeclKind::Control { locals, .. } = &p.decl(d).kind else {
@@ -254,38 +255,47 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
                 .and_then(|n| n.strip_prefix('.'))
                 .is_some_and(|n| top_names.contains(n))
     };
+    let mut in_tables = Vec::new();
     for &l in locals {
         if let DeclKind::Table(t) = &p.decl(l).kind {
-            let refs = t
-                .actions
-                .iter()
-                .map(|a| a.action)
-                .chain(if t.default_action.is_none() {
+            in_tables.extend(t.actions.iter().map(|a| a.action));
+            if t.default_action.is_none() {
+                in_tables.extend(
                     p.top
                         .iter()
                         .copied()
-                        .find(|x| p.decl(*x).name == "NoAction")
-                } else {
-                    None
-                });
-            for a in refs.collect::<Vec<_>>() {
-                if top_level(a) {
-                    let n = cx.cp_name("", a);
-                    action(cx, &n, a);
-                }
+                        .find(|x| p.decl(*x).name == "NoAction"),
+                );
             }
+        }
+    }
+    let uses = &p.control_plane_uses;
+    if uses.extern_function_called {
+        cx.cp.model.extern_function_called = true;
+    }
+    let direct = uses.direct_actions.get(&d).map_or(&[][..], Vec::as_slice);
+    // A directly called action's arguments are bound at its call: it has no parameters left.
+    let with_params = |a: &DeclId| in_tables.contains(a);
+    for a in in_tables.iter().chain(direct) {
+        if top_level(*a) {
+            let n = cx.cp_name("", *a);
+            action(cx, &n, *a, with_params(a));
         }
     }
     for &l in locals {
         match (&p.decl(l).kind, cx.frame.env.get(&l).cloned()) {
-            (DeclKind::Action { .. }, Some(Bind::Named(n))) => action(cx, &n, l),
+            (DeclKind::Action { .. }, Some(Bind::Named(n)))
+                if in_tables.contains(&l) || direct.contains(&l) =>
+            {
+                action(cx, &n, l, with_params(&l))
+            }
             (DeclKind::Table(_), Some(Bind::Named(n))) => cx.cp.table_order.push(n),
             _ => {}
         }
     }
 }
 
-pub(crate) fn action(cx: &mut Ctx, name: &str, d: DeclId) {
+pub(crate) fn action(cx: &mut Ctx, name: &str, d: DeclId, with_params: bool) {
     if !cx.cp.actions_seen.insert(name.to_string()) {
         return;
     }
@@ -294,7 +304,7 @@ pub(crate) fn action(cx: &mut Ctx, name: &str, d: DeclId) {
         return;
     };
     let mut ps = Vec::new();
-    for prm in params.iter().filter(|x| x.dir.is_none()) {
+    for prm in params.iter().filter(|x| with_params && x.dir.is_none()) {
         let ty = cx.cp.ty(p, &prm.ty);
         ps.push(m::Param {
             name: prm.name.clone(),
@@ -333,8 +343,9 @@ fn print(p: &ir::Program, e: &Expr) -> String {
         ExprKind::Const(Value::Int(v)) => v.to_string(),
         ExprKind::Cast(x) => print(p, x),
         ExprKind::Call(c) => match &c.target {
+            // p4c names a validity key after the `$valid$` field bmv2 matches on.
             ir::CallTarget::Builtin(r, ir::Builtin::IsValid) => {
-                format!("{}.isValid()", print(p, r))
+                format!("{}.$valid$", print(p, r))
             }
             _ => "expr".into(),
         },
@@ -421,12 +432,11 @@ pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
             })
         }
     };
-    let entries = if tbl.entries.is_empty() {
-        m::Entries::None
-    } else if tbl.entries_const {
-        m::Entries::Const
-    } else {
-        m::Entries::Initial
+    let entries = match (tbl.entries_const, tbl.entries.is_empty()) {
+        (true, true) => m::Entries::ConstEmpty,
+        (true, false) => m::Entries::Const,
+        (false, true) => m::Entries::None,
+        (false, false) => m::Entries::Initial,
     };
     cx.cp.tables.insert(
         name.to_string(),

@@ -1,8 +1,9 @@
 //! The backend end to end: golden BMv2 JSON and P4Info for `tests/compiler/good/*.p4`
 //! (`P4_BLESS=1` rewrites them; a program the backend refuses has its expected `unsupported`
 //! diagnostics in `NAME.unsupported`), STF tests of compiled programs run in-process through
-//! switch-v1model (`tests/stf/*.stf`, and p4c's own test programs in `tests/stf/p4c/`), a
-//! program's own extern function, and the shipped pipeline `p4src/lossless.p4`.
+//! switch-v1model (`tests/stf/*.stf`, and p4c's own test programs in `tests/stf/p4c/`), P4Info
+//! against p4c's for programs of its corpus, a program's own extern function, and the shipped
+//! pipeline `p4src/lossless.p4`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -127,6 +128,48 @@ fn lossless_pipeline_compiles_loads_and_has_p4info() {
     Switch::from_json(&text, SwitchConfig::default()).expect("switch-engine loads lossless.json");
     let info = std::fs::read_to_string(info).unwrap();
     assert!(info.contains("tables {"), "{info}");
+}
+
+/// P4Info as p4c writes it, between its front end and its midend, for p4c's own test programs
+/// (`tests/p4c-corpus`: the programs and p4c's expected P4Info), compared as messages.
+#[test]
+fn p4info_is_what_p4cs_front_end_leaves_for_the_control_plane() {
+    use p4runtime_proto::p4info::P4Info;
+    let corpus = root().join("tests/p4c-corpus");
+    let cases = [
+        // An action only other actions call is inlined into them and gone.
+        "nested_if_else",
+        // A top-level action the apply block calls is listed (localized), without parameters.
+        "global_action_after_exit",
+        "predication_issue",
+        // Unused actions are gone.
+        "xor_test",
+        // An extern function called in a control (`mark_to_drop`) makes an empty `type_info`.
+        "verify_disjunction",
+        "issue1001-bmv2",
+        // An `isValid()` key is named after bmv2's `$valid$` field.
+        "table-entries-valid-bmv2",
+        // A checksum over a list of constants (folded into one constant list) compiles.
+        "issue134-bmv2",
+        // `const entries = {}`: const, without initial entries.
+        "issue2905-bmv2",
+        // An action called only in the never-taken branch of `if (true)` is gone.
+        "gauntlet_exit_combination_5-bmv2",
+    ];
+    let mut failures = Vec::new();
+    for name in cases {
+        let (ok, stderr, _, info) = compile(&corpus.join(format!("p4_16_samples/{name}.p4")));
+        assert!(ok, "{name}:\n{stderr}");
+        let parse = |path: &Path| -> P4Info {
+            let text = std::fs::read_to_string(path).unwrap();
+            p4runtime_proto::from_text(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        };
+        let expected = corpus.join(format!("expected-p4info/{name}.p4info.txtpb"));
+        if parse(&info) != parse(&expected) {
+            failures.push(format!("{name}: differs from {}", expected.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// A program's own extern function is a bmv2 primitive of its name with one parameter per

@@ -39,6 +39,7 @@ pub fn generate(program: &ControlPlane) -> Result<P4Info, Vec<P4InfoError>> {
             .collect(),
         profile_tables: HashMap::new(),
     };
+    gen.uses_type_info = program.extern_function_called;
     for table in &program.tables {
         if let Some(profile) = &table.implementation {
             gen.profile_tables
@@ -376,8 +377,8 @@ impl<'a> Generator<'a> {
                 None | Some(0) => DEFAULT_TABLE_SIZE,
                 Some(size) => size,
             },
-            is_const_table: table.entries == Entries::Const,
-            has_initial_entries: table.entries != Entries::None,
+            is_const_table: matches!(table.entries, Entries::Const | Entries::ConstEmpty),
+            has_initial_entries: matches!(table.entries, Entries::Const | Entries::Initial),
             ..Default::default()
         };
 

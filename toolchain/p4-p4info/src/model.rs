@@ -228,6 +228,8 @@ pub enum Entries {
     None,
     /// `const entries = { ... }`: the control plane cannot change the table.
     Const,
+    /// `const entries = { }`: const, but without initial entries.
+    ConstEmpty,
     /// `entries = { ... }` (P4_16 1.2.4 initial entries, some of which may be `const`).
     Initial,
 }
@@ -403,4 +405,8 @@ pub struct ControlPlane {
     /// The members of `error`, for `type_info.error` when an `error` value reaches the
     /// control plane.
     pub errors: Vec<String>,
+    /// Whether a control calls an extern function (`mark_to_drop`, `hash`, ...), directly or
+    /// in an action the control plane sees: p4c's v1model handler creates `type_info` (empty
+    /// unless a digest needs a type) for each such call.
+    pub extern_function_called: bool,
 }

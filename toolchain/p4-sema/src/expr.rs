@@ -32,6 +32,47 @@ fn constant(v: Value, ty: Type, span: Span) -> Expr {
     }
 }
 
+/// `x / 2^k` as `x >> k`, `x % 2^k` as `x & (2^k - 1)`, `0 / x` and `0 % x` as 0 (with `x`
+/// still evaluated when it calls something), for unsigned `ty`: p4c's strength reduction,
+/// which leaves no run-time division for the target. `None` for any other division.
+fn divide_by_shifting(op: BinOp, x: &Expr, y: &Expr, ty: &Type, span: Span) -> Option<Expr> {
+    let bin = |op, a: Expr, b: Expr| Expr {
+        kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+        ty: ty.clone(),
+        span,
+    };
+    let zero = || constant(Value::Int(BigInt::from(0)), ty.clone(), span);
+    if let Some(Value::Int(v)) = const_of(x) {
+        if v.sign() != num_bigint::Sign::NoSign {
+            return None;
+        }
+        // The divisor's side effects stay; its value does not matter (0 / 0 is 0 in p4c too).
+        return Some(if y.has_call() {
+            bin(BinOp::BitAnd, y.clone(), zero())
+        } else {
+            zero()
+        });
+    }
+    let Some(Value::Int(v)) = const_of(y) else {
+        return None;
+    };
+    if v.sign() != num_bigint::Sign::Plus || v.magnitude().count_ones() != 1 {
+        return None;
+    }
+    let k = v.trailing_zeros().unwrap_or(0);
+    Some(match op {
+        BinOp::Div if k == 0 => x.clone(),
+        BinOp::Div => {
+            let amount = constant(Value::Int(BigInt::from(k)), Type::InfInt, span);
+            bin(BinOp::Shr, x.clone(), amount)
+        }
+        _ => {
+            let mask = constant(Value::Int(v - 1u32), ty.clone(), span);
+            bin(BinOp::BitAnd, x.clone(), mask)
+        }
+    })
+}
+
 fn const_of(e: &Expr) -> Option<&Value> {
     match &e.kind {
         ExprKind::Const(v) => Some(v),
@@ -1038,8 +1079,14 @@ impl Checker<'_> {
                         }
                     }
                 }
+                if let (Div | Mod, Type::Bit(_)) = (op, &ty) {
+                    if let Some(e) = divide_by_shifting(op, &x, &y, &ty, span) {
+                        return e;
+                    }
+                }
                 if matches!(op, Div | Mod) {
-                    // p4c evaluates '/' and '%' at compile time only; targets have no divider.
+                    // p4c evaluates '/' and '%' at compile time only, after its strength
+                    // reduction (above); targets have no divider.
                     self.d.error(
                         span,
                         format!(
@@ -1327,8 +1374,8 @@ impl Checker<'_> {
                         );
                     }
                 }
-                let x = self.keyset_value(a, ty);
-                let y = self.keyset_value(b, ty);
+                let x = self.mask_operand(a, ty);
+                let y = self.mask_operand(b, ty);
                 Expr {
                     kind: ExprKind::Binary(*op, Box::new(x), Box::new(y)),
                     ty: set,
@@ -1355,6 +1402,21 @@ impl Checker<'_> {
                 let x = self.keyset_value(e, ty);
                 Expr { ty: set, ..x }
             }
+        }
+    }
+
+    /// An operand of `&&&` or `..`: for a serializable enum key, an integer literal is a value
+    /// of its underlying type (p4c: `MyEnum.A &&& 0xff00`), kept as the enum's representation.
+    fn mask_operand(&mut self, e: &ast::Expr, ty: &Type) -> Expr {
+        match (ty, &e.kind) {
+            (Type::SerEnum(_, underlying), ast::ExprKind::Int { .. }) => {
+                let x = self.keyset_value(e, underlying);
+                Expr {
+                    ty: ty.clone(),
+                    ..x
+                }
+            }
+            _ => self.keyset_value(e, ty),
         }
     }
 

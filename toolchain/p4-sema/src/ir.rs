@@ -473,6 +473,9 @@ pub struct Program {
     pub type_vars: Vec<String>,
     /// The `main` package instance.
     pub main: Option<DeclId>,
+    /// What the control plane sees of the checked program (set by [`crate::check`], before
+    /// the midend rewrites it).
+    pub control_plane_uses: crate::uses::ControlPlaneUses,
 }
 
 impl Program {

@@ -6,6 +6,7 @@ pub mod eval;
 mod expr;
 pub mod ir;
 pub mod print;
+pub mod uses;
 
 use p4_syntax::{ast, Diagnostics};
 
@@ -15,7 +16,8 @@ pub fn check(program: &ast::Program, diags: &mut Diagnostics) -> Option<ir::Prog
     let before = diags.error_count();
     let mut c = check::Checker::new(diags);
     c.program(program);
-    let p = c.p;
+    let mut p = c.p;
+    p.control_plane_uses = uses::control_plane_uses(&p);
     if diags.error_count() == before {
         // Every path that gives up on an expression reports why; should one not, the program
         // must still not be accepted half-typed.

@@ -99,6 +99,8 @@ pub fn lex(map: &SourceMap, diags: &mut Diagnostics) -> Vec<Token> {
     let bytes = text.as_bytes();
     let mut toks = Vec::new();
     let mut i = 0;
+    // Nesting depth inside an annotation's body (`@name( ... )`), 0 outside one.
+    let mut annotation_depth = 0usize;
     while i < bytes.len() {
         let c = bytes[i];
         if c.is_ascii_whitespace() {
@@ -149,6 +151,12 @@ pub fn lex(map: &SourceMap, diags: &mut Diagnostics) -> Vec<Token> {
         }
         if let Some(p) = PUNCTS.iter().find(|p| text[i..].starts_with(**p)) {
             i += p.len();
+            annotation_depth = match (*p, annotation_depth) {
+                ("(" | "[", 0) if opens_annotation_body(&toks) => 1,
+                ("(" | "[", d) if d > 0 => d + 1,
+                (")" | "]", d) if d > 0 => d - 1,
+                (_, d) => d,
+            };
             toks.push(Token {
                 tok: Tok::Punct(p),
                 span: Span::new(start, i),
@@ -157,13 +165,25 @@ pub fn lex(map: &SourceMap, diags: &mut Diagnostics) -> Vec<Token> {
         }
         let ch = text[i..].chars().next().unwrap_or('?');
         i += ch.len_utf8();
-        diags.error(Span::new(start, i), format!("unexpected character '{ch}'"));
+        // Free-form annotation bodies may hold any text (p4c keeps it as the annotation's);
+        // the parser takes the body from the source, so the character needs no token.
+        if annotation_depth == 0 {
+            diags.error(Span::new(start, i), format!("unexpected character '{ch}'"));
+        }
     }
     toks.push(Token {
         tok: Tok::Eof,
         span: Span::new(bytes.len(), bytes.len()),
     });
     toks
+}
+
+/// Whether a `(` or `[` now opens an annotation's body: the tokens before it are `@ name`.
+fn opens_annotation_body(toks: &[Token]) -> bool {
+    matches!(
+        toks,
+        [.., at, Token { tok: Tok::Ident(_), .. }] if at.is_punct("@")
+    )
 }
 
 fn digits_value(s: &str, radix: u32) -> Option<BigUint> {
@@ -310,6 +330,36 @@ mod tests {
                 p("|+|"),
                 id("c"),
                 p(".."),
+                Tok::Eof
+            ]
+        );
+    }
+
+    #[test]
+    fn any_character_may_stand_in_a_free_form_annotation_body() {
+        let (t, d) = toks("@note(That's (it) `x`) header $");
+        assert_eq!(
+            d.error_count(),
+            1,
+            "only the `$` outside the body: {:?}",
+            d.items()
+        );
+        let p = Tok::Punct;
+        let id = |s: &str| Tok::Ident(s.into());
+        assert_eq!(
+            t,
+            vec![
+                p("@"),
+                id("note"),
+                p("("),
+                id("That"),
+                id("s"),
+                p("("),
+                id("it"),
+                p(")"),
+                id("x"),
+                p(")"),
+                id("header"),
                 Tok::Eof
             ]
         );

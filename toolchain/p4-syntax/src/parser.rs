@@ -52,6 +52,102 @@ struct Parser<'a> {
     depth: usize,
 }
 
+/// A one-token binary operator and its precedence (p4c's grammar: bitwise operators bind
+/// tighter than comparisons); `>>` is two `>` tokens and handled by the caller.
+fn operator(p: &str) -> Option<(BinOp, u8)> {
+    Some(match p {
+        "||" => (BinOp::Or, 1),
+        "&&" => (BinOp::And, 2),
+        "==" => (BinOp::Eq, 3),
+        "!=" => (BinOp::Ne, 3),
+        "<" => (BinOp::Lt, 4),
+        "<=" => (BinOp::Le, 4),
+        ">=" => (BinOp::Ge, 4),
+        ">" => (BinOp::Gt, 4),
+        "|" => (BinOp::BitOr, 5),
+        "^" => (BinOp::BitXor, 6),
+        "&" => (BinOp::BitAnd, 7),
+        "<<" => (BinOp::Shl, 8),
+        "++" => (BinOp::Concat, 9),
+        "+" => (BinOp::Add, 9),
+        "-" => (BinOp::Sub, 9),
+        "|+|" => (BinOp::AddSat, 9),
+        "|-|" => (BinOp::SubSat, 9),
+        "*" => (BinOp::Mul, 10),
+        "/" => (BinOp::Div, 10),
+        "%" => (BinOp::Mod, 10),
+        _ => return None,
+    })
+}
+
+/// The l-value `e` with each stack index that calls something replaced by a local computed
+/// before it (a `bit<32>` declaration pushed to `temps`, in evaluation order).
+fn hoist_indices(e: Expr, temps: &mut Vec<Stmt>) -> Expr {
+    let span = e.span;
+    let kind = match e.kind {
+        ExprKind::Member(b, m) => ExprKind::Member(Box::new(hoist_indices(*b, temps)), m),
+        ExprKind::Slice(b, h, l) => ExprKind::Slice(Box::new(hoist_indices(*b, temps)), h, l),
+        ExprKind::Index(b, i) => {
+            let b = hoist_indices(*b, temps);
+            let i = if calls(&i) {
+                let name = Ident {
+                    name: format!("__index_{}", i.span.lo),
+                    span: i.span,
+                };
+                let width = Expr {
+                    kind: ExprKind::Int {
+                        value: 32u32.into(),
+                        width: None,
+                    },
+                    span: i.span,
+                };
+                let ty = Type {
+                    kind: TypeKind::Bit(Box::new(width)),
+                    span: i.span,
+                };
+                let init = Expr {
+                    kind: ExprKind::Cast(ty.clone(), i.clone()),
+                    span: i.span,
+                };
+                temps.push(Stmt {
+                    kind: StmtKind::Var(VarDecl {
+                        annotations: Vec::new(),
+                        ty,
+                        name: name.clone(),
+                        init: Some(init),
+                    }),
+                    span: i.span,
+                });
+                Box::new(Expr {
+                    kind: ExprKind::Path(Path {
+                        global: false,
+                        name,
+                    }),
+                    span: i.span,
+                })
+            } else {
+                i
+            };
+            ExprKind::Index(Box::new(b), i)
+        }
+        kind => kind,
+    };
+    Expr { kind, span }
+}
+
+/// Whether evaluating the expression (an l-value) calls anything.
+fn calls(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call { .. } => true,
+        ExprKind::Member(b, _) | ExprKind::Unary(_, b) | ExprKind::Cast(_, b) => calls(b),
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) => calls(a) || calls(b),
+        ExprKind::Slice(a, b, c) | ExprKind::Ternary(a, b, c) => calls(a) || calls(b) || calls(c),
+        ExprKind::List(es) | ExprKind::Tuple(es) => es.iter().any(calls),
+        ExprKind::StructInit(fs) => fs.iter().any(|(_, e)| calls(e)),
+        _ => false,
+    }
+}
+
 fn is_keyword(s: &str) -> bool {
     KEYWORDS.contains(&s)
 }
@@ -1317,6 +1413,40 @@ impl<'a> Parser<'a> {
                     let rhs = self.expr()?;
                     self.expect(";")?;
                     StmtKind::Assign(lhs, rhs)
+                } else if let Some((op, ntoks)) = self.compound_assign() {
+                    // `a op= b` is `a = a op b` with `a` evaluated once: indices that call
+                    // something are computed first into locals, `{ bit<32> i = e; a[i] = a[i]
+                    // op b; }`, so that `a` itself calls nothing and may be read twice.
+                    let at = self.peek().span;
+                    for _ in 0..ntoks {
+                        self.bump();
+                    }
+                    let mut temps = Vec::new();
+                    let lhs = hoist_indices(lhs, &mut temps);
+                    if calls(&lhs) {
+                        return self.error(
+                            at,
+                            "unsupported: a compound assignment to a location that calls something",
+                        );
+                    }
+                    let rhs = self.expr()?;
+                    self.expect(";")?;
+                    let span = lhs.span.to(rhs.span);
+                    let value = Expr {
+                        kind: ExprKind::Binary(op, Box::new(lhs.clone()), Box::new(rhs)),
+                        span,
+                    };
+                    let assign = StmtKind::Assign(lhs, value);
+                    if temps.is_empty() {
+                        assign
+                    } else {
+                        temps.push(Stmt { kind: assign, span });
+                        StmtKind::Block(Block {
+                            annotations: Vec::new(),
+                            stmts: temps,
+                            span,
+                        })
+                    }
                 } else if matches!(lhs.kind, ExprKind::Call { .. }) {
                     self.expect(";")?;
                     StmtKind::Call(lhs)
@@ -1381,36 +1511,63 @@ impl<'a> Parser<'a> {
         let Tok::Punct(p) = t.tok else {
             return None;
         };
-        let r = match p {
-            "||" => (BinOp::Or, 1),
-            "&&" => (BinOp::And, 2),
-            "==" => (BinOp::Eq, 3),
-            "!=" => (BinOp::Ne, 3),
-            "<" => (BinOp::Lt, 4),
-            "<=" => (BinOp::Le, 4),
-            ">=" => (BinOp::Ge, 4),
-            ">" => {
-                let n = self.peek_at(1);
-                if n.is_punct(">") && n.span.lo == t.span.hi {
-                    return Some((BinOp::Shr, 8, 2));
-                }
-                (BinOp::Gt, 4)
+        if p == ">" {
+            let n = self.peek_at(1);
+            if n.is_punct(">") && n.span.lo == t.span.hi {
+                return (!self.compound_follows(2)).then_some((BinOp::Shr, 8, 2));
             }
-            "|" => (BinOp::BitOr, 5),
-            "^" => (BinOp::BitXor, 6),
-            "&" => (BinOp::BitAnd, 7),
-            "<<" => (BinOp::Shl, 8),
-            "++" => (BinOp::Concat, 9),
-            "+" => (BinOp::Add, 9),
-            "-" => (BinOp::Sub, 9),
-            "|+|" => (BinOp::AddSat, 9),
-            "|-|" => (BinOp::SubSat, 9),
-            "*" => (BinOp::Mul, 10),
-            "/" => (BinOp::Div, 10),
-            "%" => (BinOp::Mod, 10),
-            _ => return None,
+            // `a >>= b` lexes as `>` `>=`.
+            if n.is_punct(">=") && n.span.lo == t.span.hi {
+                return None;
+            }
+        }
+        let (op, prec) = operator(p)?;
+        // `a += b`: the operator of a compound assignment, not of an expression.
+        if self.compound_follows(1) {
+            return None;
+        }
+        Some((op, prec, 1))
+    }
+
+    /// Whether an `=` directly follows the `ntoks` tokens of an operator here (`+=`, `>>=`).
+    fn compound_follows(&self, ntoks: usize) -> bool {
+        let last = self.peek_at(ntoks - 1);
+        let next = self.peek_at(ntoks);
+        next.is_punct("=") && next.span.lo == last.span.hi
+    }
+
+    /// `op=` of a compound assignment (P4_16 1.2.4): its operator and how many tokens it spans,
+    /// `=` included.
+    fn compound_assign(&self) -> Option<(BinOp, usize)> {
+        let t = self.peek();
+        let Tok::Punct(p) = t.tok else {
+            return None;
         };
-        Some((r.0, r.1, 1))
+        let next = self.peek_at(1);
+        let (op, ntoks) = match p {
+            ">" if next.is_punct(">=") && next.span.lo == t.span.hi => {
+                return Some((BinOp::Shr, 2))
+            }
+            ">" if next.is_punct(">") && next.span.lo == t.span.hi => (BinOp::Shr, 2),
+            _ => match operator(p)? {
+                (
+                    op @ (BinOp::Shl
+                    | BinOp::Add
+                    | BinOp::Sub
+                    | BinOp::Mul
+                    | BinOp::Div
+                    | BinOp::Mod
+                    | BinOp::BitAnd
+                    | BinOp::BitOr
+                    | BinOp::BitXor
+                    | BinOp::AddSat
+                    | BinOp::SubSat),
+                    _,
+                ) => (op, 1),
+                _ => return None,
+            },
+        };
+        self.compound_follows(ntoks).then_some((op, ntoks + 1))
     }
 
     fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
@@ -1724,6 +1881,7 @@ mod tests {
                     .join(",")
             ),
             ExprKind::Slice(a, h, l) => format!("{}[{}:{}]", show(a), show(h), show(l)),
+            ExprKind::Index(a, i) => format!("{}[{}]", show(a), show(i)),
             ExprKind::Ternary(c, t, f) => format!("({} ? {} : {})", show(c), show(t), show(f)),
             other => format!("{other:?}"),
         }
@@ -1736,6 +1894,83 @@ mod tests {
             DeclKind::Const(c) => show(&c.value),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The statements of the program's last declaration, an action, as `l = r`.
+    fn action_assignments(src: &str) -> Vec<String> {
+        let (p, d) = program(src);
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let DeclKind::Action(a) = &p.decls.last().unwrap().kind else {
+            panic!("not an action");
+        };
+        a.body
+            .stmts
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Assign(l, r) => format!("{} = {}", show(l), show(r)),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn compound_assignment_is_an_assignment_of_the_operation() {
+        let src = "action a() { x += y * 2; x -= 1; x *= 3; x /= 4; x %= 8; x &= m; x |= m; \
+                   x ^= m; x <<= 1; x >>= 2; x |+|= 9; x |-|= 9; x = x >= 2; x = x >> 1; }";
+        assert_eq!(
+            action_assignments(src),
+            [
+                "x = (x + (y * 2))",
+                "x = (x - 1)",
+                "x = (x * 3)",
+                "x = (x / 4)",
+                "x = (x % 8)",
+                "x = (x & m)",
+                "x = (x | m)",
+                "x = (x ^ m)",
+                "x = (x << 1)",
+                "x = (x >> 2)",
+                "x = (x |+| 9)",
+                "x = (x |-| 9)",
+                "x = (x >= 2)",
+                "x = (x >> 1)",
+            ]
+        );
+        // An index that calls something is computed once, into a local, before the assignment.
+        let (p, d) = program("action a() { h[f()].x += 1; }");
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let DeclKind::Action(a) = &p.decls[0].kind else {
+            panic!("not an action");
+        };
+        let StmtKind::Block(b) = &a.body.stmts[0].kind else {
+            panic!("{:?}", a.body.stmts[0]);
+        };
+        let [Stmt {
+            kind: StmtKind::Var(v),
+            ..
+        }, Stmt {
+            kind: StmtKind::Assign(l, r),
+            ..
+        }] = b.stmts.as_slice()
+        else {
+            panic!("{b:?}");
+        };
+        let i = &v.name.name;
+        assert!(
+            matches!(&v.init.as_ref().unwrap().kind,
+                ExprKind::Cast(t, e) if matches!(t.kind, TypeKind::Bit(_))
+                    && matches!(e.kind, ExprKind::Call { .. })),
+            "{v:?}"
+        );
+        assert_eq!(show(l), format!("h[{i}].x"));
+        assert_eq!(show(r), format!("(h[{i}].x + 1)"));
+        // Any other call in the location would run twice: refused, saying where.
+        let (_, d) = program("action a() { f().x += 1; }");
+        let items = format!("{:?}", d.items());
+        assert!(
+            items.contains("compound assignment to a location that calls"),
+            "{items}"
+        );
     }
 
     #[test]
