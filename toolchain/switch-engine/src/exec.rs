@@ -440,23 +440,60 @@ pub fn update_checksums(prog: &Prog, pkt: &mut Pkt) {
 /// Serializes valid headers in deparser order followed by the payload; `pkt.data` becomes
 /// the packet to transmit.
 pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
+    let cursor = pkt.cursor.min(pkt.data.len());
+    let Some(dep) = prog.deparsers.get(d) else {
+        pkt.scratch.clear();
+        splice_headers(pkt, cursor);
+        return;
+    };
+    let header_bytes = |h: u32| {
+        let info = &prog.headers[h as usize];
+        let var = info.varbit.map_or(0, |f| varbit_bits(prog, &pkt.phv, f));
+        (info.fixed_bits as usize + var).div_ceil(8)
+    };
+    let total: usize = dep
+        .order
+        .iter()
+        .filter(|&&h| pkt.phv.valid[h as usize])
+        .map(|&h| header_bytes(h))
+        .sum();
+    // Most packets leave with as many header bytes as they came in with: the headers are
+    // written over the parsed ones and the payload stays where it is (no copy of a 4 KB frame
+    // per hop). Otherwise they are built aside and the payload follows them.
     let mut out = std::mem::take(&mut pkt.scratch);
-    out.clear();
-    if let Some(dep) = prog.deparsers.get(d) {
-        for &h in &dep.order {
-            if !pkt.phv.valid[h as usize] {
-                continue;
-            }
-            let info = &prog.headers[h as usize];
-            let mut bits = out.len() * 8;
-            let var = info.varbit.map_or(0, |f| varbit_bits(prog, &pkt.phv, f));
-            out.resize(out.len() + (info.fixed_bits as usize + var).div_ceil(8), 0);
-            for f in info.first_field..info.first_field + info.nfields {
-                write_field(prog, &pkt.phv, &mut out, &mut bits, f);
-            }
-        }
+    let in_place = total == cursor;
+    if in_place {
+        std::mem::swap(&mut out, &mut pkt.data);
+        out[..total].fill(0);
+    } else {
+        out.clear();
+        out.resize(total, 0);
     }
-    out.extend_from_slice(&pkt.data[pkt.cursor.min(pkt.data.len())..]);
+    let mut at = 0;
+    for &h in &dep.order {
+        if !pkt.phv.valid[h as usize] {
+            continue;
+        }
+        let info = &prog.headers[h as usize];
+        let mut bits = at * 8;
+        for f in info.first_field..info.first_field + info.nfields {
+            write_field(prog, &pkt.phv, &mut out, &mut bits, f);
+        }
+        at += header_bytes(h);
+    }
+    if in_place {
+        pkt.scratch = std::mem::replace(&mut pkt.data, out);
+        pkt.cursor = 0;
+    } else {
+        pkt.scratch = out;
+        splice_headers(pkt, cursor);
+    }
+}
+
+/// Replaces `pkt.data[..cursor]` (the parsed headers) with the bytes in `pkt.scratch`.
+fn splice_headers(pkt: &mut Pkt, cursor: usize) {
+    let mut out = std::mem::take(&mut pkt.scratch);
+    out.extend_from_slice(&pkt.data[cursor..]);
     pkt.scratch = std::mem::replace(&mut pkt.data, out);
     pkt.cursor = 0;
 }
@@ -888,10 +925,7 @@ fn apply_table(
             let a = resolve(prog, profiles, pkt, ti, v);
             let next = match (ti.hit_miss, a) {
                 (Some((h, _)), _) => h,
-                (None, Some(a)) => *ti
-                    .next_by_action
-                    .get(&a.action)
-                    .unwrap_or(&ti.base_default_next),
+                (None, Some(a)) => ti.next_of(a.action),
                 (None, None) => ti.base_default_next,
             };
             (a, next)
@@ -903,10 +937,7 @@ fn apply_table(
                 .and_then(|v| resolve(prog, profiles, pkt, ti, v));
             let next = match (ti.hit_miss, a) {
                 (Some((_, m)), _) => m,
-                (None, Some(a)) => *ti
-                    .next_by_action
-                    .get(&a.action)
-                    .unwrap_or(&ti.base_default_next),
+                (None, Some(a)) => ti.next_of(a.action),
                 (None, None) => ti.base_default_next,
             };
             (a, next)
