@@ -1,11 +1,11 @@
 //! Packet processing: parser, checksums, match-action pipelines, primitives, deparser.
 
 use crate::eval::{eval, eval_bool, eval_u32, eval_u64, Ctx};
-use crate::expr::{Arg, Ex, FieldLoc, HRef};
+use crate::expr::{Arg, Ex, FieldLoc, HRef, K};
 use crate::phv::Phv;
 use crate::program::*;
 use crate::state::{ActionData, EntryVal, Ext, Runtime, TableState};
-use crate::value::{get_bits, get_wide, put_bits, put_wide, Arith};
+use crate::value::{get_bits, get_wide, mask64, put_bits, put_wide, sext, Arith};
 use num_bigint::BigInt;
 use switch_tables::ActionProfile;
 
@@ -80,7 +80,42 @@ impl Pkt {
 
 /// Evaluates `e` and stores it into field `f`.
 fn assign(prog: &Prog, pkt: &mut Pkt, args: &[Arg], f: u32, e: &Ex) {
-    let narrow = matches!(prog.fields[f as usize].slot, Slot::Narrow(_));
+    let info = &prog.fields[f as usize];
+    // The commonest assignments (a constant, an action parameter, another field) store their
+    // value directly: the same result as evaluating the tree, without its dispatch or, for a
+    // wide parameter, two conversions of a BigInt through bytes.
+    match (&e.k, info.slot) {
+        (K::Const(v), Slot::Narrow(i)) => {
+            pkt.phv.narrow[i as usize] = (*v as u64) & mask64(info.width);
+            return;
+        }
+        (K::Field(src), Slot::Narrow(i)) => {
+            let s = &prog.fields[*src as usize];
+            if let Slot::Narrow(j) = s.slot {
+                let raw = pkt.phv.narrow[j as usize];
+                let v = if s.signed {
+                    sext(raw, s.width) as u64
+                } else {
+                    raw
+                };
+                pkt.phv.narrow[i as usize] = v & mask64(info.width);
+                return;
+            }
+        }
+        (K::Param(p), slot) => match (args.get(*p as usize), slot) {
+            (Some(Arg::N(v)), Slot::Narrow(i)) => {
+                pkt.phv.narrow[i as usize] = v & mask64(info.width);
+                return;
+            }
+            (Some(Arg::W(b)), Slot::Wide { .. }) => {
+                pkt.phv.set_big(prog, f, b);
+                return;
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+    let narrow = matches!(info.slot, Slot::Narrow(_));
     if narrow && !e.wide {
         let v = eval::<i128>(&pkt.ctx(prog, args), e);
         pkt.phv.set_i128(prog, f, v);
