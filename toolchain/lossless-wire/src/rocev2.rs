@@ -12,7 +12,6 @@
 //! Parsing never panics: short or inconsistent frames give a [`RoceError`] that names the header
 //! and the lengths involved, so a receiver can count it and drop the frame.
 
-
 pub const UDP_PORT: u16 = 4791;
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
 pub const ETHERTYPE_VLAN: u16 = 0x8100;
