@@ -5,6 +5,9 @@
 //! The workload is seed 000's incast (incast-16to1, tuned buffers, PFC on) at 100G, programmed
 //! by lossless-ctl as `lossless-sim run` does; it needs the venv and build/p4 (`make bench`).
 //!
+//! Each rate is given per wall second and per second of this thread's CPU time: on a shared
+//! machine the wall figures move with the other processes' load, the CPU ones much less.
+//!
 //! `cargo run --release -p lossless-sim --example lossless-sim-bench -- OUT.json`
 
 use lossless_sim::experiment::{setup_incast, Plan};
@@ -16,6 +19,21 @@ use std::time::Instant;
 
 /// Engine-alone measurement length.
 const ENGINE_SECS: f64 = 2.0;
+
+/// CPU time this thread has used, in seconds.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec it is given.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(
+        rc, 0,
+        "CLOCK_THREAD_CPUTIME_ID is always available on Linux"
+    );
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
 
 fn main() {
     let Some(out_path) = std::env::args().nth(1) else {
@@ -42,9 +60,10 @@ fn main() {
     let mut rng = fastrand::Rng::with_seed(1);
     setup_incast(&mut sim, &inc, &nic, 0, &mut rng).unwrap_or_else(|e| fail(e.to_string()));
 
-    let start = Instant::now();
+    let (start, cpu_start) = (Instant::now(), thread_cpu_s());
     let stop = sim.run(None, None, &mut |_| {});
     let sim_s = start.elapsed().as_secs_f64();
+    let sim_cpu_s = thread_cpu_s() - cpu_start;
     let hops: u64 = sim
         .switches
         .iter()
@@ -62,7 +81,7 @@ fn main() {
         .as_mut()
         .unwrap_or_else(|| fail("no pipeline".into()));
     let mut outs = Vec::new();
-    let start = Instant::now();
+    let (start, cpu_start) = (Instant::now(), thread_cpu_s());
     let mut n = 0u64;
     while start.elapsed().as_secs_f64() < ENGINE_SECS {
         for _ in 0..1000 {
@@ -74,7 +93,9 @@ fn main() {
         }
     }
     let engine_pps = n as f64 / start.elapsed().as_secs_f64();
+    let engine_cpu_pps = n as f64 / (thread_cpu_s() - cpu_start);
     let hops_per_s = hops as f64 / sim_s;
+    let hops_per_cpu_s = hops as f64 / sim_cpu_s;
     let doc = serde_json::json!({
         "workload": "incast-16to1 case tuned, 16 x 200 x 64 KB write_bw at 100G, 4 KB RoCE MTU",
         "stop": stop,
@@ -87,6 +108,10 @@ fn main() {
         "engine_packets_per_s": engine_pps,
         "engine_frame_bytes": frame.len(),
         "sim_vs_engine": hops_per_s / engine_pps,
+        "cpu_s": sim_cpu_s,
+        "packet_hops_per_cpu_s": hops_per_cpu_s,
+        "engine_packets_per_cpu_s": engine_cpu_pps,
+        "sim_vs_engine_cpu": hops_per_cpu_s / engine_cpu_pps,
     });
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
     if let Err(e) = std::fs::write(&out_path, &text) {

@@ -377,11 +377,8 @@ impl Sim {
         match ev {
             Event::SwitchRx { sw, port, frame } => {
                 let core = &mut self.switches[sw].core;
-                core.receive(now, port, &frame);
-                // The engine copied it: its buffer serves the engine's next output.
-                if let Some(engine) = core.switch.as_mut() {
-                    engine.recycle_buffer(frame);
-                }
+                // The engine runs the packet in this buffer (no copy per hop).
+                core.receive_buf(now, port, frame);
                 self.service(sw);
             }
             Event::Wake { sw } => {

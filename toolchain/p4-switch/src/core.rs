@@ -81,12 +81,35 @@ pub struct Queued {
     enq_qdepth: u32,
 }
 
+/// A received frame, lent or given.
+enum Rx<'a> {
+    Slice(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Rx<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Rx::Slice(b) => b,
+            Rx::Owned(v) => v,
+        }
+    }
+}
+
 /// Engine, traffic manager (optional) and ports, driven by one thread.
 pub struct Core {
     pub switch: Option<Switch>,
     tm: Option<Tm<Queued>>,
     /// The traffic manager's ports, in its order (refreshed when one is added).
     tm_ports: Vec<u32>,
+    /// By position in `tm_ports`: when [`Core::run_due`] must look at the port again, i.e. what
+    /// `Tm::next_event_ns` said at its last look (`None`: nothing to do), or 0 once something
+    /// changed the port since (an enqueue, a MAC control frame, a watchdog poll, any access
+    /// through [`Core::tm_mut`]). Until then the answer stands, so `run_due` visits only the
+    /// ports that are due instead of every port on every call.
+    port_due: Vec<Option<u64>>,
+    /// `Tm::next_poll_ns` when `port_due` was last valid.
+    poll_seen_ns: u64,
     ports: BTreeMap<u32, Arc<dyn Port>>,
     /// The engine settings of this switch (`--cpu-port`, `--priority-queues`, `--drop-port`),
     /// which every pipeline it runs gets, also one loaded later over P4Runtime.
@@ -138,11 +161,13 @@ impl Core {
                 Some(tm)
             }
         };
-        let tm_ports = tm
+        let tm_ports: Vec<u32> = tm
             .as_ref()
             .map_or(Vec::new(), |t| t.port_numbers().collect());
         Ok(Core {
             switch,
+            port_due: vec![Some(0); tm_ports.len()],
+            poll_seen_ns: tm.as_ref().map_or(0, |t| t.next_poll_ns()),
             tm,
             tm_ports,
             ports,
@@ -205,7 +230,19 @@ impl Core {
     }
 
     pub fn tm_mut(&mut self) -> Option<&mut Tm<Queued>> {
+        self.touch_all();
         self.tm.as_mut()
+    }
+
+    /// Makes [`Core::run_due`] look at `port` on its next call.
+    fn touch(&mut self, port: u32) {
+        if let Some(i) = self.tm_ports.iter().position(|&p| p == port) {
+            self.port_due[i] = Some(0);
+        }
+    }
+
+    fn touch_all(&mut self) {
+        self.port_due.fill(Some(0));
     }
 
     pub fn counters(&self) -> &CoreCounters {
@@ -285,19 +322,34 @@ impl Core {
         if let Some(tm) = &mut self.tm {
             tm.clear_some(now_ns, scope);
         }
+        self.touch_all();
     }
 
     /// A frame received on `port` at `now_ns`.
     pub fn receive(&mut self, now_ns: u64, port: u32, frame: &[u8]) {
+        self.receive_frame(now_ns, port, Rx::Slice(frame));
+    }
+
+    /// [`Core::receive`] taking the frame's buffer: the engine runs the packet in it instead
+    /// of a copy, and keeps it for reuse when the frame goes no further.
+    pub fn receive_buf(&mut self, now_ns: u64, port: u32, frame: Vec<u8>) {
+        self.receive_frame(now_ns, port, Rx::Owned(frame));
+    }
+
+    fn receive_frame(&mut self, now_ns: u64, port: u32, rx: Rx) {
+        let frame = rx.bytes();
         if let Some(tm) = &mut self.tm {
             if tm.on_rx_frame(now_ns, port, frame) == RxVerdict::Consumed {
                 self.counters.mac_control_consumed += 1;
+                self.touch(port);
+                self.recycle_rx(rx);
                 return;
             }
         } else if matches!(lossless_wire::pfc::MacControl::decode(frame), Ok(Some(_))) {
             // Without a traffic manager there is no queue to pause, but MAC control frames are
             // still link-local: a port never forwards them.
             self.counters.mac_control_consumed += 1;
+            self.recycle_rx(rx);
             return;
         }
         if self.switch.is_none() {
@@ -305,15 +357,16 @@ impl Core {
             return;
         }
         *self.counters.rx_frames.entry(port).or_default() += 1;
-        self.pipeline_in(now_ns, port, frame);
+        self.pipeline_in(now_ns, port, rx);
     }
 
     /// A frame into the pipeline from `port`, then into the traffic manager (or straight
     /// through egress without one).
-    fn pipeline_in(&mut self, now_ns: u64, port: u32, frame: &[u8]) {
+    fn pipeline_in(&mut self, now_ns: u64, port: u32, rx: Rx) {
         let Some(sw) = self.switch.as_mut() else {
             return;
         };
+        let frame = rx.bytes();
         if let Some(log) = &self.log {
             log.packet("Processing packet received on port", port, frame);
         }
@@ -325,15 +378,25 @@ impl Core {
                 self.transmit(o);
             }
             self.outs = outs;
+            self.recycle_rx(rx);
             return;
         }
         let mut jobs = std::mem::take(&mut self.jobs);
-        sw.ingress(port, frame, now_us, &mut jobs);
+        match rx {
+            Rx::Slice(frame) => sw.ingress(port, frame, now_us, &mut jobs),
+            Rx::Owned(frame) => sw.ingress_buf(port, frame, now_us, &mut jobs),
+        }
         for job in jobs.drain(..) {
             self.enqueue(now_ns, job);
         }
         self.jobs = jobs;
         self.release_flushed(now_ns);
+    }
+
+    fn recycle_rx(&mut self, rx: Rx) {
+        if let (Rx::Owned(buf), Some(sw)) = (rx, self.switch.as_mut()) {
+            sw.recycle_buffer(buf);
+        }
     }
 
     /// Hands a job to the traffic manager. One it refuses goes through the accounting pass
@@ -356,6 +419,9 @@ impl Core {
                 0
             };
             let (port, len) = (job.port, job.len());
+            if let Some(i) = self.tm_ports.iter().position(|&p| p == port) {
+                self.port_due[i] = Some(0);
+            }
             // bmv2's enq_qdepth: the depth the packet finds, known before it is admitted.
             let enq_qdepth = tm.queue_depth(port, queue).map_or(0, |d| d.packets);
             let Err(refused) = tm.enqueue(now_ns, port, queue, len, Queued { job, enq_qdepth })
@@ -456,7 +522,9 @@ impl Core {
                 .map_or(0, |s| s.stats().dropped_ingress)
         };
         let before = dropped(self);
-        let fired = pktgen.fire(now_ns, |port, frame| self.pipeline_in(now_ns, port, frame));
+        let fired = pktgen.fire(now_ns, |port, frame| {
+            self.pipeline_in(now_ns, port, Rx::Slice(frame))
+        });
         self.counters.pktgen_dropped += dropped(self) - before;
         self.counters.pktgen_packets += fired.packets;
         self.counters.pktgen_skipped += fired.skipped;
@@ -478,18 +546,33 @@ impl Core {
     }
 
     fn run_tm(&mut self, now_ns: u64) -> Option<u64> {
-        self.tm.as_mut()?.advance(now_ns);
+        let tm = self.tm.as_mut()?;
+        tm.advance(now_ns);
+        if tm.next_poll_ns() != self.poll_seen_ns {
+            self.poll_seen_ns = tm.next_poll_ns();
+            self.touch_all();
+        }
         self.release_flushed(now_ns);
         let mut next: Option<u64> = None;
         let mut more = std::mem::take(&mut self.more);
         for i in 0..self.tm_ports.len() {
+            match self.port_due[i] {
+                None => continue,
+                Some(t) if t > now_ns => {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                    continue;
+                }
+                Some(_) => {}
+            }
             let port = self.tm_ports[i];
             loop {
                 let tm = self.tm.as_mut()?;
                 let Some(d) = tm.dequeue(now_ns, port) else {
-                    if let Some(t) = tm.next_event_ns(now_ns, port) {
+                    let due = tm.next_event_ns(now_ns, port);
+                    if let Some(t) = due {
                         next = Some(next.map_or(t, |n| n.min(t)));
                     }
+                    self.port_due[i] = due;
                     break;
                 };
                 let meta = QueueMeta {
@@ -529,6 +612,7 @@ impl Core {
             .ok_or("no traffic manager: start the switch with --port-config FILE")?;
         tm.configure_port(now_ns, cfg).map_err(|e| e.to_string())?;
         self.tm_ports = tm.port_numbers().collect();
+        self.port_due = vec![Some(0); self.tm_ports.len()];
         self.release_flushed(now_ns);
         Ok(())
     }

@@ -1,11 +1,11 @@
 //! Packet processing: parser, checksums, match-action pipelines, primitives, deparser.
 
 use crate::eval::{eval, eval_bool, eval_u32, eval_u64, Ctx};
-use crate::expr::{Arg, Ex, FieldLoc, HRef};
+use crate::expr::{Arg, Ex, FieldLoc, HRef, K};
 use crate::phv::Phv;
 use crate::program::*;
 use crate::state::{ActionData, EntryVal, Ext, Runtime, TableState};
-use crate::value::{get_bits, get_wide, put_bits, put_wide, Arith};
+use crate::value::{get_bits, get_wide, mask64, put_bits, put_wide, sext, Arith};
 use num_bigint::BigInt;
 use switch_tables::ActionProfile;
 
@@ -80,7 +80,42 @@ impl Pkt {
 
 /// Evaluates `e` and stores it into field `f`.
 fn assign(prog: &Prog, pkt: &mut Pkt, args: &[Arg], f: u32, e: &Ex) {
-    let narrow = matches!(prog.fields[f as usize].slot, Slot::Narrow(_));
+    let info = &prog.fields[f as usize];
+    // The commonest assignments (a constant, an action parameter, another field) store their
+    // value directly: the same result as evaluating the tree, without its dispatch or, for a
+    // wide parameter, two conversions of a BigInt through bytes.
+    match (&e.k, info.slot) {
+        (K::Const(v), Slot::Narrow(i)) => {
+            pkt.phv.narrow[i as usize] = (*v as u64) & mask64(info.width);
+            return;
+        }
+        (K::Field(src), Slot::Narrow(i)) => {
+            let s = &prog.fields[*src as usize];
+            if let Slot::Narrow(j) = s.slot {
+                let raw = pkt.phv.narrow[j as usize];
+                let v = if s.signed {
+                    sext(raw, s.width) as u64
+                } else {
+                    raw
+                };
+                pkt.phv.narrow[i as usize] = v & mask64(info.width);
+                return;
+            }
+        }
+        (K::Param(p), slot) => match (args.get(*p as usize), slot) {
+            (Some(Arg::N(v)), Slot::Narrow(i)) => {
+                pkt.phv.narrow[i as usize] = v & mask64(info.width);
+                return;
+            }
+            (Some(Arg::W(b)), Slot::Wide { .. }) => {
+                pkt.phv.set_big(prog, f, b);
+                return;
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+    let narrow = matches!(info.slot, Slot::Narrow(_));
     if narrow && !e.wide {
         let v = eval::<i128>(&pkt.ctx(prog, args), e);
         pkt.phv.set_i128(prog, f, v);
@@ -440,23 +475,60 @@ pub fn update_checksums(prog: &Prog, pkt: &mut Pkt) {
 /// Serializes valid headers in deparser order followed by the payload; `pkt.data` becomes
 /// the packet to transmit.
 pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
+    let cursor = pkt.cursor.min(pkt.data.len());
+    let Some(dep) = prog.deparsers.get(d) else {
+        pkt.scratch.clear();
+        splice_headers(pkt, cursor);
+        return;
+    };
+    let header_bytes = |h: u32| {
+        let info = &prog.headers[h as usize];
+        let var = info.varbit.map_or(0, |f| varbit_bits(prog, &pkt.phv, f));
+        (info.fixed_bits as usize + var).div_ceil(8)
+    };
+    let total: usize = dep
+        .order
+        .iter()
+        .filter(|&&h| pkt.phv.valid[h as usize])
+        .map(|&h| header_bytes(h))
+        .sum();
+    // Most packets leave with as many header bytes as they came in with: the headers are
+    // written over the parsed ones and the payload stays where it is (no copy of a 4 KB frame
+    // per hop). Otherwise they are built aside and the payload follows them.
     let mut out = std::mem::take(&mut pkt.scratch);
-    out.clear();
-    if let Some(dep) = prog.deparsers.get(d) {
-        for &h in &dep.order {
-            if !pkt.phv.valid[h as usize] {
-                continue;
-            }
-            let info = &prog.headers[h as usize];
-            let mut bits = out.len() * 8;
-            let var = info.varbit.map_or(0, |f| varbit_bits(prog, &pkt.phv, f));
-            out.resize(out.len() + (info.fixed_bits as usize + var).div_ceil(8), 0);
-            for f in info.first_field..info.first_field + info.nfields {
-                write_field(prog, &pkt.phv, &mut out, &mut bits, f);
-            }
-        }
+    let in_place = total == cursor;
+    if in_place {
+        std::mem::swap(&mut out, &mut pkt.data);
+        out[..total].fill(0);
+    } else {
+        out.clear();
+        out.resize(total, 0);
     }
-    out.extend_from_slice(&pkt.data[pkt.cursor.min(pkt.data.len())..]);
+    let mut at = 0;
+    for &h in &dep.order {
+        if !pkt.phv.valid[h as usize] {
+            continue;
+        }
+        let info = &prog.headers[h as usize];
+        let mut bits = at * 8;
+        for f in info.first_field..info.first_field + info.nfields {
+            write_field(prog, &pkt.phv, &mut out, &mut bits, f);
+        }
+        at += header_bytes(h);
+    }
+    if in_place {
+        pkt.scratch = std::mem::replace(&mut pkt.data, out);
+        pkt.cursor = 0;
+    } else {
+        pkt.scratch = out;
+        splice_headers(pkt, cursor);
+    }
+}
+
+/// Replaces `pkt.data[..cursor]` (the parsed headers) with the bytes in `pkt.scratch`.
+fn splice_headers(pkt: &mut Pkt, cursor: usize) {
+    let mut out = std::mem::take(&mut pkt.scratch);
+    out.extend_from_slice(&pkt.data[cursor..]);
     pkt.scratch = std::mem::replace(&mut pkt.data, out);
     pkt.cursor = 0;
 }
@@ -888,10 +960,7 @@ fn apply_table(
             let a = resolve(prog, profiles, pkt, ti, v);
             let next = match (ti.hit_miss, a) {
                 (Some((h, _)), _) => h,
-                (None, Some(a)) => *ti
-                    .next_by_action
-                    .get(&a.action)
-                    .unwrap_or(&ti.base_default_next),
+                (None, Some(a)) => ti.next_of(a.action),
                 (None, None) => ti.base_default_next,
             };
             (a, next)
@@ -903,10 +972,7 @@ fn apply_table(
                 .and_then(|v| resolve(prog, profiles, pkt, ti, v));
             let next = match (ti.hit_miss, a) {
                 (Some((_, m)), _) => m,
-                (None, Some(a)) => *ti
-                    .next_by_action
-                    .get(&a.action)
-                    .unwrap_or(&ti.base_default_next),
+                (None, Some(a)) => ti.next_of(a.action),
                 (None, None) => ti.base_default_next,
             };
             (a, next)

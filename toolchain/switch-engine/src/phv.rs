@@ -141,8 +141,12 @@ impl Phv {
         let info = &prog.fields[f as usize];
         match info.slot {
             Slot::Narrow(i) => {
-                let n = info.width.div_ceil(8) as usize;
-                out.extend_from_slice(&self.narrow[i as usize].to_be_bytes()[8 - n..]);
+                // Byte by byte: a 1-8 byte extend_from_slice of variable length is a memcpy
+                // call, and table keys are built from these on every lookup.
+                let v = self.narrow[i as usize];
+                for k in (0..info.width.div_ceil(8)).rev() {
+                    out.push((v >> (8 * k)) as u8);
+                }
             }
             Slot::Wide { off, len } => {
                 out.extend_from_slice(&self.wide[off as usize..(off + len) as usize])

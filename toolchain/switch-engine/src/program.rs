@@ -208,8 +208,9 @@ pub struct TableInfo {
     pub profile: Option<u32>,
     pub max_size: usize,
     pub actions: Vec<u32>,
-    /// Next node per action index (dense over all actions; `None` = not listed).
-    pub next_by_action: HashMap<u32, Next>,
+    /// Next node by action index (`None`, or past the end: not listed). A vector, not a map:
+    /// every table hit reads it, and action indices are small and dense.
+    pub next_by_action: Vec<Option<Next>>,
     pub hit_miss: Option<(Next, Next)>,
     pub base_default_next: Next,
     pub default_action_const: bool,
@@ -219,6 +220,18 @@ pub struct TableInfo {
     pub direct_meter: Option<u32>,
     /// JSON `support_timeout`: entries record hits for idle-timeout polling.
     pub support_timeout: bool,
+}
+
+impl TableInfo {
+    /// Where the pipeline goes after running `action` (without `__HIT__`/`__MISS__` nodes).
+    #[inline]
+    pub fn next_of(&self, action: u32) -> Next {
+        self.next_by_action
+            .get(action as usize)
+            .copied()
+            .flatten()
+            .unwrap_or(self.base_default_next)
+    }
 }
 
 #[derive(Debug)]

@@ -299,8 +299,11 @@ pub fn put_bits(buf: &mut [u8], off: usize, width: u32, v: u64) {
         return;
     }
     if off % 8 == 0 && width % 8 == 0 {
+        // Byte by byte rather than a variable-length copy_from_slice (a memcpy call).
         let n = width as usize / 8;
-        buf[off / 8..off / 8 + n].copy_from_slice(&v.to_be_bytes()[8 - n..]);
+        for (k, b) in buf[off / 8..off / 8 + n].iter_mut().enumerate() {
+            *b = (v >> (8 * (n - 1 - k))) as u8;
+        }
         return;
     }
     let start = off / 8;

@@ -803,6 +803,13 @@ impl<P> Tm<P> {
         }
     }
 
+    /// When the watchdog polls next. A poll may change any port's queues (flushes, storms,
+    /// restorations), so a driver that keeps [`Tm::next_event_ns`] answers between calls
+    /// drops them when this moves.
+    pub fn next_poll_ns(&self) -> u64 {
+        self.next_poll_ns
+    }
+
     /// Runs the watchdog polls that fall due up to `now_ns`. Every other entry point does this
     /// first; a driver with nothing else to do calls it at [`Tm::next_event_ns`].
     pub fn advance(&mut self, now_ns: u64) {

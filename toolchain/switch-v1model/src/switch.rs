@@ -580,15 +580,41 @@ impl Switch {
     /// Runs a packet received on `port` through the parser and the ingress pipeline; the
     /// packets bound for egress (unicast, multicast copies, ingress clones) go to `out`.
     pub fn ingress(&mut self, port: u32, data: &[u8], now_us: u64, out: &mut Vec<EgressJob>) {
-        self.stats.received += 1;
         let mut pkt = self.alloc();
         pkt.data.clear();
         pkt.data.extend_from_slice(data);
-        pkt.regs.packet_length = data.len() as u32;
+        self.start_ingress(port, pkt, now_us, out);
+    }
+
+    /// [`Switch::ingress`] taking the packet's buffer, which the engine parses and deparses in
+    /// place instead of copying it first (a simulator moves frames between switches this way).
+    pub fn ingress_buf(
+        &mut self,
+        port: u32,
+        mut data: Vec<u8>,
+        now_us: u64,
+        out: &mut Vec<EgressJob>,
+    ) {
+        let mut pkt = self.alloc();
+        std::mem::swap(&mut pkt.data, &mut data);
+        self.recycle_buffer(data);
+        self.start_ingress(port, pkt, now_us, out);
+    }
+
+    fn start_ingress(
+        &mut self,
+        port: u32,
+        mut pkt: Box<Pkt>,
+        now_us: u64,
+        out: &mut Vec<EgressJob>,
+    ) {
+        self.stats.received += 1;
+        let len = pkt.data.len();
+        pkt.regs.packet_length = len as u32;
         let intr = &self.prog.intr;
         let prog = &self.prog;
         pkt.set(prog, intr.ingress_port, u64::from(port));
-        pkt.set(prog, intr.packet_length, data.len() as u64);
+        pkt.set(prog, intr.packet_length, len as u64);
         pkt.set(prog, intr.instance_type, instance_type::NORMAL);
         pkt.set(prog, intr.ingress_global_timestamp, now_us);
         self.run_ingress(pkt, 0, now_us, out);

@@ -220,7 +220,7 @@ impl<'a> L<'a> {
                 by_name.insert(n.as_str(), a as u32);
             }
         }
-        let mut next_by_action = HashMap::new();
+        let mut next_by_action: Vec<Option<Next>> = Vec::new();
         let (mut hit, mut miss) = (None, None);
         for (name, node) in &t.next_tables {
             let npath = format!("{tpath}.next_tables.{name}");
@@ -230,7 +230,10 @@ impl<'a> L<'a> {
                 "__MISS__" => miss = Some(n),
                 _ => match by_name.get(name.as_str()) {
                     Some(&a) => {
-                        next_by_action.insert(a, n);
+                        if next_by_action.len() <= a as usize {
+                            next_by_action.resize(a as usize + 1, None);
+                        }
+                        next_by_action[a as usize] = Some(n);
                     }
                     None => {
                         return err(&npath, format!("\"{name}\" is not an action of this table"))
