@@ -5,17 +5,19 @@
 //! switch's threads can be told from the client's:
 //!
 //! - **load client**: the requests are encoded before the clock starts (`client_encode_*`: how
-//!   fast the client's prost encodes them) and sent as raw bytes with `IN_FLIGHT` requests
+//!   fast the client's prost encodes them, per CPU-second) and sent as raw bytes with `IN_FLIGHT` requests
 //!   outstanding on one HTTP/2 connection. Its ceiling (`client_ceiling`) is the same requests
-//!   sent to a sink on the same transport that answers without decoding: the client and
-//!   transport alone, so a switch rate well under it is the switch's own;
+//!   sent to a sink on the same transport (a runtime of its own) that answers without decoding:
+//!   the client and transport alone, also per CPU-second of the client's threads, so a switch
+//!   rate well under it is the switch's own. Each load also reports the client's CPU time;
 //! - **switch**: `wall_seconds` from the first request sent to the last response; `server_seconds`
 //!   from the first request sent to the end of the last batch applied on the dataplane thread;
 //!   `server_cpu_seconds`: CPU time of the switch's threads (the gRPC threads, the blocking pool
 //!   that decodes and translates, the dataplane thread) from schedstat, so
 //!   `entries_per_server_cpu_second` is the rate on one core of the switch's own;
-//! - **baselines** (the ceiling, same entries, in process): the engine's `Switch::table_add`
-//!   (names and padded bytes, what the server hands it) and `switch_tables::Table::insert` alone.
+//! - **baselines** (the ceiling, same entries, in process, per CPU-second of the one thread
+//!   doing it): the engine's `Switch::table_add` (names and padded bytes, what the server hands
+//!   it) and `switch_tables::Table::insert` alone.
 //!
 //! The table sizes are checked after each run (every route and neighbour is in the engine).
 //!
@@ -61,6 +63,9 @@ const BATCH: usize = 1000;
 const IN_FLIGHT: usize = 8;
 const NEIGHBORS: u32 = 48_000;
 const DEVICE: u64 = 1;
+/// Thread names of the load client's and the sink's runtimes.
+const CLIENT: &str = "p4rt-client";
+const SINK: &str = "p4rt-sink";
 const ROUTE_TABLE: &str = "LosslessIngress.ipv4_route";
 const ROUTE_ACTION: &str = "LosslessIngress.set_nexthop_id";
 const NEIGHBOR_TABLE: &str = "LosslessIngress.neighbor";
@@ -101,19 +106,26 @@ fn run(json_path: &str, p4info_path: &str, routes: u32) -> Result<Value, String>
     let route_updates: Vec<Update> = (0..routes).map(|i| ids.route(i)).collect();
     let neighbor_updates: Vec<Update> = (0..NEIGHBORS).map(|i| ids.neighbor(i)).collect();
 
-    let t = Instant::now();
+    let t = thread_cpu_s();
     let route_reqs = encode(&route_updates);
-    let encode_s = t.elapsed().as_secs_f64();
+    let encode_s = thread_cpu_s() - t;
     let neighbor_reqs = encode(&neighbor_updates);
 
     let client = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .thread_name("p4rt-client")
+        .thread_name(CLIENT)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
 
-    let ceiling = client.block_on(sink_rate(&route_reqs))?;
+    let sink = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(SINK)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let ceiling = client.block_on(sink_rate(&sink, &route_reqs))?;
+    drop(sink);
 
     let core = Core::new(None, None, BTreeMap::new(), SwitchConfig::default(), 0)
         .map_err(|e| e.to_string())?;
@@ -162,17 +174,17 @@ fn run(json_path: &str, p4info_path: &str, routes: u32) -> Result<Value, String>
         "batch": BATCH,
         "in_flight": IN_FLIGHT,
         "routes": routes,
-        "client_encode_entries_per_second": rate(routes as usize, encode_s),
+        "client_encode_entries_per_cpu_second": rate(routes as usize, encode_s),
         "client_ceiling": ceiling,
         "ipv4_route": route_run,
         "neighbor": neighbor_run,
         "baseline_ipv4_route": {
-            "engine_table_add_entries_per_second": rate(routes as usize, engine_routes),
-            "switch_tables_insert_entries_per_second": rate(routes as usize, tables_routes),
+            "engine_table_add_entries_per_cpu_second": rate(routes as usize, engine_routes),
+            "switch_tables_insert_entries_per_cpu_second": rate(routes as usize, tables_routes),
         },
         "baseline_neighbor": {
-            "engine_table_add_entries_per_second": rate(NEIGHBORS as usize, engine_nbrs),
-            "switch_tables_insert_entries_per_second": rate(NEIGHBORS as usize, tables_nbrs),
+            "engine_table_add_entries_per_cpu_second": rate(NEIGHBORS as usize, engine_nbrs),
+            "switch_tables_insert_entries_per_cpu_second": rate(NEIGHBORS as usize, tables_nbrs),
         },
     }))
 }
@@ -352,13 +364,16 @@ async fn connect(addr: std::net::SocketAddr) -> Result<tonic::transport::Channel
 
 /// The client's and transport's own rate: the requests to a server that answers each without
 /// decoding it.
-async fn sink_rate(reqs: &[Bytes]) -> Result<Value, String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
+async fn sink_rate(sink: &tokio::runtime::Runtime, reqs: &[Bytes]) -> Result<Value, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let listener = {
+        let _in_sink = sink.enter();
+        tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?
+    };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(
+    let server = sink.spawn(
         tonic::transport::Server::builder()
             .add_service(Sink)
             .serve_with_incoming_shutdown(
@@ -370,14 +385,18 @@ async fn sink_rate(reqs: &[Bytes]) -> Result<Value, String> {
     );
     let channel = connect(addr).await?;
     let entries: usize = reqs.len() * BATCH;
+    let cpu0 = client_cpu_ns();
     let t = Instant::now();
     send_all(&channel, reqs).await?;
     let s = t.elapsed().as_secs_f64();
+    let cpu = (client_cpu_ns() - cpu0) as f64 / 1e9;
     let _ = stop.send(());
     let _ = server.await;
     Ok(json!({
         "requests_per_second": reqs.len() as f64 / s,
         "entries_per_second": entries as f64 / s,
+        "client_cpu_seconds": cpu,
+        "entries_per_client_cpu_second": entries as f64 / cpu,
     }))
 }
 
@@ -445,11 +464,12 @@ impl Controller {
         timed: &Timed,
     ) -> Result<Value, String> {
         *timed.last_done.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        let cpu0 = switch_cpu_ns();
+        let (cpu0, client0) = (switch_cpu_ns(), client_cpu_ns());
         let t = Instant::now();
         send_all(&self.channel, reqs).await?;
         let wall = t.elapsed().as_secs_f64();
         let cpu = (switch_cpu_ns() - cpu0) as f64 / 1e9;
+        let client = (client_cpu_ns() - client0) as f64 / 1e9;
         let done = timed
             .last_done
             .lock()
@@ -464,6 +484,7 @@ impl Controller {
             "server_entries_per_second": entries as f64 / server,
             "server_cpu_seconds": cpu,
             "entries_per_server_cpu_second": entries as f64 / cpu,
+            "client_cpu_seconds": client,
         }))
     }
 }
@@ -508,26 +529,31 @@ fn exec<R: Send + 'static>(
     rx.recv().ok()
 }
 
-/// CPU time (ns, schedstat) of this process's switch threads: all but the main thread, the load
-/// client's and the sink's.
-fn switch_cpu_ns() -> u64 {
+/// CPU time (ns, schedstat) of this process's threads but the main one whose name `pick`s.
+fn cpu_ns(pick: impl Fn(&str) -> bool) -> u64 {
     let pid = std::process::id().to_string();
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return 0;
     };
     dir.flatten()
         .filter(|t| t.file_name() != pid.as_str())
-        .filter(|t| {
-            std::fs::read_to_string(t.path().join("comm"))
-                .is_ok_and(|c| !c.starts_with("p4rt-client"))
-        })
+        .filter(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| pick(c.trim())))
         .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
         .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
         .sum()
 }
 
+/// The switch's threads: all but the load client's and the sink's.
+fn switch_cpu_ns() -> u64 {
+    cpu_ns(|name| !name.starts_with(CLIENT) && !name.starts_with(SINK))
+}
+
+fn client_cpu_ns() -> u64 {
+    cpu_ns(|name| name.starts_with(CLIENT))
+}
+
 /// The same entries straight into the engine (`Switch::table_add` with names and padded byte
-/// strings) and into a `switch_tables::Table` alone: seconds for each.
+/// strings) and into a `switch_tables::Table` alone: CPU seconds for each.
 fn baseline(json: &str, updates: &[Update], ids: &Ids, table: &str) -> Result<(f64, f64), String> {
     let entries: Vec<(Vec<switch_v1model::FieldMatch>, Vec<Vec<u8>>)> =
         updates.iter().map(|u| engine_entry(u, ids)).collect();
@@ -537,12 +563,13 @@ fn baseline(json: &str, updates: &[Update], ids: &Ids, table: &str) -> Result<(f
     } else {
         NEIGHBOR_ACTION
     };
-    let t = Instant::now();
-    for (m, args) in entries.clone() {
+    let copy = entries.clone();
+    let t = thread_cpu_s();
+    for (m, args) in copy {
         sw.table_add(table, m, None, action, &args)
             .map_err(|e| e.message)?;
     }
-    let engine = t.elapsed().as_secs_f64();
+    let engine = thread_cpu_s() - t;
     let keys: Vec<switch_tables::KeyField> = entries[0]
         .0
         .iter()
@@ -559,11 +586,23 @@ fn baseline(json: &str, updates: &[Update], ids: &Ids, table: &str) -> Result<(f
         })
         .collect();
     let mut t2 = switch_tables::Table::new(keys, entries.len()).map_err(|e| e.to_string())?;
-    let t = Instant::now();
+    let t = thread_cpu_s();
     for (m, args) in entries {
         t2.insert(m, None, args).map_err(|e| e.to_string())?;
     }
-    Ok((engine, t.elapsed().as_secs_f64()))
+    Ok((engine, thread_cpu_s() - t))
+}
+
+/// CPU time of the calling thread: the baselines are single-threaded, and on a shared machine
+/// their wall time is mostly other processes'.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// An update as the engine takes it: field values padded to their bytes (the widths of
