@@ -41,7 +41,7 @@ use p4_switch::clock::{ClockKind, SystemClock};
 use p4_switch::core::Core;
 use p4_switch::grpc::GrpcServer;
 use p4_switch::runtime::{Handle, Runtime};
-use p4runtime_proto::p4info::P4Info;
+use p4runtime_proto::p4info::{P4Info, Preamble};
 use p4runtime_proto::p4runtime::{
     action, entity, field_match, forwarding_pipeline_config,
     set_forwarding_pipeline_config_request, stream_message_request, table_action, update, Action,
@@ -57,6 +57,11 @@ use switch_v1model::{Switch, SwitchConfig};
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::{http, Service};
 use tonic::Status;
+
+/// The allocator the p4-switch binary runs with (src/main.rs), so the switch is measured as it
+/// ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BATCH: usize = 1000;
 /// Requests outstanding at once: enough that the switch always has the next one decoded.
@@ -199,27 +204,13 @@ struct Ids {
 
 impl Ids {
     fn of(p: &P4Info) -> Result<Ids, String> {
-        let table = |name: &str| {
-            p.tables
-                .iter()
-                .find_map(|t| {
-                    t.preamble
-                        .as_ref()
-                        .filter(|pr| pr.name == name)
-                        .map(|pr| pr.id)
-                })
-                .ok_or_else(|| format!("P4Info: no table {name}"))
-        };
-        let action = |name: &str| {
-            p.actions
-                .iter()
-                .find_map(|a| {
-                    a.preamble
-                        .as_ref()
-                        .filter(|pr| pr.name == name)
-                        .map(|pr| pr.id)
-                })
-                .ok_or_else(|| format!("P4Info: no action {name}"))
+        let table = |name| id_of(p.tables.iter().map(|t| t.preamble.as_ref()), "table", name);
+        let action = |name| {
+            id_of(
+                p.actions.iter().map(|a| a.preamble.as_ref()),
+                "action",
+                name,
+            )
         };
         Ok(Ids {
             route: table(ROUTE_TABLE)?,
@@ -267,6 +258,17 @@ impl Ids {
             vec![mac.to_vec()],
         )
     }
+}
+
+/// The P4Info id of the object called `name` among `preambles`.
+fn id_of<'a>(
+    mut preambles: impl Iterator<Item = Option<&'a Preamble>>,
+    kind: &str,
+    name: &str,
+) -> Result<u32, String> {
+    preambles
+        .find_map(|pr| pr.filter(|pr| pr.name == name).map(|pr| pr.id))
+        .ok_or_else(|| format!("P4Info: no {kind} {name}"))
 }
 
 fn canonical(v: &[u8]) -> Vec<u8> {
