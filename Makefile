@@ -35,12 +35,13 @@ APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iper
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: help build test lint fmt run sim bench bench-routes clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
-	p4sh-test conformance proto soak
+	p4sh-test conformance proto soak test-bgp
 
 help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
-	@echo "make run        build and run the default lab"
+	@echo "make run        build and run the default lab (ROUTING=bgp: FRR on every switch)"
+	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR and switch restart"
 	@echo "make sim        the same topology in lossless-sim, nominal rates, virtual time"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
 	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4"
@@ -222,16 +223,25 @@ test-scale: build deps p4
 
 # --- lab ----------------------------------------------------------------------------------
 
-# `make run [TOPO=prio-2to1|incast-16to1|leafspine-7to1] [EXP=...|none] [QUICK=1]`: topo/README.md.
+# `make run [TOPO=prio-2to1|incast-16to1|leafspine-7to1] [EXP=...|none] [QUICK=1]
+# [ROUTING=static|bgp]`: topo/README.md.
 # The P4 program is compiled first; a missing switch or pipeline is reported by the runner.
 TOPO  ?= prio-2to1
 EXP   ?=
 QUICK ?=
-export TOPO EXP QUICK
+ROUTING ?= static
+export TOPO EXP QUICK ROUTING
 run: build deps
 	-@$(MAKE) --no-print-directory p4
 	PATH=$$PATH:$(BIN) $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
 	    --results $(RESULTS)
+
+# ROUTING=bgp end to end (topo/bgp_tests, about 2 minutes, root): the leaf-spine with FRR on
+# every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded, a leaf-spine link
+# down and up, a flap storm, an FRR and a switch restart under traffic (loss from sequence
+# numbers to $(RESULTS)/bgp/*.json).
+test-bgp: build deps
+	$(PY) -m pytest -s topo/bgp_tests
 
 # `make sim [TOPO=...] [CASE=ecn=off] [QUICK=1] [SEED=N]`: the same topology in lossless-sim, at
 # its nominal link rates in virtual time (toolchain/lossless-sim/README.md).

@@ -88,12 +88,34 @@ control LosslessEgress(inout headers_t hdr,
         truncate(60);
     }
 
-    // The SFC message, wire-compatible with the public format: the data packet's MACs and IPs
-    // swapped, UDP to 1674, payload {version, data DSCP, pause in us}, padded to 64 bytes.
+    // The SFC message as the public reference (switch-p4-16) builds it from the data packet:
+    // MACs and addresses swapped, the header's other fields kept but the DSCP (the configured
+    // signal DSCP, ECN 0) and the lengths, UDP to 1674 from the data's source port (or 1674,
+    // sfc_mode), no UDP checksum over IPv4, payload sfc_pause_h {version, data DSCP, pause in
+    // us} and 14 zero bytes. The reference routes its message again after building it, so the
+    // TTL it leaves with is the data's less two hops; this switch sends it straight back out
+    // of the data's ingress port, the next hop toward the source, with the same TTL.
     action make_sfc_message() {
         mac_t peer = hdr.ethernet.src_addr;
         hdr.ethernet.src_addr = hdr.ethernet.dst_addr;
         hdr.ethernet.dst_addr = peer;
+        hdr.tcp.setInvalid();
+        hdr.bth.setInvalid();
+        if (meta.sfc_fixed_port == 1) {
+            hdr.udp.src_port = UDP_PORT_SFC;
+        }
+        hdr.udp.dst_port = UDP_PORT_SFC;
+        hdr.udp.length = 26;
+        hdr.udp.checksum = 0;
+        hdr.sfc.setValid();
+        hdr.sfc.version = meta.sfc_version;
+        hdr.sfc.dscp = meta.sfc_dscp;
+        hdr.sfc.duration_us = meta.sfc_duration_us;
+        hdr.pad14.setValid();
+        hdr.pad14.zero = 0;
+    }
+
+    action make_sfc_ipv4() {
         ipv4_addr_t source = hdr.ipv4.src_addr;
         hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
         hdr.ipv4.dst_addr = source;
@@ -101,25 +123,29 @@ control LosslessEgress(inout headers_t hdr,
         hdr.ipv4.dscp = meta.sfc_ip_dscp;
         hdr.ipv4.ecn = 0;
         hdr.ipv4.total_len = 46;
-        hdr.ipv4.identification = 0;
-        hdr.ipv4.flags = 0;
-        hdr.ipv4.frag_offset = 0;
-        hdr.ipv4.ttl = 64;
-        hdr.ipv4.protocol = IP_PROTO_UDP;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 2;
         hdr.ipv4_options.setInvalid();
-        hdr.tcp.setInvalid();
-        hdr.bth.setInvalid();
-        hdr.udp.setValid();
-        hdr.udp.src_port = UDP_PORT_SFC;
-        hdr.udp.dst_port = UDP_PORT_SFC;
-        hdr.udp.length = 26;
-        hdr.udp.checksum = 0;
-        hdr.sfc.setValid();
-        hdr.sfc.version = SFC_VERSION;
-        hdr.sfc.dscp = meta.sfc_dscp;
-        hdr.sfc.duration_us = meta.sfc_duration_us;
-        hdr.pad14.setValid();
-        hdr.pad14.zero = 0;
+    }
+
+    // The reference has no IPv6 message; this one is the IPv4 message's IPv6 form (flow label
+    // 0), with the UDP checksum IPv6 requires (RFC 8200 8.1), over the pseudo-header.
+    action make_sfc_ipv6() {
+        ipv6_addr_t source = hdr.ipv6.src_addr;
+        hdr.ipv6.src_addr = hdr.ipv6.dst_addr;
+        hdr.ipv6.dst_addr = source;
+        hdr.ipv6.dscp = meta.sfc_ip_dscp;
+        hdr.ipv6.ecn = 0;
+        hdr.ipv6.flow_label = 0;
+        hdr.ipv6.payload_len = 26;
+        hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 2;
+        bit<16> sum;
+        hash(sum, HashAlgorithm.csum16, 16w0,
+             { hdr.ipv6.src_addr, hdr.ipv6.dst_addr, 32w26, 24w0, IP_PROTO_UDP,
+               hdr.udp.src_port, hdr.udp.dst_port, hdr.udp.length,
+               hdr.sfc.version, hdr.sfc.dscp, hdr.sfc.duration_us, hdr.pad14.zero },
+             32w65536);
+        // RFC 768: a computed 0 is sent as all ones (0 means no checksum).
+        hdr.udp.checksum = sum == 0 ? 16w0xffff : sum;
     }
 
     apply {
@@ -151,9 +177,20 @@ control LosslessEgress(inout headers_t hdr,
                     } else {
                         mark_to_drop(standard_metadata);
                     }
+                } else if ((hdr.ipv4.isValid() && hdr.ipv4.ttl <= 2)
+                           || (hdr.ipv6.isValid() && hdr.ipv6.hop_limit <= 2)) {
+                    // The reference's message would expire when it is routed: none.
+                    mark_to_drop(standard_metadata);
                 } else {
                     make_sfc_message();
-                    truncate(hdr.vlan.isValid() ? 32w64 : 32w60);
+                    bit<32> length = 60;
+                    if (hdr.ipv4.isValid()) {
+                        make_sfc_ipv4();
+                    } else {
+                        make_sfc_ipv6();
+                        length = 80;
+                    }
+                    truncate(hdr.vlan.isValid() ? length + 4 : length);
                     sfc_sent.count((bit<32>)standard_metadata.egress_port);
                 }
             }

@@ -8,6 +8,13 @@
 #define CPU_PORT 255
 #endif
 
+// The switch's packet generator injects its packets into ingress as if received on this port
+// (p4-switch's pktgen, toolchain/p4-switch/README.md; bmv2 has none, so nothing arrives on it
+// there). Override with -DPKTGEN_PORT=N to match the switch's configured pktgen port.
+#ifndef PKTGEN_PORT
+#define PKTGEN_PORT 510
+#endif
+
 // Clone sessions that send a generated frame (PFC, SFC) out of port P use id PORT_SESSION_BASE + P.
 // The controller creates one such session per front-panel port.
 #ifndef PORT_SESSION_BASE
@@ -23,6 +30,11 @@
 #define ECMP_GROUPS 1024
 #define ECMP_MEMBERS 16384
 #define ROUTER_INTERFACES 1024
+
+// Slots of each of the four SFC suppression filters (two banks of two hashes).
+#ifndef SFC_FILTER_SLOTS
+#define SFC_FILTER_SLOTS 4096
+#endif
 
 // Per-(port, 8 classes) arrays are indexed port * 8 + class over the 9-bit port space.
 #define PORT_CLASSES 4096
@@ -46,7 +58,12 @@ const bit<16> UDP_PORT_ROCEV2 = 4791;
 const bit<16> UDP_PORT_SFC = 1674;
 const bit<8> ICMPV6_NEIGHBOR_SOLICIT = 135;
 const bit<8> ICMPV6_NEIGHBOR_ADVERT = 136;
-const bit<8> SFC_VERSION = 1;
+
+// SFC duplicate suppression (sfc_mode): the public reference's two-bank (source, destination,
+// DSCP) epoch filter, one signal per source per interval, or none.
+const bit<2> SFC_DEDUP_TWO_BANK = 0;
+const bit<2> SFC_DEDUP_PER_SOURCE = 1;
+const bit<2> SFC_DEDUP_NONE = 2;
 
 // The egress_spec that v1model's mark_to_drop sets (bmv2's default --drop-port). p4-switch
 // starts egress with it for a packet its traffic manager dropped (the accounting pass).
@@ -101,6 +118,17 @@ header packet_in_t {
 header packet_out_t {
     bit<9> egress_port;
     bit<7> _pad;
+}
+
+// What the packet generator puts in front of each packet, in Tofino's (TF1) timer-trigger
+// layout: which application fired, and the batch and packet number within that firing.
+header pktgen_t {
+    bit<3> _pad1;
+    bit<2> pipe_id;
+    bit<3> app_id;
+    bit<8> _pad2;
+    bit<16> batch_id;
+    bit<16> packet_id;
 }
 
 header ethernet_t {
@@ -226,7 +254,8 @@ header bth_t {
 }
 
 // Source Flow Control message (UDP 1674): the pause a congested switch asks the source ToR to
-// apply toward the sender of the traffic carrying `dscp`.
+// apply toward the sender of the traffic carrying `dscp`. The public reference's sfc_pause_h;
+// its 14 bytes of zero padding (pad14) follow it inside the UDP payload.
 header sfc_t {
     bit<8> version;
     bit<8> dscp;
@@ -236,6 +265,7 @@ header sfc_t {
 struct headers_t {
     packet_out_t packet_out;
     packet_in_t packet_in;
+    pktgen_t pktgen;
     ethernet_t ethernet;
     vlan_t vlan;
     pfc_t pfc;
@@ -298,6 +328,10 @@ struct metadata_t {
     bit<8> sfc_dscp;
     @field_list(FL_CLONE)
     bit<6> sfc_ip_dscp;
+    @field_list(FL_CLONE)
+    bit<8> sfc_version;
+    @field_list(FL_CLONE)
+    bit<1> sfc_fixed_port;
 
     bit<1> dropped;
 }

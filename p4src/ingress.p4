@@ -19,8 +19,8 @@ control LosslessIngress(inout headers_t hdr,
     counter(512, CounterType.packets) sfc_suppressed;
     meter(PUNT_REASONS, MeterType.packets) copp;
 
-    // Last time (us) an SFC signal went to a source, plus one (0: never), by a hash of its
-    // address. A hash collision only suppresses a signal early, never sends an extra one.
+    // SFC_DEDUP_PER_SOURCE: last time (us) an SFC signal went to a source, plus one (0:
+    // never), by a hash of its address. A collision only suppresses a signal early.
     register<bit<48>>(4096) sfc_last_sent;
 
     // SONiC's PG watermarks per (ingress port, PG), in bytes, until the controller clears them:
@@ -303,6 +303,34 @@ control LosslessIngress(inout headers_t hdr,
         size = PORT_CLASSES;
     }
 
+    // --- timed PFC refresh, driven by the switch's packet generator ----------------------
+
+    // The controller gives each packet of the refresh application (by batch and packet id)
+    // one lossless (port, PG) and that PG's pause as set_lossless has it (README.md, "Timed
+    // refresh"). A table of its own: pg_profile is applied once, on the arrival path.
+    port_t refresh_port = 0;
+    bit<3> refresh_pg = 0;
+
+    action set_refresh(port_t port, bit<3> pg, bit<8> class_enable, bit<16> quanta,
+                       bit<48> refresh_interval_us) {
+        refresh_port = port;
+        refresh_pg = pg;
+        meta.class_enable = class_enable;
+        meta.pause_quanta = quanta;
+        refresh_us = refresh_interval_us;
+    }
+
+    table pfc_refresh {
+        key = {
+            hdr.pktgen.app_id: exact @name("app");
+            hdr.pktgen.batch_id: exact @name("batch");
+            hdr.pktgen.packet_id: exact @name("packet");
+        }
+        actions = { set_refresh; NoAction; }
+        default_action = NoAction();
+        size = PORT_CLASSES;
+    }
+
     // --- Source Flow Control at the congestion point ------------------------------------
 
     // duration_us = (depth - target) x us_per_byte_q24 >> 24, with us_per_byte the inverse of
@@ -331,6 +359,23 @@ control LosslessIngress(inout headers_t hdr,
         meta.class_enable = (bit<8>)1 << prio;
     }
 
+    // How signals are deduplicated and what the message carries (defaults: the public
+    // reference's). version: the message's version byte; fixed_src_port: UDP source port 1674
+    // instead of the data packet's.
+    bit<2> sfc_dedup = SFC_DEDUP_TWO_BANK;
+
+    action set_sfc_mode(bit<2> dedup, bit<8> version, bit<1> fixed_src_port) {
+        sfc_dedup = dedup;
+        meta.sfc_version = version;
+        meta.sfc_fixed_port = fixed_src_port;
+    }
+
+    table sfc_mode {
+        actions = { set_sfc_mode; }
+        default_action = set_sfc_mode(SFC_DEDUP_TWO_BANK, 0, 0);
+        size = 1;
+    }
+
     table sfc_dscp_to_priority {
         key = { hdr.sfc.dscp: exact @name("dscp"); }
         actions = { set_sfc_priority; NoAction; }
@@ -347,6 +392,28 @@ control LosslessIngress(inout headers_t hdr,
             standard_metadata.egress_spec = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
             meta.kind = KIND_CONTROL;
+            exit;
+        }
+        // A generated packet stands for one (port, PG): while that PG is paused (egress has not
+        // seen it fall below XON), renew the pause every refresh interval, arrivals or not. The
+        // packet itself goes nowhere.
+        if (hdr.pktgen.isValid()) {
+            mark_to_drop(standard_metadata);
+            meta.kind = KIND_CONTROL;
+            if (pfc_refresh.apply().hit) {
+                bit<32> refresh_index = port_class(refresh_port, refresh_pg);
+                bit<1> held;
+                pg_paused.read(held, refresh_index);
+                bit<48> paused_at;
+                pg_last_pause.read(paused_at, refresh_index);
+                bit<48> at = standard_metadata.ingress_global_timestamp;
+                if (held == 1 && at - paused_at >= refresh_us) {
+                    pg_last_pause.write(refresh_index, at);
+                    meta.clone_kind = KIND_PFC;
+                    clone_preserving_field_list(CloneType.I2E,
+                        PORT_SESSION_BASE + (bit<32>)refresh_port, FL_CLONE);
+                }
+            }
             exit;
         }
         // MAC control frames are consumed by the port; any that reach the pipeline are counted.
@@ -496,7 +563,9 @@ control LosslessIngress(inout headers_t hdr,
                 pg_paused.write(pg_index, 1);
                 send_pause = 1;
             } else if (paused == 1 && after >= meta.xon_th && now - last >= refresh_us) {
-                // Still above XON: renew the pause before the sender's timer runs out.
+                // Still above XON: renew the pause before the sender's timer runs out. Kept
+                // beside the timed refresh: it is the only one on bmv2, and both share
+                // pg_last_pause, so together they still send one XOFF per interval.
                 send_pause = 1;
             }
             if (send_pause == 1) {
@@ -533,23 +602,70 @@ control LosslessIngress(inout headers_t hdr,
         queue_bytes.write(queue_index, queue_depth + meta.acct_len);
         meta.kind = KIND_DATA;
 
-        // Source Flow Control: a RoCEv2 packet into a queue past the SFC threshold makes the
-        // switch signal its source, at most once per source per interval. A PFC clone of the
-        // same packet takes precedence (one clone per packet); the next packet signals.
-        if (hdr.bth.isValid() && hdr.ipv4.isValid() && meta.clone_kind == 0) {
+        // Source Flow Control: a RoCEv2 packet (IPv4 or IPv6) into a queue past the SFC
+        // threshold makes the switch signal its source, unless sfc_mode's deduplication
+        // suppresses it. A PFC clone of the same packet takes precedence (one clone per
+        // packet); the next packet signals.
+        sfc_mode.apply();
+        bit<48> sfc_now = standard_metadata.ingress_global_timestamp;
+        // The reference's epoch advances on a packet whatever its type, once more than the
+        // window has passed since the epoch began (or the 32-bit microsecond clock wrapped);
+        // here on every packet admitted.
+        bit<32> epoch;
+        sfc_epoch.read(epoch, 0);
+        if (sfc_dedup == SFC_DEDUP_TWO_BANK) {
+            bit<32> now_us = (bit<32>)sfc_now;
+            bit<32> epoch_start;
+            sfc_epoch_start.read(epoch_start, 0);
+            if ((bit<48>)(now_us - epoch_start) > sfc_interval_us || now_us < epoch_start) {
+                epoch = epoch + 1;
+                sfc_epoch.write(0, epoch);
+                sfc_epoch_start.write(0, now_us);
+            }
+        }
+        if (hdr.bth.isValid() && meta.clone_kind == 0) {
             sfc_queue.apply();
             if (sfc_enabled == 1 && queue_depth > sfc_threshold) {
-                bit<12> slot;
-                hash(slot, HashAlgorithm.crc16, (bit<12>)0, { hdr.ipv4.src_addr }, (bit<13>)4096);
-                bit<48> last_signal;
-                sfc_last_sent.read(last_signal, (bit<32>)slot);
-                // The slot holds the time of the last signal plus one, so that 0 means none
-                // yet even for a signal at time 0, and the interval is exact.
-                bit<48> now_plus_1 = standard_metadata.ingress_global_timestamp + 1;
-                if (last_signal != 0 && now_plus_1 - last_signal < sfc_interval_us) {
+                bool suppress = false;
+                if (sfc_dedup == SFC_DEDUP_TWO_BANK) {
+                    // Suppressed when both hashes of (source, destination, DSCP) were already
+                    // set in this epoch; both are set either way.
+                    bit<32> slot0;
+                    bit<32> slot1;
+                    hash(slot0, HashAlgorithm.crc16, 32w0,
+                         { meta.flow_src, meta.flow_dst, meta.dscp }, (bit<32>)SFC_FILTER_SLOTS);
+                    hash(slot1, HashAlgorithm.crc32, 32w0,
+                         { meta.flow_src, meta.flow_dst, meta.dscp }, (bit<32>)SFC_FILTER_SLOTS);
+                    bit<32> tag = epoch + 1;
+                    bit<32> seen0;
+                    bit<32> seen1;
+                    if (epoch[0:0] == 0) {
+                        sfc_bank0_filter0.read(seen0, slot0);
+                        sfc_bank0_filter1.read(seen1, slot1);
+                        sfc_bank0_filter0.write(slot0, tag);
+                        sfc_bank0_filter1.write(slot1, tag);
+                    } else {
+                        sfc_bank1_filter0.read(seen0, slot0);
+                        sfc_bank1_filter1.read(seen1, slot1);
+                        sfc_bank1_filter0.write(slot0, tag);
+                        sfc_bank1_filter1.write(slot1, tag);
+                    }
+                    suppress = seen0 == tag && seen1 == tag;
+                } else if (sfc_dedup == SFC_DEDUP_PER_SOURCE) {
+                    bit<12> slot;
+                    hash(slot, HashAlgorithm.crc16, (bit<12>)0, { meta.flow_src }, (bit<13>)4096);
+                    bit<48> last_signal;
+                    sfc_last_sent.read(last_signal, (bit<32>)slot);
+                    // The slot holds the time of the last signal plus one, so that 0 means
+                    // none yet even for a signal at time 0, and the interval is exact.
+                    suppress = last_signal != 0 && sfc_now + 1 - last_signal < sfc_interval_us;
+                    if (!suppress) {
+                        sfc_last_sent.write((bit<32>)slot, sfc_now + 1);
+                    }
+                }
+                if (suppress) {
                     sfc_suppressed.count((bit<32>)standard_metadata.ingress_port);
                 } else {
-                    sfc_last_sent.write((bit<32>)slot, now_plus_1);
                     bit<64> duration = 0;
                     if (queue_depth > sfc_target) {
                         duration = ((bit<64>)(queue_depth - sfc_target)

@@ -14,6 +14,18 @@ register<bit<32>>(1) shared_pool_used;
 register<bit<1>>(PORT_CLASSES) pg_paused;
 register<bit<48>>(PORT_CLASSES) pg_last_pause;
 
+// SFC duplicate suppression as the public reference does it (p4src/README.md): epochs of the
+// configured window, each with an empty two-hash filter of (source, destination, DSCP). The
+// reference alternates two banks of bits and clears the old bank when the epoch changes;
+// v1model cannot clear a register from the data plane, so a slot holds the number (plus one)
+// of the epoch that set it, and one from an older epoch counts as clear.
+register<bit<32>>(1) sfc_epoch_start;
+register<bit<32>>(1) sfc_epoch;
+register<bit<32>>(SFC_FILTER_SLOTS) sfc_bank0_filter0;
+register<bit<32>>(SFC_FILTER_SLOTS) sfc_bank0_filter1;
+register<bit<32>>(SFC_FILTER_SLOTS) sfc_bank1_filter0;
+register<bit<32>>(SFC_FILTER_SLOTS) sfc_bank1_filter1;
+
 bit<32> port_class(in port_t port, in bit<3> cls) {
     return ((bit<32>)port << 3) | (bit<32>)cls;
 }

@@ -13,8 +13,16 @@ parser LosslessParser(packet_in packet,
     state start {
         transition select(standard_metadata.ingress_port) {
             CPU_PORT: parse_packet_out;
+            PKTGEN_PORT: parse_pktgen;
             default: parse_ethernet;
         }
+    }
+
+    // A generated packet: the pktgen header, then the (zero) Ethernet header the generator
+    // puts behind it, which a generated PFC frame is rewritten from.
+    state parse_pktgen {
+        packet.extract(hdr.pktgen);
+        transition parse_ethernet;
     }
 
     state parse_packet_out {

@@ -194,9 +194,11 @@ def _push_ports(stats_addr: str, model, cfg: config_db.ConfigDb) -> bool:
 
 def _run(args: argparse.Namespace) -> int:
     """Reconcile the switch with the config, then learn neighbours (and, with --fpm, program
-    zebra's routes) until interrupted. When the switch's stream is lost (a restarted switch),
-    reconnect and reconcile again: a switch that came back without the pipeline is loaded in
-    full, i.e. replayed, and the FPM routes are written again."""
+    zebra's routes; with --hostif, pass control-plane frames to and from kernel interfaces)
+    until interrupted. When the switch's stream is lost (a restarted switch), reconnect and
+    reconcile again: a switch that came back without the pipeline is loaded in full, i.e.
+    replayed, and the FPM routes are written again. SIGHUP reads the config again and
+    reconciles the switch with it (`config reload`), the FPM routes written again after it."""
     import signal
     import threading
 
@@ -215,17 +217,37 @@ def _run(args: argparse.Namespace) -> int:
         for problem in err.problems if isinstance(err, MappingError) else [str(err)]:
             print(f"error: {problem}", file=sys.stderr)
         return 1
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop, reload, session_end = threading.Event(), threading.Event(), threading.Event()
+    for sig, events in (
+        (signal.SIGINT, (stop, session_end)),
+        (signal.SIGTERM, (stop, session_end)),
+        (signal.SIGHUP, (reload, session_end)),
+    ):
+        signal.signal(sig, lambda *_, events=events: [e.set() for e in events])
     try:
         routing = _start_fpm(args, cfg, pipeline, program) if args.fpm else None
     except (OSError, ValueError) as err:
         print(f"run: --fpm {args.fpm}: {err}", file=sys.stderr)
         return 1
+    hostif = None
+    if args.hostif:
+        from lossless_ctl.hostif import HostIf, HostIfError
+        from lossless_ctl.neighbor import routed_interfaces
+
+        try:
+            hostif = HostIf(
+                args.hostif, routed_interfaces(cfg), lambda line: print(line, flush=True)
+            ).start()
+        except HostIfError as err:
+            print(f"run: --hostif {args.hostif}: {err}", file=sys.stderr)
+            return 1
     try:
-        return _sessions(args, cfg, pipeline, model, program, stop, routing)
+        events = (stop, reload, session_end)
+        return _sessions(args, cfg, pipeline, (model, program), events, routing, hostif)
     finally:
+        if hostif is not None:
+            hostif.close()
+            print(f"hostif: {dict(hostif.counters)}", flush=True)
         if routing is not None:
             server, orch, _ = routing
             server.stop()
@@ -264,16 +286,30 @@ def _start_fpm(args: argparse.Namespace, cfg, pipeline, program):
     return server, orch, asks
 
 
-def _sessions(args, cfg, pipeline, model, program, stop, routing) -> int:
+def _sessions(args, cfg, pipeline, planned, events, routing, hostif) -> int:
     """One P4Runtime session after the other, until stopped (see _run)."""
     from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
-    from lossless_ctl.loader import reconcile
-    from lossless_ctl.neighbor import NeighborLearner, serve
+    from lossless_ctl.loader import plan, reconcile
+    from lossless_ctl.neighbor import NeighborLearner, routed_interfaces, serve
     from lossless_ctl.p4info import P4InfoIndex
 
+    model, program = planned
+    stop, reload, session_end = events
     _, orch, resolve = routing if routing is not None else (None, None, None)
     sessions = 0
     while not stop.is_set():
+        if reload.is_set():
+            reload.clear()
+            session_end.clear()
+            fresh = _read_config(args)
+            if fresh is None:
+                print("run: reload: config has errors; keeping the one loaded", file=sys.stderr)
+            else:
+                cfg = fresh
+                model, program = plan(cfg, pipeline.p4info)
+                if orch is not None:
+                    orch.rebase(program.ids, routed_interfaces(cfg))
+                print(f"run: reload: {', '.join(args.config)} read again", flush=True)
         try:
             with P4RuntimeClient(
                 args.switch,
@@ -290,19 +326,33 @@ def _sessions(args, cfg, pipeline, model, program, stop, routing) -> int:
                 if args.stats is not None and not _push_ports(args.stats, model, cfg):
                     return 1
                 learner = NeighborLearner(
-                    cfg, program, P4InfoIndex(pipeline.p4info), args.neighbor_age
+                    cfg,
+                    program,
+                    P4InfoIndex(pipeline.p4info),
+                    args.neighbor_age,
+                    answer=hostif is None,
                 )
                 if orch is not None:
                     orch.attach(client)
+                if hostif is not None:
+                    hostif.attach(
+                        lambda port, frame, client=client, learner=learner: client.send_packet_out(
+                            frame, learner.packet_out_metadata(port)
+                        )
+                    )
+                print(f"run: ready (session {sessions})", flush=True)
                 try:
                     serve(
                         client,
                         learner,
-                        stop,
+                        session_end,
                         log=lambda line: print(line, flush=True),
                         resolve=resolve,
+                        hostif=hostif,
                     )
                 finally:
+                    if hostif is not None:
+                        hostif.attach(None)
                     if orch is not None:
                         orch.detach()
         except P4RuntimeError as err:
@@ -312,7 +362,7 @@ def _sessions(args, cfg, pipeline, model, program, stop, routing) -> int:
             print(f"run: {args.switch}: {err}; retrying", file=sys.stderr, flush=True)
             stop.wait(1.0)
             continue
-        if not stop.is_set():
+        if not stop.is_set() and not reload.is_set():
             print(f"run: {args.switch}: stream lost; reconnecting to replay", flush=True)
     return 0
 
@@ -584,6 +634,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="after zebra reconnects, routes it has not sent again once it has been quiet "
         "this long are removed (until then they stay, as graceful restart keeps them)",
+    )
+    run.add_argument(
+        "--hostif",
+        metavar="NETNS",
+        help="a kernel interface (tap) per routed port in this network namespace, with the "
+        "config's addresses: ARP, ND and IP to the router go to it, what the kernel sends goes "
+        "out of the port (SONiC's hostif; FRR runs there); its carrier is the port's oper state",
     )
     run.add_argument(
         "--route-bulk",

@@ -35,6 +35,13 @@ IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 # PFC priorities, traffic classes, PGs and queues are all 0..7 on this pipeline.
 CLASSES = 8
+# SFC variants (p4src/README.md, "Source Flow Control"); the first of each is the default, the
+# public reference's behaviour.
+SFC_DEDUP = ("two_bank", "per_source", "none")
+SFC_SRC_PORT = ("data", "fixed")
+# PORT_QOS_MAP|<port>|pfc_quanta (this project's field; SONiC has none): the pause time the
+# port's XOFF frames ask for, in 512-bit-time quanta; 0 would be an XON.
+PFC_QUANTA_DEFAULT = 0xFFFF
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,7 @@ class PortQos:
     tc_to_pg_map: str | None
     tc_to_queue_map: str | None
     pfc_to_queue_map: str | None
+    pfc_quanta: int = PFC_QUANTA_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -234,6 +242,9 @@ class ConfigDb:
     sfc_host_ports: set[str] = field(default_factory=set)
     sfc_min_interval_us: int = 0
     sfc_signal_dscp: int = 0
+    sfc_dedup: str = "two_bank"
+    sfc_version: int = 0
+    sfc_src_port: str = "data"
     copp_groups: dict[str, CoppGroup] = field(default_factory=dict)
     copp_traps: dict[str, CoppTrap] = field(default_factory=dict)
 
@@ -272,7 +283,9 @@ KNOWN_FIELDS: dict[str, set[str]] = {
     "VLAN_MEMBER": {"tagging_mode"},
     "STATIC_ROUTE": {"nexthop", "ifname", "blackhole", "distance", "nexthop-vrf", "advertise"},
     "NEIGH": {"neigh", "family"},
-    "PORT_QOS_MAP": set(PORT_QOS_BINDINGS) | {"pfc_enable", "trust", "pfcwd_sw_enable"},
+    "PORT_QOS_MAP": set(PORT_QOS_BINDINGS) | {
+        "pfc_enable", "trust", "pfcwd_sw_enable", "pfc_quanta",
+    },
     "BUFFER_POOL": {"type", "mode", "size", "xoff"},
     "BUFFER_PROFILE": {
         "pool", "size", "xoff", "xon", "xon_offset", "static_th", "dynamic_th",
@@ -289,7 +302,10 @@ KNOWN_FIELDS: dict[str, set[str]] = {
     "SCHEDULER": {"type", "weight", "priority", "meter_type", "pir", "pbs", "cir", "cbs"},
     "QUEUE": {"scheduler", "wred_profile"},
     "PFC_WD": {"action", "detection_time", "restoration_time", "POLL_INTERVAL", "BIG_RED_SWITCH"},
-    "SFC": {"min_interval_us", "signal_dscp", "host_facing", "threshold", "target"},
+    "SFC": {
+        "min_interval_us", "signal_dscp", "dedup", "version", "src_port", "host_facing",
+        "threshold", "target",
+    },
     "COPP_GROUP": {
         "trap_action", "trap_priority", "queue", "meter_type", "mode", "color", "cir", "cbs",
         "pir", "pbs", "red_action", "yellow_action", "green_action", "genetlink_name",
@@ -443,6 +459,17 @@ class _Parser:
         if value.lower() in ("true", "false"):
             return value.lower() == "true"
         self.error(table, key, name, f"must be true or false, not {value!r}")
+        return default
+
+    def choice(
+        self, table: str, key: str, fields: dict, name: str, allowed: tuple[str, ...], default: str
+    ) -> str:
+        value = self.text(table, key, fields, name)
+        if value is None:
+            return default
+        if value.strip() in allowed:
+            return value.strip()
+        self.error(table, key, name, f"must be one of {', '.join(allowed)}, not {value!r}")
         return default
 
     def reference(self, table: str, key: str, fields: dict, name: str, target: str) -> str | None:
@@ -641,6 +668,7 @@ class _Parser:
             trust = self.text(t, key, fields, "trust")
             if trust is not None and trust not in ("dscp", "dot1p"):
                 self.error(t, key, "trust", f"must be dscp or dot1p, not {trust!r}")
+            quanta = self.number(t, key, fields, "pfc_quanta", 1, 0xFFFF)
             trust_dscp = (trust or ("dscp" if refs["dscp_to_tc_map"] else "dot1p")) == "dscp"
             if refs["dscp_to_tc_map"] is None and "global" in self.raw.get(t, {}):
                 refs["dscp_to_tc_map"] = self.reference(
@@ -649,7 +677,11 @@ class _Parser:
                 trust_dscp = trust != "dot1p" and refs["dscp_to_tc_map"] is not None
             for port in ports:
                 self.cfg.port_qos[port] = PortQos(
-                    port, tuple(pfc), trust_dscp, **{f: refs[f] for f in PORT_QOS_BINDINGS}
+                    port,
+                    tuple(pfc),
+                    trust_dscp,
+                    **{f: refs[f] for f in PORT_QOS_BINDINGS},
+                    pfc_quanta=PFC_QUANTA_DEFAULT if quanta is None else quanta,
                 )
 
     def buffer_pools(self) -> None:
@@ -941,6 +973,11 @@ class _Parser:
                     self.number(t, key, fields, "min_interval_us", 0, 2**48 - 1) or 0
                 )
                 self.cfg.sfc_signal_dscp = self.number(t, key, fields, "signal_dscp", 0, 63) or 0
+                self.cfg.sfc_dedup = self.choice(t, key, fields, "dedup", SFC_DEDUP, "two_bank")
+                self.cfg.sfc_version = self.number(t, key, fields, "version", 0, 255) or 0
+                self.cfg.sfc_src_port = self.choice(
+                    t, key, fields, "src_port", SFC_SRC_PORT, "data"
+                )
             elif "|" not in key:
                 if self.port_names(t, key, key) and self.boolean(
                     t, key, fields, "host_facing", False

@@ -6,7 +6,8 @@ to the CPU port with a `packet_in` header. `NeighborLearner` turns each PacketIn
 P4Runtime updates and PacketOuts, without I/O of its own (so it is tested with plain bytes):
 
 - an ARP request or NS for one of the router's addresses on the port is answered (ARP reply,
-  NA with the router flag), and its sender is learned;
+  NA with the router flag), and its sender is learned; with host interfaces (`hostif`) the
+  kernel owns those addresses and answers, and the learner only learns;
 - ARP replies and NAs for hosts in the port's subnets are learned (gratuitous ones too);
 - a glean packet for a host in a connected subnet triggers an ARP request or NS out of the
   port that subnet is on, at most once a second per host; so do the next hops of the config's
@@ -217,10 +218,18 @@ class Actions:
 
 class NeighborLearner:
     def __init__(
-        self, cfg: ConfigDb, program: P4Program, p4info: P4InfoIndex, age_s: float = 300.0
+        self,
+        cfg: ConfigDb,
+        program: P4Program,
+        p4info: P4InfoIndex,
+        age_s: float = 300.0,
+        answer: bool = True,
     ):
         self.entries = NeighborEntries(p4info, program.ids)
         self.age_s = age_s
+        # Whether this learner answers ARP requests and NS for the router's addresses; not
+        # when a kernel owns them (hostif), which answers itself.
+        self.answer = answer
         self.in_fields = {m.id: m.name for m in p4info.packet_metadata("packet_in").values()}
         self.out_fields = p4info.packet_metadata("packet_out")
         self.interfaces = routed_interfaces(cfg)
@@ -269,9 +278,12 @@ class NeighborLearner:
         self.learned[key] = Learned(mac, now)
         return out
 
-    def packet_in(self, payload: bytes, metadata: list[tuple[int, bytes]], now: float) -> Actions:
+    def ingress_port(self, metadata: list[tuple[int, bytes]]) -> int | None:
         fields = {self.in_fields.get(mid): int.from_bytes(v, "big") for mid, v in metadata}
-        iface = self.by_port.get(fields.get("ingress_port", -1))
+        return fields.get("ingress_port")
+
+    def packet_in(self, payload: bytes, metadata: list[tuple[int, bytes]], now: float) -> Actions:
+        iface = self.by_port.get(self.ingress_port(metadata))
         pkt = parse(payload)
         out = Actions()
         if iface is None or pkt is None:
@@ -279,7 +291,7 @@ class NeighborLearner:
         if pkt.kind in ("arp-request", "arp-reply") and pkt.sender_ip is not None:
             if pkt.kind == "arp-reply" or iface.own(pkt.target_ip):
                 out.extend(self._learn(iface, pkt.sender_ip, pkt.sender_mac, now))
-            if pkt.kind == "arp-request" and iface.own(pkt.target_ip):
+            if self.answer and pkt.kind == "arp-request" and iface.own(pkt.target_ip):
                 reply = arp_frame(
                     2, iface.mac, pkt.target_ip, pkt.sender_mac, pkt.sender_ip, pkt.sender_mac
                 )
@@ -288,6 +300,8 @@ class NeighborLearner:
             dad = pkt.sender_ip == ipaddress.IPv6Address("::")
             if not dad and pkt.sender_mac is not None:
                 out.extend(self._learn(iface, pkt.sender_ip, pkt.sender_mac, now))
+            if not self.answer:
+                return out
             dst = ipaddress.IPv6Address("ff02::1") if dad else pkt.sender_ip
             dst_mac = b"\x33\x33\x00\x00\x00\x01" if dad else (pkt.sender_mac or pkt.src_mac)
             flags = NA_ROUTER | NA_OVERRIDE | (0 if dad else NA_SOLICITED)
@@ -374,11 +388,13 @@ def serve(
     log=print,
     burst: int = 1024,
     resolve: queue.Queue | None = None,
+    hostif: Any = None,
 ) -> None:
     """PacketIns in, updates and PacketOuts out, until `stop` is set or the switch's stream is
     lost. PacketIns that arrive together (up to `burst`) are handled as one, so their updates
     share WriteRequests. Addresses put in `resolve` (routes' next hops, from another thread)
-    are asked for as a glean is, within a tick."""
+    are asked for as a glean is, within a tick. With `hostif` (hostif.HostIf), what the kernel
+    wants of the punted frames is also written to the port's kernel interface."""
     for line in apply(client, learner, learner.start(time.monotonic())):
         log(line)
     next_tick = time.monotonic() + tick_s
@@ -390,6 +406,10 @@ def serve(
             for p in [packet, *client.more_packet_ins(burst - 1)]:
                 metadata = [(m.metadata_id, m.value) for m in p.metadata]
                 actions.extend(learner.packet_in(p.payload, metadata, now))
+                if hostif is not None:
+                    port, pkt = learner.ingress_port(metadata), parse(p.payload)
+                    if port is not None and pkt is not None and hostif.wants(pkt):
+                        hostif.punt(port, p.payload)
             for line in apply(client, learner, actions):
                 log(line)
         if resolve is not None:

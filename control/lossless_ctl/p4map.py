@@ -18,10 +18,21 @@ from typing import Any
 
 from lossless_ctl.p4info import P4InfoError, P4InfoIndex
 from lossless_ctl.p4rt_proto import bindings
-from lossless_ctl.sai import CPU_PORT, NULL, SaiModel, SaiObject, classes_of_pg
+from lossless_ctl.sai import (
+    CPU_PORT,
+    NULL,
+    PFC_REFRESH_APP,
+    SaiModel,
+    SaiObject,
+    classes_of_pg,
+    half_pause_ns,
+    lossless_pgs,
+)
 
 ING = "LosslessIngress."
 EG = "LosslessEgress."
+# sfc_mode's dedup values (SFC_DEDUP_* in p4src/headers.p4) for config_db's SFC|GLOBAL dedup.
+SFC_DEDUP_CODE = {"two_bank": 0, "per_source": 1, "none": 2}
 # The clone session that sends generated frames (PFC, SFC) out of port P is this + P
 # (PORT_SESSION_BASE in p4src/headers.p4).
 PORT_SESSION_BASE = 512
@@ -29,8 +40,6 @@ PORT_SESSION_BASE = 512
 # p4-switch): the highest, which SONiC's QoS template leaves strict priority and lossless
 # configurations leave without PFC, so a generated pause leaves ahead of the data it stops.
 CONTROL_QUEUE = 7
-# Largest PFC pause: the pipeline sends it and refreshes it at half its duration.
-PAUSE_QUANTA = 0xFFFF
 
 # Why the pipeline sends a packet to the CPU: packet_in.reason and the copp meter index
 # (PUNT_* in p4src/headers.p4), by the SAI trap that covers it.
@@ -117,9 +126,12 @@ def mac_int(mac: str) -> int:
     return int(mac.replace(":", ""), 16)
 
 
-def refresh_interval_us(bps: int) -> int:
-    """Half the time PAUSE_QUANTA pause a sender, so a refresh lands before its timer expires."""
-    return PAUSE_QUANTA * 512 * 1_000_000 // bps // 2
+def refresh_interval_us(quanta: int, bps: int) -> int:
+    """How long after its last XOFF a paused PG is renewed, in the pipeline's microseconds:
+    half the pause, less one. The pipeline compares whole microseconds, so a renewal may come
+    up to 1 us after this; with the packet generator firing every half pause or sooner
+    (port_config), the next XOFF always lands before the last one's pause runs out."""
+    return max(half_pause_ns(quanta, bps) // 1000 - 1, 0)
 
 
 def us_per_byte_q24(bps: int) -> int:
@@ -441,6 +453,7 @@ class _Mapper:
 
     def buffers(self) -> Phase:
         phase = Phase("buffers")
+        refresh_packet = {ipg.key: i for i, ipg in enumerate(lossless_pgs(self.m))}
         for ipg in self.m.of_type("INGRESS_PRIORITY_GROUP"):
             port_key = ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_PORT"]
             dev = self.port_of(port_key, f"BUFFER_PG|{ipg.key[4:]}")
@@ -470,13 +483,23 @@ class _Mapper:
                     "shared_dynamic": int(dynamic is not None),
                     "shift_left": max(dynamic or 0, 0),
                     "shift_right": max(-(dynamic or 0), 0),
+                }
+                pause = {
                     "class_enable": sum(1 << c for c in classes),
-                    "quanta": PAUSE_QUANTA,
-                    "refresh_interval_us": refresh_interval_us(self.port_bps[port.key]),
+                    "quanta": port["SAI_PORT_ATTR_EXT_PFC_QUANTA"],
+                    "refresh_interval_us": refresh_interval_us(
+                        port["SAI_PORT_ATTR_EXT_PFC_QUANTA"], self.port_bps[port.key]
+                    ),
                 }
                 self.add(
                     phase, label, self.b.table_entry, ING + "pg_profile", match,
-                    ING + "set_lossless", params,
+                    ING + "set_lossless", params | pause,
+                )  # fmt: skip
+                # The packet generator's packet for this PG renews its pause while it holds.
+                refresh = {"app": PFC_REFRESH_APP, "batch": 0, "packet": refresh_packet[ipg.key]}
+                self.add(
+                    phase, f"{label} timed refresh", self.b.table_entry, ING + "pfc_refresh",
+                    refresh, ING + "set_refresh", {"port": dev, "pg": pg} | pause,
                 )  # fmt: skip
             elif prof.get("SAI_BUFFER_PROFILE_ATTR_SHARED_DYNAMIC_TH") is not None:
                 th = prof["SAI_BUFFER_PROFILE_ATTR_SHARED_DYNAMIC_TH"]
@@ -497,6 +520,20 @@ class _Mapper:
         phase = Phase("egress and SFC")
         mac = mac_int(self.switch["SAI_SWITCH_ATTR_SRC_MAC_ADDRESS"])
         signal_dscp = self.switch["SAI_SWITCH_ATTR_EXT_SFC_SIGNAL_DSCP"]
+        self.add(
+            phase,
+            "SWITCH sfc_mode",
+            self.b.table_entry,
+            ING + "sfc_mode",
+            {},
+            ING + "set_sfc_mode",
+            {
+                "dedup": SFC_DEDUP_CODE[self.switch["SAI_SWITCH_ATTR_EXT_SFC_DEDUP"]],
+                "version": self.switch["SAI_SWITCH_ATTR_EXT_SFC_VERSION"],
+                "fixed_src_port": int(self.switch["SAI_SWITCH_ATTR_EXT_SFC_SRC_PORT"] == "fixed"),
+            },
+            default=True,
+        )
         host_ports = []
         for port in self.m.of_type("PORT"):
             dev = self.dev_port.get(port.key)

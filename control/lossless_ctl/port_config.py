@@ -13,7 +13,15 @@ import json
 from typing import Any
 
 from lossless_ctl.chips import Chip
-from lossless_ctl.sai import NULL, PORT_MTU_OVERHEAD, SaiModel
+from lossless_ctl.sai import (
+    NULL,
+    PFC_REFRESH_APP,
+    PKTGEN_PORT,
+    PORT_MTU_OVERHEAD,
+    SaiModel,
+    half_pause_ns,
+    lossless_pgs,
+)
 from lossless_ctl.switch_http import StatsError, request
 
 
@@ -85,18 +93,56 @@ def tm_config(model: SaiModel, chip: Chip | None) -> dict[str, Any]:
             entry["queues"] = queues
         ports.append(entry)
     out["ports"] = ports
+    pktgen = refresh_pktgen(model)
+    if pktgen is not None:
+        out["pktgen"] = pktgen
     return out
+
+
+def refresh_pktgen(model: SaiModel) -> dict[str, Any] | None:
+    """The switch's packet generator for the pipeline's timed PFC refresh (p4src/README.md):
+    one packet per lossless PG (packet i for the i-th, as p4map writes `pfc_refresh`), fired
+    every quarter pause of the fastest such port. The pipeline renews a PG on the first packet
+    at least its refresh interval (half its pause, less 1 us) after the last XOFF, so on time
+    the renewals come every second firing, half a pause apart, and a firing that comes late
+    (a busy real-time dataplane) still leaves the next renewal within three quarters of a
+    pause, before the sender's timer runs out. None without a lossless PG."""
+    pgs = lossless_pgs(model)
+    if not pgs:
+        return None
+    ports = [model[ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_PORT"]] for ipg in pgs]
+    half = min(
+        half_pause_ns(p["SAI_PORT_ATTR_EXT_PFC_QUANTA"], p["SAI_PORT_ATTR_SPEED"] * 1_000_000)
+        for p in ports
+    )
+    app = {
+        "app_id": PFC_REFRESH_APP,
+        "period_ns": max(half // 2, 1),
+        "batches": 1,
+        "packets_per_batch": len(pgs),
+    }
+    return {"port": PKTGEN_PORT, "apps": [app]}
 
 
 def push(stats_addr: str, config: dict[str, Any], timeout: float = 10.0) -> list[str]:
     """PUT every port of `config` (from tm_config) to the running switch; the problems, each
     naming its URL. Reapplying a port's configuration keeps its queued packets and counters,
-    so the whole set is written each time. The buffer size and the watchdog's poll interval
-    are the switch's start-up settings (`--port-config`) and cannot change here."""
+    so the whole set is written each time, and the packet generator with them (`PUT /pktgen`,
+    restarting its timer; `DELETE /pktgen` when there is none). The buffer size and the
+    watchdog's poll interval are the switch's start-up settings (`--port-config`) and cannot
+    change here."""
     problems = []
     for port in config["ports"]:
         try:
             request(stats_addr, f"/ports/{port['port']}", "PUT", json.dumps(port).encode(), timeout)
         except StatsError as err:
             problems.append(str(err))
+    pktgen = config.get("pktgen")
+    try:
+        if pktgen is None:
+            request(stats_addr, "/pktgen", "DELETE", timeout=timeout)
+        else:
+            request(stats_addr, "/pktgen", "PUT", json.dumps(pktgen).encode(), timeout)
+    except StatsError as err:
+        problems.append(str(err))
     return problems

@@ -148,6 +148,19 @@ class RouteOrch:
             self.client = client
         self.flush()
 
+    def rebase(self, ids: HardwareIds, interfaces: dict[str, Interface]) -> None:
+        """A reloaded config: its plan numbers the switch's objects afresh (`ids`), and the
+        next session's reconcile removes every entry of ours, so nothing of ours is on the
+        switch or numbered any more; attach() writes what zebra gave us again."""
+        with self.lock:
+            self.ids = ids
+            self.interfaces = interfaces
+            self.installed.clear()
+            self.waiting.clear()
+            self.nexthops.clear()
+            self.members.clear()
+            self.groups.clear()
+
     def detach(self) -> None:
         """The session ended: gather zebra's updates until the next attach(). Call it before
         the client closes: it waits for a flush in progress (gRPC must not be called on a

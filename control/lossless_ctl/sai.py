@@ -17,10 +17,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lossless_ctl.config_db import CLASSES, ConfigDb, IpAddress, IpNetwork
+from lossless_ctl.config_db import (
+    CLASSES,
+    PFC_QUANTA_DEFAULT,
+    ConfigDb,
+    IpAddress,
+    IpNetwork,
+)
 
 NULL = "SAI_NULL_OBJECT_ID"
 CPU_PORT = "port:CPU"
+# The switch's packet generator (p4-switch's pktgen): the port its packets enter on
+# (PKTGEN_PORT in p4src/headers.p4) and the application that renews PFC pauses.
+PKTGEN_PORT = 510
+PFC_REFRESH_APP = 0
 
 # SONiC's portsorch adds the Ethernet header, FCS and one VLAN tag to the IP MTU.
 PORT_MTU_OVERHEAD = 22
@@ -118,6 +128,9 @@ def derive(cfg: ConfigDb) -> SaiModel:
         SAI_SWITCH_ATTR_SRC_MAC_ADDRESS=mac,
         SAI_SWITCH_ATTR_EXT_SFC_MIN_INTERVAL_US=cfg.sfc_min_interval_us,
         SAI_SWITCH_ATTR_EXT_SFC_SIGNAL_DSCP=cfg.sfc_signal_dscp,
+        SAI_SWITCH_ATTR_EXT_SFC_DEDUP=cfg.sfc_dedup,
+        SAI_SWITCH_ATTR_EXT_SFC_VERSION=cfg.sfc_version,
+        SAI_SWITCH_ATTR_EXT_SFC_SRC_PORT=cfg.sfc_src_port,
         SAI_SWITCH_ATTR_EXT_PFCWD_POLL_INTERVAL=cfg.pfcwd_poll_interval_ms,
     )
     _qos_maps(cfg, model)
@@ -201,6 +214,7 @@ def _ports(cfg: ConfigDb, model: SaiModel) -> None:
             "SAI_PORT_ATTR_PRIORITY_FLOW_CONTROL": sum(
                 1 << p for p in (qos.pfc_enable if qos else ())
             ),
+            "SAI_PORT_ATTR_EXT_PFC_QUANTA": qos.pfc_quanta if qos else PFC_QUANTA_DEFAULT,
         }
         for table, (_, attr) in QOS_MAP_TYPES.items():
             bound = getattr(qos, PORT_QOS_FIELDS[table]) if qos else None
@@ -422,6 +436,29 @@ def _neighbors_and_routes(cfg: ConfigDb, model: SaiModel) -> None:
                     SAI_NEXT_HOP_GROUP_MEMBER_ATTR_NEXT_HOP_ID=hop,
                 )
         _route(model, route.prefix, "FORWARD", group)
+
+
+def half_pause_ns(quanta: int, bps: int) -> int:
+    """Half the time `quanta` pause a sender at `bps` (512 bit times each), in whole ns: how
+    often a paused PG is renewed, as real switches refresh at about half the pause. Integers
+    all the way, so 10 Mb/s (1 677 696 000 ns at 0xFFFF) and 400G (41 942 ns) are both exact."""
+    return quanta * 512 * 1_000_000_000 // (2 * bps)
+
+
+def lossless_pgs(model: SaiModel) -> list[SaiObject]:
+    """Ingress priority groups with a lossless (XOFF) profile on a port the switch has, in
+    object order: packet i of the pipeline's refresh batch renews the i-th one's pause."""
+    out = []
+    for ipg in model.of_type("INGRESS_PRIORITY_GROUP"):
+        profile = model[ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_BUFFER_PROFILE"]]
+        port = model.objects.get(ipg["SAI_INGRESS_PRIORITY_GROUP_ATTR_PORT"])
+        if (
+            profile.get("SAI_BUFFER_PROFILE_ATTR_XOFF_TH") is not None
+            and port is not None
+            and port["SAI_PORT_ATTR_EXT_DEV_PORT"] is not None
+        ):
+            out.append(ipg)
+    return out
 
 
 def classes_of_pg(model: SaiModel, port: SaiObject, pg: int) -> list[int]:

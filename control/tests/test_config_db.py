@@ -129,6 +129,21 @@ def mutate(path, value):
             "error: TC_TO_PRIORITY_GROUP_MAP|AZURE|3: 8 is out of range (0..7)",
         ),
         (
+            ("PORT_QOS_MAP", "Ethernet0", "pfc_quanta"),
+            "0",
+            "error: PORT_QOS_MAP|Ethernet0|pfc_quanta: 0 is out of range (1..65535)",
+        ),
+        (
+            ("PORT_QOS_MAP", "Ethernet0", "pfc_quanta"),
+            "0x10000",
+            "error: PORT_QOS_MAP|Ethernet0|pfc_quanta: not a number: '0x10000'",
+        ),
+        (
+            ("PORT_QOS_MAP", "Ethernet0", "pfc_quanta"),
+            "65536",
+            "error: PORT_QOS_MAP|Ethernet0|pfc_quanta: 65536 is out of range (1..65535)",
+        ),
+        (
             ("BUFFER_PROFILE", "pg_300m_profile", "pool"),
             "[BUFFER_POOL|egress_pool",
             "error: BUFFER_PROFILE|pg_300m_profile|pool: malformed reference "
@@ -275,4 +290,24 @@ def test_sfc_threshold_without_an_ecn_queue_to_default_from_is_an_error():
         "error: SFC|Ethernet0,Ethernet4,Ethernet8,Ethernet12|3-4|threshold: missing, and "
         "Ethernet0 queue 3 has no WRED_PROFILE with ECN whose 2 x green_max_threshold could be "
         "the default"
+    ]
+
+
+def test_sfc_defaults_are_the_public_reference_and_variants_parse():
+    tables = load("t1_as7816.json")
+    cfg, issues = config_db.parse(tables)
+    assert (cfg.sfc_dedup, cfg.sfc_version, cfg.sfc_src_port) == ("two_bank", 0, "data")
+    tables["SFC"]["GLOBAL"].update({"dedup": "per_source", "version": "1", "src_port": "fixed"})
+    cfg, issues = config_db.parse(tables)
+    assert [str(i) for i in issues if i.error] == []
+    assert (cfg.sfc_dedup, cfg.sfc_version, cfg.sfc_src_port) == ("per_source", 1, "fixed")
+
+
+def test_sfc_variant_errors_name_table_key_field():
+    tables = load("t1_as7816.json")
+    tables["SFC"]["GLOBAL"].update({"dedup": "bloom", "version": "256", "src_port": "random"})
+    assert errors_of(tables) == [
+        "error: SFC|GLOBAL|dedup: must be one of two_bank, per_source, none, not 'bloom'",
+        "error: SFC|GLOBAL|version: 256 is out of range (0..255)",
+        "error: SFC|GLOBAL|src_port: must be one of data, fixed, not 'random'",
     ]

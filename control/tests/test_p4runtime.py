@@ -64,7 +64,9 @@ def lpm(value, plen):
 # Values by p4src/README.md: clone sessions' class of service = queue 7 (generated frames ahead
 # of data); pg_profile reserved = size 69632, xoff_threshold = size + static_th
 # 0, xoff_size = xoff 13056, xon_threshold = xon 512, no xon_offset, static, class_enable = bit
-# 3, refresh = 65535 quanta at 25G / 2 = 671 us; shared pool = 10875072 - 4194112 = 6680960.
+# 3, refresh = 65535 quanta at 25G / 2 = 671.08 us, in whole us less one = 670, and the same
+# pause in pfc_refresh for the packet generator's packet 0; shared pool = 10875072 - 4194112 =
+# 6680960.
 MAC = 0x001122334455
 NB_MAC = 0x525400000001
 EXPECTED = [
@@ -81,10 +83,18 @@ EXPECTED = [
         ING + "pg_profile",
         [(1, ex(1)), (2, ex(3))],
         ING + "set_lossless",
-        [69632, 69632, 13056, 512, 0, 0, 0, 0, 8, 65535, 671],
+        [69632, 69632, 13056, 512, 0, 0, 0, 0, 8, 65535, 670],
+    )
+    + exact(
+        ING + "pfc_refresh",
+        [(1, ex(0)), (2, ex(0)), (3, ex(0))],
+        ING + "set_refresh",
+        [1, 3, 8, 65535, 670],
     ),
+    # SFC as the public reference by default: two-bank dedup (0), version 0, data's port.
     # 25G: 48.828125 pause quanta (512 bit times) per microsecond, in Q16.16.
-    exact(EG + "egress_port", [(1, ex(1))], EG + "set_egress_port", [MAC, 0, 3_200_000])
+    exact(ING + "sfc_mode", [], ING + "set_sfc_mode", [0, 0, 0], "MODIFY", True)
+    + exact(EG + "egress_port", [(1, ex(1))], EG + "set_egress_port", [MAC, 0, 3_200_000])
     + exact(EG + "egress_port", [(1, ex(2))], EG + "set_egress_port", [MAC, 0, 3_200_000]),
     exact(ING + "router_interface", [(1, ex(1))], ING + "set_port_and_src_mac", [1, MAC])
     + exact(ING + "nexthop", [(1, ex(1))], ING + "set_ip_nexthop", [1, 0x0A000001])
@@ -133,7 +143,7 @@ def test_small_batches_with_several_in_flight_write_everything_once(fake_switch,
     with P4RuntimeClient(address) as client:
         client.arbitrate()
         summary = load(client, pipeline, program, batch_size=1, in_flight=3)
-    assert summary.written == program.updates() == 17
+    assert summary.written == program.updates() == 19
     assert all(len(w.updates) == 1 for w in servicer.writes)
     written = sorted(u.SerializeToString() for w in servicer.writes for u in w.updates)
     planned = sorted(u.SerializeToString() for p in program.phases for u in p.updates)
@@ -212,7 +222,7 @@ def test_cli_load_writes_port_config_and_reads_back(fake_switch, pipeline_dir, t
     argv += ["--pipeline", str(pipeline_dir), "--port-config", str(tm), "--read-back"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "written 17 of 17 updates" in out
+    assert "written 19 of 19 updates" in out
     assert "read-back: the switch holds exactly what the config describes" in out
     ports = json.loads(tm.read_text())["ports"]
     assert ports[0] == {
@@ -266,7 +276,7 @@ def test_restarted_controller_writes_only_the_difference(fake_switch, pipeline_d
     pipeline = read_pipeline(pipeline_dir)
     tables = config_db.load_files([DATA / "mini.json"])
     first = reconcile_with(address, pipeline, tables)  # the switch runs nothing: full load
-    assert first.pipeline_seconds is not None and first.written == 17
+    assert first.pipeline_seconds is not None and first.written == 19
     assert len(servicer.pipelines) == 1
     servicer.writes.clear()
 
@@ -311,7 +321,7 @@ def test_restarted_switch_is_replayed(fake_switch, pipeline_dir):
     servicer.pipelines.clear()
     servicer.entities.clear()
     replay = reconcile_with(address, pipeline, tables)
-    assert replay.pipeline_seconds is not None and replay.written == 17
+    assert replay.pipeline_seconds is not None and replay.written == 19
     assert len(servicer.pipelines) == 1
 
 
@@ -322,7 +332,7 @@ def test_another_pipeline_on_the_switch_means_a_full_load(fake_switch, pipeline_
     reconcile_with(address, pipeline, tables)
     (pipeline_dir / "lossless.json").write_text('{"program": "changed"}\n')
     again = reconcile_with(address, read_pipeline(pipeline_dir), tables)
-    assert again.pipeline_seconds is not None and again.written == 17
+    assert again.pipeline_seconds is not None and again.written == 19
     assert len(servicer.pipelines) == 2
 
 

@@ -13,12 +13,13 @@ from lossless_ctl.p4map import (
     MappingError,
     mark_slope,
     pause_quanta_per_us_q16,
+    refresh_interval_us,
     to_p4,
     us_per_byte_q24,
 )
 from lossless_ctl.p4rt_proto import bindings
 from lossless_ctl.port_config import tm_config
-from lossless_ctl.sai import classes_of_pg, derive
+from lossless_ctl.sai import classes_of_pg, derive, half_pause_ns
 
 DATA = Path(__file__).parent / "data"
 ING = "LosslessIngress."
@@ -136,11 +137,12 @@ def test_t0_mapping(p4info):
     # Lossless PG 3 of port 1 (Ethernet0, 100G), profile size 1248, xoff 96928, xon 1248,
     # xon_offset 2496, dynamic_th -3: reserved 1248, pause above 1248 + free / 8 (shift right
     # 3, computed by the pipeline), headroom 96928, XON below max(1248, that point - 2496);
-    # class_enable = bit 3, refresh = 65535 x 512 bit / 100G / 2 = 167 us.
+    # class_enable = bit 3, quanta 65535 (no pfc_quanta), refresh = 65535 x 512 bit / 100G / 2
+    # = 167.77 us, in whole us less one (the pipeline's microsecond grain) = 166.
     pg = {m: (a, p) for m, a, p in entries(program, p4info, ING + "pg_profile")}
     lossless = (1248, 1248, 96928, 1248, 2496, 1, 0, 3)
-    assert pg[(1, 3)] == (ING + "set_lossless", (*lossless, 8, 65535, 167))
-    assert pg[(1, 4)] == (ING + "set_lossless", (*lossless, 16, 65535, 167))
+    assert pg[(1, 3)] == (ING + "set_lossless", (*lossless, 8, 65535, 166))
+    assert pg[(1, 4)] == (ING + "set_lossless", (*lossless, 16, 65535, 166))
     assert pg[(1, 0)] == (ING + "set_lossy_dynamic", (3, 0))  # dynamic_th 3: x 2^3
     # WRED AZURE_LOSSLESS: Kmin 1 MiB, Kmax 2 MiB, Pmax 5 %: slope 5% x 2^32 / 1 MiB = 204.
     wred = entries(program, p4info, "LosslessEgress.queue_wred")
@@ -183,10 +185,12 @@ def test_t1_sfc_and_port_config(p4info):
     assert len(sfc) == 8
     switch = entries(program, p4info, ING + "switch_config")
     assert switch == [((), ING + "set_switch_config", (10875072 - 4194112, 100))]
+    # SFC as the public reference: two-bank dedup, version 0, the data packet's source port.
+    assert entries(program, p4info, ING + "sfc_mode") == [((), ING + "set_sfc_mode", (0, 0, 0))]
     # Static lossless profile (seed 000 style): all of size reserved, pause above size +
     # static_th 0, headroom xoff, XON below xon.
     pg = {m: p for m, _, p in entries(program, p4info, ING + "pg_profile")}
-    assert pg[(8, 3)] == (139264, 139264, 26112, 2496, 0, 0, 0, 0, 8, 65535, 167)
+    assert pg[(8, 3)] == (139264, 139264, 26112, 2496, 0, 0, 0, 0, 8, 65535, 166)
     assert pg[(8, 0)] == (1048576,)
     tm = tm_config(model, cfg.chip)
     assert tm["buffer"] == {"total_bytes": 12766208, "cell_bytes": 208}
@@ -195,6 +199,20 @@ def test_t1_sfc_and_port_config(p4info):
     assert port["pfcwd"] == {"detection_time_ms": 200, "restoration_time_ms": 200, "action": "drop"}
     assert port["queues"][3] == {"queue": 3, "type": "DWRR", "weight": 15, "limit_bytes": 12766208}
     assert port["queues"][1] == {"queue": 1, "type": "DWRR", "weight": 14, "dynamic_th": 3}
+
+
+@pytest.mark.parametrize(
+    ("fields", "params"),
+    [
+        ({"dedup": "per_source", "version": "1", "src_port": "fixed"}, (1, 1, 1)),
+        ({"dedup": "none"}, (2, 0, 0)),
+    ],
+)
+def test_sfc_variants_reach_sfc_mode(p4info, fields, params):
+    tables = config_db.load_files([DATA / "t1_as7816.json"])
+    tables["SFC"]["GLOBAL"].update(fields)
+    program = to_p4(derive(config_db.parse_checked(tables)), p4info)
+    assert entries(program, p4info, ING + "sfc_mode") == [((), ING + "set_sfc_mode", params)]
 
 
 @pytest.mark.parametrize(
@@ -250,3 +268,51 @@ def test_mapping_uses_whatever_ids_the_p4info_has(p4info):
     before = entries(to_p4(model, p4info), p4info, ING + "ipv4_route")
     after = entries(to_p4(model, renumbered), renumbered, ING + "ipv4_route")
     assert before == after and len(after) == 4
+
+
+@pytest.mark.parametrize(
+    ("quanta", "bps", "half_ns", "refresh_us"),
+    [
+        # quanta x 512 bit / rate / 2, worked by hand: 10 Mb/s 65535 -> 1.677696 s; 25G ->
+        # 671.0784 us; 400G -> 41.9424 us; 256 quanta at 1G -> 65.536 us; 16 at 400G ->
+        # 10.24 ns, below the pipeline's microsecond: renewed on every generated packet.
+        (65535, 10_000_000, 1_677_696_000, 1_677_695),
+        (65535, 25_000_000_000, 671_078, 670),
+        (65535, 400_000_000_000, 41_942, 40),
+        (256, 1_000_000_000, 65_536, 64),
+        (16, 400_000_000_000, 10, 0),
+    ],
+)
+def test_refresh_is_half_the_pause_at_every_rate(quanta, bps, half_ns, refresh_us):
+    assert half_pause_ns(quanta, bps) == half_ns
+    assert refresh_interval_us(quanta, bps) == refresh_us
+
+
+def test_pfc_quanta_from_config_sets_the_pause_its_refresh_and_the_packet_generator(p4info):
+    raw = config_db.load_files([DATA / "t1_as7816.json"])
+    ports = "Ethernet0,Ethernet4,Ethernet8,Ethernet12,Ethernet16,Ethernet20,Ethernet24,Ethernet28"
+    raw["PORT_QOS_MAP"][ports]["pfc_quanta"] = "4096"
+    cfg = config_db.parse_checked(raw)
+    model = derive(cfg)
+    program = to_p4(model, p4info)
+    # 4096 quanta at 100G pause for 20.97152 us: renewed after 10 us (half, whole us, less one).
+    pg = {m: p for m, _, p in entries(program, p4info, ING + "pg_profile")}
+    assert pg[(8, 3)][-3:] == (8, 4096, 9)
+    assert pg[(8, 4)][-3:] == (16, 4096, 9)
+    # One generated packet per lossless PG (priorities 3 and 4 of 8 ports), each naming its
+    # (port, PG) and carrying the same pause.
+    refresh = entries(program, p4info, ING + "pfc_refresh")
+    assert len(refresh) == 16
+    assert sorted(m[2] for m, _, _ in refresh) == list(range(16))
+    assert {(m[0], m[1]) for m, _, _ in refresh} == {(0, 0)}
+    by_pg = {p[:2]: p[2:] for _, _, p in refresh}
+    assert by_pg[(8, 3)] == (8, 4096, 9) and by_pg[(8, 4)] == (16, 4096, 9)
+    # The packet generator fires every quarter pause: 4096 x 512 / 100G / 2 = 10485 ns, / 2.
+    pktgen = tm_config(model, cfg.chip)["pktgen"]
+    assert pktgen == {
+        "port": 510,
+        "apps": [{"app_id": 0, "period_ns": 5242, "batches": 1, "packets_per_batch": 16}],
+    }
+    # Without the field, SONiC's behaviour: the largest pause.
+    _, plain = model_of("t1_as7816.json")
+    assert tm_config(plain, cfg.chip)["pktgen"]["apps"][0]["period_ns"] == 83_884

@@ -303,3 +303,41 @@ def test_every_error_of_a_large_failing_batch_reaches_the_client(server, pipelin
     assert [e.index for e in result.errors] == list(range(1000))
     assert [e.code for e in result.errors] == expected
     assert all(e.message for e in result.errors)
+
+
+def test_sighup_reloads_the_config_and_writes_only_the_difference(server, pipeline, tmp_path):
+    """`config reload`: run reads its config again on SIGHUP and the switch ends up as the
+    new config says (read back against that config's own plan), writing only what changed."""
+    base = json.loads(CONFIG.read_text())
+    path = tmp_path / "config_db.json"
+    path.write_text(json.dumps(base))
+    log = tmp_path / "run.log"
+    cmd = [
+        sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(path),
+        "--switch", server.grpc_addr, "--pipeline", str(pipeline),
+        "--device-id", str(DEVICE_ID),
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(lambda: "run: ready (session 1)" in log.read_text(), "the first load")
+        changed = json.loads(json.dumps(base))
+        del changed["STATIC_ROUTE"]["20.1.2.0/24"]
+        changed["STATIC_ROUTE"]["20.9.0.0/16"] = {"nexthop": "10.2.0.2"}
+        path.write_text(json.dumps(changed))
+        proc.send_signal(signal.SIGHUP)
+        _wait_for(lambda: "run: ready (session 2)" in log.read_text(), "the reload")
+        text = log.read_text()
+        assert "run: reload:" in text and "pipeline kept" in text, text
+        # One route deleted, one added: two updates, not the whole config again.
+        assert re.findall(r"written (\d+) of (\d+) updates", text)[-1] == ("2", "2"), text
+        cfg = config_db.parse_checked(config_db.load_files([path]))
+        loaded = read_pipeline(pipeline)
+        _, program = plan(cfg, loaded.p4info)
+        with P4RuntimeClient(server.grpc_addr, device_id=DEVICE_ID) as client:
+            client.connect()
+            assert read_back(client, loaded, program) == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0, log.read_text()

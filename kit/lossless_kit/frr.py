@@ -36,9 +36,9 @@ class FrrError(Exception):
     pass
 
 
-def missing() -> list[Path]:
-    """The FRR daemons this module runs that are not installed (`make deps` installs them)."""
-    return [FRR / tool for tool in ("zebra", "staticd") if not (FRR / tool).is_file()]
+def missing(daemons: tuple[str, ...] = ("zebra", "staticd")) -> list[Path]:
+    """The FRR daemons that are not installed (`make deps` installs them)."""
+    return [FRR / tool for tool in daemons if not (FRR / tool).is_file()]
 
 
 def ns_exec(ns: str, *cmd: str) -> subprocess.CompletedProcess:
@@ -76,22 +76,34 @@ def static_routes(prefixes, gateways, no: bool = False) -> list[str]:
 
 
 class Frr:
-    """zebra and staticd in `ns`, their sockets, pid files and logs in a directory of their
-    own (they run as user frr, who cannot enter a private tmp directory). Stopped by their
-    pids. As a context manager: started, then stopped and removed."""
+    """zebra (streaming FPM to 127.0.0.1:`fpm_port` of `ns`) and the daemons of `configs`
+    (name: its config file's text; staticd alone by default) in `ns`, their sockets, pid files
+    and logs in a directory of their own (they run as user frr, who cannot enter a private tmp
+    directory). Stopped by their pids. As a context manager: started, then stopped and
+    removed."""
 
-    def __init__(self, ns: str, fpm_port: int):
+    def __init__(
+        self, ns: str, fpm_port: int, configs: dict[str, str] | None = None, retain: bool = False
+    ):
         self.ns = ns
+        # zebra -r: a stopped zebra leaves its routes where they are (its FPM peer keeps
+        # them until zebra is back), as a routing daemon restart under graceful restart does.
+        self.retain = retain
         self.dir = Path(tempfile.mkdtemp(prefix="llfpm-frr-"))
         self.dir.chmod(0o777)
         (self.dir / "zebra.conf").write_text(
             f"fpm address 127.0.0.1 port {fpm_port}\nno fpm use-next-hop-groups\n"
         )
-        (self.dir / "staticd.conf").write_text("")
+        self.daemons = ["zebra", *(configs or {"staticd": ""})]
+        for daemon, text in (configs or {"staticd": ""}).items():
+            (self.dir / f"{daemon}.conf").write_text(text)
         self.pids: list[int] = []
 
     def start(self) -> None:
-        for daemon, extra in (("zebra", ["-M", "dplane_fpm_nl"]), ("staticd", [])):
+        for daemon in self.daemons:
+            extra = []
+            if daemon == "zebra":
+                extra = ["-M", "dplane_fpm_nl", *(["-r"] if self.retain else [])]
             pid_file = self.dir / f"{daemon}.pid"
             ns_exec(
                 self.ns, str(FRR / daemon), "-d", "-P", "0", *extra,
@@ -111,8 +123,15 @@ class Frr:
         script.write_text("\n".join(lines) + "\n")  # vtysh -f: config-file syntax
         ns_exec(self.ns, "vtysh", "--vty_socket", str(self.dir), "-f", str(script))
 
-    def stop(self) -> None:
-        for pid in reversed(self.pids):
+    def show(self, command: str) -> str:
+        """A vtysh command's output (e.g. `show bgp summary json`)."""
+        return ns_exec(self.ns, "vtysh", "--vty_socket", str(self.dir), "-c", command).stdout
+
+    def stop(self, zebra_first: bool = False) -> None:
+        """Daemons in reverse start order; `zebra_first` for a restart that keeps the routes:
+        stopped first, a zebra started with `retain` withdraws nothing, where a bgpd stopped
+        before it has its routes withdrawn through it (over FPM too)."""
+        for pid in self.pids if zebra_first else reversed(self.pids):
             try:
                 os.kill(pid, 15)
             except ProcessLookupError:

@@ -88,7 +88,7 @@ class SuiteConfig:
 
     def sfc(self) -> dict[str, int]:
         g = self.tables["SFC"]["GLOBAL"]
-        q = self.tables["SFC"]["Ethernet0,Ethernet4|3"]
+        q = self.tables["SFC"]["Ethernet0,Ethernet4|3-4"]
         return {
             "interval_us": int(g["min_interval_us"]),
             "dscp": int(g["signal_dscp"]),

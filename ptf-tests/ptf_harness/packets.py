@@ -3,7 +3,9 @@ explains how a received frame differs from the expected one (STYLE.md guideline 
 
 The PFC layout is IEEE 802.1Qbb (REFERENCES.md): DA 01:80:c2:00:00:01, EtherType 0x8808,
 opcode 0x0101, a 16-bit class-enable vector, eight 16-bit timers, zero padding to 60 bytes
-(64 with the FCS). The SFC message is the public format p4src/README.md describes.
+(64 with the FCS). The SFC message is the public reference's (p4lang/open-p4studio,
+switch-p4-16: header `sfc_pause_h` and the message its egress builds from the data packet),
+field by field as below; p4src/README.md describes the same and the variants.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from scapy.fields import BitField, ByteField, ShortField
 from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
-from scapy.packet import Packet, Raw
+from scapy.packet import Packet
 
 PFC_DST = bytes.fromhex("0180c2000001")
 ETHERTYPE_MAC_CONTROL = 0x8808
@@ -22,7 +25,19 @@ OPCODE_PFC = 0x0101
 OPCODE_PAUSE = 0x0001
 MIN_FRAME = 60  # without the FCS
 SFC_PORT = 1674
-SFC_VERSION = 1
+
+
+class SfcPause(Packet):
+    """switch-p4-16's `sfc_pause_h` {version:8, dscp:8, duration_us:16} and the 112 zero bits
+    of padding its message carries after it in the UDP payload."""
+
+    name = "SfcPause"
+    fields_desc = [
+        ByteField("version", 0),
+        ByteField("dscp", 0),
+        ShortField("duration_us", 0),
+        BitField("pad", 0, 112),
+    ]
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -72,24 +87,43 @@ def parse_pfc(frame: bytes) -> PfcFields | None:
     return PfcFields(class_enable, tuple(timers))
 
 
-def sfc_message(data: Packet, signal_dscp: int, duration_us: int) -> bytes:
-    """The SFC message a congestion point reflects for the IPv4 RoCEv2 packet `data` as it
-    entered the switch: MACs and IPs swapped (a VLAN tag kept), DSCP = the signal DSCP, TTL 64,
-    UDP 1674 -> 1674 without checksum, payload {version 1, the data's DSCP, duration_us}, padded
-    to 60 bytes."""
-    ip = data[IP]
-    payload = struct.pack("!BBH", SFC_VERSION, ip.tos >> 2, min(duration_us, 0xFFFF))
+def sfc_message(
+    data: Packet,
+    signal_dscp: int,
+    duration_us: int,
+    version: int = 0,
+    fixed_src_port: bool = False,
+) -> bytes:
+    """The SFC message a congestion point reflects for the RoCEv2 packet `data` as it entered
+    the switch, as the public reference builds it: MACs and addresses swapped (a VLAN tag
+    kept), the IP header's other fields kept except DSCP = the signal DSCP with ECN 0, the
+    lengths, and the TTL or hop limit, which leaves two hops lower (the data's hop and the
+    message's own routing); UDP from the data's source port (or 1674) to 1674, length 26;
+    payload SfcPause. IPv4: no UDP checksum, header checksum computed. IPv6 (no reference):
+    flow label 0 and the UDP checksum IPv6 requires."""
     eth = Ether(dst=data[Ether].src, src=data[Ether].dst)
     if Dot1Q in data:
         tag = data[Dot1Q]
         eth = eth / Dot1Q(prio=tag.prio, dei=tag.dei, vlan=tag.vlan)
-    msg = (
-        eth
-        / IP(src=ip.dst, dst=ip.src, tos=signal_dscp << 2, ttl=64, id=0, flags=0, proto=17)
-        / UDP(sport=SFC_PORT, dport=SFC_PORT, chksum=0)
-        / Raw(payload + bytes(14))
-    )
-    return bytes(msg)
+    sport = SFC_PORT if fixed_src_port else data[UDP].sport
+    if IP in data:
+        ip = data[IP]
+        l3 = IP(
+            src=ip.dst, dst=ip.src, tos=signal_dscp << 2, len=46, id=ip.id, flags=ip.flags,
+            frag=ip.frag, ttl=ip.ttl - 2, proto=17,
+        )  # fmt: skip
+        udp = UDP(sport=sport, dport=SFC_PORT, len=26, chksum=0)
+        dscp = ip.tos >> 2
+    else:
+        ip6 = data[IPv6]
+        l3 = IPv6(
+            src=ip6.dst, dst=ip6.src, tc=signal_dscp << 2, fl=0, plen=26, nh=17,
+            hlim=ip6.hlim - 2,
+        )  # fmt: skip
+        udp = UDP(sport=sport, dport=SFC_PORT, len=26)
+        dscp = ip6.tc >> 2
+    pause = SfcPause(version=version, dscp=dscp, duration_us=min(duration_us, 0xFFFF))
+    return bytes(eth / l3 / udp / pause)
 
 
 def routed(pkt: Packet, src_mac: str, dst_mac: str) -> Packet:

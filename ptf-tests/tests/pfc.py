@@ -1,4 +1,4 @@
-"""PFC generation (XOFF at the threshold, exact bytes; refresh; XON), headroom, lossy drops,
+"""PFC generation (XOFF at the threshold, exact bytes; timed refresh; XON), headroom, lossy drops,
 PFC reception and the PFC watchdog.
 
 Packets from host h1 (port 1, 1G, lossless PG 3 for DSCP 3) are routed to uplink port 3
@@ -123,7 +123,8 @@ class XoffAtThresholdHeadroomXon(PfcBase):
             self.send(1, sent[-1])
         beyond = data(3, 999)
         self.send(1, beyond)  # limit + FRAME: beyond the headroom
-        frames = self.drain(quiet=0.3)
+        # 0.3 s of what comes, not "until quiet": the switch renews the XOFF every half pause.
+        frames = self.drain(quiet=0.3, limit=0.3)
         extra = [f for p, f in frames if p == 1]
         self.assertTrue(
             all(f == self.xoff() for f in extra),
@@ -172,19 +173,33 @@ class XoffAtThresholdHeadroomXon(PfcBase):
 
 
 class XoffRefresh(PfcBase):
-    """While the PG stays above xon, the XOFF is renewed after refresh_interval_us (half of
-    65535 quanta at port 1's rate), before the sender's pause timer expires."""
+    """While the PG stays above xon with nothing arriving, the switch renews the XOFF about
+    every half pause (its packet generator: p4src/README.md, "Timed refresh"), so the sender's
+    65535 quanta at port 1's rate never run out; one XON once the PG drains."""
 
     def runTest(self) -> None:
-        refresh_s = pause_time_s(0xFFFF, self.cfg.port_bps[1]) / 2
+        pause_s = pause_time_s(0xFFFF, self.cfg.port_bps[1])
         below = self.th["xoff"] // FRAME
         self.hold(3)
         for i in range(below + 1):
             self.send(1, data(3, i))
         self.expect(1, self.xoff(), "first XOFF")
-        self.expect_nothing("no second XOFF without a new packet", timeout=refresh_s * 1.5)
-        self.send(1, data(3, below + 1))
-        self.expect(1, self.xoff(), f"refreshed XOFF after {refresh_s * 1e3:.1f} ms")
+        # Ten pause times with no packet sent: a renewal every half pause gives 20; fewer than
+        # 10 would leave the sender unpaused for part of the window.
+        window = 10 * pause_s
+        frames = self.drain(quiet=window, limit=window)
+        self.assertEqual(
+            {(p, f) for p, f in frames}, {(1, self.xoff())}, "only the renewed XOFF, on port 1"
+        )
+        renewals = len(frames)
+        self.assertGreaterEqual(
+            renewals,
+            10,
+            f"{renewals} XOFF renewals in {window * 1e3:.0f} ms without arrivals; one per "
+            f"pause ({pause_s * 1e3:.1f} ms) at least",
+        )
+        self.release(3)
+        self.expect(1, self.xon(), "one XON once PG 3 drains")
 
 
 class LossyDropAboveThreshold(PfcBase):

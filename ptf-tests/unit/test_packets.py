@@ -4,6 +4,7 @@ import struct
 
 from scapy.contrib.mac_control import MACControlClassBasedFlowControl, MACControlPause
 from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
 from ptf_harness.packets import (
@@ -50,7 +51,7 @@ def test_pause_time_reference_figure():
 def test_sfc_message_layout():
     data = (
         Ether(dst="02:00:00:00:00:01", src="02:00:00:00:03:01")
-        / IP(src="20.9.9.9", dst="10.1.0.2", tos=(3 << 2) | 2, ttl=63)
+        / IP(src="20.9.9.9", dst="10.1.0.2", tos=(3 << 2) | 2, ttl=63, id=77, flags="DF")
         / UDP(sport=49152, dport=4791)
         / bytes(100)
     )
@@ -58,19 +59,43 @@ def test_sfc_message_layout():
     assert len(msg) == 60
     ip = Ether(msg)[IP]
     assert (Ether(msg).dst, Ether(msg).src) == ("02:00:00:00:03:01", "02:00:00:00:00:01")
-    assert (ip.src, ip.dst, ip.tos, ip.ttl, ip.len, ip.proto) == (
-        "10.1.0.2", "20.9.9.9", 48 << 2, 64, 46, 17,
+    assert (ip.src, ip.dst, ip.tos, ip.ttl, ip.len, ip.proto, ip.id, int(ip.flags)) == (
+        "10.1.0.2", "20.9.9.9", 48 << 2, 61, 46, 17, 77, 2,
     )  # fmt: skip
     udp = Ether(msg)[UDP]
-    assert (udp.sport, udp.dport, udp.len, udp.chksum) == (1674, 1674, 26, 0)
-    assert msg[42:46] == struct.pack("!BBH", 1, 3, 1040)
+    assert (udp.sport, udp.dport, udp.len, udp.chksum) == (49152, 1674, 26, 0)
+    assert msg[42:46] == struct.pack("!BBH", 0, 3, 1040)
     assert msg[46:] == bytes(14)
+    # The variants: version byte and the fixed source port.
+    variant = sfc_message(data, 48, 1040, version=1, fixed_src_port=True)
+    assert Ether(variant)[UDP].sport == 1674 and variant[42] == 1
     # The IPv4 header checksum is the one computed from scratch.
     fresh = IP(bytes(ip)[:20])
     del fresh.chksum
     assert IP(bytes(fresh)).chksum == ip.chksum
     tagged = Ether(dst="02:00:00:00:00:01", src="02:00:00:00:03:01") / Dot1Q(vlan=5) / data[IP]
     assert len(sfc_message(tagged, 48, 1)) == 64
+
+
+def test_sfc_message_ipv6_has_a_valid_udp_checksum():
+    data = (
+        Ether(dst="02:00:00:00:00:01", src="02:00:00:00:03:01")
+        / IPv6(src="2001:db8::9", dst="2001:db8:1::2", tc=3 << 2, hlim=63, fl=5)
+        / UDP(sport=50000, dport=4791)
+        / bytes(100)
+    )
+    msg = sfc_message(data, signal_dscp=48, duration_us=7)
+    assert len(msg) == 80
+    ip6 = Ether(msg)[IPv6]
+    assert (ip6.src, ip6.dst, ip6.tc, ip6.fl, ip6.plen, ip6.nh, ip6.hlim) == (
+        "2001:db8:1::2", "2001:db8::9", 48 << 2, 0, 26, 17, 61,
+    )  # fmt: skip
+    assert msg[62:66] == struct.pack("!BBH", 0, 3, 7)
+    udp = ip6[UDP]
+    fresh = udp.copy()
+    del fresh.chksum
+    assert udp.chksum not in (0, None)
+    assert UDP(bytes(IPv6(src=ip6.src, dst=ip6.dst) / fresh)[40:]).chksum == udp.chksum
 
 
 def test_routed_decrements_ttl_and_fixes_checksum():

@@ -1,8 +1,9 @@
 """What a lab run started, recorded on disk, so that it can be undone after any exit.
 
-Every process the lab starts (switches, Mininet's host shells, roce-host, iperf3, tcpdump) is
-recorded with its PID and its kernel start time, and every interface with its name, in a state
-file. `cleanup` stops exactly those processes (a PID reused by someone else has another start
+Every process the lab starts (switches, Mininet's host shells, roce-host, iperf3, tcpdump, and
+with ROUTING=bgp each switch's controller and FRR daemons) is recorded with its PID and its
+kernel start time, and every interface and named namespace with its name, in a state file.
+`cleanup` stops exactly those processes (a PID reused by someone else has another start
 time and is left alone) and deletes exactly those interfaces. The runner calls it on exit and
 on SIGINT/SIGTERM; after a crash or SIGKILL the next run calls it first, so it starts clean.
 """
@@ -47,6 +48,7 @@ class RunState:
     path: Path = DEFAULT_STATE
     processes: list[dict] = field(default_factory=list)
     interfaces: list[str] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)  # named ones (ROUTING=bgp)
 
     @classmethod
     def load(cls, path: Path = DEFAULT_STATE) -> RunState:
@@ -57,12 +59,25 @@ class RunState:
         except (OSError, json.JSONDecodeError):
             # A state file cut short by a crash: what it lists can no longer be trusted.
             return cls(path)
-        return cls(path, list(data.get("processes", [])), list(data.get("interfaces", [])))
+        return cls(
+            path,
+            list(data.get("processes", [])),
+            list(data.get("interfaces", [])),
+            list(data.get("namespaces", [])),
+        )
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"processes": self.processes, "interfaces": self.interfaces}))
+        tmp.write_text(
+            json.dumps(
+                {
+                    "processes": self.processes,
+                    "interfaces": self.interfaces,
+                    "namespaces": self.namespaces,
+                }
+            )
+        )
         os.replace(tmp, self.path)
 
     def add_process(self, pid: int, what: str) -> None:
@@ -71,6 +86,11 @@ class RunState:
             return  # already gone
         self.processes.append({"pid": pid, "start_time": started, "what": what})
         self.save()
+
+    def add_namespace(self, name: str) -> None:
+        if name not in self.namespaces:
+            self.namespaces.append(name)
+            self.save()
 
     def add_interfaces(self, names: list[str]) -> None:
         self.interfaces.extend(n for n in names if n not in self.interfaces)
@@ -125,8 +145,13 @@ def cleanup(state: RunState) -> list[str]:
         if interface_exists(name):
             subprocess.run(["ip", "link", "del", name], capture_output=True, check=False)
             done.append(f"deleted interface {name}")
+    for name in state.namespaces:
+        if Path(f"/run/netns/{name}").exists():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+            done.append(f"deleted namespace {name}")
     state.processes.clear()
     state.interfaces.clear()
+    state.namespaces.clear()
     try:
         state.path.unlink()
     except FileNotFoundError:

@@ -59,7 +59,10 @@ def tuned_profile(topo: Topology, switch: str, roce_mtu: int):
     return seed000_profile(roce_mtu + ROCE_OVERHEAD, cell, topo.switches[switch].front_panel_ports)
 
 
-def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
+def build(
+    topo: Topology, switch: str, variant: Variant, scale: Scale, static_routes: bool = True
+) -> dict:
+    """The switch's config; without `static_routes` (ROUTING=bgp) its routes come from FRR."""
     sw = topo.switches[switch]
     ports = topo.switch_links(switch)
     names = [port_name(local.port) for local, _, _ in ports]
@@ -144,7 +147,7 @@ def build(topo: Topology, switch: str, variant: Variant, scale: Scale) -> dict:
             cfg["BUFFER_PG"][f"{name}|{LOSSLESS_PGS}"] = {
                 "profile": "[BUFFER_PROFILE|ingress_lossy_profile]"
             }
-    for subnet, hops in topo.routes(switch).items():
+    for subnet, hops in topo.routes(switch).items() if static_routes else ():
         cfg["STATIC_ROUTE"][subnet] = {"nexthop": ",".join(str(h.ip.ip) for h in hops if h.ip)}
     if variant.pfc:
         if variant.buffers in ("tuned", "dynamic"):

@@ -28,9 +28,12 @@ from mininet.node import Host
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.counters import CLASSES
 from lossless_ctl.p4info import P4InfoIndex, read_p4info
+from lossless_kit.frr import FrrError
+from lossless_kit.frr import missing as frr_missing
 from lossless_kit.switch import SwitchError, is_bmv2
 
 from . import configdb
+from .bgp import BgpError, BgpFabric
 from .cleanup import RunState
 from .model import Scale, Topology
 from .switch import LosslessSwitch
@@ -92,9 +95,14 @@ class Pipeline:
         return self.directory / f"{self.name}.p4info.txtpb"
 
 
-def preflight(switch_bin: str, pipeline: Pipeline) -> list[str]:
+def preflight(switch_bin: str, pipeline: Pipeline, routing: str = "static") -> list[str]:
     """Everything missing before a run can start, each with what provides it."""
     missing = []
+    if routing == "bgp":
+        missing += [
+            f"{d}: FRR from Debian (`make deps` installs frr)"
+            for d in frr_missing(("zebra", "bgpd"))
+        ]
     found = shutil.which(switch_bin) if os.sep not in switch_bin else switch_bin
     if not found or not os.access(found, os.X_OK):
         missing.append(
@@ -125,6 +133,10 @@ class Lab:
     state: RunState
     ctl: list[str] = field(default_factory=lambda: [sys.executable, "-m", "lossless_ctl.cli"])
     net: Mininet | None = None
+    # "static": the configs' STATIC_ROUTEs, loaded by `lossless-ctl load`; "bgp": FRR on every
+    # switch over FPM into `lossless-ctl run` (bgp.py).
+    routing: str = "static"
+    bgp: BgpFabric | None = None
 
     def config_path(self, switch: str) -> Path:
         return self.workdir / "config" / f"{switch}.config_db.json"
@@ -135,7 +147,13 @@ class Lab:
             path = self.config_path(sw)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(
-                json.dumps(configdb.build(self.topo, sw, variant, self.scale), indent=2) + "\n"
+                json.dumps(
+                    configdb.build(
+                        self.topo, sw, variant, self.scale, static_routes=self.routing == "static"
+                    ),
+                    indent=2,
+                )
+                + "\n"
             )
             out[sw] = path
         return out
@@ -143,7 +161,14 @@ class Lab:
     def start(self, variant: configdb.Variant) -> None:
         """Bring up hosts, links and switches, and load every switch's config."""
         self.bring_up(variant)
-        self.load(variant)
+        if self.routing == "bgp":
+            self.bgp = BgpFabric(self)
+            try:
+                self.bgp.start()
+            except (BgpError, FrrError, OSError, subprocess.CalledProcessError) as e:
+                raise LabError(f"ROUTING=bgp: {e}") from e
+        else:
+            self.load(variant)
 
     def bring_up(self, variant: configdb.Variant) -> None:
         """Hosts, links and switch processes (each waited for), without loading configs."""
@@ -223,6 +248,13 @@ class Lab:
 
     def load(self, variant: configdb.Variant) -> None:
         """Write every switch's config for `variant` through the controller (reconciling)."""
+        if self.bgp is not None:
+            self.write_configs(variant)
+            try:
+                self.bgp.reload()
+            except BgpError as e:
+                raise LabError(str(e)) from e
+            return
         configs = self.write_configs(variant)
         self._ctl_all(
             {
@@ -301,12 +333,27 @@ class Lab:
                 )
         return total
 
+    def restart_switch(self, name: str) -> None:
+        """Stop a switch's process and start it again, empty (no pipeline, no entries): its
+        controller, if one runs (ROUTING=bgp), reconnects and replays it."""
+        process = self.net[name].process
+        process.stop(timeout=5)
+        process.start()
+        self.state.add_process(process.pid, f"switch {name}")
+        try:
+            process.wait_ready()
+        except SwitchError as e:
+            raise LabError(str(e)) from e
+
     def stats_addrs(self) -> dict[str, str]:
         if self.net is None or is_bmv2(self.switch_bin):
             return {}
         return {sw.name: sw.stats_addr for sw in self.net.switches}
 
     def stop(self) -> None:
+        if self.bgp is not None:
+            self.bgp.stop()
+            self.bgp = None
         if self.net is not None:
             self.net.stop()
             self.net = None

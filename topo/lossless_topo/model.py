@@ -208,6 +208,8 @@ EXPERIMENT_FIELDS = {
         "seconds",
         "ecn",
         "sfc_threshold_kmax",
+        "nic_cnp_interval_ns",
+        "nic_min_rate_mbps",
         "host_latency_ns",
         "quick",
     },

@@ -250,6 +250,7 @@ class Results:
     scale: dict
     switch: str
     missing_features: list[str]
+    routing: str = "static"  # where the switches' routes came from: the configs, or BGP (FRR)
     measurements: list[Measurement] = field(default_factory=list)
     stats: list[StatsSample] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)

@@ -1,7 +1,7 @@
 """`make run`: bring up a topology, run its experiment, write results, open the CLI.
 
 python -m lossless_topo.runner [--topo prio-2to1] [--exp KIND|none] [--quick]
-    [--switch BIN] [--pipeline DIR] [--results DIR] [--lab-link-mbps N]
+    [--switch BIN] [--pipeline DIR] [--results DIR] [--lab-link-mbps N] [--routing static|bgp]
 python -m lossless_topo.runner cleanup     # undo a crashed run (the next run does it too)
 """
 
@@ -51,6 +51,12 @@ def parse_args(argv):
         default=int(os.environ.get("LAB_LINK_MBPS", DEFAULT_LAB_LINK_MBPS)),
         help="the rate the fastest nominal link runs at in the lab",
     )
+    p.add_argument(
+        "--routing",
+        choices=["static", "bgp"],
+        default=os.environ.get("ROUTING") or "static",
+        help="static: the configs' routes; bgp: FRR (zebra, bgpd) per switch over FPM",
+    )
     p.add_argument("--state", type=Path, default=cleanup.DEFAULT_STATE)
     return p.parse_args(argv)
 
@@ -80,7 +86,7 @@ def main(argv=None) -> int:
     print(f"{topo.name}: {topo.description}")
     print(scale.describe())
     pipeline = Pipeline(args.pipeline)
-    missing = preflight(args.switch, pipeline)
+    missing = preflight(args.switch, pipeline, args.routing)
     if missing:
         print("lossless-lab: cannot run; missing:", file=sys.stderr)
         for m in missing:
@@ -93,7 +99,7 @@ def main(argv=None) -> int:
     outdir = args.results / f"{topo.name}-{stamp}"
     state = cleanup.RunState(args.state)
     state.save()
-    lab = Lab(topo, scale, args.switch, pipeline, outdir, state)
+    lab = Lab(topo, scale, args.switch, pipeline, outdir, state, routing=args.routing)
     signal.signal(signal.SIGTERM, _terminate)
     try:
         lab.start(configdb.Variant())
@@ -111,6 +117,7 @@ def main(argv=None) -> int:
             },
             switch=args.switch,
             missing_features=missing_features(args.switch),
+            routing=args.routing,
         )
         addrs = lab.stats_addrs()
         # One poll of a switch parses its whole TmStats; ten switches at 10 Hz would take

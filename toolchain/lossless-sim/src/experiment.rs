@@ -1,6 +1,6 @@
 //! The topology's experiment on the simulated fabric: its hosts' traffic, and its results as the
-//! lab reports them. So far seed 000's incast (`kind: incast`) and seed 001's head-of-line test
-//! (`kind: prio-2to1`); the leaf-spine runs the probes (README.md, Missing).
+//! lab reports them: seed 000's incast (`kind: incast`), seed 001's head-of-line test
+//! (`kind: prio-2to1`) and seed 003's remote PFC test (`kind: leafspine`, [`crate::leafspine`]).
 
 use crate::fabric::Fabric;
 use crate::net::Sim;
@@ -74,6 +74,7 @@ pub enum Plan {
     Probes,
     Incast(Incast),
     Prio(Prio),
+    Leafspine(crate::leafspine::Leafspine),
 }
 
 impl Plan {
@@ -94,6 +95,9 @@ impl Plan {
             Some("prio-2to1") => serde_json::from_value(fabric.experiment.clone())
                 .map(Plan::Prio)
                 .map_err(|e| ExperimentError::Parse(e.to_string())),
+            Some("leafspine") => {
+                crate::leafspine::Leafspine::parse(&fabric.experiment).map(Plan::Leafspine)
+            }
             _ => Ok(Plan::Probes),
         }
     }
@@ -142,6 +146,53 @@ pub fn setup_incast(
     Ok(())
 }
 
+/// What every host's senders and endpoint did, summed: the figures the experiments share.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub posted: usize,
+    pub completed: usize,
+    /// Senders with a failed QP.
+    pub failed: u64,
+    /// perftest's latency (completion - post) and the network's (completion - first packet
+    /// out of the NIC) of every message.
+    pub latency_ns: Vec<u64>,
+    pub wire_latency_ns: Vec<u64>,
+    pub first_post: u64,
+    pub last_completion: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub xoff: u64,
+    pub retx: u64,
+}
+
+pub fn tally(sim: &Sim) -> Tally {
+    let mut t = Tally {
+        first_post: u64::MAX,
+        ..Tally::default()
+    };
+    for nic in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
+        for s in &nic.senders {
+            t.posted += s.posted_ns.len();
+            t.completed += s.completed_ns.len();
+            t.failed += u64::from(s.failed > 0);
+            t.latency_ns.extend(&s.latency_ns);
+            t.wire_latency_ns.extend(&s.wire_latency_ns);
+            t.first_post = t
+                .first_post
+                .min(s.posted_ns.first().copied().unwrap_or(u64::MAX));
+            t.last_completion = t
+                .last_completion
+                .max(s.completed_ns.last().copied().unwrap_or(0));
+        }
+        let c = nic.ep.counters();
+        t.ce += c.rx_ce_marked;
+        t.cnps += c.rx_cnps;
+        t.retx += c.tx_retransmitted_pkts;
+        t.xoff += nic.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
+    }
+    t
+}
+
 /// The incast's measurement and table, as the lab's runner reports them (same value names and
 /// table layout): goodput over the run, message latency, drops on the lossless priority (the
 /// pipeline's admission and the traffic manager), what the hosts' mechanisms did.
@@ -149,30 +200,25 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
     let pfc = inc.cases.iter().any(|c| c.name == case && c.pfc);
     let now = sim.now_ns();
     let prio = inc.priority as usize;
-    let mut latencies: Vec<u64> = Vec::new();
-    let (mut posted, mut completed, mut failed) = (0usize, 0usize, 0u64);
-    let (mut first_post, mut last_completion) = (u64::MAX, 0u64);
     let mut per_sender = serde_json::Map::new();
     for h in &sim.hosts {
-        let Some(nic) = &h.nic else { continue };
-        for s in &nic.senders {
-            posted += s.posted_ns.len();
-            completed += s.completed_ns.len();
-            failed += u64::from(s.failed > 0);
-            latencies.extend(&s.latency_ns);
-            first_post = first_post.min(s.posted_ns.first().copied().unwrap_or(u64::MAX));
-            last_completion = last_completion.max(s.completed_ns.last().copied().unwrap_or(0));
+        for s in h.nic.iter().flat_map(|n| &n.senders) {
             per_sender.insert(h.name.clone(), serde_json::json!(s.report()));
         }
     }
-    let (mut ce, mut cnps, mut xoff, mut retx) = (0, 0, 0, 0);
-    for nic in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
-        let c = nic.ep.counters();
-        ce += c.rx_ce_marked;
-        cnps += c.rx_cnps;
-        retx += c.tx_retransmitted_pkts;
-        xoff += nic.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
-    }
+    let Tally {
+        posted,
+        completed,
+        failed,
+        latency_ns: latencies,
+        first_post,
+        last_completion,
+        ce,
+        cnps,
+        xoff,
+        retx,
+        ..
+    } = tally(sim);
     let mut tm_drops = 0;
     for s in &sim.switches {
         if let Some(tm) = s.core.tm() {
@@ -184,7 +230,12 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
     let pipeline_drops: u64 = sim
         .switches
         .iter()
-        .map(|s| s.core.engine_stats().dropped_ingress)
+        .map(|s| {
+            s.core
+                .engine_stats()
+                .dropped_ingress
+                .saturating_sub(s.core.counters().pktgen_dropped)
+        })
         .sum();
     let span = last_completion.saturating_sub(first_post);
     let bw_mbps = if span > 0 {
@@ -316,14 +367,13 @@ pub fn prio_case_results(sim: &Sim, prio: &Prio, case: &PrioCase, ecn: bool) -> 
     let bw: Option<BwReport> = case
         .bw_priority
         .and_then(|_| nic(&prio.bw_host)?.senders.first().map(Sender::report));
-    let (mut ce, mut cnps, mut xoff, mut retx) = (0, 0, 0, 0);
-    for n in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
-        let c = n.ep.counters();
-        ce += c.rx_ce_marked;
-        cnps += c.rx_cnps;
-        retx += c.tx_retransmitted_pkts;
-        xoff += n.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
-    }
+    let Tally {
+        ce,
+        cnps,
+        xoff,
+        retx,
+        ..
+    } = tally(sim);
     Measurement {
         case: format!("{} ecn={}", case.name, if ecn { "on" } else { "off" }),
         params: serde_json::json!({"ecn": ecn, "name": case.name,

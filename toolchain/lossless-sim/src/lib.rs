@@ -9,11 +9,13 @@
 pub mod des;
 pub mod experiment;
 pub mod fabric;
+pub mod leafspine;
 pub mod link;
 pub mod net;
 pub mod probe;
 pub mod program;
 pub mod results;
+pub mod tcp;
 pub mod traffic;
 
 use fabric::{parse_mac, Fabric};
@@ -76,5 +78,6 @@ pub fn assemble(
         };
         sim.connect(a, b, link);
     }
+    sim.start_pktgens();
     Ok(sim)
 }

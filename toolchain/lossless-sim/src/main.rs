@@ -9,7 +9,7 @@ use lossless_sim::net::{Progress, Stop};
 use lossless_sim::program::{self, Lab};
 use lossless_sim::results::{table, Measurement, Results, SimInfo, StatsSample};
 use lossless_sim::traffic::NicParams;
-use lossless_sim::{assemble, probe, DEFAULT_PIPELINE_NS};
+use lossless_sim::{assemble, leafspine, probe, DEFAULT_PIPELINE_NS};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -40,7 +40,9 @@ struct RunArgs {
     /// The experiment case whose config_db.json the switches get (default: the first).
     #[arg(long)]
     case: Option<String>,
-    /// Seed of every random choice of the simulation (today: the senders' start jitter).
+    /// Seed of every random choice of the simulation: the senders' start jitter, QP numbers
+    /// (hence UDP source ports and ECMP paths), TCP ports and sequence numbers, and the
+    /// switches' `random` extern (WRED/ECN marking).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Output directory (results.json, fabric.json, config/, ports.json files).
@@ -55,12 +57,14 @@ struct RunArgs {
     /// Nanoseconds a frame spends in a switch's pipeline.
     #[arg(long, default_value_t = DEFAULT_PIPELINE_NS)]
     pipeline_latency_ns: u64,
-    /// The NICs' minimum interval between two CNPs for one QP (seed 003's NICs: 1000).
-    #[arg(long, value_name = "NS", default_value_t = 50_000)]
-    cnp_interval_ns: u64,
-    /// The NICs' per-flow minimum rate under DCQCN (seed 003's NICs: 45).
-    #[arg(long, value_name = "MBPS", default_value_t = 1.0)]
-    min_rate_mbps: f64,
+    /// The NICs' minimum interval between two CNPs for one QP (default: the experiment's
+    /// `nic_cnp_interval_ns`, else the DCQCN paper's 50 000; seed 003's NICs: 1000).
+    #[arg(long, value_name = "NS")]
+    cnp_interval_ns: Option<u64>,
+    /// The NICs' per-flow minimum rate under DCQCN (default: the experiment's
+    /// `nic_min_rate_mbps`, else 1; seed 003's NICs: 45).
+    #[arg(long, value_name = "MBPS")]
+    min_rate_mbps: Option<f64>,
     /// The lossless-lab checkout whose .venv, control/, topo/ and build/p4 are used.
     #[arg(long, default_value = ".")]
     lab: PathBuf,
@@ -110,15 +114,31 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let mut sim =
         assemble(&fabric, switches, args.pipeline_latency_ns).map_err(|e| e.to_string())?;
     let plan = Plan::of(&fabric).map_err(|e| e.to_string())?;
-    let nic = |mtu: usize, dscp: u8| NicParams {
-        cnp_interval_ns: args.cnp_interval_ns,
-        min_rate_bps: args.min_rate_mbps * 1e6,
-        ..NicParams::new(mtu, dscp)
+    let (exp_cnp, exp_floor) = match &plan {
+        Plan::Leafspine(ls) => (ls.nic_cnp_interval_ns, ls.nic_min_rate_mbps),
+        _ => (None, None),
     };
+    let nic = |mtu: usize, dscp: u8| {
+        let d = NicParams::new(mtu, dscp);
+        NicParams {
+            cnp_interval_ns: args
+                .cnp_interval_ns
+                .or(exp_cnp)
+                .unwrap_or(d.cnp_interval_ns),
+            min_rate_bps: args
+                .min_rate_mbps
+                .or(exp_floor)
+                .map_or(d.min_rate_bps, |m| m * 1e6),
+            ..d
+        }
+    };
+    for (i, s) in sim.switches.iter_mut().enumerate() {
+        s.core.seed_random(args.seed.wrapping_add(i as u64));
+    }
     let mut probes = Vec::new();
     match &plan {
-        // Its cases run one after another below.
-        Plan::Prio(_) => {}
+        // Their cases run one after another below.
+        Plan::Prio(_) | Plan::Leafspine(_) => {}
         Plan::Probes => {
             probes = probe::all_pairs(&mut sim, 0, PROBE_GAP_NS, PROBE_DSCP, PROBE_PAYLOAD);
         }
@@ -158,7 +178,61 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let mut measurements = Vec::new();
     let mut tables = Vec::new();
     let mut stop = Stop::Drained;
-    if let Plan::Prio(prio) = &plan {
+    if let Plan::Leafspine(ls) = &plan {
+        let remote_pfc = fabric.case == "sfc=on";
+        let mut rng = fastrand::Rng::with_seed(args.seed);
+        let roce = nic(ROCE_MTU, ls.roce_priority * 8 + leafspine::DSCP_IN_PRIORITY);
+        let mut rows = Vec::new();
+        for row in ls.rows().map_err(|e| e.to_string())? {
+            let start = sim.now_ns() + CASE_GAP_NS;
+            leafspine::clear_counters(&mut sim);
+            leafspine::setup_row(&mut sim, ls, &row, &roce, start, &mut rng)
+                .map_err(|e| e.to_string())?;
+            stop = sim.run(args.time_limit, args.max_events, &mut progress);
+            let m = leafspine::row_results(&sim, ls, &row, remote_pfc, start);
+            let avg = m.values["avg_latency_us"].as_f64().unwrap_or(0.0);
+            let wire = m.values["avg_wire_latency_us"].as_f64().unwrap_or(0.0);
+            eprintln!(
+                "lossless-sim: {}: {avg:.2} us (seed {}), virtual {:.3} ms",
+                m.case,
+                m.values["seed_avg_latency_us"],
+                sim.now_ns() as f64 / 1e6
+            );
+            measurements.push(m);
+            rows.push((row, avg, wire));
+            if matches!(stop, Stop::MaxEvents | Stop::Reached) {
+                break;
+            }
+            leafspine::drain(&mut sim);
+        }
+        for t in leafspine::tables(remote_pfc, &rows, ls.senders.len()) {
+            println!("{t}\n");
+            tables.push(t);
+        }
+        // The last row's congested port, as the lab prints it at the end.
+        let last = measurements.last().map(|m: &Measurement| &m.values);
+        let usage: Vec<Vec<String>> = last
+            .and_then(|v| v["receiver_port_queues"].as_array())
+            .into_iter()
+            .flatten()
+            .map(|q| {
+                let f = |c: &str, k: &str| format!("{}/{}", q[c], q[k]);
+                vec![
+                    q["queue"].to_string(),
+                    f("current_cells", "current_kb"),
+                    f("peak_cells", "peak_kb"),
+                    f("average_cells", "average_kb"),
+                ]
+            })
+            .collect();
+        let t = table(
+            "Buffer Usage on each Queue: (cells/KBytes), the receiver's port, last row",
+            &["QueueIndex", "Current", "Peak", "Average"],
+            &usage,
+        );
+        println!("{t}");
+        tables.push(t);
+    } else if let Plan::Prio(prio) = &plan {
         let ecn = fabric.case == "ecn=on";
         let mut rows = Vec::new();
         for case in &prio.cases {
@@ -260,8 +334,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         scale: serde_json::json!({"factor": 1, "nominal_mbps": nominal, "lab_mbps": nominal}),
         switch: "lossless-sim (p4-switch core)".into(),
         missing_features: vec![
-            "the leaf-spine's RoCE:TCP mixes: probes run instead".into(),
-            "TCP hosts".into(),
+            "one run per config case (sfc=off, sfc=on): no reprogramming between cases".into(),
             "plots and pcap files".into(),
         ],
         measurements,

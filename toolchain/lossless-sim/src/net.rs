@@ -11,6 +11,7 @@
 
 use crate::des::EventQueue;
 use crate::link::LinkSpec;
+use crate::tcp::Connection;
 use crate::traffic::{PingPong, Sender};
 use p4_switch::core::{Core, TxBatch};
 use roce_host::Endpoint;
@@ -107,7 +108,6 @@ pub struct HostNic {
     pub ep: Endpoint,
     pub senders: Vec<Sender>,
     pub pingpongs: Vec<PingPong>,
-    wake_at: Option<u64>,
 }
 
 impl HostNic {
@@ -116,7 +116,6 @@ impl HostNic {
             ep,
             senders: Vec::new(),
             pingpongs: Vec::new(),
-            wake_at: None,
         }
     }
 
@@ -130,8 +129,9 @@ impl HostNic {
     }
 }
 
-/// A host: roce-host's endpoint when it runs RDMA traffic; otherwise a transmit FIFO sent back
-/// to back at the link rate, recording what it receives (probes).
+/// A host: roce-host's endpoint when it runs RDMA traffic, TCP connections when it runs TCP
+/// (both share its line, taking turns frame by frame); otherwise a transmit FIFO sent back to
+/// back at the link rate, recording what it receives (probes).
 pub struct SimHost {
     pub name: String,
     pub ip: Ipv4Addr,
@@ -148,6 +148,14 @@ pub struct SimHost {
     /// Every frame received, with the virtual time its last bit arrived (hosts without a NIC).
     pub rx: Vec<(u64, Vec<u8>)>,
     pub nic: Option<HostNic>,
+    pub tcp: Vec<Connection>,
+    /// TCP frames for no connection of this host, or malformed.
+    pub tcp_unknown: u64,
+    /// Which TCP connection goes next, and whether TCP goes before the endpoint.
+    tcp_next: usize,
+    tcp_turn: bool,
+    /// The wake-up of the endpoint and the TCP connections in the event queue that counts.
+    wake_at: Option<u64>,
 }
 
 impl SimHost {
@@ -164,6 +172,11 @@ impl SimHost {
             line_event: false,
             rx: Vec::new(),
             nic: None,
+            tcp: Vec::new(),
+            tcp_unknown: 0,
+            tcp_next: 0,
+            tcp_turn: false,
+            wake_at: None,
         }
     }
 
@@ -235,6 +248,9 @@ pub struct Sim {
     events: u64,
     /// Buffers of frames the hosts' endpoints consumed, for their next transmissions.
     buffers: Vec<Vec<u8>>,
+    /// Switch wake-ups in `queue` (current or stale): when they are all it holds, only timers
+    /// are left.
+    wakes_queued: usize,
 }
 
 /// Spare host frame buffers kept (about what the fabric holds in flight at once).
@@ -245,6 +261,12 @@ const PROGRESS_EVERY: u64 = 1 << 16;
 
 fn is_mac_control(frame: &[u8]) -> bool {
     frame.get(12..14) == Some(&[0x88, 0x08])
+}
+
+/// An untagged IPv4 frame carrying TCP.
+fn is_tcp(frame: &[u8]) -> bool {
+    frame.get(12..14) == Some(&[0x08, 0x00])
+        && frame.get(23) == Some(&lossless_wire::tcp::IPPROTO_TCP)
 }
 
 impl Sim {
@@ -282,6 +304,22 @@ impl Sim {
         }
     }
 
+    /// The name of the switch at the far end of switch `sw`'s `port`, if a switch is there.
+    pub fn switch_peer(&self, sw: usize, port: u32) -> Option<String> {
+        match self.switches[sw].peers.get(&port)?.node {
+            Node::Switch(s) => Some(self.switches[s].name.clone()),
+            Node::Host(_) => None,
+        }
+    }
+
+    /// The switch and port a host is attached to, if it is attached to one.
+    pub fn host_attachment(&self, host: usize) -> Option<(usize, u32)> {
+        match self.hosts[host].peer?.node {
+            Node::Switch(s) => Some((s, self.hosts[host].peer?.port)),
+            Node::Host(_) => None,
+        }
+    }
+
     /// The link of a host, if it has one.
     pub fn host_link(&self, host: usize) -> Option<LinkSpec> {
         self.hosts[host].peer.map(|p| p.link)
@@ -309,6 +347,9 @@ impl Sim {
             let Some(t) = self.queue.peek_time() else {
                 return Stop::Drained;
             };
+            if self.quiet() {
+                return Stop::Drained;
+            }
             if let Some(u) = until_ns.filter(|&u| t > u) {
                 self.now_ns = self.now_ns.max(u);
                 return Stop::Reached;
@@ -344,10 +385,25 @@ impl Sim {
                 self.service(sw);
             }
             Event::Wake { sw } => {
+                self.wakes_queued -= 1;
                 if self.switches[sw].wake_at == Some(now) {
                     self.switches[sw].wake_at = None;
                     self.service(sw);
                 }
+            }
+            Event::HostRx { host, frame } if is_tcp(&frame) && !self.hosts[host].tcp.is_empty() => {
+                let h = &mut self.hosts[host];
+                match lossless_wire::tcp::parse(&frame) {
+                    Ok(Some(seg)) => match h.tcp.iter_mut().find(|c| c.owns(&seg)) {
+                        Some(c) => c.handle_frame(now, &frame),
+                        None => h.tcp_unknown += 1,
+                    },
+                    _ => h.tcp_unknown += 1,
+                }
+                if self.buffers.len() < SPARE_BUFFERS {
+                    self.buffers.push(frame);
+                }
+                self.drive_nic(host);
             }
             Event::HostRx { host, frame } => match &mut self.hosts[host].nic {
                 Some(nic) => {
@@ -360,11 +416,9 @@ impl Sim {
                 None => self.hosts[host].rx.push((now, frame)),
             },
             Event::NicWake { host } => {
-                if let Some(nic) = &mut self.hosts[host].nic {
-                    if nic.wake_at == Some(now) {
-                        nic.wake_at = None;
-                        self.drive_nic(host);
-                    }
+                if self.hosts[host].wake_at == Some(now) {
+                    self.hosts[host].wake_at = None;
+                    self.drive_nic(host);
                 }
             }
             Event::HostSend { host, frame } => {
@@ -374,6 +428,28 @@ impl Sim {
             Event::HostLine { host } => {
                 self.hosts[host].line_event = false;
                 self.host_transmit(host);
+            }
+        }
+    }
+
+    /// Nothing left but switches' timers, with packet generators among them and no packet in
+    /// any switch: a packet generator keeps a switch's queue of wake-ups going for ever, and a
+    /// switch that holds nothing has no pause to renew, so the run is over as if drained.
+    fn quiet(&self) -> bool {
+        self.queue.len() == self.wakes_queued
+            && self
+                .switches
+                .iter()
+                .any(|s| s.core.pktgen_config().is_some())
+            && self.switches.iter().all(|s| !s.core.holds_packets())
+    }
+
+    /// Starts the packet generators: each switch that has one is run now, which schedules its
+    /// first firing (otherwise it would wait for the switch's first frame).
+    pub fn start_pktgens(&mut self) {
+        for sw in 0..self.switches.len() {
+            if self.switches[sw].core.pktgen_config().is_some() {
+                self.service(sw);
             }
         }
     }
@@ -410,6 +486,7 @@ impl Sim {
             if s.wake_at.map_or(true, |w| t < w) {
                 s.wake_at = Some(t);
                 self.queue.push(t, Event::Wake { sw });
+                self.wakes_queued += 1;
             }
         }
     }
@@ -446,23 +523,61 @@ impl Sim {
         Some(if a < b { (lo, hi) } else { (hi, lo) })
     }
 
+    /// Connects `from` to `to` with one TCP connection (`from`'s end carries `source`) and
+    /// wakes `from` when the source starts. `addr`'s MACs are filled in from the hosts.
+    pub fn connect_tcp(
+        &mut self,
+        from: usize,
+        to: usize,
+        mut addr: crate::tcp::Addressing,
+        params: crate::tcp::TcpParams,
+        source: crate::tcp::Source,
+    ) {
+        let (a, b) = (&self.hosts[from], &self.hosts[to]);
+        addr.src_mac = a.mac;
+        addr.dst_mac = a.gateway_mac;
+        addr.src_ip = a.ip.octets();
+        addr.dst_ip = b.ip.octets();
+        let back = addr.reversed(b.mac, b.gateway_mac);
+        let mut c = Connection::new(addr, params);
+        c.source = Some(source);
+        self.hosts[from].tcp.push(c);
+        self.hosts[to].tcp.push(Connection::new(back, params));
+        self.wake_nic(from, source.start_ns);
+    }
+
     fn apps(&self) -> usize {
-        self.hosts
+        let nics: usize = self
+            .hosts
             .iter()
             .filter_map(|h| h.nic.as_ref())
             .map(|n| n.senders.len() + n.pingpongs.len())
-            .sum()
+            .sum();
+        let tcp = self.hosts.iter().flat_map(|h| &h.tcp);
+        nics + tcp
+            .filter(|c| c.source.is_some_and(|s| !s.background))
+            .count()
     }
 
     /// True when every application is done. Background senders are stopped once all the
     /// others are done, and then waited for.
     fn settle(&mut self) -> bool {
+        let now = self.now_ns;
         let nics = || self.hosts.iter().filter_map(|h| h.nic.as_ref());
-        if !nics().all(HostNic::foreground_done) {
+        let foreground_tcp = self
+            .hosts
+            .iter()
+            .flat_map(|h| &h.tcp)
+            .all(|c| c.source.map_or(true, |s| s.background) || c.done(now));
+        if !foreground_tcp || !nics().all(HostNic::foreground_done) {
             return false;
         }
         for nic in self.hosts.iter_mut().filter_map(|h| h.nic.as_mut()) {
             nic.senders.iter_mut().for_each(Sender::stop);
+        }
+        // Background TCP (iperf3 beside the measured traffic) is stopped, not waited for.
+        for c in self.hosts.iter_mut().flat_map(|h| &mut h.tcp) {
+            c.stop(now);
         }
         self.hosts
             .iter()
@@ -472,57 +587,114 @@ impl Sim {
 
     /// Wakes `host`'s endpoint at `at_ns` (a sender's start).
     pub fn wake_nic(&mut self, host: usize, at_ns: u64) {
-        if let Some(nic) = &mut self.hosts[host].nic {
-            if nic.wake_at.map_or(true, |w| at_ns < w) {
-                nic.wake_at = Some(at_ns);
-                self.queue.push(at_ns, Event::NicWake { host });
-            }
+        let h = &mut self.hosts[host];
+        if (h.nic.is_some() || !h.tcp.is_empty()) && h.wake_at.map_or(true, |w| at_ns < w) {
+            h.wake_at = Some(at_ns);
+            self.queue.push(at_ns, Event::NicWake { host });
         }
     }
 
-    /// Lets the senders react to completions, sends what the endpoint may send now and keeps
-    /// its next wake-up.
+    /// Lets the senders react to completions, sends what the endpoint (or a TCP connection) may
+    /// send now and keeps its next wake-up. With TCP beside the endpoint the host's line is
+    /// shared: one frame at a time when it is free, TCP and the endpoint taking turns, the
+    /// connections round robin among themselves; without TCP the endpoint paces itself.
     fn drive_nic(&mut self, host: usize) {
         let now = self.now_ns;
         let h = &mut self.hosts[host];
-        let (Some(nic), Some(peer)) = (h.nic.as_mut(), h.peer) else {
+        let Some(peer) = h.peer else {
             return;
         };
-        let completions = nic.ep.take_completions();
-        let incoming = nic.ep.take_incoming();
-        for s in &mut nic.senders {
-            s.step(now, &mut nic.ep, &completions);
-        }
-        for p in &mut nic.pingpongs {
-            p.step(now, &mut nic.ep, &incoming, &completions);
-        }
-        let mut buf = self.buffers.pop().unwrap_or_default();
-        let sent = if nic.ep.poll_tx(now, &mut buf) {
-            Some(buf)
-        } else {
-            self.buffers.push(buf);
-            None
-        };
-        let mut next = nic.ep.next_wakeup();
-        let starts = nic.senders.iter().map(|s| s.start_ns);
-        for t in starts.chain(nic.pingpongs.iter().map(|p| p.start_ns)) {
-            if t > now {
-                next = Some(next.map_or(t, |n| n.min(t)));
+        let mut next: Option<u64> = None;
+        let mut cand = |t: u64| next = Some(next.map_or(t, |n: u64| n.min(t)));
+        if let Some(nic) = h.nic.as_mut() {
+            let completions = nic.ep.take_completions();
+            let incoming = nic.ep.take_incoming();
+            for s in &mut nic.senders {
+                s.step(now, &mut nic.ep, &completions);
+            }
+            for p in &mut nic.pingpongs {
+                p.step(now, &mut nic.ep, &incoming, &completions);
+            }
+            let starts = nic.senders.iter().map(|s| s.start_ns);
+            for t in starts.chain(nic.pingpongs.iter().map(|p| p.start_ns)) {
+                if t > now {
+                    cand(t);
+                }
             }
         }
-        if let Some(t) = next.map(|t| t.max(now + u64::from(sent.is_none()))) {
-            if nic.wake_at.map_or(true, |w| t < w || w < now) {
-                nic.wake_at = Some(t);
+        let shared = !h.tcp.is_empty();
+        let rate = peer.link.rate_bps as u128;
+        let line_free = h.busy_units.div_ceil(rate) as u64;
+        let mut buf = self.buffers.pop().unwrap_or_default();
+        let mut sent = false;
+        if !shared || line_free <= now {
+            for turn in 0..2 {
+                let tcp_now = shared && (turn == 0) == h.tcp_turn;
+                sent = if tcp_now {
+                    let n = h.tcp.len();
+                    (0..n).any(|k| {
+                        let i = (h.tcp_next + k) % n;
+                        let s = h.tcp[i].poll_tx(now, &mut buf);
+                        if s {
+                            h.tcp_next = (i + 1) % n;
+                        }
+                        s
+                    })
+                } else {
+                    h.nic
+                        .as_mut()
+                        .is_some_and(|nic| nic.ep.poll_tx(now, &mut buf))
+                };
+                if sent {
+                    h.tcp_turn = !tcp_now;
+                    break;
+                }
+            }
+        }
+        if let Some(t) = h.nic.as_ref().and_then(|n| n.ep.next_wakeup()) {
+            cand(t);
+        }
+        for c in &h.tcp {
+            if let Some(t) = c.next_wakeup(now) {
+                cand(t);
+            }
+        }
+        let mut at = 0;
+        if sent {
+            let start = if shared {
+                // Woken at the nanosecond after the line became free is not late: keep the
+                // fraction, or every frame would lose up to 1 ns of line rate.
+                let start = if line_free >= now {
+                    h.busy_units
+                } else {
+                    now as u128 * rate
+                };
+                h.busy_units = start + peer.link.line_units(buf.len());
+                start
+            } else {
+                now as u128 * rate
+            };
+            at = (start + peer.link.frame_units(buf.len())).div_ceil(rate) as u64
+                + peer.link.delay_ns
+                + h.wire_latency_ns(&buf);
+        }
+        let next = if shared {
+            // Nothing goes before the line is free again.
+            let free = h.busy_units.div_ceil(rate) as u64;
+            next.map(|t| t.max(free).max(now + u64::from(!sent)))
+        } else {
+            next.map(|t| t.max(now + u64::from(!sent)))
+        };
+        if let Some(t) = next {
+            if h.wake_at.map_or(true, |w| t < w || w < now) {
+                h.wake_at = Some(t);
                 self.queue.push(t, Event::NicWake { host });
             }
         }
-        if let Some(frame) = sent {
-            let rate = peer.link.rate_bps as u128;
-            let at = (now as u128 * rate + peer.link.frame_units(frame.len())).div_ceil(rate)
-                as u64
-                + peer.link.delay_ns
-                + h.wire_latency_ns(&frame);
-            self.deliver(peer, at, frame);
+        if sent {
+            self.deliver(peer, at, buf);
+        } else {
+            self.buffers.push(buf);
         }
     }
 

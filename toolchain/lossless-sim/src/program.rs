@@ -7,13 +7,14 @@ use crate::fabric::Fabric;
 use crate::net::SimPort;
 use p4_switch::core::{Core, CpuSink};
 use p4_switch::grpc::GrpcServer;
+use p4_switch::pktgen::parse_port_config;
 use p4runtime_server::{Dataplane, EngineJob};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use switch_ports::Port;
-use switch_tm::{ConfigFormat, TmConfig};
+use switch_tm::ConfigFormat;
 use switch_v1model::SwitchConfig;
 
 /// The lab's CPU port and queue count (the lab kit's SwitchProcess, kit/lossless_kit/switch.py).
@@ -223,8 +224,8 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
             path: path.clone(),
             message: e.to_string(),
         })?;
-        let mut tm =
-            TmConfig::parse(&text, ConfigFormat::Json).map_err(|e| ProgramError::PortConfig {
+        let (mut tm, pktgen) =
+            parse_port_config(&text, ConfigFormat::Json).map_err(|e| ProgramError::PortConfig {
                 path: path.clone(),
                 message: e.to_string(),
             })?;
@@ -250,6 +251,11 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
             }
         })?;
         core.defer_transmit();
+        core.set_pktgen(0, pktgen)
+            .map_err(|e| ProgramError::PortConfig {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
         let core = Arc::new(Mutex::new(core));
         let dp = Arc::new(Stopped {
             core: core.clone(),

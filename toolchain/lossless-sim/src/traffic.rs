@@ -25,6 +25,8 @@ pub struct NicParams {
     pub min_rate_bps: f64,
     /// perftest's retransmission timeout (IB local ACK timeout 14: 67 ms).
     pub retry_timeout_ns: u64,
+    /// The first QP number (its UDP source port, hence its ECMP path, derives from it).
+    pub qpn_base: u32,
 }
 
 impl NicParams {
@@ -38,6 +40,7 @@ impl NicParams {
             cnp_interval_ns: 50_000,
             min_rate_bps: 1e6,
             retry_timeout_ns: 67_108_864,
+            qpn_base: 0x100,
         }
     }
 
@@ -48,6 +51,7 @@ impl NicParams {
         cfg.dscp = self.dscp;
         cfg.ecn = self.dcqcn;
         cfg.retry_timeout_ns = self.retry_timeout_ns;
+        cfg.qpn_base = self.qpn_base;
         cfg.dcqcn = self.dcqcn.then(|| DcqcnConfig {
             cnp_interval_ns: self.cnp_interval_ns,
             min_rate_bps: self.min_rate_bps,
@@ -84,6 +88,9 @@ pub struct Sender {
     pub completed_ns: Vec<u64>,
     /// Per message: completion minus post.
     pub latency_ns: Vec<u64>,
+    /// Per message: completion minus its first packet's departure from the NIC (the network's
+    /// part of the latency, without the wait in the NIC).
+    pub wire_latency_ns: Vec<u64>,
     pub failed: u64,
     /// Runs beside the other applications and stops posting when they are done (perftest's
     /// write_bw -D, long enough to cover a write_lat beside it).
@@ -104,6 +111,7 @@ impl Sender {
             posted_ns: Vec::new(),
             completed_ns: Vec::new(),
             latency_ns: Vec::new(),
+            wire_latency_ns: Vec::new(),
             failed: 0,
             background: false,
             stopped: false,
@@ -204,6 +212,8 @@ impl Sender {
             }
             self.completed_ns.push(c.completed_ns);
             self.latency_ns.push(c.completed_ns - c.posted_ns);
+            self.wire_latency_ns
+                .push(c.completed_ns - c.first_tx_ns.unwrap_or(c.posted_ns));
             self.post(now, ep, i);
         }
     }

@@ -7,6 +7,7 @@
 
 use lossless_sim::net::{Sim, Stop};
 use lossless_sim::program::{self, Lab};
+use lossless_sim::tcp::{Addressing, Source, TcpParams};
 use lossless_sim::{assemble, probe};
 use lossless_wire::pfc::MacControl;
 use std::path::Path;
@@ -113,6 +114,59 @@ fn host_latency_is_added_on_the_way_out_and_in() {
     assert_eq!(rx[0].0 - 1_000, expected);
 }
 
+/// One TCP connection from h1 to h2 carrying `bytes` from time 0, unpaced.
+fn tcp_flow(sim: &mut Sim, params: TcpParams, bytes: u64) {
+    let addr = Addressing {
+        src_mac: [0; 6],
+        dst_mac: [0; 6],
+        src_ip: [0; 4],
+        dst_ip: [0; 4],
+        src_port: 40_000,
+        dst_port: 5201,
+        iss: 0xfff0_0000,
+        irs: 12_345,
+    };
+    sim.connect_tcp(0, 1, addr, params, Source::new(0, None, Some(bytes)));
+}
+
+#[test]
+fn one_tcp_flow_alone_runs_at_line_rate_minus_headers() {
+    // The lab's interfaces carry the port MTU, 9100: MSS 9060. Priority 0 (DSCP 0).
+    let mut sim = simulate(one_switch("tcp25g", 25_000, &[100, 100]), "pfc");
+    let params = TcpParams::new(9100, 0);
+    let mss = params.mss as u64;
+    tcp_flow(&mut sim, params, 4000 * mss);
+    run(&mut sim, Some(2_000_000));
+    let at = |sim: &Sim| {
+        let s = sim.hosts[1].tcp[0].stats();
+        (s.rx_bytes, s.rx_last_ns.unwrap())
+    };
+    let (b1, t1) = at(&sim);
+    run(&mut sim, Some(8_000_000));
+    let (b2, t2) = at(&sim);
+    // Each full segment is 9060 + TCP 20 + IPv4 20 + Ethernet 14 + FCS 4 + preamble 8 +
+    // gap 12 = 9138 bytes on the line: 73104 bits = 2924.16 ns at 25 Gb/s, back to back
+    // from the sender's NIC and again out of the switch. Goodput 25 x 9060 / 9138 Gb/s.
+    let k = (b2 - b1) / mss;
+    assert_eq!((b2 - b1) % mss, 0);
+    assert!(k > 1000, "{k} segments measured");
+    let expected_ns = k as f64 * 9138.0 * 8.0 / 25.0;
+    assert!(
+        ((t2 - t1) as f64 - expected_ns).abs() <= 1.0,
+        "{k} segments in {} ns, expected {expected_ns}",
+        t2 - t1
+    );
+    let goodput = (b2 - b1) as f64 * 8.0 / (t2 - t1) as f64;
+    assert!(
+        (goodput - 25.0 * 9060.0 / 9138.0).abs() < 1e-5,
+        "{goodput} Gb/s"
+    );
+    assert_eq!(run(&mut sim, None), Stop::Finished);
+    let s = sim.hosts[0].tcp[0].stats();
+    assert_eq!((s.retransmits, s.timeouts), (0, 0));
+    assert_eq!(sim.hosts[1].tcp[0].stats().rx_bytes, 4000 * mss);
+}
+
 #[test]
 fn pause_quanta_at_25g_stop_a_queue_for_their_time() {
     const QUANTA: u16 = 1000;
@@ -140,6 +194,62 @@ fn pause_quanta_at_25g_stop_a_queue_for_their_time() {
         assert_eq!(frame_ns(60, 25), 24);
         assert_eq!(got, vec![pause_start + PAUSE_NS + frame_ns(1098, 25) + d]);
         assert_eq!(PAUSE_NS, 20_480);
+    }
+}
+
+#[test]
+fn a_blocked_sender_is_repaused_every_half_pause() {
+    // h1 holds the switch's queue 3 toward it with XOFF 0xffff every 1.2 ms; h2 (a plain NIC,
+    // which does not stop) sends a burst on priority 3 that puts its PG above the pause point,
+    // then nothing. Half a pause of 0xffff quanta at 25G is 65535 x 512 / 25e9 / 2 = 671.0784
+    // us, 671 078 ns in whole ns: the controller set the PG's renewal to 670 us (half, in whole
+    // us, less one) and the packet generator to fire every 335 539 ns (a quarter), so the
+    // renewals come every second firing.
+    const HALF_NS: u64 = 65535 * 512 * 1000 / 25_000 / 2;
+    const PAUSE_NS: u64 = 65535 * 512 * 1000 / 25_000;
+    assert_eq!(HALF_NS, 671_078);
+    let mut sim = simulate(one_switch("refresh25g", 25_000, &[50, 50]), "pfc");
+    let hold = MacControl::pfc_xoff(1 << 3, 0xffff).encode(sim.hosts[0].mac);
+    for k in 0..4 {
+        sim.host_send(0, k * 1_200_000, hold.clone());
+    }
+    stream(&mut sim, 1, 0, 24, 1024, 300);
+    let end = 4_000_000;
+    run(&mut sim, Some(end));
+    let pfc = |sim: &Sim| -> Vec<(u64, u16)> {
+        sim.hosts[1]
+            .rx
+            .iter()
+            .filter_map(|(t, f)| match MacControl::decode(f) {
+                Ok(Some(MacControl::Pfc { quanta, .. })) => Some((*t, quanta[3])),
+                _ => None,
+            })
+            .collect()
+    };
+    let held = pfc(&sim);
+    assert!(held.iter().all(|&(_, q)| q == 0xffff), "{held:?}");
+    assert!(held.len() >= 4, "{held:?}");
+    // Each XOFF reaches h2 before the previous one's pause has run out; after the first renewal
+    // they come every firing of the packet generator, exactly half a pause apart.
+    for w in held.windows(2) {
+        assert!(w[1].0 - w[0].0 < PAUSE_NS, "{held:?}");
+    }
+    for w in held[1..].windows(2) {
+        assert_eq!(w[1].0 - w[0].0, HALF_NS, "{held:?}");
+    }
+    assert!(held.last().unwrap().0 + PAUSE_NS > end);
+    // h1 stops pausing: its last XOFF runs out at 3.6 ms + its pause; until then the renewals
+    // go on, then the queue drains, the PG falls below XON and h2 gets one XON and no more
+    // XOFF; then only timers are left.
+    assert_eq!(run(&mut sim, None), Stop::Drained);
+    let all = pfc(&sim);
+    let (xon_at, xon) = *all.last().unwrap();
+    assert_eq!(xon, 0, "{all:?}");
+    assert!(xon_at > 3_600_000 + PAUSE_NS, "{all:?}");
+    let renewals = &all[held.len() - 1..all.len() - 1];
+    assert!(renewals.iter().all(|&(_, q)| q == 0xffff), "{all:?}");
+    for w in renewals.windows(2) {
+        assert_eq!(w[1].0 - w[0].0, HALF_NS, "{all:?}");
     }
 }
 

@@ -459,17 +459,6 @@ pub fn icrc(ip: &[u8], udp: &[u8], bth_onwards: &[u8]) -> u32 {
     d.finalize()
 }
 
-fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for w in h.chunks(2) {
-        sum += u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]) as u32;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// Appends a complete RoCEv2 frame (no FCS) to `out`: headers, payload, pad and ICRC. Lengths,
 /// the IPv4 checksum and the BTH pad count are filled in here; `bth.pad` is ignored.
 pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, payload: &[u8]) {
@@ -492,7 +481,7 @@ pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, paylo
     out.extend_from_slice(&[0x40, 0x00, l3.ttl, IPPROTO_UDP, 0, 0]); // DF, no fragments
     out.extend_from_slice(&l3.src_ip);
     out.extend_from_slice(&l3.dst_ip);
-    let csum = ipv4_checksum(&out[ip_at..ip_at + IPV4_MIN_LEN]);
+    let csum = crate::inet::checksum(&[&out[ip_at..ip_at + IPV4_MIN_LEN]]);
     out[ip_at + 10..ip_at + 12].copy_from_slice(&csum.to_be_bytes());
     let udp_at = out.len();
     out.extend_from_slice(&l3.udp_src.to_be_bytes());
@@ -821,7 +810,7 @@ mod tests {
             b"x",
         );
         assert!(mark_ce(&mut f));
-        assert_eq!(ipv4_checksum(&f[14..34]), 0);
+        assert_eq!(crate::inet::checksum(&[&f[14..34]]), 0);
         assert_eq!(Packet::parse(&f).unwrap().unwrap().l3.ecn, ECN_CE);
         assert!(!mark_ce(&mut f), "already CE");
     }

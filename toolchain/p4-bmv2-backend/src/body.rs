@@ -1,18 +1,16 @@
 //! Straight-line code to BMv2 primitives: statements of actions, of code between tables in
 //! apply blocks, and of parser states.
 //!
-//! Calls of actions and functions that are left (table actions with bound arguments, calls
-//! inside larger expressions; `p4-midend`'s `inline` took the rest) are
-//! inlined with P4's copy-in/copy-out: every `in`/`inout` argument is copied into a fresh
-//! temporary before the body runs (left to right), and every `inout`/`out` temporary is copied
-//! back afterwards in parameter order, so `a(x, x)` behaves as the specification says even
-//! when the arguments alias. `return` jumps to the end of the
-//! inlined body (`_jump`), `if` branches with `_jump_if_zero`, `exit` is bmv2's `exit`.
+//! `p4-midend` has inlined action and function calls (with copy-in/copy-out), turned `return`
+//! into a flag and given every action a table invokes its own copy without directional
+//! parameters, so what is left here are assignments, `if` (as `_jump_if_zero`), `exit`
+//! (bmv2's `exit`, after the copy-outs of the sub-controls being inlined) and extern calls
+//! (v1model externs as bmv2 primitives).
 
 use crate::expr::{b2d, op, repr, value_tv};
 use crate::layout::Place;
 use crate::num::{hex, hex_u, mask, unsigned};
-use crate::prims::{Body, CallValue};
+use crate::prims::Body;
 use crate::{unsupported, Bind, Ctx, R};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
@@ -66,25 +64,12 @@ impl Ctx<'_> {
                 if b.parser {
                     return unsupported(s.span, "`exit` in a parser");
                 }
-                for frame in b.copy_outs.clone().iter().rev() {
-                    for (dst, tmp, span) in frame {
-                        self.copy(b, dst, tmp, *span)?;
-                    }
-                }
                 self.exit_copy_outs(b)?;
                 b.push("exit", vec![]);
                 Ok(())
             }
-            StmtKind::Return(v) => {
-                let Some((l, res)) = b.returns.last().cloned() else {
-                    return unsupported(s.span, "`return` here");
-                };
-                if let (Some(v), Some(res)) = (v, res) {
-                    self.assign_expr(b, &res, v)?;
-                }
-                b.jump(l);
-                Ok(())
-            }
+            // `p4-midend` turns a `return` in an action or inlined function into a flag.
+            StmtKind::Return(_) => unsupported(s.span, "`return` here"),
             // `p4-midend`'s `inline` turns a `switch` in an action or function into `if`s.
             StmtKind::Switch(..) => unsupported(s.span, "`switch` here"),
             StmtKind::Empty | StmtKind::Const(_) => Ok(()),
@@ -314,9 +299,13 @@ impl Ctx<'_> {
     }
 
     /// Lowers a call; returns its value for calls that have one.
-    pub fn call(&mut self, b: &mut Body, c: &Call, e: &Expr) -> R<Option<CallValue>> {
+    pub fn call(&mut self, b: &mut Body, c: &Call, e: &Expr) -> R<Option<Tv>> {
         match &c.target {
-            CallTarget::Action(d) | CallTarget::Function(d) => self.inline(b, *d, c, e),
+            // `p4-midend` inlines every action and function call it can.
+            CallTarget::Action(_) | CallTarget::Function(_) => unsupported(
+                e.span,
+                "this call (the midend leaves it: see p4-midend's README)",
+            ),
             CallTarget::ExternFunction(d) => {
                 let name = self.p.decl(*d).name.clone();
                 self.extern_fn(b, &name, c, e).map(|_| None)
@@ -360,7 +349,7 @@ impl Ctx<'_> {
                     }
                     (Builtin::IsValid, _) => {
                         let v = self.rv(b, e)?;
-                        return Ok(Some(CallValue::Tv(v)));
+                        return Ok(Some(v));
                     }
                     _ => return unsupported(e.span, "this operation on this value"),
                 }
@@ -371,91 +360,6 @@ impl Ctx<'_> {
             }
             CallTarget::Construct(_) => unsupported(e.span, "a constructor call here"),
         }
-    }
-
-    /// Inlines a table's action: its directionless parameters are already bound.
-    pub fn inline_action(&mut self, b: &mut Body, c: &Call, e: &Expr) -> R<()> {
-        match c.target {
-            CallTarget::Action(d) => self.inline(b, d, c, e).map(|_| ()),
-            _ => unsupported(e.span, "not an action"),
-        }
-    }
-
-    /// Inlines an action or function called directly, with copy-in/copy-out.
-    fn inline(&mut self, b: &mut Body, d: DeclId, c: &Call, e: &Expr) -> R<Option<CallValue>> {
-        let p = self.p;
-        let (body, ret) = match &p.decl(d).kind {
-            DeclKind::Action { body, .. } => (body, None),
-            DeclKind::Function { body, ret, .. } => (body, Some(ret)),
-            _ => return unsupported(e.span, "calling this"),
-        };
-        let mut copy_out = Vec::new();
-        let mut saved = Vec::new();
-        for (prm, arg) in c.params.iter().zip(&c.args) {
-            saved.push((prm.decl, self.frame.env.get(&prm.decl).cloned()));
-            let bind = match (prm.dir, arg) {
-                (None, None) if self.frame.env.contains_key(&prm.decl) => continue,
-                (_, None) => Bind::Place(self.fresh_place(&prm.name, &prm.ty, e.span)?),
-                // Directionless aggregates (a struct argument of a function) are copied in.
-                (None, Some(a)) if prm.ty.is_aggregate() => {
-                    let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
-                    self.assign_expr(b, &tmp, a)?;
-                    Bind::Place(tmp)
-                }
-                (None, Some(a)) => {
-                    let v = self.rv(b, a)?;
-                    if matches!(a.kind, ExprKind::Const(_)) {
-                        Bind::Value(v)
-                    } else {
-                        let tmp = self.scalar(&prm.name, &prm.ty, a.span)?;
-                        self.assign_tv(b, &tmp, v, a.span)?;
-                        Bind::Place(tmp)
-                    }
-                }
-                (Some(Direction::In), Some(a)) => {
-                    let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
-                    self.assign_expr(b, &tmp, a)?;
-                    Bind::Place(tmp)
-                }
-                (Some(dir), Some(a)) => {
-                    let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
-                    if !matches!(a.kind, ExprKind::DontCare) {
-                        let dst = self.place(b, a)?;
-                        if dir == Direction::InOut {
-                            self.copy(b, &tmp, &dst, a.span)?;
-                        } else if let Place::Header { name, .. } = &tmp {
-                            // An `out` header starts invalid.
-                            b.push("remove_header", vec![Tv::Header(name.clone())]);
-                        }
-                        copy_out.push((dst, tmp.clone(), a.span));
-                    }
-                    Bind::Place(tmp)
-                }
-            };
-            self.frame.env.insert(prm.decl, bind);
-        }
-        let res = match ret {
-            Some(t) if *t != Type::Void => Some(self.fresh_place("retval", t, e.span)?),
-            _ => None,
-        };
-        let end = b.new_label();
-        b.returns.push((end, res.clone()));
-        b.copy_outs.push(copy_out.clone());
-        let r = self.stmts(b, &body.stmts);
-        b.returns.pop();
-        b.copy_outs.pop();
-        r?;
-        b.place_label(end);
-        for (dst, tmp, span) in copy_out {
-            self.copy(b, &dst, &tmp, span)?;
-        }
-        for (d, old) in saved {
-            match old {
-                Some(o) => self.frame.env.insert(d, o),
-                None => self.frame.env.remove(&d),
-            };
-        }
-        Ok(res.map(CallValue::Place))
     }
 
     /// A field reference for an `out` argument of a primitive (a temporary when the argument
@@ -665,7 +569,7 @@ impl Ctx<'_> {
         mname: &str,
         c: &Call,
         e: &Expr,
-    ) -> R<Option<CallValue>> {
+    ) -> R<Option<Tv>> {
         if tname == "packet_in" {
             if !b.parser {
                 return unsupported(e.span, "packet_in methods outside a parser");
@@ -690,10 +594,10 @@ impl Ctx<'_> {
                 "lookahead" => {
                     let ty = c.type_args.first().cloned().unwrap_or(Type::Void);
                     return match repr(self, &ty) {
-                        Type::Bit(w) => Ok(Some(CallValue::Tv(Tv::Lookahead {
+                        Type::Bit(w) => Ok(Some(Tv::Lookahead {
                             offset: 0,
                             bitwidth: w,
-                        }))),
+                        })),
                         _ => unsupported(e.span, "lookahead of a type other than bit<W>"),
                     };
                 }

@@ -119,7 +119,6 @@ impl Ctx<'_> {
             return Ok(entry);
         };
         let mut b = Body::new(false);
-        b.open();
         for &l in locals {
             if let (
                 DeclKind::Var {
@@ -189,7 +188,6 @@ impl Ctx<'_> {
             return Ok(next);
         }
         let mut b = Body::new(false);
-        b.open();
         while let Some(s) = pending.pop() {
             self.stmt(&mut b, s)?;
         }
@@ -257,7 +255,6 @@ impl Ctx<'_> {
             StmtKind::Exit => {
                 // `exit` in a sub-control still copies its (and its callers') arguments out.
                 let mut b = Body::new(false);
-                b.open();
                 self.exit_copy_outs(&mut b)?;
                 self.action_node(b, None)
             }
@@ -279,7 +276,6 @@ impl Ctx<'_> {
                     return self.value_node(c, &tmp, node);
                 }
                 let mut pre = Body::new(false);
-                pre.open();
                 // A call in the condition arrives hoisted before the `if` (`p4-midend`).
                 let cond = self.rv(&mut pre, c)?;
                 let node = self.cond_node(cond, tn, en);
@@ -288,7 +284,6 @@ impl Ctx<'_> {
             // Reached only when the value applies a table (`is_straight`).
             StmtKind::Assign(l, r) => {
                 let mut pre = Body::new(false);
-                pre.open();
                 let dst = self.place(&mut pre, l)?;
                 let node = self.value_node(r, &dst, k)?;
                 self.action_node(pre, node)
@@ -374,7 +369,6 @@ impl Ctx<'_> {
     fn value_node(&mut self, e: &Expr, dst: &Place, k: Next) -> R<Next> {
         if !has_table_hit(e) {
             let mut b = Body::new(false);
-            b.open();
             self.assign_expr(&mut b, dst, e)?;
             return self.action_node(b, k);
         }
@@ -389,7 +383,6 @@ impl Ctx<'_> {
                 let tmp = self.scalar("cond", &Type::Bool, a.span)?;
                 let done = {
                     let mut bd = Body::new(false);
-                    bd.open();
                     let v = self.read(&tmp, e.span)?;
                     self.assign_tv(&mut bd, dst, v, e.span)?;
                     self.action_node(bd, k)?
@@ -436,7 +429,6 @@ impl Ctx<'_> {
                     self.hoisted.insert(*sub as *const Expr, t.clone());
                 }
                 let mut b = Body::new(false);
-                b.open();
                 let r = self.assign_expr(&mut b, dst, e);
                 for sub in &subs {
                     self.hoisted.remove(&(*sub as *const Expr));
@@ -454,7 +446,6 @@ impl Ctx<'_> {
     /// A hidden action setting the boolean `dst` to `v`, then `k`.
     fn const_node(&mut self, dst: &Place, v: bool, span: Span, k: Next) -> R<Next> {
         let mut b = Body::new(false);
-        b.open();
         let e = Expr {
             kind: ExprKind::Const(Value::Bool(v)),
             ty: Type::Bool,
@@ -474,7 +465,6 @@ impl Ctx<'_> {
         ret: Next,
     ) -> R<Next> {
         let mut pre = Body::new(false);
-        pre.open();
         let tmp = self.scalar("switch", &crate::expr::repr(self, &e.ty), e.span)?;
         self.assign_expr(&mut pre, &tmp, e)?;
         let key = self.read(&tmp, e.span)?;
@@ -506,10 +496,11 @@ impl Ctx<'_> {
     /// Lowers `sub.apply(args)` in place: the sub-control's parameters are bound to the
     /// argument places (in/out arguments copied through temporaries).
     fn inline_control(&mut self, recv: &Expr, c: &Call, span: Span, k: Next) -> R<Next> {
-        let ExprKind::Ref(inst) = &recv.kind else {
+        let ExprKind::Ref(r) = &recv.kind else {
             return unsupported(span, "apply() of a control that is not an instance");
         };
-        let (prefix, ctl) = match (self.frame.env.get(inst).cloned(), &self.p.decl(*inst).kind) {
+        let inst = &self.frame.blocks.get(r).copied().unwrap_or(*r);
+        let (prefix, ctl) = match (self.frame.env.get(r).cloned(), &self.p.decl(*inst).kind) {
             (
                 Some(Bind::Named(n)),
                 DeclKind::Instance {
@@ -530,7 +521,6 @@ impl Ctx<'_> {
         };
         // Arguments are bound in the caller's frame.
         let mut pre = Body::new(false);
-        pre.open();
         let mut bound = self.ctor_binds(*inst, ctl)?;
         let mut copy_out = Vec::new();
         for (prm, a) in params.iter().zip(&c.args) {
@@ -540,12 +530,13 @@ impl Ctx<'_> {
             let b = self.control_arg(&mut pre, prm, a, &mut copy_out)?;
             bound.push((prm.decl, b));
         }
+        let blocks = self.ctor_blocks(*inst, ctl);
         let outer = std::mem::take(&mut self.frame);
         let r = (|| {
             self.enter_block(ctl, &prefix, &bound)?;
+            self.frame.blocks = blocks;
             self.declare_locals(ctl)?;
             let mut post = Body::new(false);
-            post.open();
             for (dst, tmp, sp) in &copy_out {
                 self.copy(&mut post, dst, tmp, *sp)?;
             }
@@ -558,6 +549,35 @@ impl Ctx<'_> {
         self.frame = outer;
         let entry = r?;
         self.action_node(pre, entry)
+    }
+
+    /// The constructor parameters of `ctl` that instance `inst` binds to control instances,
+    /// with those instances.
+    fn ctor_blocks(&self, inst: DeclId, ctl: DeclId) -> HashMap<DeclId, DeclId> {
+        let p = self.p;
+        let (DeclKind::Instance { args, .. }, DeclKind::Control { ctor_params, .. }) =
+            (&p.decl(inst).kind, &p.decl(ctl).kind)
+        else {
+            return HashMap::new();
+        };
+        let mut out = HashMap::new();
+        for (prm, a) in ctor_params.iter().zip(args) {
+            if let Some(Expr {
+                kind: ExprKind::Ref(d),
+                ..
+            }) = a
+            {
+                let d = self.frame.blocks.get(d).copied().unwrap_or(*d);
+                if let DeclKind::Instance {
+                    ty: Type::Control(..),
+                    ..
+                } = p.decl(d).kind
+                {
+                    out.insert(prm.decl, d);
+                }
+            }
+        }
+        out
     }
 
     fn control_arg(
@@ -601,68 +621,49 @@ impl Ctx<'_> {
         }
     }
 
-    /// The JSON action for an entry of a table's `actions` list (emitted once per binding).
-    fn table_action(&mut self, ar: &ActionRef) -> R<(String, i64)> {
-        let d = ar.action;
+    /// The JSON action for an action of a table (emitted once per control instance): its
+    /// directionless parameters are action data; `p4-midend`'s `table-actions` made an action
+    /// of its own for each binding of directional ones.
+    fn table_action(&mut self, d: DeclId, span: Span) -> R<(String, i64)> {
         let name = match self.frame.env.get(&d) {
             Some(Bind::Named(n)) => n.clone(),
             _ => self.cp_name("", d),
         };
-        let key = format!(
-            "{name}#{}#{:?}",
-            d.0,
-            ar.args
-                .iter()
-                .map(|a| a.as_ref().map(|e| (e.span.lo, e.span.hi)))
-                .collect::<Vec<_>>()
-        );
+        let key = format!("{name}#{}", d.0);
         if let Some(v) = self.action_keys.get(&key) {
             return Ok(v.clone());
         }
-        let DeclKind::Action { params, .. } = &self.p.decl(d).kind else {
-            return unsupported(ar.span, "not an action");
+        let DeclKind::Action { params, body } = &self.p.decl(d).kind else {
+            return unsupported(span, "not an action");
         };
         let mut runtime_data = Vec::new();
-        let mut args = Vec::new();
-        let mut dir_args = ar.args.iter();
         let mut saved = Vec::new();
         for prm in params {
-            if prm.dir.is_none() {
-                let Some((j::FieldWidth::Bits(w), _)) = crate::layout::scalar_width(self, &prm.ty)
-                else {
-                    return unsupported(ar.span, "an action parameter of this type");
-                };
-                let i = runtime_data.len() as u32;
-                runtime_data.push(j::RuntimeData {
-                    name: prm.name.clone(),
-                    bitwidth: w,
-                });
-                let tv = if prm.ty == Type::Bool {
-                    crate::expr::un("d2b", Tv::RuntimeData(i))
-                } else {
-                    Tv::RuntimeData(i)
-                };
-                saved.push((prm.decl, self.frame.env.get(&prm.decl).cloned()));
-                self.frame.env.insert(prm.decl, Bind::Value(tv));
-                args.push(None);
-            } else {
-                args.push(dir_args.next().cloned().flatten());
+            if prm.dir.is_some() {
+                return unsupported(
+                    span,
+                    "a directional argument the midend leaves (see p4-midend's README)",
+                );
             }
+            let Some((j::FieldWidth::Bits(w), _)) = crate::layout::scalar_width(self, &prm.ty)
+            else {
+                return unsupported(span, "an action parameter of this type");
+            };
+            let i = runtime_data.len() as u32;
+            runtime_data.push(j::RuntimeData {
+                name: prm.name.clone(),
+                bitwidth: w,
+            });
+            let tv = if prm.ty == Type::Bool {
+                crate::expr::un("d2b", Tv::RuntimeData(i))
+            } else {
+                Tv::RuntimeData(i)
+            };
+            saved.push((prm.decl, self.frame.env.get(&prm.decl).cloned()));
+            self.frame.env.insert(prm.decl, Bind::Value(tv));
         }
-        let call = Call {
-            target: CallTarget::Action(d),
-            type_args: vec![],
-            args,
-            params: params.clone(),
-        };
-        let e = Expr {
-            kind: ExprKind::Const(p4_sema::ir::Value::Bool(false)),
-            ty: Type::Void,
-            span: ar.span,
-        };
         let mut b = Body::new(false);
-        b.open();
-        let r = self.inline_action(&mut b, &call, &e);
+        let r = self.stmts(&mut b, &body.stmts);
         for (dcl, old) in saved {
             match old {
                 Some(o) => self.frame.env.insert(dcl, o),
@@ -694,7 +695,6 @@ impl Ctx<'_> {
             _ => return unsupported(span, "a table outside its control"),
         };
         let mut pre = Body::new(false);
-        pre.open();
         let mut keys = Vec::new();
         let mut selector_input = Vec::new();
         let mut widths = Vec::new();
@@ -727,7 +727,7 @@ impl Ctx<'_> {
         let mut actions = Vec::new();
         let mut by_decl: HashMap<DeclId, String> = HashMap::new();
         for ar in &tbl.actions {
-            let (n, id) = self.table_action(ar)?;
+            let (n, id) = self.table_action(ar.action, ar.span)?;
             by_decl.insert(ar.action, n.clone());
             action_ids.push(id);
             actions.push(n);
@@ -738,10 +738,7 @@ impl Ctx<'_> {
         };
         let default_entry = match &default_ref {
             Some(ar) => {
-                let (n, id) = self.table_action(&ActionRef {
-                    args: directional_args(p, ar),
-                    ..ar.clone()
-                })?;
+                let (n, id) = self.table_action(ar.action, ar.span)?;
                 if !actions.contains(&n) {
                     by_decl.insert(ar.action, n.clone());
                     action_ids.push(id);
@@ -770,10 +767,7 @@ impl Ctx<'_> {
             for ((kexpr, key), w) in en.keys.iter().zip(&keys).zip(&widths) {
                 match_key.push(entry_key(key.match_type, kexpr, *w)?);
             }
-            let (_, aid) = self.table_action(&ActionRef {
-                args: directional_args(p, &en.action),
-                ..en.action.clone()
-            })?;
+            let (_, aid) = self.table_action(en.action.action, en.action.span)?;
             let priority = if explicit {
                 let pr = en.priority.unwrap_or(last + 1);
                 last = pr;
@@ -1069,21 +1063,6 @@ impl Ctx<'_> {
 
 /// The arguments of an action reference that bind directional parameters (tables list only
 /// those; defaults and entries give all).
-fn directional_args(p: &p4_sema::ir::Program, ar: &ActionRef) -> Vec<Option<Expr>> {
-    let DeclKind::Action { params, .. } = &p.decl(ar.action).kind else {
-        return vec![];
-    };
-    if ar.args.len() != params.len() {
-        return ar.args.clone();
-    }
-    params
-        .iter()
-        .zip(&ar.args)
-        .filter(|(prm, _)| prm.dir.is_some())
-        .map(|(_, a)| a.clone())
-        .collect()
-}
-
 /// bmv2's table-level match type: range, else ternary, else lpm, else exact.
 fn table_match_type(keys: &[j::TableKey]) -> j::MatchType {
     use j::MatchType as M;

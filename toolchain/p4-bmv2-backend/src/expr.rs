@@ -7,7 +7,7 @@
 
 use crate::layout::Place;
 use crate::num::{const_int, hex, hex_u, mask};
-use crate::prims::{Body, CallValue};
+use crate::prims::Body;
 use crate::{unsupported, Bind, Ctx, R};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
@@ -208,10 +208,7 @@ impl Ctx<'_> {
                     bp => Ok(Place::Slice(Box::new(bp), *hi, *lo)),
                 }
             }
-            ExprKind::Call(c) => match self.call(b, c, e)? {
-                Some(CallValue::Place(p)) => Ok(p),
-                _ => unsupported(e.span, "this call as a storage location"),
-            },
+            ExprKind::Call(_) => unsupported(e.span, "this call as a storage location"),
             _ => unsupported(e.span, "this expression as a storage location"),
         }
     }
@@ -369,13 +366,10 @@ impl Ctx<'_> {
                     }
                 }
                 _ => {
-                    // Calls with results: inlined functions, extern methods.
-                    let Some(result) = self.call(b, c, e)? else {
-                        return unsupported(e.span, "a call without a value used as a value");
-                    };
-                    match result {
-                        CallValue::Tv(tv) => Ok(tv),
-                        CallValue::Place(p) => self.read(&p, e.span),
+                    // Calls with results: extern methods (the midend inlined functions).
+                    match self.call(b, c, e)? {
+                        Some(tv) => Ok(tv),
+                        None => unsupported(e.span, "a call without a value used as a value"),
                     }
                 }
             },

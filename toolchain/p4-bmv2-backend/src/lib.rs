@@ -12,10 +12,9 @@
 //!    line code between them becomes hidden one-action tables (p4c's `tbl_act`), `hit`/`miss`
 //!    and `switch (t.apply().action_run)` become `next_tables`, sub-controls are inlined with
 //!    their own name prefix, `return` jumps to the control's continuation, `exit` ends it.
-//! 4. `body`: action, function and extern calls inlined into primitives, with copy-in/copy-out
-//!    through temporaries (correct when arguments alias), left-to-right evaluation (operands
-//!    before a call are saved), `if` inside actions as `_jump_if_zero`, `return` as `_jump`,
-//!    v1model externs as bmv2 primitives.
+//! 4. `body`: statements to primitives (`p4-midend` inlined the calls of actions and
+//!    functions and lowered `return`), `if` inside actions as `_jump_if_zero`, v1model externs
+//!    as bmv2 primitives.
 //! 5. `expr`: expressions to bmv2 expression trees with p4c's wrapping (`& mask` after `bit<W>`
 //!    arithmetic, `two_comp_mod` for `int<W>`), `b2d`/`d2b` between bool and bits.
 //! 6. `checksum` and `deparser`: verify/compute controls to `checksums` and `calculations`,
@@ -25,8 +24,8 @@
 //!    parameters, `local` action data in expressions, padded metadata, no `lookahead` operands).
 //!
 //!
-//! Below them, `prims` collects one body's primitives (jumps, labels, the inlined callees'
-//! returns and copy-outs) and `num` makes numbers into BMv2 values; no module imports one that
+//! Below them, `prims` collects one body's primitives (jumps and their labels) and `num` makes
+//! numbers into BMv2 values; no module imports one that
 //! imports it back (`body` calls into `expr` for values, `expr` reaches calls through `Ctx`).
 //!
 //! Anything outside this subset is an `unsupported` error at its source location.
@@ -109,6 +108,8 @@ pub(crate) enum Bind {
 pub(crate) struct Frame {
     pub prefix: String,
     pub env: HashMap<DeclId, Bind>,
+    /// Constructor parameters bound to a control instance (`C2(c1) c2;`): the instance.
+    pub blocks: HashMap<DeclId, DeclId>,
 }
 
 pub(crate) struct Ctx<'p> {
@@ -329,7 +330,7 @@ impl<'p> Ctx<'p> {
         };
         self.frame = Frame {
             prefix: prefix.clone(),
-            env: HashMap::new(),
+            ..Frame::default()
         };
         for (id, b) in bound {
             self.frame.env.insert(*id, b.clone());

@@ -239,7 +239,21 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
     let DeclKind::Control { locals, .. } = &p.decl(d).kind else {
         return;
     };
-    // Top-level actions used by the control's tables come first (p4c localizes them).
+    // Top-level actions used by the control's tables come first (p4c localizes them), and so
+    // do `p4-midend`'s copies of them (locals with a top-level action's control-plane name).
+    let top_names: HashSet<String> = p
+        .top
+        .iter()
+        .filter(|d| matches!(p.decl(**d).kind, DeclKind::Action { .. }))
+        .map(|d| cx.cp_name("", *d))
+        .collect();
+    let top_level = |a: DeclId| {
+        !locals.contains(&a)
+            || ast::find_annotation(&p.decl(a).annotations, "name")
+                .and_then(|n| n.string_arg())
+                .and_then(|n| n.strip_prefix('.'))
+                .is_some_and(|n| top_names.contains(n))
+    };
     for &l in locals {
         if let DeclKind::Table(t) = &p.decl(l).kind {
             let refs = t
@@ -255,7 +269,7 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
                     None
                 });
             for a in refs.collect::<Vec<_>>() {
-                if !locals.contains(&a) {
+                if top_level(a) {
                     let n = cx.cp_name("", a);
                     action(cx, &n, a);
                 }

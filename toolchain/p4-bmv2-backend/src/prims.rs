@@ -1,18 +1,9 @@
-//! Primitives being collected for one action, state or hidden action: jumps with labels
-//! patched at the end, and what the inlined callees around the current point need (their
-//! end labels and result places, their copy-outs for `exit`).
+//! Primitives being collected for one action, state or hidden action, with jumps whose
+//! labels are patched at the end (`if` in an action).
 
-use crate::layout::Place;
 use crate::num::hex_u;
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
-use p4_syntax::Span;
-
-/// The value of an inlined call.
-pub(crate) enum CallValue {
-    Tv(Tv),
-    Place(Place),
-}
 
 /// Primitives being collected, with labels for jumps.
 #[derive(Default)]
@@ -21,11 +12,6 @@ pub(crate) struct Body {
     labels: Vec<Option<usize>>,
     /// (primitive, parameter, label) to patch once labels are placed.
     fixups: Vec<(usize, usize, usize)>,
-    /// Innermost inlined callee: its end label and where its result goes.
-    pub returns: Vec<(usize, Option<Place>)>,
-    /// Per inlined callee (innermost last), its `out`/`inout` copy-outs: `exit` performs them
-    /// all before ending the pipeline, as the specification requires.
-    pub copy_outs: Vec<Vec<(Place, Place, Span)>>,
     pub parser: bool,
 }
 
@@ -64,17 +50,8 @@ impl Body {
         self.push("_jump_if_zero", vec![cond, Tv::Int(0)]);
     }
 
-    /// Opens the outermost body so that a `return` in it ends it.
-    pub fn open(&mut self) {
-        let l = self.new_label();
-        self.returns.push((l, None));
-    }
-
     /// The primitives with jump targets resolved.
     pub fn finish(mut self) -> Vec<j::Primitive> {
-        while let Some((l, _)) = self.returns.pop() {
-            self.place_label(l);
-        }
         for (pi, arg, l) in std::mem::take(&mut self.fixups) {
             let target = self.labels[l].unwrap_or(self.prims.len());
             self.prims[pi].parameters[arg] = hex_u(target as u64);

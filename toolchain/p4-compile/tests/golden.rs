@@ -165,11 +165,13 @@ fn list_passes_names_the_pipeline_in_order() {
         [
             "parse",
             "check",
+            "control-locals",
             "side-effects",
             "parser-side-effects",
             "parser-inline",
             "parser-fold",
             "inline",
+            "table-actions",
             "bmv2"
         ]
     );

@@ -8,9 +8,10 @@
 //! parameter order, then `dst = retval`. A `return` that is not the body's last statement sets
 //! a `returned` flag that guards everything after it; an `exit` in the body performs the
 //! copy-outs of every callee it leaves (innermost first) before it ends the pipeline. Calls
-//! inside the inlined body are inlined in turn. Left to the lowering (it copies and jumps, so
-//! only in controls): generic functions, and calls whose `out` arguments or destination index
-//! a stack by a run-time value (their place could change during the call).
+//! inside the inlined body are inlined in turn. A run-time index in an `out`/`inout` argument
+//! or the destination is saved into a temporary first, so the copy-out writes the place the
+//! argument denoted before the call. Not inlined (the lowering refuses them): generic
+//! functions.
 
 use crate::build::{assign, block, not, stmt, var_ref};
 use crate::hoist::{Hoister, Mode};
@@ -109,15 +110,23 @@ fn branch(p: &mut Program, h: &mut Hoister, s: Stmt, depth: usize) -> Stmt {
     }
 }
 
-/// An l-value that denotes the same place before and after a call.
-fn fixed_place(e: &Expr) -> bool {
-    let mut ok = !e.has_call();
-    e.for_each(&mut |x| {
-        if let ExprKind::Index(_, i) = &x.kind {
-            ok &= matches!(i.kind, ExprKind::Const(_));
+/// The run-time indices of the l-value `e` saved into temporaries declared in `out`, so that
+/// `e` denotes the same place after a call that changes what they read.
+fn pin_indices(p: &mut Program, h: &mut Hoister, e: &mut Expr, out: &mut Vec<Stmt>) {
+    match &mut e.kind {
+        ExprKind::Field(b, _) | ExprKind::Slice(b, _, _) | ExprKind::StackProp(b, _) => {
+            pin_indices(p, h, b, out)
         }
-    });
-    ok
+        ExprKind::Index(b, i) => {
+            pin_indices(p, h, b, out);
+            if !matches!(i.kind, ExprKind::Const(_)) {
+                let (v, s) = h.temps.var(p, "index", &i.ty, Some((**i).clone()), i.span);
+                out.push(s);
+                **i = var_ref(p, v, i.span);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn bool_const(b: bool, span: Span) -> Expr {
@@ -137,6 +146,58 @@ fn inline_call(
     dst: Option<Expr>,
     depth: usize,
 ) -> Option<Stmt> {
+    inline_call_keeping(p, h, e, dst, depth, &HashSet::new())
+}
+
+/// The body of `action` with its directional parameters bound to `args` (one per directional
+/// parameter, in order) as a call would bind them; its directionless parameters stay
+/// parameters. `None` when the call would be left to the lowering.
+pub(crate) fn inline_action_args(
+    p: &mut Program,
+    h: &mut Hoister,
+    action: DeclId,
+    args: &[Option<Expr>],
+    span: Span,
+) -> Option<Vec<Stmt>> {
+    let DeclKind::Action { params, .. } = &p.decl(action).kind else {
+        return None;
+    };
+    let params = params.clone();
+    let mut bound = args.iter();
+    let call = Call {
+        target: CallTarget::Action(action),
+        type_args: Vec::new(),
+        args: params
+            .iter()
+            .map(|prm| prm.dir.and_then(|_| bound.next().cloned().flatten()))
+            .collect(),
+        params: params.clone(),
+    };
+    let keep = params
+        .iter()
+        .filter(|prm| prm.dir.is_none())
+        .map(|prm| prm.decl)
+        .collect();
+    let e = Expr {
+        kind: ExprKind::Call(Box::new(call)),
+        ty: Type::Void,
+        span,
+    };
+    match inline_call_keeping(p, h, &e, None, 0, &keep)?.kind {
+        StmtKind::Block(b) => Some(b.stmts),
+        _ => None,
+    }
+}
+
+/// `inline_call`, with the parameters in `keep` left as they are (not copied in or renamed).
+fn inline_call_keeping(
+    p: &mut Program,
+    h: &mut Hoister,
+    e: &Expr,
+    dst: Option<Expr>,
+    depth: usize,
+    keep: &HashSet<DeclId>,
+) -> Option<Stmt> {
     let ExprKind::Call(c) = &e.kind else {
         return None;
     };
@@ -155,31 +216,44 @@ fn inline_call(
         }
         _ => return None,
     };
-    let outs_fixed = c
+    let outs_called = c
         .params
         .iter()
         .zip(&c.args)
-        .all(|(prm, a)| match (prm.dir, a) {
-            (Some(Direction::Out | Direction::InOut), Some(a)) => fixed_place(a),
-            _ => true,
+        .any(|(prm, a)| match (prm.dir, a) {
+            (Some(Direction::Out | Direction::InOut), Some(a)) => a.has_call(),
+            _ => false,
         });
     if !type_params.is_empty()
         || depth > MAX_DEPTH
-        || !outs_fixed
-        || !dst.as_ref().map_or(true, fixed_place)
+        || outs_called
+        || dst.as_ref().is_some_and(Expr::has_call)
     {
         return None;
     }
     let body = body.stmts.clone();
-    let c: Call = (**c).clone();
+    let mut c: Call = (**c).clone();
     let span = e.span;
     let mut map = HashMap::new();
     let mut stmts = Vec::new();
+    // The places copied back to are the ones the arguments denote before the call.
+    for (prm, a) in c.params.iter().zip(&mut c.args) {
+        if let (Some(Direction::Out | Direction::InOut), Some(a)) = (prm.dir, a) {
+            pin_indices(p, h, a, &mut stmts);
+        }
+    }
+    let dst = dst.map(|mut d| {
+        pin_indices(p, h, &mut d, &mut stmts);
+        d
+    });
     let mut copy_out: Vec<Stmt> = Vec::new();
     let mut body = body;
     let written = written(&mut body);
     let mut consts = HashMap::new();
     for (prm, a) in c.params.iter().zip(c.args) {
+        if keep.contains(&prm.decl) {
+            continue;
+        }
         let a = a.filter(|a| !matches!(a.kind, ExprKind::DontCare));
         if let Some(
             a @ Expr {
@@ -372,7 +446,7 @@ fn has_return(s: &Stmt) -> bool {
 /// all; otherwise a
 /// `returned` flag is set and every statement after one that may return runs under
 /// `if (!returned)`.
-fn lower_returns(
+pub(crate) fn lower_returns(
     p: &mut Program,
     h: &mut Hoister,
     mut body: Vec<Stmt>,

@@ -95,7 +95,9 @@ impl Hoister {
     fn stmt(&mut self, p: &mut Program, s: Stmt, out: &mut Vec<Stmt>) {
         let span = s.span;
         match s.kind {
-            StmtKind::Assign(l, r) if self.needs(&r) => {
+            StmtKind::Assign(l, r) if self.needs(&l) || self.needs(&r) => {
+                // The left side first: a call in an index of it runs before the right side.
+                let l = self.hoist(p, l, out);
                 let r = self.whole(p, r, out);
                 out.push(stmt(StmtKind::Assign(l, r), span));
             }

@@ -7,12 +7,14 @@
 
 mod build;
 mod calls;
+pub mod control_locals;
 mod hoist;
 pub mod inline;
 pub mod parser_fold;
 pub mod parser_inline;
 pub mod parser_side_effects;
 pub mod side_effects;
+pub mod table_actions;
 mod visit;
 
 use p4_sema::ir::Program;
@@ -30,11 +32,13 @@ pub struct Pass {
 /// The midend's passes in the order they run. `side-effects` runs before the parser passes so
 /// that the function bodies `parser-inline` copies have their own side effects ordered already.
 pub const PASSES: &[Pass] = &[
+    control_locals::PASS,
     side_effects::PASS,
     parser_side_effects::PASS,
     parser_inline::PASS,
     parser_fold::PASS,
     inline::PASS,
+    table_actions::PASS,
 ];
 
 /// Runs every pass of [`PASSES`] in order.

@@ -158,3 +158,55 @@ control C(inout h_t h) {{
     let again = check(&printed);
     assert_eq!(p4_sema::print::to_p4(&again), printed);
 }
+
+#[test]
+fn table_actions_with_bound_arguments_become_copies_with_the_same_names() {
+    let src = format!(
+        "{PRELUDE}
+match_kind {{ exact }}
+action top(out bit<8> y) {{ y = 1; }}
+control C(inout h_t h) {{
+    action set(inout bit<8> x, bit<8> v) {{ x = v; if (v == 0) {{ return; }} x = x + 1; }}
+    table t {{
+        key = {{ h.a: exact; }}
+        actions = {{ set(h.b); top(h.a); }}
+        default_action = set(h.b, 3);
+    }}
+    apply {{ switch (t.apply().action_run) {{ set: {{ h.a = 1; }} default: {{ }} }} }}
+}}
+"
+    );
+    let mut p = check(&src);
+    run_all(&mut p);
+    let table = p
+        .decls
+        .iter()
+        .find_map(|d| match &d.kind {
+            DeclKind::Table(t) => Some(t.clone()),
+            _ => None,
+        })
+        .expect("table");
+    let name = |a: p4_sema::ir::DeclId| {
+        p4_syntax::ast::find_annotation(&p.decl(a).annotations, "name")
+            .and_then(|n| n.string_arg())
+            .map(str::to_string)
+    };
+    // Each bound action is a copy without directional parameters, named as the original was
+    // (a local action by its name under the control, a top-level one from the top level).
+    for ar in &table.actions {
+        let DeclKind::Action { params, .. } = &p.decl(ar.action).kind else {
+            panic!("not an action");
+        };
+        assert!(params.iter().all(|x| x.dir.is_none()) && ar.args.is_empty());
+    }
+    assert_eq!(name(table.actions[0].action).as_deref(), Some("set"));
+    assert_eq!(name(table.actions[1].action).as_deref(), Some(".top"));
+    // The default action is the list's copy, with its action data alone.
+    let default = table.default_action.expect("default action");
+    assert_eq!(default.action, table.actions[0].action);
+    assert_eq!(default.args.len(), 1);
+    let printed = p4_sema::print::to_p4(&p);
+    assert!(!printed.contains("return;"), "{printed}");
+    let again = check(&printed);
+    assert_eq!(p4_sema::print::to_p4(&again), printed);
+}

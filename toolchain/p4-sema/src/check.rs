@@ -38,6 +38,8 @@ pub(crate) struct Ctx {
     pub states: HashMap<String, DeclId>,
     /// Checking the expression of a `switch` (where `action_run` may appear).
     pub switch_expr: bool,
+    /// The instances `C.apply()` made in the parser or control being checked, for its locals.
+    pub direct_instances: Vec<DeclId>,
 }
 
 pub(crate) struct Checker<'d> {
@@ -1194,6 +1196,7 @@ impl<'d> Checker<'d> {
                 *b = transition;
             }
         }
+        locals.append(&mut self.ctx.direct_instances);
         self.ctx = saved;
         self.pop();
         let id = self.add_decl(Decl {
@@ -1308,6 +1311,7 @@ impl<'d> Checker<'d> {
             }
         }
         let apply = self.block(&c.apply, false);
+        locals.append(&mut self.ctx.direct_instances);
         self.ctx = saved;
         self.pop();
         let id = self.add_decl(Decl {

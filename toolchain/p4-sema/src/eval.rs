@@ -1,10 +1,11 @@
 //! Constant folding with P4's arithmetic: `bit<W>` wraps modulo 2^W, `int<W>` wraps in two's
-//! complement, `int` is exact. Errors are messages for the caller to place at a span.
+//! complement, `int` is exact. Errors are [`EvalError`]s for the caller to place at a span.
 
 use crate::ir::{Type, Value};
 use num_bigint::BigInt;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use p4_syntax::ast::{BinOp, UnOp};
+use std::fmt;
 
 /// Arbitrary-precision shifts stay below this so that a constant cannot exhaust memory; widths
 /// are limited to 2^16 bits anyway.
@@ -48,17 +49,68 @@ pub fn fits(value: &BigInt, ty: &Type) -> bool {
     wrap(value.clone(), ty) == *value
 }
 
-fn int(v: &Value) -> Result<&BigInt, String> {
-    match v {
-        Value::Int(i) => Ok(i),
-        _ => Err("expected an integer value".to_string()),
+/// Why a constant expression could not be folded; the checker reports it at the expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvalError {
+    /// An operand of the wrong kind (the checker's types make this a compiler bug).
+    NotInteger,
+    NotBoolean,
+    DivisionByZero,
+    /// `/` or `%` with a negative operand: `x op y`.
+    NegativeDivision {
+        op: BinOp,
+        x: BigInt,
+        y: BigInt,
+    },
+    /// `|+|`/`|-|` on a type without a width.
+    SaturatingNeedsWidth,
+    /// `++` with an operand without a width.
+    ConcatNeedsWidth,
+    NegativeShift(BigInt),
+    /// A shift of an `int` by more than the folder allows.
+    ShiftTooLarge(BigInt),
+    /// An operator the folder does not evaluate on values.
+    NotFoldable(BinOp),
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            EvalError::NotInteger => write!(f, "expected an integer value"),
+            EvalError::NotBoolean => write!(f, "expected a boolean value"),
+            EvalError::DivisionByZero => write!(f, "division by zero"),
+            EvalError::NegativeDivision { op, x, y } => write!(
+                f,
+                "'{}' is only defined on non-negative values: {x} {} {y}",
+                op.symbol(),
+                op.symbol()
+            ),
+            EvalError::SaturatingNeedsWidth => {
+                write!(f, "saturating arithmetic needs a fixed-width type")
+            }
+            EvalError::ConcatNeedsWidth => write!(f, "'++' needs fixed-width operands"),
+            EvalError::NegativeShift(y) => write!(f, "negative shift amount {y}"),
+            EvalError::ShiftTooLarge(y) => write!(f, "shift amount {y} too large for an int"),
+            EvalError::NotFoldable(op) => write!(f, "'{}' cannot be folded here", op.symbol()),
+        }
     }
 }
 
-fn boolean(v: &Value) -> Result<bool, String> {
+impl std::error::Error for EvalError {}
+
+type R<T> = Result<T, EvalError>;
+
+fn int(v: &Value) -> R<&BigInt> {
+    match v {
+        Value::Int(i) => Ok(i),
+        _ => Err(EvalError::NotInteger),
+    }
+}
+
+fn boolean(v: &Value) -> R<bool> {
     match v {
         Value::Bool(b) => Ok(*b),
-        _ => Err("expected a boolean value".to_string()),
+        _ => Err(EvalError::NotBoolean),
     }
 }
 
@@ -70,7 +122,7 @@ fn unsigned(v: &BigInt, ty: &Type) -> BigInt {
     }
 }
 
-pub fn unary(op: UnOp, v: &Value, ty: &Type) -> Result<Value, String> {
+pub fn unary(op: UnOp, v: &Value, ty: &Type) -> R<Value> {
     Ok(match op {
         UnOp::Not => Value::Bool(!boolean(v)?),
         UnOp::Plus => v.clone(),
@@ -81,7 +133,7 @@ pub fn unary(op: UnOp, v: &Value, ty: &Type) -> Result<Value, String> {
 
 /// `a op b` where `a` and `b` already have the operand type `ty` (for shifts, `a` has `ty` and
 /// `b` is a non-negative amount); the result has `ty`, or `bool` for comparisons.
-pub fn binary(op: BinOp, a: &Value, b: &Value, ty: &Type) -> Result<Value, String> {
+pub fn binary(op: BinOp, a: &Value, b: &Value, ty: &Type) -> R<Value> {
     use BinOp::*;
     if matches!(op, And | Or) {
         let (x, y) = (boolean(a)?, boolean(b)?);
@@ -98,14 +150,14 @@ pub fn binary(op: BinOp, a: &Value, b: &Value, ty: &Type) -> Result<Value, Strin
         Mul => x * y,
         Div | Mod => {
             if y.is_zero() {
-                return Err("division by zero".to_string());
+                return Err(EvalError::DivisionByZero);
             }
             if x.is_negative() || y.is_negative() {
-                return Err(format!(
-                    "'{}' is only defined on non-negative values: {x} {} {y}",
-                    op.symbol(),
-                    op.symbol()
-                ));
+                return Err(EvalError::NegativeDivision {
+                    op,
+                    x: x.clone(),
+                    y: y.clone(),
+                });
             }
             if op == Div {
                 x / y
@@ -121,23 +173,21 @@ pub fn binary(op: BinOp, a: &Value, b: &Value, ty: &Type) -> Result<Value, Strin
                     -(BigInt::one() << (*w - 1)),
                     (BigInt::one() << (*w - 1)) - 1,
                 ),
-                _ => return Err("saturating arithmetic needs a fixed-width type".to_string()),
+                _ => return Err(EvalError::SaturatingNeedsWidth),
             };
             return Ok(Value::Int(r.clamp(lo, hi)));
         }
         Shl | Shr => {
             if y.is_negative() {
-                return Err(format!("negative shift amount {y}"));
+                return Err(EvalError::NegativeShift(y.clone()));
             }
             // Shifting a fixed-width value by its width or more leaves only sign or zero bits.
             let amount = match (y.to_u32(), ty) {
                 (Some(n), Type::InfInt) if n > MAX_INT_SHIFT => {
-                    return Err(format!("shift amount {y} too large for an int"))
+                    return Err(EvalError::ShiftTooLarge(y.clone()))
                 }
                 (Some(n), _) => n,
-                (None, Type::InfInt) => {
-                    return Err(format!("shift amount {y} too large for an int"))
-                }
+                (None, Type::InfInt) => return Err(EvalError::ShiftTooLarge(y.clone())),
                 (None, _) => u32::MAX,
             };
             let limit = match ty {
@@ -169,38 +219,30 @@ pub fn binary(op: BinOp, a: &Value, b: &Value, ty: &Type) -> Result<Value, Strin
         BitAnd => x & y,
         BitOr => x | y,
         BitXor => x ^ y,
-        Concat | Mask | Range | And | Or | Eq | Ne => {
-            return Err(format!("'{}' cannot be folded here", op.symbol()))
-        }
+        Concat | Mask | Range | And | Or | Eq | Ne => return Err(EvalError::NotFoldable(op)),
     };
     Ok(Value::Int(wrap(r, ty)))
 }
 
 /// `a ++ b`: the result type has the left operand's signedness and the sum of widths.
-pub fn concat(
-    a: &Value,
-    a_ty: &Type,
-    b: &Value,
-    b_ty: &Type,
-    result: &Type,
-) -> Result<Value, String> {
+pub fn concat(a: &Value, a_ty: &Type, b: &Value, b_ty: &Type, result: &Type) -> R<Value> {
     let wb = match b_ty {
         Type::Bit(w) | Type::Int(w) => *w,
-        _ => return Err("'++' needs fixed-width operands".to_string()),
+        _ => return Err(EvalError::ConcatNeedsWidth),
     };
     let r = (unsigned(int(a)?, a_ty) << wb) | unsigned(int(b)?, b_ty);
     Ok(Value::Int(wrap(r, result)))
 }
 
 /// `v[hi:lo]` of a value of type `ty`; the result is `bit<hi-lo+1>`.
-pub fn slice(v: &Value, ty: &Type, hi: u32, lo: u32) -> Result<Value, String> {
+pub fn slice(v: &Value, ty: &Type, hi: u32, lo: u32) -> R<Value> {
     let bits = unsigned(int(v)?, ty) >> lo;
     Ok(Value::Int(wrap(bits, &Type::Bit(hi - lo + 1))))
 }
 
 /// Explicit or implicit cast of a constant between scalar types (the checker has already
 /// decided that the cast is legal).
-pub fn cast(v: &Value, from: &Type, to: &Type) -> Result<Value, String> {
+pub fn cast(v: &Value, from: &Type, to: &Type) -> R<Value> {
     Ok(match (v, to) {
         (Value::Bool(b), Type::Bit(_) | Type::Int(_) | Type::InfInt) => {
             Value::Int(if *b { BigInt::one() } else { BigInt::zero() })

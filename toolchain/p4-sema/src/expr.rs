@@ -941,8 +941,8 @@ impl Checker<'_> {
                 if let (Some(u), Some(v)) = (const_of(&x), const_of(&y)) {
                     match eval::binary(op, u, v, &ty) {
                         Ok(r) => return constant(r, ty, span),
-                        Err(msg) => {
-                            self.d.error(span, msg);
+                        Err(e) => {
+                            self.d.error(span, e.to_string());
                             return unknown(span);
                         }
                     }
@@ -1032,8 +1032,8 @@ impl Checker<'_> {
                             };
                             return constant(r, rty, span);
                         }
-                        Err(msg) => {
-                            self.d.error(span, msg);
+                        Err(e) => {
+                            self.d.error(span, e.to_string());
                             return unknown(span);
                         }
                     }
@@ -1662,6 +1662,51 @@ impl Checker<'_> {
         }
     }
 
+    /// The instance a direct invocation `C.apply(...)` applies: `@name("C") C() C_inst;` in
+    /// the enclosing parser or control (p4c's `InstantiateDirectCalls`), so control-plane
+    /// names are `MyIngress.C.t`.
+    fn direct_instance(&mut self, ty: &Type, span: Span) -> Expr {
+        let (ty, args) = self.construct(ty, &[], span);
+        let (Type::Control(id, _) | Type::Parser(id, _)) = &ty else {
+            return unknown(span);
+        };
+        let base = self.p.ty(*id).name.clone();
+        let n = self.ctx.direct_instances.len();
+        let name = if n == 0 {
+            format!("{base}_inst")
+        } else {
+            format!("{base}_inst_{n}")
+        };
+        let text = ast::Expr {
+            kind: ast::ExprKind::Str(base),
+            span,
+        };
+        let annotation = ast::Annotation {
+            name: ast::Ident {
+                name: "name".into(),
+                span,
+            },
+            body: ast::AnnotationBody::Exprs(vec![text]),
+            span,
+        };
+        let inst = self.add_decl(Decl {
+            name,
+            span,
+            annotations: vec![annotation],
+            kind: DeclKind::Instance {
+                ty: ty.clone(),
+                args,
+                methods: Vec::new(),
+            },
+        });
+        self.ctx.direct_instances.push(inst);
+        Expr {
+            kind: ExprKind::Ref(inst),
+            ty,
+            span,
+        }
+    }
+
     fn method_call(
         &mut self,
         base: &ast::Expr,
@@ -1701,12 +1746,18 @@ impl Checker<'_> {
             };
             return constant(Value::Int(BigInt::from(v)), Type::InfInt, span);
         }
-        if self.type_of_base(base).is_some() {
-            self.d
-                .error(m.span, format!("'{name}' cannot be called on a type"));
-            return unknown(span);
-        }
-        let recv = self.expr(base);
+        let recv = match self.type_of_base(base) {
+            None => self.expr(base),
+            // p4c's direct invocation: `C.apply(...)` applies an instance made for the call.
+            Some(t @ (Type::Control(..) | Type::Parser(..))) if name == "apply" => {
+                self.direct_instance(&t, base.span)
+            }
+            Some(_) => {
+                self.d
+                    .error(m.span, format!("'{name}' cannot be called on a type"));
+                return unknown(span);
+            }
+        };
         let call = |target: CallTarget, ty: Type| Expr {
             kind: ExprKind::Call(Box::new(Call {
                 target,

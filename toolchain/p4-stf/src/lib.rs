@@ -29,6 +29,6 @@ pub use resolve::resolve_name;
 pub use runner::{run_stf, run_stf_source, run_stmts, Item, Report, Status, StfError};
 pub use target::{
     ActionInfo, CounterCell, CounterValue, Entry, EntryHandle, FieldMatch, KeyInfo, MatchKind,
-    OutputPacket, StfTarget, TableInfo, TargetResult,
+    NameError, OutputPacket, StfTarget, TableInfo, TargetError, TargetResult,
 };
 pub use value::Value;

@@ -3,11 +3,11 @@
 //! wildcard defaults for keys left out, masks and prefixes derived from the digits written.
 
 use crate::ast::{ActionCall, KeyMatch, KeyValue, Number};
-use crate::target::{ActionInfo, Entry, FieldMatch, KeyInfo, MatchKind, TableInfo};
+use crate::target::{ActionInfo, Entry, FieldMatch, KeyInfo, MatchKind, NameError, TableInfo};
 use crate::value::Value;
 
 /// Finds `wanted` among `names`: an exact match, else the only name ending with `wanted`.
-pub fn resolve_name<'a, I>(names: I, wanted: &str, what: &str) -> Result<&'a str, String>
+pub fn resolve_name<'a, I>(names: I, wanted: &str, what: &str) -> Result<&'a str, NameError>
 where
     I: IntoIterator<Item = &'a str>,
 {
@@ -22,11 +22,15 @@ where
     }
     match suffix_hits.as_slice() {
         [one] => Ok(one),
-        [] => Err(format!("no {what} named '{wanted}'")),
-        many => Err(format!(
-            "{what} name '{wanted}' is ambiguous: {}",
-            many.join(", ")
-        )),
+        [] => Err(NameError::Missing {
+            what: what.to_string(),
+            wanted: wanted.to_string(),
+        }),
+        many => Err(NameError::Ambiguous {
+            what: what.to_string(),
+            wanted: wanted.to_string(),
+            candidates: many.iter().map(|n| n.to_string()).collect(),
+        }),
     }
 }
 
@@ -244,7 +248,8 @@ fn default_match(key: &KeyInfo) -> FieldMatch {
 }
 
 pub(crate) fn find_table<'a>(tables: &'a [TableInfo], name: &str) -> Result<&'a TableInfo, String> {
-    let full = resolve_name(tables.iter().map(|t| t.name.as_str()), name, "table")?;
+    let full = resolve_name(tables.iter().map(|t| t.name.as_str()), name, "table")
+        .map_err(|e| e.to_string())?;
     Ok(tables
         .iter()
         .find(|t| t.name == full)
@@ -261,7 +266,8 @@ pub(crate) fn resolve_action<'a>(
         table.actions.iter().map(|a| a.name.as_str()),
         &call.name,
         &format!("action of table {}", table.name),
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let action = table
         .actions
         .iter()
@@ -335,4 +341,30 @@ pub(crate) fn resolve_entry(
         action: action_info.name.clone(),
         args,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_by_full_name_or_unique_suffix_else_a_typed_error() {
+        let names = ["ingress.t", "ingress.sub.t", "egress.u"];
+        assert_eq!(resolve_name(names, "ingress.t", "table"), Ok("ingress.t"));
+        assert_eq!(resolve_name(names, "u", "table"), Ok("egress.u"));
+        let missing = resolve_name(names, "v", "table").unwrap_err();
+        assert_eq!(
+            missing,
+            NameError::Missing {
+                what: "table".into(),
+                wanted: "v".into()
+            }
+        );
+        assert_eq!(missing.to_string(), "no table named 'v'");
+        let ambiguous = resolve_name(names, "t", "table").unwrap_err();
+        assert_eq!(
+            ambiguous.to_string(),
+            "table name 't' is ambiguous: ingress.t, ingress.sub.t"
+        );
+    }
 }

@@ -195,7 +195,9 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
         let result: Result<(), String> = match &stmt.kind {
             StmtKind::Packet { port, data } => {
                 self.in_flight = true;
-                self.target.send_packet(*port, data)
+                self.target
+                    .send_packet(*port, data)
+                    .map_err(|e| e.to_string())
             }
             StmtKind::Expect { port, pattern } => {
                 self.expects.entry(*port).or_default().push(Expectation {
@@ -212,7 +214,7 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                 action,
                 name,
             } => resolve_entry(&self.tables, table, *priority, keys, action).and_then(|entry| {
-                let handle = self.target.add_entry(&entry)?;
+                let handle = self.target.add_entry(&entry).map_err(|e| e.to_string())?;
                 if let Some(name) = name {
                     self.named
                         .insert(name.clone(), (entry.table.clone(), handle));
@@ -224,10 +226,14 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                     let (action, args) = resolve_action(info, action)?;
                     Ok((info.name.clone(), action.name.clone(), args))
                 })
-                .and_then(|(table, action, args)| self.target.set_default(&table, &action, &args)),
+                .and_then(|(table, action, args)| {
+                    self.target
+                        .set_default(&table, &action, &args)
+                        .map_err(|e| e.to_string())
+                }),
             StmtKind::RemoveAll => {
                 self.named.clear();
-                self.target.clear_tables()
+                self.target.clear_tables().map_err(|e| e.to_string())
             }
             StmtKind::CheckCounter {
                 counter,
@@ -246,47 +252,71 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                         )),
                     },
                 };
-                cell.and_then(|cell| self.target.counter_read(counter, &cell))
-                    .map(|got| {
-                        let seen = format!("{} packets, {} bytes", got.packets, got.bytes);
-                        let ok = match check {
-                            None => got.packets == 0 && got.bytes == 0,
-                            Some((CountKind::Packets, cmp, n)) => cmp.holds(&got.packets, n),
-                            Some((CountKind::Bytes, cmp, n)) => cmp.holds(&got.bytes, n),
-                        };
-                        let status = if ok { Status::Pass } else { Status::Fail };
-                        self.item(
-                            Some(stmt.loc),
-                            status,
-                            format!("{}: {seen}", stmt.text),
-                            String::new(),
-                        );
-                    })
+                cell.and_then(|cell| {
+                    self.target
+                        .counter_read(counter, &cell)
+                        .map_err(|e| e.to_string())
+                })
+                .map(|got| {
+                    let seen = format!("{} packets, {} bytes", got.packets, got.bytes);
+                    let ok = match check {
+                        None => got.packets == 0 && got.bytes == 0,
+                        Some((CountKind::Packets, cmp, n)) => cmp.holds(&got.packets, n),
+                        Some((CountKind::Bytes, cmp, n)) => cmp.holds(&got.bytes, n),
+                    };
+                    let status = if ok { Status::Pass } else { Status::Fail };
+                    self.item(
+                        Some(stmt.loc),
+                        status,
+                        format!("{}: {seen}", stmt.text),
+                        String::new(),
+                    );
+                })
             }
-            StmtKind::MirroringAdd { session, port } => self.target.mirroring_add(*session, *port),
-            StmtKind::MirroringAddMc { session, mgrp } => {
-                self.target.mirroring_add_mc(*session, *mgrp)
+            StmtKind::MirroringAdd { session, port } => self
+                .target
+                .mirroring_add(*session, *port)
+                .map_err(|e| e.to_string()),
+            StmtKind::MirroringAddMc { session, mgrp } => self
+                .target
+                .mirroring_add_mc(*session, *mgrp)
+                .map_err(|e| e.to_string()),
+            StmtKind::MirroringDelete { session } => self
+                .target
+                .mirroring_delete(*session)
+                .map_err(|e| e.to_string()),
+            StmtKind::MirroringGet { session } => self
+                .target
+                .mirroring_get(*session)
+                .map_err(|e| e.to_string())
+                .map(|desc| {
+                    self.item(
+                        Some(stmt.loc),
+                        Status::Info,
+                        format!("{}: {desc}", stmt.text),
+                        String::new(),
+                    )
+                }),
+            StmtKind::McMgrpCreate { mgrp } => {
+                self.target.mc_mgrp_create(*mgrp).map_err(|e| e.to_string())
             }
-            StmtKind::MirroringDelete { session } => self.target.mirroring_delete(*session),
-            StmtKind::MirroringGet { session } => self.target.mirroring_get(*session).map(|desc| {
-                self.item(
-                    Some(stmt.loc),
-                    Status::Info,
-                    format!("{}: {desc}", stmt.text),
-                    String::new(),
-                )
-            }),
-            StmtKind::McMgrpCreate { mgrp } => self.target.mc_mgrp_create(*mgrp),
-            StmtKind::McNodeCreate { rid, ports } => {
-                self.target.mc_node_create(*rid, ports).map(|_| ())
-            }
-            StmtKind::McNodeUpdate { handle, ports } => self.target.mc_node_update(*handle, ports),
-            StmtKind::McNodeAssociate { mgrp, handle } => {
-                self.target.mc_node_associate(*mgrp, *handle)
-            }
+            StmtKind::McNodeCreate { rid, ports } => self
+                .target
+                .mc_node_create(*rid, ports)
+                .map_err(|e| e.to_string())
+                .map(|_| ()),
+            StmtKind::McNodeUpdate { handle, ports } => self
+                .target
+                .mc_node_update(*handle, ports)
+                .map_err(|e| e.to_string()),
+            StmtKind::McNodeAssociate { mgrp, handle } => self
+                .target
+                .mc_node_associate(*mgrp, *handle)
+                .map_err(|e| e.to_string()),
             StmtKind::CounterRead { counter, index } => self
                 .target
                 .counter_read(counter, &CounterCell::Index(*index))
+                .map_err(|e| e.to_string())
                 .map(|v| {
                     let what = format!("{}: {} packets, {} bytes", stmt.text, v.packets, v.bytes);
                     self.item(Some(stmt.loc), Status::Info, what, String::new())
@@ -296,42 +326,61 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                 index,
                 packets,
                 bytes,
-            } => self.target.counter_write(
-                counter,
-                *index,
-                crate::target::CounterValue {
-                    packets: *packets,
-                    bytes: *bytes,
-                },
-            ),
+            } => self
+                .target
+                .counter_write(
+                    counter,
+                    *index,
+                    crate::target::CounterValue {
+                        packets: *packets,
+                        bytes: *bytes,
+                    },
+                )
+                .map_err(|e| e.to_string()),
             StmtKind::RegisterRead {
                 register,
                 index,
                 check,
-            } => self.target.register_read(register, *index).map(|v| {
-                let (status, what) = match check {
-                    None => (Status::Info, format!("{}: {v}", stmt.text)),
-                    Some((cmp, want)) => {
-                        let ok = cmp.holds(&v, want);
-                        let status = if ok { Status::Pass } else { Status::Fail };
-                        (status, format!("{}: read {v}", stmt.text))
-                    }
-                };
-                self.item(Some(stmt.loc), status, what, String::new())
-            }),
+            } => self
+                .target
+                .register_read(register, *index)
+                .map_err(|e| e.to_string())
+                .map(|v| {
+                    let (status, what) = match check {
+                        None => (Status::Info, format!("{}: {v}", stmt.text)),
+                        Some((cmp, want)) => {
+                            let ok = cmp.holds(&v, want);
+                            let status = if ok { Status::Pass } else { Status::Fail };
+                            (status, format!("{}: read {v}", stmt.text))
+                        }
+                    };
+                    self.item(Some(stmt.loc), status, what, String::new())
+                }),
             StmtKind::RegisterWrite {
                 register,
                 index,
                 value,
-            } => self.target.register_write(register, *index, value),
-            StmtKind::RegisterReset { register } => self.target.register_reset(register),
+            } => self
+                .target
+                .register_write(register, *index, value)
+                .map_err(|e| e.to_string()),
+            StmtKind::RegisterReset { register } => self
+                .target
+                .register_reset(register)
+                .map_err(|e| e.to_string()),
             StmtKind::MeterSetRates {
                 meter,
                 index,
                 rates,
-            } => self.target.meter_set_rates(meter, *index, rates),
-            StmtKind::MeterGetRates { meter, index } => {
-                self.target.meter_get_rates(meter, *index).map(|rates| {
+            } => self
+                .target
+                .meter_set_rates(meter, *index, rates)
+                .map_err(|e| e.to_string()),
+            StmtKind::MeterGetRates { meter, index } => self
+                .target
+                .meter_get_rates(meter, *index)
+                .map_err(|e| e.to_string())
+                .map(|rates| {
                     let list = rates
                         .iter()
                         .map(|r| format!("{}:{}", r.rate, r.burst))
@@ -343,8 +392,7 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                         format!("{}: {list}", stmt.text),
                         String::new(),
                     )
-                })
-            }
+                }),
         };
         if let Err(message) = result {
             self.fail(stmt, message);

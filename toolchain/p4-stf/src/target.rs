@@ -105,11 +105,44 @@ pub struct OutputPacket {
     pub data: Vec<u8>,
 }
 
-/// Errors are messages; the runner adds the STF location.
-pub type TargetResult<T> = Result<T, String>;
+/// A name an STF statement uses that the program does not resolve.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("no {what} named '{wanted}'")]
+    Missing { what: String, wanted: String },
+    #[error("{what} name '{wanted}' is ambiguous: {}", candidates.join(", "))]
+    Ambiguous {
+        what: String,
+        wanted: String,
+        candidates: Vec<String>,
+    },
+}
 
-fn unsupported<T>(what: &str) -> TargetResult<T> {
-    Err(format!("{what} is not supported by this target"))
+/// Why a target could not do what a statement asks; the runner reports it at the statement.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// An optional feature the target does not implement (the STF command's name).
+    #[error("{0} is not supported by this target")]
+    Unsupported(&'static str),
+    /// A register, counter or meter name the target does not resolve.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The target's own error: its control plane refused the request.
+    #[error(transparent)]
+    Target(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl TargetError {
+    /// Wraps the target's own error, keeping its type as the source.
+    pub fn target(e: impl std::error::Error + Send + Sync + 'static) -> TargetError {
+        TargetError::Target(Box::new(e))
+    }
+}
+
+pub type TargetResult<T> = Result<T, TargetError>;
+
+fn unsupported<T>(what: &'static str) -> TargetResult<T> {
+    Err(TargetError::Unsupported(what))
 }
 
 /// A switch under test. Optional features default to "not supported", so a target implements

@@ -3,6 +3,7 @@
 use crate::clock::{Clock, ClockKind, SystemClock};
 use crate::core::Core;
 use crate::log::{Level, Logger};
+use crate::pktgen::parse_port_config;
 use crate::runtime::Runtime;
 use clap::Parser;
 use std::collections::BTreeMap;
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use switch_ports::{AfPacketPort, Captured, PcapFilePort, Port};
-use switch_tm::{ConfigFormat, TmConfig};
+use switch_tm::ConfigFormat;
 use switch_v1model::{Switch, SwitchConfig};
 
 #[derive(Debug, Parser)]
@@ -165,16 +166,15 @@ pub fn start(args: &Args) -> Result<Running, String> {
             )
         }
     };
-    let tm = match &args.port_config {
-        None => None,
+    let (tm, pktgen) = match &args.port_config {
+        None => (None, None),
         Some(path) => {
             let text =
                 std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let name = path.display().to_string();
-            Some(
-                TmConfig::parse(&text, ConfigFormat::from_file_name(&name))
-                    .map_err(|e| format!("{name}: {e}"))?,
-            )
+            let (tm, pktgen) = parse_port_config(&text, ConfigFormat::from_file_name(&name))
+                .map_err(|e| format!("{name}: {e}"))?;
+            (Some(tm), pktgen)
         }
     };
     let mut wanted = BTreeMap::new();
@@ -207,6 +207,11 @@ pub fn start(args: &Args) -> Result<Running, String> {
         clock.now_ns(),
     )
     .map_err(|e| e.to_string())?;
+    if pktgen.is_some() {
+        let name = args.port_config.as_ref().map(|p| p.display().to_string());
+        core.set_pktgen(clock.now_ns(), pktgen)
+            .map_err(|e| format!("{}: {e}", name.unwrap_or_default()))?;
+    }
     core.log = logger;
     let delay = Duration::from_secs(args.use_files.unwrap_or(0));
     let runtime = Runtime::start(core, ports, delay, clock, args.device_id)

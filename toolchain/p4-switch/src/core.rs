@@ -2,6 +2,7 @@
 //! Pure apart from `Port::send`: time is passed in (ns), so tests drive it with a simulated clock
 //! and the runtime thread with its monotonic one.
 
+use crate::pktgen::{Pktgen, PktgenConfig, PktgenError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -48,6 +49,14 @@ pub struct CoreCounters {
     pub cpu_packet_in: u64,
     /// Traffic-manager drops (full buffer, queue limits, watchdog...): details in the TM stats.
     pub tm_drops: u64,
+    /// Packets the packet generator injected, and its firings skipped because the dataplane
+    /// woke up more than a period late ([`crate::pktgen::Fired`]).
+    pub pktgen_packets: u64,
+    pub pktgen_skipped: u64,
+    /// Generated packets the pipeline dropped in ingress, as a program that only acts on them
+    /// (p4src's timed refresh) does with all of them: they are in the engine's
+    /// `dropped_ingress` too, but are not traffic lost.
+    pub pktgen_dropped: u64,
 }
 
 /// The buffer occupancy a pipeline keeps in its own registers, under the names p4src's
@@ -100,6 +109,7 @@ pub struct Core {
     pub log: Option<crate::log::Logger>,
     /// Frames waiting for the transmit thread, when there is one.
     tx_queue: Option<TxBatch>,
+    pktgen: Option<Pktgen>,
 }
 
 impl Core {
@@ -147,6 +157,7 @@ impl Core {
             cli_keys: BTreeMap::new(),
             log: None,
             tx_queue: None,
+            pktgen: None,
         })
     }
 
@@ -250,6 +261,14 @@ impl Core {
         Some(occ)
     }
 
+    /// Seeds the pipeline's `random` extern (lossless-sim's `--seed`); the real-time switch
+    /// never calls it and keeps the engine's fixed start.
+    pub fn seed_random(&mut self, seed: u64) {
+        if let Some(s) = self.switch.as_mut() {
+            s.seed_random(seed);
+        }
+    }
+
     /// SONiC clear semantics: counters to zero, watermarks restart from the current occupancy.
     pub fn clear(&mut self, now_ns: u64) {
         self.clear_some(now_ns, ClearScope::ALL);
@@ -281,11 +300,20 @@ impl Core {
             self.counters.mac_control_consumed += 1;
             return;
         }
-        let Some(sw) = self.switch.as_mut() else {
+        if self.switch.is_none() {
             self.counters.no_pipeline += 1;
             return;
-        };
+        }
         *self.counters.rx_frames.entry(port).or_default() += 1;
+        self.pipeline_in(now_ns, port, frame);
+    }
+
+    /// A frame into the pipeline from `port`, then into the traffic manager (or straight
+    /// through egress without one).
+    fn pipeline_in(&mut self, now_ns: u64, port: u32, frame: &[u8]) {
+        let Some(sw) = self.switch.as_mut() else {
+            return;
+        };
         if let Some(log) = &self.log {
             log.packet("Processing packet received on port", port, frame);
         }
@@ -381,9 +409,75 @@ impl Core {
         }
     }
 
-    /// Transmits every packet due at `now_ns` and returns when the traffic manager next needs
-    /// a call (a line frees up, a pause ends, a watchdog poll).
+    /// Starts the packet generator with `config` from `now_ns` (its applications first fire one
+    /// period later), or stops it with `None`. Its port must not be one of the switch's.
+    pub fn set_pktgen(
+        &mut self,
+        now_ns: u64,
+        config: Option<PktgenConfig>,
+    ) -> Result<(), PktgenError> {
+        let Some(config) = config else {
+            self.pktgen = None;
+            return Ok(());
+        };
+        let taken: Vec<u32> = self
+            .ports
+            .keys()
+            .copied()
+            .chain(self.engine.cpu_port)
+            .collect();
+        config.validate(&taken)?;
+        self.pktgen = Some(Pktgen::new(config, now_ns));
+        Ok(())
+    }
+
+    /// Whether the traffic manager holds a packet: a switch that holds none and has only its
+    /// packet generator's firings ahead is quiet (lossless-sim stops on that).
+    pub fn holds_packets(&self) -> bool {
+        let Some(tm) = &self.tm else {
+            return false;
+        };
+        self.tm_ports.iter().any(|&p| {
+            (0..switch_tm::QUEUES_PER_PORT)
+                .any(|q| tm.queue_depth(p, q).is_some_and(|d| d.packets > 0))
+        })
+    }
+
+    pub fn pktgen_config(&self) -> Option<&PktgenConfig> {
+        self.pktgen.as_ref().map(Pktgen::config)
+    }
+
+    /// Injects the generator's packets due at `now_ns` into the pipeline; when it fires next.
+    fn run_pktgen(&mut self, now_ns: u64) -> Option<u64> {
+        let mut pktgen = self.pktgen.take()?;
+        let dropped = |core: &Core| {
+            core.switch
+                .as_ref()
+                .map_or(0, |s| s.stats().dropped_ingress)
+        };
+        let before = dropped(self);
+        let fired = pktgen.fire(now_ns, |port, frame| self.pipeline_in(now_ns, port, frame));
+        self.counters.pktgen_dropped += dropped(self) - before;
+        self.counters.pktgen_packets += fired.packets;
+        self.counters.pktgen_skipped += fired.skipped;
+        let next = pktgen.next_ns();
+        self.pktgen = Some(pktgen);
+        next
+    }
+
+    /// Runs the packet generator's firings due at `now_ns`, then transmits every packet due,
+    /// and returns when the switch next needs a call: the generator's next firing, or the
+    /// traffic manager's next event (a line frees up, a pause ends, a watchdog poll).
     pub fn run_due(&mut self, now_ns: u64) -> Option<u64> {
+        let generated = self.run_pktgen(now_ns);
+        let next = self.run_tm(now_ns);
+        match (generated, next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn run_tm(&mut self, now_ns: u64) -> Option<u64> {
         self.tm.as_mut()?.advance(now_ns);
         self.release_flushed(now_ns);
         let mut next: Option<u64> = None;

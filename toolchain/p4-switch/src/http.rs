@@ -9,6 +9,7 @@
 //! | `GET /ports` / `GET /ports/N` | the traffic manager's port configuration(s), JSON |
 //! | `PUT /ports/N` | a port configuration (JSON or YAML, as in `--port-config`'s `ports[]`) |
 
+use crate::pktgen::PktgenConfig;
 use crate::runtime::Handle;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use switch_tm::{ClearScope, PortConfig};
+use switch_tm::{ClearScope, ConfigFormat, PortConfig};
 use tiny_http::{Header, Method, Request, Response, Server};
 
 pub struct StatsServer {
@@ -154,11 +155,38 @@ fn serve(mut req: Request, handle: &Handle) {
             }
             Ok(_) => (405, "text/plain", "use GET or PUT\n".into()),
         },
+        (Method::Get, "/pktgen") => match handle.exec_core(|c, _| c.pktgen_config().cloned()) {
+            Some(cfg) => (
+                200,
+                "application/json",
+                serde_json::to_string_pretty(&cfg).unwrap_or_default(),
+            ),
+            None => stopped(),
+        },
+        (Method::Put, "/pktgen") => {
+            let mut text = String::new();
+            if req.as_reader().read_to_string(&mut text).is_err() {
+                (400, "text/plain", "request body is not UTF-8\n".into())
+            } else {
+                match PktgenConfig::parse(&text, body_format(&text)) {
+                    Err(e) => (400, "text/plain", format!("{e}\n")),
+                    Ok(cfg) => match handle.exec_core(move |c, now| c.set_pktgen(now, Some(cfg))) {
+                        Some(Ok(())) => (200, "text/plain", "pktgen configured\n".into()),
+                        Some(Err(e)) => (400, "text/plain", format!("{e}\n")),
+                        None => stopped(),
+                    },
+                }
+            }
+        }
+        (Method::Delete, "/pktgen") => match handle.exec_core(|c, now| c.set_pktgen(now, None)) {
+            Some(_) => (200, "text/plain", "pktgen stopped\n".into()),
+            None => stopped(),
+        },
         _ => (
             404,
             "text/plain",
             "endpoints: GET /metrics, GET /stats, POST /clear[?scope=LIST], GET /ports, \
-             GET|PUT /ports/N\n"
+             GET|PUT /ports/N, GET|PUT|DELETE /pktgen\n"
                 .into(),
         ),
     };
@@ -170,6 +198,15 @@ fn serve(mut req: Request, handle: &Handle) {
 
 fn stopped() -> (u16, &'static str, String) {
     (503, "text/plain", "the dataplane has stopped\n".into())
+}
+
+/// A request body is JSON when it is an object, else YAML.
+fn body_format(text: &str) -> ConfigFormat {
+    if text.trim_start().starts_with('{') {
+        ConfigFormat::Json
+    } else {
+        ConfigFormat::Yaml
+    }
 }
 
 /// A `PUT /ports/N` body: a port configuration in JSON or YAML; `port` may be left out.
@@ -308,6 +345,21 @@ pub fn metrics(c: &mut crate::core::Core, now: u64) -> String {
             "p4switch_cpu_packet_in_total",
             "Packets sent to the CPU port",
             k.cpu_packet_in,
+        ),
+        (
+            "p4switch_pktgen_packets_total",
+            "Packets the packet generator injected",
+            k.pktgen_packets,
+        ),
+        (
+            "p4switch_pktgen_dropped_total",
+            "Generated packets the pipeline dropped in ingress (not traffic lost)",
+            k.pktgen_dropped,
+        ),
+        (
+            "p4switch_pktgen_skipped_firings_total",
+            "Packet generator firings skipped because the dataplane woke up a period late",
+            k.pktgen_skipped,
         ),
     ] {
         let _ = writeln!(

@@ -10,4 +10,5 @@ pub mod core;
 pub mod grpc;
 pub mod http;
 pub mod log;
+pub mod pktgen;
 pub mod runtime;

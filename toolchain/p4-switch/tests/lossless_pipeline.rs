@@ -1,13 +1,16 @@
 //! p4src's `lossless.p4` on p4-switch (issue 19), in process with a simulated clock:
 //! - one truth for occupancy: the pipeline counts buffer bytes in registers, and whatever
 //!   leaves the traffic manager, transmitted or dropped, is released from them;
-//! - generated PFC frames leave ahead of data (the clone session's class of service).
+//! - generated PFC frames leave ahead of data (the clone session's class of service);
+//! - a paused PG is re-paused by the packet generator while it holds, arrivals or not.
 
 mod common;
-use common::lossless::udp;
+use common::lossless::{udp, Pause};
 use common::*;
 use lossless_wire::pfc::MacControl;
 use p4_switch::core::Core;
+use p4_switch::pktgen::{AppConfig, PktgenConfig, DEFAULT_PORT};
+use switch_tables::FieldMatch;
 use switch_tm::{ConfigFormat, DropReason, TmConfig};
 
 const MS: u64 = 1_000_000;
@@ -272,4 +275,198 @@ fn generated_pfc_leaves_within_one_mtu_time_under_full_load() {
     assert!(data_before <= 1, "{data_before} data frames went first");
     let left = core.tm().unwrap().queue_depth(HOST, 0).unwrap().packets;
     assert!(left > 50, "the load was still queued ({left} frames)");
+}
+
+/// Packet `packet` of batch 0 of the packet generator's application 0 renews the pause of PG 3
+/// of `port` with `pause`, as lossless-ctl writes `pfc_refresh`.
+fn pfc_refresh(sw: &mut switch_v1model::Switch, packet: u16, port: u32, pause: Pause) {
+    let be = |v: u64, bytes: usize| v.to_be_bytes()[8 - bytes..].to_vec();
+    let key = [be(0, 1), be(0, 2), be(u64::from(packet), 2)];
+    sw.table_add(
+        "LosslessIngress.pfc_refresh",
+        key.into_iter().map(FieldMatch::Exact).collect(),
+        None,
+        "LosslessIngress.set_refresh",
+        &[
+            be(u64::from(port), 2),
+            be(3, 1),
+            be(0x08, 1),
+            be(u64::from(pause.quanta), 2),
+            be(pause.refresh_us, 6),
+        ],
+    )
+    .expect("pfc_refresh");
+}
+
+/// PFC frames toward the host as (time sent, quanta).
+type Sent = Vec<(u64, u16)>;
+
+/// The time `quanta` pause a sender at `rate_bps` (802.1Qbb: 512 bit times each), in ns.
+fn pause_ns(quanta: u16, rate_bps: u64) -> u64 {
+    u64::from(quanta) * 512 * 1_000_000_000 / rate_bps
+}
+
+/// lossless.p4 with PG 3 of the host port pausing for `quanta` at `rate_bps` and renewing at
+/// half that less 1 us, the packet generator firing every quarter pause with one packet (for
+/// that PG), as lossless-ctl sets them, and the uplink's peer holding queue 3 with one XOFF of
+/// 0xffff quanta. Five 1000-byte packets from the host at 0 put PG 3 above its pause point
+/// (4000 bytes); nothing else arrives. Returns the PFC frames toward the host as (time,
+/// quanta) until `end`, when the uplink's peer resumes; then, until `end` + 5 ms, those after.
+fn held_pg(quanta: u16, rate_bps: u64, end: u64, pktgen: bool) -> (Sent, Sent) {
+    let half_ns = pause_ns(quanta, rate_bps) / 2;
+    let (ports, host) = ports(&[HOST, UPLINK]);
+    let pause = Pause {
+        quanta,
+        refresh_us: half_ns / 1000 - 1,
+    };
+    let mut sw = common::lossless::switch_pausing(&[HOST], UPLINK, pause);
+    pfc_refresh(&mut sw, 0, HOST, pause);
+    let cfg = tm(&format!(
+        "buffer: {{total_bytes: 4194304}}\nports:\n  - {{port: 1, rate_bps: {rate_bps}}}\n  \
+         - {{port: 3, rate_bps: {rate_bps}, pfc_enable: [3], pfc_to_queue: {{3: 3}}}}\n"
+    ));
+    let mut core =
+        Core::new(Some(sw), Some(cfg), ports, common::lossless::engine(), 0).expect("core");
+    if pktgen {
+        let app = AppConfig {
+            app_id: 0,
+            period_ns: half_ns / 2,
+            batches: 1,
+            packets_per_batch: 1,
+            packet_len: 64,
+        };
+        core.set_pktgen(
+            0,
+            Some(PktgenConfig {
+                port: DEFAULT_PORT,
+                apps: vec![app],
+            }),
+        )
+        .expect("pktgen");
+    }
+    let peer = [2, 0, 0, 0, 3, 1];
+    core.receive(
+        0,
+        UPLINK,
+        &MacControl::pfc_xoff(1 << 3, 0xffff).encode(peer),
+    );
+    for i in 0..5u16 {
+        core.receive(0, HOST, &data(1000, i));
+    }
+    let frames = |core: &mut Core, from: u64, until: u64| {
+        let mut out = Vec::new();
+        let mut now = from;
+        loop {
+            let next = core.run_due(now);
+            out.extend(
+                pfc_frames(&drain(&host[&HOST]))
+                    .into_iter()
+                    .map(|(_, q)| (now, q)),
+            );
+            match next {
+                Some(t) if t <= until => now = t.max(now),
+                _ => return out,
+            }
+        }
+    };
+    let held = frames(&mut core, 0, end);
+    assert!(drain(&host[&UPLINK]).is_empty(), "queue 3 stayed paused");
+    assert_eq!(
+        reg(&mut core, "pg_bytes", PG_INDEX),
+        5000,
+        "no arrivals, no drain"
+    );
+    core.receive(end, UPLINK, &MacControl::pfc_xoff(1 << 3, 0).encode(peer));
+    let after = frames(&mut core, end, end + 5 * MS);
+    assert_eq!(drain(&host[&UPLINK]).len(), 5, "the PG drained");
+    (held, after)
+}
+
+/// Checks that the XOFFs in `held` keep a sender paused from 0 to `end` without a gap: the
+/// first at 0, each next one before the previous one's pause has run out, every one carrying
+/// `quanta`, one per half pause.
+fn assert_held(held: &[(u64, u16)], quanta: u16, rate_bps: u64, end: u64) {
+    let pause = pause_ns(quanta, rate_bps);
+    assert_eq!(held.first().map(|x| x.0), Some(0), "XOFF on the arrival");
+    assert!(held.iter().all(|&(_, q)| q == quanta), "{held:?}");
+    for w in held.windows(2) {
+        let gap = w[1].0 - w[0].0;
+        assert!(
+            gap < pause,
+            "XOFF at {} ns came {gap} ns after the previous one; its {quanta} quanta last {pause} ns",
+            w[1].0
+        );
+    }
+    let last = held.last().unwrap().0;
+    assert!(
+        last + pause > end,
+        "the last XOFF ({last} ns) covers {end} ns"
+    );
+    // Closed form: one at the arrival, then one every half pause.
+    assert_eq!(held.len() as u64, 1 + end / (pause / 2), "{held:?}");
+}
+
+#[test]
+fn a_held_pg_is_repaused_every_half_pause_without_arrivals_and_resumed_when_it_drains() {
+    const RATE: u64 = 1_000_000_000;
+    const QUANTA: u16 = 0x1000; // 2.097 ms at 1 Gb/s
+    let end = 5 * pause_ns(QUANTA, RATE) + 1000;
+    let (held, after) = held_pg(QUANTA, RATE, end, true);
+    assert_held(&held, QUANTA, RATE, end);
+    // The uplink resumes: the queue drains, the PG falls below XON, one XON and no more XOFF.
+    assert_eq!(
+        after.iter().map(|x| x.1).collect::<Vec<_>>(),
+        vec![0],
+        "{after:?}"
+    );
+    assert!(
+        after[0].0 - end < MS,
+        "XON {} ns after the resume",
+        after[0].0 - end
+    );
+
+    // Without the packet generator only the arrival pauses: the sender's timer runs out.
+    let (held, _) = held_pg(QUANTA, RATE, end, false);
+    assert_eq!(held, vec![(0, QUANTA)]);
+}
+
+#[test]
+fn the_refresh_period_follows_small_quanta() {
+    // 256 quanta at 1 Gb/s pause for 131.072 us: renewed every 65.536 us.
+    const RATE: u64 = 1_000_000_000;
+    const QUANTA: u16 = 256;
+    let end = 8 * pause_ns(QUANTA, RATE);
+    let (held, after) = held_pg(QUANTA, RATE, end, true);
+    assert_held(&held, QUANTA, RATE, end);
+    assert_eq!(held.len(), 17);
+    assert_eq!(after.iter().map(|x| x.1).collect::<Vec<_>>(), vec![0]);
+}
+
+#[test]
+fn the_packet_generator_runs_without_traffic_manager_and_reports_its_next_firing() {
+    let (ports, _host) = ports(&[HOST, UPLINK]);
+    let sw = common::lossless::switch(&[HOST], UPLINK);
+    let mut core = Core::new(Some(sw), None, ports, common::lossless::engine(), 0).expect("core");
+    assert_eq!(core.run_due(0), None);
+    let app = AppConfig {
+        app_id: 0,
+        period_ns: 700,
+        batches: 2,
+        packets_per_batch: 8,
+        packet_len: 64,
+    };
+    let cfg = PktgenConfig {
+        port: DEFAULT_PORT,
+        apps: vec![app],
+    };
+    core.set_pktgen(100, Some(cfg.clone())).expect("pktgen");
+    assert_eq!(core.run_due(100), Some(800));
+    assert_eq!(core.run_due(800), Some(1500));
+    assert_eq!(core.counters().pktgen_packets, 16);
+    // Its port cannot be one of the switch's.
+    let taken = PktgenConfig { port: HOST, ..cfg };
+    assert_eq!(
+        core.set_pktgen(0, Some(taken)).unwrap_err().to_string(),
+        "pktgen.port: 1 is one of the switch's ports"
+    );
 }

@@ -4,25 +4,50 @@
 
 use std::fmt::Display;
 
+/// A P4Runtime byte string the server cannot take as a `width`-bit value; `what` names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: {problem}")]
+pub struct ByteStringError {
+    pub what: String,
+    pub problem: ByteStringProblem,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ByteStringProblem {
+    #[error("empty byte string")]
+    Empty,
+    /// Padded beyond the value's bytes: `hex` has a leading zero byte too many.
+    #[error("byte string {hex} is longer than the {nbytes} bytes of a {width}-bit value")]
+    TooLong {
+        hex: String,
+        nbytes: usize,
+        width: u32,
+    },
+    #[error("value {hex} does not fit in {width} bits")]
+    TooWide { hex: String, width: u32 },
+}
+
 /// A byte string of at most `width` bits, canonical or padded to its bytes, padded for the engine.
 /// `what` names the value in the error only, so it is formatted only on a failure.
-pub fn to_engine(v: &[u8], width: u32, what: impl Display) -> Result<Vec<u8>, String> {
+pub fn to_engine(v: &[u8], width: u32, what: impl Display) -> Result<Vec<u8>, ByteStringError> {
+    let err = |problem| ByteStringError {
+        what: what.to_string(),
+        problem,
+    };
     if v.is_empty() {
-        return Err(format!("{what}: empty byte string"));
+        return Err(err(ByteStringProblem::Empty));
     }
     let nbytes = width.div_ceil(8) as usize;
     if v.len() > nbytes && v[0] == 0 {
-        return Err(format!(
-            "{what}: byte string {} is longer than the {nbytes} bytes of a {width}-bit value",
-            hex(v)
-        ));
+        return Err(err(ByteStringProblem::TooLong {
+            hex: hex(v),
+            nbytes,
+            width,
+        }));
     }
     let bits = significant_bits(v);
     if bits > width as usize {
-        return Err(format!(
-            "{what}: value {} does not fit in {width} bits",
-            hex(v)
-        ));
+        return Err(err(ByteStringProblem::TooWide { hex: hex(v), width }));
     }
     let mut out = vec![0u8; nbytes];
     let skip = v.iter().take_while(|b| **b == 0).count();
@@ -131,14 +156,22 @@ mod tests {
 
     #[test]
     fn canonical_checks() {
+        let wide = to_engine(&[2, 0], 9, "x").unwrap_err();
         assert_eq!(
-            to_engine(&[2, 0], 9, "x"),
-            Err("x: value 0x0200 does not fit in 9 bits".into())
+            wide.problem,
+            ByteStringProblem::TooWide {
+                hex: "0x0200".into(),
+                width: 9
+            }
         );
+        assert_eq!(wide.to_string(), "x: value 0x0200 does not fit in 9 bits");
         assert_eq!(to_engine(&[1, 0xff], 9, "x"), Ok(vec![1, 0xff]));
         assert_eq!(to_engine(&[0, 1], 16, "x"), Ok(vec![0, 1]));
         assert_eq!(to_engine(&[0, 0x05], 9, "x"), Ok(vec![0, 5]));
-        assert!(to_engine(&[0, 0, 1], 16, "x").is_err());
+        assert_eq!(
+            to_engine(&[0, 0, 1], 16, "x").map_err(|e| e.to_string()),
+            Err("x: byte string 0x000001 is longer than the 2 bytes of a 16-bit value".into())
+        );
         assert_eq!(to_engine(&[0], 16, "x"), Ok(vec![0, 0]));
         assert_eq!(canonical(&[0, 0, 5]), vec![5]);
         assert_eq!(canonical(&[0, 0]), vec![0]);

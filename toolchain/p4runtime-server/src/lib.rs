@@ -4,6 +4,7 @@
 mod bytes;
 mod digest;
 mod idle;
+mod packet;
 mod pipeline;
 mod read;
 mod role;
@@ -32,6 +33,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+pub use bytes::{ByteStringError, ByteStringProblem};
+pub use packet::PacketOutError;
 pub use pipeline::Pipeline;
 pub use role::{P4RoleConfig, PacketFilter, TYPE_URL as ROLE_CONFIG_TYPE_URL};
 pub use write::UpdateError;
@@ -710,21 +713,16 @@ impl P4Runtime for Server {
                         let is_primary = lock(&arb).is_primary(conn);
                         let pipeline = lock(&state).pipeline.clone();
                         let r = match (is_primary, pipeline) {
-                            (false, _) => Err((
-                                Code::PermissionDenied,
-                                "only the primary may send PacketOut".to_string(),
-                            )),
-                            (true, None) => {
-                                Err((Code::FailedPrecondition, "no pipeline".to_string()))
-                            }
-                            (true, Some(p)) => packet_out(&p, &po.metadata, &po.payload),
+                            (false, _) => Err(PacketOutError::NotPrimary),
+                            (true, None) => Err(PacketOutError::NoPipeline),
+                            (true, Some(p)) => packet::frame(&p, &po.metadata, &po.payload),
                         };
                         match r {
                             Ok(frame) => dp.inject_cpu(frame),
-                            Err((code, message)) => {
+                            Err(e) => {
                                 let err = StreamError {
-                                    canonical_code: code as i32,
-                                    message,
+                                    canonical_code: e.code() as i32,
+                                    message: e.to_string(),
                                     space: String::new(),
                                     code: 0,
                                     details: Some(p4runtime_proto::p4runtime::stream_error::Details::PacketOut(
@@ -844,48 +842,4 @@ fn arbitrate(
         let _ = c.tx.try_send(Ok(arb.update_for(conn, dp.device_id())));
     }
     Ok(())
-}
-
-fn packet_out(
-    p: &Pipeline,
-    metadata: &[PacketMetadata],
-    payload: &[u8],
-) -> Result<Vec<u8>, (Code, String)> {
-    let Some(hdr) = &p.packet_out else {
-        if !metadata.is_empty() {
-            return Err((
-                Code::InvalidArgument,
-                "the P4Info has no packet_out controller header".into(),
-            ));
-        }
-        return Ok(payload.to_vec());
-    };
-    let mut fields = Vec::with_capacity(hdr.len());
-    for (id, width) in hdr {
-        let Some(m) = metadata.iter().find(|m| m.metadata_id == *id) else {
-            return Err((
-                Code::InvalidArgument,
-                format!("packet_out metadata id {id} missing"),
-            ));
-        };
-        let v = bytes::to_engine(
-            &m.value,
-            *width,
-            format_args!("packet_out metadata id {id}"),
-        )
-        .map_err(|e| (Code::InvalidArgument, e))?;
-        fields.push((v, *width));
-    }
-    if let Some(m) = metadata
-        .iter()
-        .find(|m| !hdr.iter().any(|h| h.0 == m.metadata_id))
-    {
-        return Err((
-            Code::InvalidArgument,
-            format!("packet_out has no metadata id {}", m.metadata_id),
-        ));
-    }
-    let mut frame = bytes::pack_bits(&fields);
-    frame.extend_from_slice(payload);
-    Ok(frame)
 }

@@ -14,7 +14,7 @@ use p4runtime_proto::p4runtime::{
 };
 use switch_v1model::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch, Switch};
 
-use crate::bytes::{all_ones, bits_past_prefix, to_engine};
+use crate::bytes::{all_ones, bits_past_prefix, to_engine, ByteStringError};
 use crate::pipeline::{Kind, Pipeline, TableInfo};
 
 /// Why one update failed: one variant per canonical code the write path reports, so the code
@@ -40,6 +40,13 @@ pub enum UpdateError {
     OutOfRange(String),
     #[error("UNIMPLEMENTED: {0}")]
     Unimplemented(String),
+}
+
+/// A byte string that is not a value of its field's width is the client's invalid argument.
+impl From<ByteStringError> for UpdateError {
+    fn from(e: ByteStringError) -> UpdateError {
+        UpdateError::InvalidArgument(e.to_string())
+    }
 }
 
 impl UpdateError {
@@ -305,8 +312,7 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                     "register \"{name}\": data must be a bitstring"
                 )));
             };
-            let v = to_engine(bits, *width, format_args!("register \"{name}\""))
-                .map_err(UpdateError::InvalidArgument)?;
+            let v = to_engine(bits, *width, format_args!("register \"{name}\""))?;
             let value = v.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
             Ok(Op::Register {
                 name: name.clone(),
@@ -600,7 +606,7 @@ fn value_set_member(
         let Some(FieldMatchType::Exact(e)) = &f.field_match_type else {
             return Err(inv(format!("{what}: field id {id} must be an exact match")));
         };
-        let v = to_engine(&e.value, *width, format_args!("{what} field id {id}")).map_err(inv)?;
+        let v = to_engine(&e.value, *width, format_args!("{what} field id {id}"))?;
         fields.push((v, *width));
     }
     Ok(crate::bytes::pack_bits(&fields))
@@ -687,7 +693,7 @@ fn replicas(rs: &[p4runtime_proto::p4runtime::Replica]) -> Result<Vec<(u32, u32)
             #[allow(deprecated)]
             Some(replica::PortKind::EgressPort(p)) => *p,
             Some(replica::PortKind::Port(b)) => {
-                let v = to_engine(b, 32, "replica port").map_err(UpdateError::InvalidArgument)?;
+                let v = to_engine(b, 32, "replica port")?;
                 u32::from_be_bytes([v[0], v[1], v[2], v[3]])
             }
             None => {
@@ -864,7 +870,7 @@ pub fn translate_match(
         let w = k.width;
         let m = match (k.kind, g) {
             (Kind::Exact, Some(FieldMatchType::Exact(e))) => {
-                FieldMatch::Exact(to_engine(&e.value, w, what).map_err(inv)?)
+                FieldMatch::Exact(to_engine(&e.value, w, what)?)
             }
             (Kind::Exact, None) => {
                 return Err(inv(format!("{what}: exact fields cannot be omitted")))
@@ -884,7 +890,7 @@ pub fn translate_match(
                         "{what}: a /0 LPM match must be omitted (don't care)"
                     )));
                 }
-                let v = to_engine(&l.value, w, what).map_err(inv)?;
+                let v = to_engine(&l.value, w, what)?;
                 if bits_past_prefix(&v, w, plen) {
                     return Err(inv(format!(
                         "{what}: LPM value has bits set beyond the /{plen} prefix"
@@ -900,8 +906,8 @@ pub fn translate_match(
                 prefix_len: 0,
             },
             (Kind::Ternary, Some(FieldMatchType::Ternary(tn))) => {
-                let v = to_engine(&tn.value, w, what).map_err(inv)?;
-                let mask = to_engine(&tn.mask, w, format_args!("{what} mask")).map_err(inv)?;
+                let v = to_engine(&tn.value, w, what)?;
+                let mask = to_engine(&tn.mask, w, format_args!("{what} mask"))?;
                 if mask.iter().all(|b| *b == 0) {
                     return Err(inv(format!(
                         "{what}: an all-zero mask must be omitted (don't care)"
@@ -922,8 +928,8 @@ pub fn translate_match(
                 }
             }
             (Kind::Range, Some(FieldMatchType::Range(r))) => {
-                let low = to_engine(&r.low, w, format_args!("{what} low")).map_err(inv)?;
-                let high = to_engine(&r.high, w, format_args!("{what} high")).map_err(inv)?;
+                let low = to_engine(&r.low, w, format_args!("{what} low"))?;
+                let high = to_engine(&r.high, w, format_args!("{what} high"))?;
                 if low > high {
                     return Err(inv(format!("{what}: range low > high")));
                 }
@@ -939,7 +945,7 @@ pub fn translate_match(
                 high: all_ones(w),
             },
             (Kind::Optional, Some(FieldMatchType::Optional(o))) => {
-                FieldMatch::Optional(Some(to_engine(&o.value, w, what).map_err(inv)?))
+                FieldMatch::Optional(Some(to_engine(&o.value, w, what)?))
             }
             (Kind::Optional, None) => FieldMatch::Optional(None),
             (kind, Some(_)) => return Err(inv(format!("{what}: not a {kind:?} match"))),
@@ -1050,14 +1056,11 @@ fn action_args(
                 info.name
             )));
         };
-        args.push(
-            to_engine(
-                &pv.value,
-                *w,
-                format_args!("action \"{}\" param id {id}", info.name),
-            )
-            .map_err(inv)?,
-        );
+        args.push(to_engine(
+            &pv.value,
+            *w,
+            format_args!("action \"{}\" param id {id}", info.name),
+        )?);
     }
     Ok((info.name.clone(), args))
 }

@@ -161,6 +161,9 @@ pub struct Completion {
     pub status: WcStatus,
     pub len: usize,
     pub posted_ns: u64,
+    /// When the message's first packet first went on the wire (`None`: it never did). Minus
+    /// `posted_ns`: the time it waited in the NIC (pacing, PFC pause, other QPs).
+    pub first_tx_ns: Option<u64>,
     pub completed_ns: u64,
 }
 
@@ -255,6 +258,7 @@ struct SendWr {
     first_psn: u32,
     npkts: u32,
     posted_ns: u64,
+    first_tx_ns: Option<u64>,
 }
 
 enum RxMsg {
@@ -527,6 +531,7 @@ impl Endpoint {
             first_psn: q.tail_psn,
             npkts: n,
             posted_ns: now,
+            first_tx_ns: None,
         });
         q.tail_psn = psn_add(q.tail_psn, n);
         self.make_ready(i);
@@ -798,6 +803,7 @@ impl Endpoint {
                 status: WcStatus::Success,
                 len: w.len,
                 posted_ns: w.posted_ns,
+                first_tx_ns: w.first_tx_ns,
                 completed_ns: now,
             });
             q.sq.pop_front();
@@ -838,6 +844,7 @@ impl Endpoint {
                 status: if n == 0 { status } else { WcStatus::Flushed },
                 len: w.len,
                 posted_ns: w.posted_ns,
+                first_tx_ns: w.first_tx_ns,
                 completed_ns: now,
             });
         }
@@ -1040,6 +1047,10 @@ impl Endpoint {
             self.ip_id = self.ip_id.wrapping_add(1);
             let ip_id = self.ip_id;
             let q = &mut self.qps[i];
+            let w = &mut q.sq[q.cur_wr];
+            if q.cur_pkt == 0 {
+                w.first_tx_ns.get_or_insert(now);
+            }
             let w = &q.sq[q.cur_wr];
             let mtu = self.cfg.mtu;
             let psn = q.next_psn;

@@ -3,7 +3,7 @@
 use crate::switch::{MirrorSession, Output, Switch};
 use p4_bmv2_json::MatchType;
 use p4_stf as stf;
-use p4_stf::{resolve_name, TargetResult};
+use p4_stf::{resolve_name, TargetError, TargetResult};
 use switch_engine::{CounterValue, EntryHandle, FieldMatch, MeterRate};
 
 /// The engine under STF test. Time advances one microsecond per packet sent, so meters see
@@ -54,8 +54,19 @@ fn field_match(m: &stf::FieldMatch) -> FieldMatch {
     }
 }
 
+/// What the adapter refuses before the switch sees the request.
+#[derive(Debug, thiserror::Error)]
+enum AdapterError {
+    #[error("priority {0} is too large")]
+    Priority(u32),
+    #[error("register values are at most 128 bits")]
+    WideRegisterValue,
+    #[error("counter '{counter}' is direct (table {table}): name an entry with $NAME")]
+    DirectCounterByIndex { counter: String, table: String },
+}
+
 fn resolve(names: &[String], wanted: &str, what: &str) -> TargetResult<String> {
-    resolve_name(names.iter().map(String::as_str), wanted, what).map(str::to_string)
+    Ok(resolve_name(names.iter().map(String::as_str), wanted, what)?.to_string())
 }
 
 impl stf::StfTarget for StfSwitch {
@@ -93,7 +104,7 @@ impl stf::StfTarget for StfSwitch {
             Some(p) => Some(
                 p.checked_add(1)
                     .and_then(|p| i32::try_from(p).ok())
-                    .ok_or_else(|| format!("priority {p} is too large"))?,
+                    .ok_or_else(|| TargetError::target(AdapterError::Priority(p)))?,
             ),
             None => None,
         };
@@ -106,14 +117,14 @@ impl stf::StfTarget for StfSwitch {
                 &entry.action,
                 &entry.args,
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(TargetError::target)?;
         Ok(stf::EntryHandle(u64::from(h.0)))
     }
 
     fn set_default(&mut self, table: &str, action: &str, args: &[Vec<u8>]) -> TargetResult<()> {
         self.switch
             .table_set_default(table, action, args)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn clear_tables(&mut self) -> TargetResult<()> {
@@ -146,7 +157,7 @@ impl stf::StfTarget for StfSwitch {
         };
         self.switch
             .mirroring_add(session, cfg)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn mirroring_add_mc(&mut self, session: u32, mgrp: u32) -> TargetResult<()> {
@@ -157,20 +168,20 @@ impl stf::StfTarget for StfSwitch {
         };
         self.switch
             .mirroring_add(session, cfg)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn mirroring_delete(&mut self, session: u32) -> TargetResult<()> {
         self.switch
             .mirroring_delete(session)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn mirroring_get(&mut self, session: u32) -> TargetResult<String> {
         let s = self
             .switch
             .mirroring_get(session)
-            .map_err(|e| e.to_string())?;
+            .map_err(TargetError::target)?;
         Ok(format!(
             "session {session}: port {:?}, mgrp {:?}",
             s.port, s.mgrp
@@ -178,7 +189,9 @@ impl stf::StfTarget for StfSwitch {
     }
 
     fn mc_mgrp_create(&mut self, mgrp: u32) -> TargetResult<()> {
-        self.switch.mc_mgrp_create(mgrp).map_err(|e| e.to_string())
+        self.switch
+            .mc_mgrp_create(mgrp)
+            .map_err(TargetError::target)
     }
 
     fn mc_node_create(&mut self, rid: u32, ports: &[u32]) -> TargetResult<u32> {
@@ -188,13 +201,13 @@ impl stf::StfTarget for StfSwitch {
     fn mc_node_update(&mut self, handle: u32, ports: &[u32]) -> TargetResult<()> {
         self.switch
             .mc_node_update(handle, ports)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn mc_node_associate(&mut self, mgrp: u32, handle: u32) -> TargetResult<()> {
         self.switch
             .mc_node_associate(mgrp, handle)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn register_read(&mut self, register: &str, index: u64) -> TargetResult<stf::Value> {
@@ -202,7 +215,7 @@ impl stf::StfTarget for StfSwitch {
         let v = self
             .switch
             .register_read(&name, index)
-            .map_err(|e| e.to_string())?;
+            .map_err(TargetError::target)?;
         Ok(stf::Value::from_u128(v))
     }
 
@@ -215,15 +228,17 @@ impl stf::StfTarget for StfSwitch {
         let name = resolve(&self.switch.register_names(), register, "register")?;
         let v = value
             .to_u128()
-            .ok_or_else(|| "register values are at most 128 bits".to_string())?;
+            .ok_or_else(|| TargetError::target(AdapterError::WideRegisterValue))?;
         self.switch
             .register_write(&name, index, v)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn register_reset(&mut self, register: &str) -> TargetResult<()> {
         let name = resolve(&self.switch.register_names(), register, "register")?;
-        self.switch.register_reset(&name).map_err(|e| e.to_string())
+        self.switch
+            .register_reset(&name)
+            .map_err(TargetError::target)
     }
 
     fn counter_read(
@@ -235,9 +250,10 @@ impl stf::StfTarget for StfSwitch {
         let v = match cell {
             stf::CounterCell::Index(i) => match self.switch.direct_counter_table(&name) {
                 Some(t) => {
-                    return Err(format!(
-                        "counter '{name}' is direct (table {t}): name an entry with $NAME"
-                    ))
+                    return Err(TargetError::target(AdapterError::DirectCounterByIndex {
+                        counter: name,
+                        table: t,
+                    }))
                 }
                 None => self.switch.counter_read(&name, *i),
             },
@@ -246,7 +262,7 @@ impl stf::StfTarget for StfSwitch {
                 self.switch.direct_counter_read(table, h)
             }
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(TargetError::target)?;
         Ok(stf::CounterValue {
             packets: v.packets,
             bytes: v.bytes,
@@ -266,7 +282,7 @@ impl stf::StfTarget for StfSwitch {
         };
         self.switch
             .counter_write(&name, index, v)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn meter_set_rates(
@@ -285,7 +301,7 @@ impl stf::StfTarget for StfSwitch {
             .collect();
         self.switch
             .meter_set_rates(&name, index, &rates)
-            .map_err(|e| e.to_string())
+            .map_err(TargetError::target)
     }
 
     fn meter_get_rates(&mut self, meter: &str, index: u64) -> TargetResult<Vec<stf::MeterRate>> {
@@ -293,7 +309,7 @@ impl stf::StfTarget for StfSwitch {
         let rates = self
             .switch
             .meter_get_rates(&name, index)
-            .map_err(|e| e.to_string())?;
+            .map_err(TargetError::target)?;
         Ok(rates
             .into_iter()
             .map(|r| stf::MeterRate {

@@ -470,6 +470,12 @@ impl Switch {
         std::mem::take(&mut self.rt.ext.digests)
     }
 
+    /// Restarts the `random` extern's generator from `seed` (the simulator's `--seed`); a
+    /// switch never seeded keeps its fixed start. Zero would stall xorshift, so it is mixed.
+    pub fn seed_random(&mut self, seed: u64) {
+        self.rt.ext.rng = (seed ^ 0x9e37_79b9_7f4a_7c15).max(1);
+    }
+
     /// `log_msg` output since the last call.
     pub fn take_logs(&mut self) -> Vec<String> {
         std::mem::take(&mut self.rt.ext.logs)

@@ -21,16 +21,35 @@ pub fn engine() -> SwitchConfig {
     }
 }
 
+/// What PG 3's XOFF asks for (`quanta`) and how often the pipeline may renew it.
+#[derive(Debug, Clone, Copy)]
+pub struct Pause {
+    pub quanta: u16,
+    pub refresh_us: u64,
+}
+
 /// `lossless.p4` with lossless PG 3 on each of `hosts`; 10.P.0.0/16 routes to port P for every
-/// host and the uplink.
+/// host and the uplink. PG 3 pauses with 0xffff quanta and renews them at most once a second.
 pub fn switch(hosts: &[u32], uplink: u32) -> Switch {
+    switch_pausing(
+        hosts,
+        uplink,
+        Pause {
+            quanta: 0xffff,
+            refresh_us: 1_000_000,
+        },
+    )
+}
+
+/// [`switch`] with PG 3's pause set to `pause`.
+pub fn switch_pausing(hosts: &[u32], uplink: u32, pause: Pause) -> Switch {
     let src = format!("{}/../../p4src/lossless.p4", env!("CARGO_MANIFEST_DIR"));
     let mut sw = Switch::from_json(&compile_p4(&src), engine()).expect("lossless.json loads");
     for &port in hosts.iter().chain([&uplink]) {
         route(&mut sw, port);
     }
     for &host in hosts {
-        host_port(&mut sw, host);
+        host_port(&mut sw, host, pause);
     }
     for (table, action) in [
         ("dscp_to_tc", "set_tc"),
@@ -110,11 +129,11 @@ fn mac(m: [u8; 6]) -> u64 {
     m.iter().fold(0, |v, &b| v << 8 | u64::from(b))
 }
 
-fn exact(v: u64, bytes: usize) -> FieldMatch {
+pub fn exact(v: u64, bytes: usize) -> FieldMatch {
     FieldMatch::Exact(v.to_be_bytes()[8 - bytes..].to_vec())
 }
 
-fn arg(v: u64, bytes: usize) -> Vec<u8> {
+pub fn arg(v: u64, bytes: usize) -> Vec<u8> {
     v.to_be_bytes()[8 - bytes..].to_vec()
 }
 
@@ -133,13 +152,12 @@ fn add(sw: &mut Switch, table: &str, keys: Vec<FieldMatch>, action: &str, args: 
     .unwrap_or_else(|e| panic!("{table}: {e:?}"));
 }
 
-/// A lossless host port: its QoS maps, PG 3's profile, its PFC source MAC and its clone session.
-fn host_port(sw: &mut Switch, port: u32) {
-    let key = || exact(u64::from(port), 2);
+/// `port` trusts DSCP and uses maps 1 (DSCP 3 -> TC 3 -> PG 3 and queue 3).
+pub fn port_qos(sw: &mut Switch, port: u32) {
     add(
         sw,
         "port_qos",
-        vec![key()],
+        vec![exact(u64::from(port), 2)],
         "set_port_qos",
         &[
             arg(1, 1),
@@ -150,6 +168,12 @@ fn host_port(sw: &mut Switch, port: u32) {
             arg(0, 1),
         ],
     );
+}
+
+/// A lossless host port: its QoS maps, PG 3's profile, its PFC source MAC and its clone session.
+fn host_port(sw: &mut Switch, port: u32, pause: Pause) {
+    let key = || exact(u64::from(port), 2);
+    port_qos(sw, port);
     add(
         sw,
         "pg_profile",
@@ -165,8 +189,8 @@ fn host_port(sw: &mut Switch, port: u32) {
             arg(0, 1),
             arg(0, 1),
             arg(0x08, 1),
-            arg(0xffff, 2),
-            arg(1_000_000, 6),
+            arg(u64::from(pause.quanta), 2),
+            arg(pause.refresh_us, 6),
         ],
     );
     sw.table_add(

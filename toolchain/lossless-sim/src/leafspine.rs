@@ -1,0 +1,446 @@
+//! Seed 003's remote PFC test (`kind: leafspine`): a 7-to-1 incast of RoCE (DCQCN on, one
+//! message in flight per QP, iterated) beside TCP (iperf3 at its share of the line) in another
+//! queue, over the experiment's mixes, message sizes and flows per sender. One run is one
+//! config case (`sfc=off` / `sfc=on`, the lab's `configdb.case_variants`); its rows run one
+//! after another, each on fresh endpoints and connections, the fabric drained between them.
+//!
+//! What a mix means is the lab runner's (`topo/lossless_topo/experiments.py`): RoCE:TCP `r:t`
+//! gives TCP `t / (r + t)` of the receiver's line rate, split evenly over the senders' iperf3
+//! clients (`-b`); RoCE is not limited, its QPs post again as each message completes. The
+//! latency is perftest's per message (completion minus post), averaged over every message of
+//! every sender, as the lab averages its `--samples` files.
+
+use crate::experiment::{tally, ExperimentError, Tally, START_JITTER_NS};
+use crate::net::Sim;
+use crate::results::{table, Measurement};
+use crate::tcp::{Addressing, Source, TcpParams};
+use crate::traffic::{NicParams, Sender};
+use roce_host::perftest::LatReport;
+use serde::Deserialize;
+
+/// The leafspine section of a topology file, quick overrides applied.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Leafspine {
+    pub kind: String,
+    pub receiver: String,
+    pub senders: Vec<String>,
+    pub roce_priority: u8,
+    pub tcp_priority: u8,
+    pub mixes: Vec<String>,
+    pub flows_per_sender: Vec<u32>,
+    pub sizes: Vec<usize>,
+    /// Messages per QP.
+    pub iters: u64,
+    /// The lab's iperf3 duration; here TCP runs from [`TCP_LEAD_NS`] before RoCE until RoCE
+    /// is done.
+    pub seconds: u64,
+    pub ecn: serde_json::Value,
+    pub sfc_threshold_kmax: u64,
+    /// The NICs' minimum CNP interval and per-flow DCQCN floor (seed 003: 1 us, 45 Mb/s);
+    /// the command line's `--cnp-interval-ns` / `--min-rate-mbps` override them.
+    pub nic_cnp_interval_ns: Option<u64>,
+    pub nic_min_rate_mbps: Option<f64>,
+    #[serde(default)]
+    pub host_latency_ns: Option<serde_json::Value>,
+    #[serde(default)]
+    pub quick: Option<serde_json::Value>,
+}
+
+/// One row: RoCE:TCP mix, message size, QPs per sender.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub mix: String,
+    pub roce: u64,
+    pub tcp: u64,
+    pub size: usize,
+    pub flows: u32,
+}
+
+/// iperf3 starts this long before RoCE, so TCP is flowing when the measured messages are.
+pub const TCP_LEAD_NS: u64 = 200_000;
+/// Virtual time after a row for what is still queued to leave the fabric (32 MB at 25G is
+/// about 10 ms).
+pub const DRAIN_NS: u64 = 20_000_000;
+/// The lab's interfaces carry the switches' port MTU (configdb.PORT_MTU): TCP's MSS is 9060.
+pub const HOST_MTU: usize = 9100;
+/// iperf3's first server port (the lab's runner: one server per sender from 5201).
+const IPERF_PORT: u16 = 5201;
+/// roce-host's RoCE DSCP within a priority (the lab's runner: priority x 8 + 2).
+pub const DSCP_IN_PRIORITY: u8 = 2;
+
+/// Seed 003's average latency (us): (remote PFC, size, flows per sender, mix).
+const SEED003_US: &[(bool, usize, u32, &str, f64)] = &[
+    (false, 1024, 8, "9:1", 7.99),
+    (false, 1024, 8, "7:3", 16.99),
+    (false, 1024, 8, "5:5", 6.38),
+    (false, 1024, 8, "3:7", 10.26),
+    (false, 1024, 8, "1:9", 50.17),
+    (false, 1024, 256, "9:1", 708.31),
+    (false, 1024, 256, "7:3", 919.01),
+    (false, 1024, 256, "5:5", 1301.85),
+    (false, 1024, 256, "3:7", 2182.31),
+    (false, 1024, 256, "1:9", 6616.12),
+    (false, 4096, 8, "9:1", 10.99),
+    (false, 4096, 8, "7:3", 13.86),
+    (false, 4096, 8, "5:5", 13.56),
+    (false, 4096, 8, "3:7", 18.51),
+    (false, 4096, 8, "1:9", 7067.3),
+    (false, 4096, 256, "9:1", 759.36),
+    (false, 4096, 256, "7:3", 995.37),
+    (false, 4096, 256, "5:5", 1402.04),
+    (false, 4096, 256, "3:7", 2359.13),
+    (false, 4096, 256, "1:9", 7100.04),
+    (true, 1024, 8, "9:1", 13.51),
+    (true, 1024, 8, "7:3", 9.14),
+    (true, 1024, 8, "5:5", 7.36),
+    (true, 1024, 8, "3:7", 8.9),
+    (true, 1024, 8, "1:9", 43.16),
+    (true, 1024, 256, "9:1", 160.6),
+    (true, 1024, 256, "7:3", 148.32),
+    (true, 1024, 256, "5:5", 144.64),
+    (true, 1024, 256, "3:7", 62.3),
+    (true, 1024, 256, "1:9", 182.67),
+    (true, 4096, 8, "9:1", 14.21),
+    (true, 4096, 8, "7:3", 12.46),
+    (true, 4096, 8, "5:5", 14.72),
+    (true, 4096, 8, "3:7", 14.33),
+    (true, 4096, 8, "1:9", 58.74),
+    (true, 4096, 256, "9:1", 89.1),
+    (true, 4096, 256, "7:3", 117.85),
+    (true, 4096, 256, "5:5", 118.03),
+    (true, 4096, 256, "3:7", 80.98),
+    (true, 4096, 256, "1:9", 664.01),
+];
+
+pub fn seed_us(remote_pfc: bool, row: &Row) -> Option<f64> {
+    SEED003_US
+        .iter()
+        .find(|s| s.0 == remote_pfc && s.1 == row.size && s.2 == row.flows && s.3 == row.mix)
+        .map(|s| s.4)
+}
+
+impl Leafspine {
+    pub fn parse(doc: &serde_json::Value) -> Result<Leafspine, ExperimentError> {
+        let ls: Leafspine = serde_json::from_value(doc.clone())
+            .map_err(|e| ExperimentError::Parse(e.to_string()))?;
+        ls.rows()?;
+        Ok(ls)
+    }
+
+    /// The rows in the lab's order (size, then flows, then mix).
+    pub fn rows(&self) -> Result<Vec<Row>, ExperimentError> {
+        let mut rows = Vec::new();
+        for &size in &self.sizes {
+            for &flows in &self.flows_per_sender {
+                for (i, mix) in self.mixes.iter().enumerate() {
+                    let bad = || ExperimentError::Parse(format!("mixes[{i}]: '{mix}' is not R:T"));
+                    let (r, t) = mix.split_once(':').ok_or_else(bad)?;
+                    let (roce, tcp) = (
+                        r.trim().parse().map_err(|_| bad())?,
+                        t.trim().parse().map_err(|_| bad())?,
+                    );
+                    if roce + tcp == 0u64 {
+                        return Err(bad());
+                    }
+                    rows.push(Row {
+                        mix: mix.clone(),
+                        roce,
+                        tcp,
+                        size,
+                        flows,
+                    });
+                }
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// PFC frames the switches sent since the row started, per switch, counted where they
+/// arrived (switch ports; host NICs are the row's own).
+fn pauses_by_sender(sim: &Sim) -> serde_json::Map<String, serde_json::Value> {
+    let now = sim.now_ns();
+    let mut by = std::collections::BTreeMap::<String, u64>::new();
+    for (i, sw) in sim.switches.iter().enumerate() {
+        let Some(tm) = sw.core.tm() else { continue };
+        for p in &tm.stats(now).ports {
+            let n = p.pfc_rx.iter().sum::<u64>() + p.pause_rx;
+            if let Some(from) = sim.switch_peer(i, p.port) {
+                *by.entry(from).or_default() += n;
+            }
+        }
+    }
+    for (h, host) in sim.hosts.iter().enumerate() {
+        let (Some(nic), Some((s, _))) = (&host.nic, sim.host_attachment(h)) else {
+            continue;
+        };
+        *by.entry(sim.switches[s].name.clone()).or_default() +=
+            nic.ep.pause_counters().rx_pfc_frames;
+    }
+    by.into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| (k, n.into()))
+        .collect()
+}
+
+/// The receiver's port on its switch (the incast's congestion point): per queue, Current,
+/// Peak and Average since the row started, in cells and KB, as seed 003 prints it.
+pub fn queue_usage(sim: &Sim, ls: &Leafspine) -> Vec<serde_json::Value> {
+    let now = sim.now_ns();
+    let Some((s, port)) = sim
+        .host_index(&ls.receiver)
+        .and_then(|h| sim.host_attachment(h))
+    else {
+        return Vec::new();
+    };
+    let Some(tm) = sim.switches[s].core.tm() else {
+        return Vec::new();
+    };
+    let stats = tm.stats(now);
+    let Some(p) = stats.ports.iter().find(|p| p.port == port) else {
+        return Vec::new();
+    };
+    p.queues
+        .iter()
+        .map(|q| {
+            serde_json::json!({
+                "queue": q.queue,
+                "current_cells": q.depth_cells, "current_kb": q.depth_bytes / 1024,
+                "peak_cells": q.peak_cells, "peak_kb": q.peak_bytes / 1024,
+                "average_cells": q.avg_cells.round(), "average_kb": (q.avg_bytes / 1024.0).round(),
+            })
+        })
+        .collect()
+}
+
+/// Zeroes every switch's counters and watermarks (SONiC clear), so a row's figures are its
+/// own.
+pub fn clear_counters(sim: &mut Sim) {
+    let now = sim.now_ns();
+    for s in &mut sim.switches {
+        s.core.clear(now);
+    }
+}
+
+/// Sets up one row from `start_ns`: fresh endpoints on every host (QP numbers from `rng`, so
+/// their UDP source ports and ECMP paths follow `--seed`), `flows` QPs per sender to the
+/// receiver at depth 1, and one iperf3-like TCP connection per sender at its share of the
+/// line, started [`TCP_LEAD_NS`] before RoCE.
+pub fn setup_row(
+    sim: &mut Sim,
+    ls: &Leafspine,
+    row: &Row,
+    nic: &NicParams,
+    start_ns: u64,
+    rng: &mut fastrand::Rng,
+) -> Result<(), ExperimentError> {
+    let host = |field: String, name: &str| {
+        sim.host_index(name).ok_or(ExperimentError::UnknownHost {
+            field,
+            host: name.into(),
+        })
+    };
+    let recv = host("receiver".into(), &ls.receiver)?;
+    let mut senders = Vec::new();
+    for (i, s) in ls.senders.iter().enumerate() {
+        let h = host(format!("senders[{i}]"), s)?;
+        if h == recv || senders.contains(&h) {
+            return Err(ExperimentError::Parse(format!(
+                "senders[{i}]: '{s}' is the receiver or listed twice"
+            )));
+        }
+        senders.push(h);
+    }
+    let rate = sim
+        .host_link(recv)
+        .map(|l| l.rate_bps)
+        .ok_or_else(|| ExperimentError::Parse("receiver has no link".into()))?;
+    for &h in senders.iter().chain([&recv]) {
+        // QP numbers in steps of 2^14 keep each host's range apart and its ports spread.
+        let qpn_base = 0x100 + (rng.u32(0..1 << 9) << 14);
+        sim.set_nic(h, &NicParams { qpn_base, ..*nic });
+        sim.hosts[h].tcp.clear();
+    }
+    let roce_start = start_ns + TCP_LEAD_NS;
+    let tcp_rate = rate as u128 * u128::from(row.tcp) / u128::from(row.roce + row.tcp);
+    let per_sender = (tcp_rate / senders.len() as u128) as u64;
+    let tcp = TcpParams::new(HOST_MTU, ls.tcp_priority * 8);
+    for (i, &s) in senders.iter().enumerate() {
+        let start = roce_start + rng.u64(0..START_JITTER_NS);
+        let mut sender = Sender::new(s, row.size, ls.iters, 1, start);
+        let (gw, peer_gw) = (sim.hosts[s].gateway_mac, sim.hosts[recv].gateway_mac);
+        if let Some((a, b)) = sim.two_nics(s, recv) {
+            for _ in 0..row.flows {
+                sender.connect(&mut a.ep, gw, &mut b.ep, peer_gw);
+            }
+        }
+        sim.add_sender(s, sender);
+        sim.wake_nic(s, start);
+        if per_sender > 0 {
+            let addr = Addressing {
+                src_mac: [0; 6],
+                dst_mac: [0; 6],
+                src_ip: [0; 4],
+                dst_ip: [0; 4],
+                src_port: rng.u16(32_768..61_000),
+                dst_port: IPERF_PORT + i as u16,
+                iss: rng.u32(..),
+                irs: rng.u32(..),
+            };
+            let mut src = Source::new(start_ns, Some(per_sender), None);
+            src.background = true;
+            sim.connect_tcp(s, recv, addr, tcp, src);
+        }
+    }
+    Ok(())
+}
+
+/// After a row: removes its applications and lets the fabric drain for [`DRAIN_NS`].
+pub fn drain(sim: &mut Sim) {
+    for h in &mut sim.hosts {
+        if let Some(nic) = &mut h.nic {
+            nic.senders.clear();
+        }
+        h.tcp.clear();
+    }
+    let until = sim.now_ns() + DRAIN_NS;
+    sim.run(Some(until), None, &mut |_| {});
+    for h in &mut sim.hosts {
+        h.rx.clear();
+    }
+}
+
+/// The row's measurement: perftest latency of every RoCE message, what the fabric and the
+/// hosts' mechanisms did during it, and TCP's goodput.
+pub fn row_results(
+    sim: &Sim,
+    ls: &Leafspine,
+    row: &Row,
+    remote_pfc: bool,
+    start_ns: u64,
+) -> Measurement {
+    let pauses = pauses_by_sender(sim);
+    // Every CNP a sender took is one the receiver's notification point sent.
+    let Tally {
+        posted,
+        completed,
+        failed,
+        latency_ns: latencies,
+        wire_latency_ns: wire,
+        last_completion,
+        ce,
+        cnps,
+        retx,
+        ..
+    } = tally(sim);
+    let mut tcp_bytes = 0;
+    let (mut tcp_retx, mut tcp_timeouts) = (0, 0);
+    for c in sim.hosts.iter().flat_map(|h| &h.tcp) {
+        let s = c.stats();
+        tcp_bytes += s.rx_bytes;
+        tcp_retx += s.retransmits;
+        tcp_timeouts += s.timeouts;
+    }
+    let span = last_completion.saturating_sub(start_ns);
+    let tcp_mbps = if span > 0 {
+        tcp_bytes as f64 * 8.0 * 1e3 / span as f64
+    } else {
+        0.0
+    };
+    let mut samples = latencies.clone();
+    let lat = LatReport::compute(row.size as u64, &mut samples);
+    let avg = if latencies.is_empty() {
+        0.0
+    } else {
+        latencies.iter().sum::<u64>() as f64 / latencies.len() as f64 / 1000.0
+    };
+    let mut wire_samples = wire.clone();
+    let wire_lat = LatReport::compute(row.size as u64, &mut wire_samples);
+    let flows = format!("{}x{}", row.flows, ls.senders.len());
+    Measurement {
+        case: format!(
+            "sfc={} {} {}B {flows}",
+            if remote_pfc { "on" } else { "off" },
+            row.mix,
+            row.size
+        ),
+        params: serde_json::json!({"roce_tcp": row.mix, "size": row.size, "flows": flows,
+            "remote_pfc": remote_pfc, "iters": ls.iters}),
+        values: serde_json::json!({
+            "avg_latency_us": avg,
+            "p50_latency_us": lat.t_typical_usec,
+            "p99_latency_us": lat.p99_usec,
+            "avg_wire_latency_us": wire_lat.t_avg_usec,
+            "p99_wire_latency_us": wire_lat.p99_usec,
+            "drops_pipeline": sim.switches.iter().map(|s| {
+                let e = s.core.engine_stats();
+                e.dropped_ingress + e.dropped_egress
+            }).sum::<u64>(),
+            "drops_tm": sim.switches.iter().filter_map(|s| s.core.tm()).map(|tm| {
+                tm.stats(sim.now_ns()).ports.iter().map(|p| {
+                    p.queues.iter().map(|q| q.drops.total()).sum::<u64>()
+                }).sum::<u64>()
+            }).sum::<u64>(),
+            "pauses_tx": pauses.values().filter_map(|v| v.as_u64()).sum::<u64>(),
+            "pauses_tx_by_switch": pauses,
+            "receiver_port_queues": queue_usage(sim, ls),
+            "cnps": cnps,
+            // CE-marked RoCE packets the receiver took (the row's endpoints are fresh; TCP
+            // runs without ECN, so the switches marked these and no others).
+            "ecn_marked": ce,
+            "tcp_throughput_mbps": tcp_mbps,
+            "tcp_retransmits": tcp_retx,
+            "tcp_timeouts": tcp_timeouts,
+            "messages_posted": posted,
+            "messages_completed": completed,
+            "retransmissions": retx,
+            "qps_failed": failed,
+            "duration_us": span as f64 / 1000.0,
+            "seed_avg_latency_us": seed_us(remote_pfc, row),
+        }),
+        latency_us: latencies.iter().map(|&l| l as f64 / 1000.0).collect(),
+        throughput: serde_json::Map::new(),
+    }
+}
+
+/// Seed 003's tables for one remote PFC setting: one per (size, flows), the seed's figure
+/// beside each simulated one.
+/// `rows`: each row with its average latency and average wire latency (us).
+pub fn tables(remote_pfc: bool, rows: &[(Row, f64, f64)], senders: usize) -> Vec<String> {
+    let mut keys: Vec<(usize, u32)> = rows.iter().map(|(r, ..)| (r.size, r.flows)).collect();
+    keys.dedup();
+    keys.iter()
+        .map(|&(size, flows)| {
+            let body: Vec<Vec<String>> = rows
+                .iter()
+                .filter(|(r, ..)| r.size == size && r.flows == flows)
+                .map(|(r, us, wire)| {
+                    vec![
+                        r.mix.clone(),
+                        format!("{:.2}", r.size as f64),
+                        format!("{}*{senders}", r.flows),
+                        format!("{us:.2}"),
+                        seed_us(remote_pfc, r).map_or("-".into(), |v| format!("{v}")),
+                        format!("{wire:.2}"),
+                    ]
+                })
+                .collect();
+            table(
+                &format!(
+                    "{} Remote PFC (us, virtual time; seed 003 beside)",
+                    if remote_pfc { "With" } else { "Without" }
+                ),
+                &[
+                    "roce:tcp",
+                    "Size(B)",
+                    "Flow number",
+                    "Avg Latency",
+                    "seed 003",
+                    "Avg from wire",
+                ],
+                &body,
+            )
+        })
+        .collect()
+}

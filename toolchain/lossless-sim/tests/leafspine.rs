@@ -1,0 +1,93 @@
+//! Seed 003's remote PFC test, small: the leaf-spine at 25G, 9:1 RoCE:TCP, 4 KB messages,
+//! 8x7 and 256x7 QPs at depth 1 for 3 messages each, run once without and once with remote
+//! PFC (the lab's sfc=off / sfc=on config_db.json), with seed 003's NIC limits from the
+//! topology (1 us CNP interval, 45 Mb/s floor).
+//!
+//! What it checks are directions the simulation can be held to:
+//! - 256x7: remote PFC fires (pauses from the senders' ToRs, none without it) and holds the
+//!   congested port's RoCE queue and the network's part of the latency (first packet on the
+//!   wire to completion) lower;
+//! - 8x7 stays similar (within 2x), as the seed says.
+//!
+//! perftest's average (post to completion) is not among them: with every QP keeping one
+//! message in flight it is the messages in flight over the receiver's goodput (Little's law),
+//! which remote PFC does not change (README.md, seed 003).
+//!
+//! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
+
+use std::path::Path;
+
+mod common;
+use common::{root, run_ok};
+
+fn run(case: &str) -> Vec<serde_json::Value> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-ls-{case}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = root().join("topo/lossless_topo/topologies/leafspine-7to1.json");
+    let mut topo: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let e = &mut topo["experiment"];
+    e["mixes"] = serde_json::json!(["9:1"]);
+    e["sizes"] = serde_json::json!([4096]);
+    e["flows_per_sender"] = serde_json::json!([8, 256]);
+    e["iters"] = serde_json::json!(3);
+    let path = dir.join("leafspine-small.json");
+    std::fs::write(&path, serde_json::to_string(&topo).unwrap()).unwrap();
+    let doc = run_ok(path.to_str().unwrap(), &["--case", case], &dir.join("out"));
+    doc["measurements"].as_array().unwrap().clone()
+}
+
+fn row<'a>(ms: &'a [serde_json::Value], flows: &str) -> &'a serde_json::Value {
+    let m = ms
+        .iter()
+        .find(|m| m["params"]["flows"] == flows)
+        .unwrap_or_else(|| panic!("no {flows} row"));
+    &m["values"]
+}
+
+fn f(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+/// The RoCE queue's (3) time-average at the receiver's port, KB.
+fn roce_queue_avg_kb(v: &serde_json::Value) -> f64 {
+    let q = v["receiver_port_queues"].as_array().unwrap();
+    q.iter().find(|q| q["queue"] == 3).unwrap()["average_kb"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn remote_pfc_holds_the_256x7_queue_down_and_8x7_stays_similar() {
+    let off = run("sfc=off");
+    let on = run("sfc=on");
+    for ms in [&off, &on] {
+        for m in ms.iter() {
+            let v = &m["values"];
+            assert_eq!(v["messages_completed"], v["messages_posted"], "{m}");
+            assert_eq!(v["qps_failed"], 0, "{m}");
+            assert!(f(v, "tcp_throughput_mbps") > 0.0, "TCP flowed: {m}");
+            assert_eq!(m["params"]["roce_tcp"], "9:1");
+        }
+    }
+    let (off256, on256) = (row(&off, "256x7"), row(&on, "256x7"));
+    assert_eq!(off256["pauses_tx"], 0, "{off256}");
+    let by = on256["pauses_tx_by_switch"].as_object().unwrap();
+    assert!(
+        ["leaf1", "leaf7"].iter().all(|s| by.contains_key(*s)),
+        "the senders' ToRs paused them: {on256}"
+    );
+    assert!(
+        roce_queue_avg_kb(on256) < roce_queue_avg_kb(off256),
+        "{on256}\n{off256}"
+    );
+    assert!(
+        f(on256, "avg_wire_latency_us") < f(off256, "avg_wire_latency_us"),
+        "{on256}\n{off256}"
+    );
+    let (off8, on8) = (row(&off, "8x7"), row(&on, "8x7"));
+    for k in ["avg_latency_us", "avg_wire_latency_us"] {
+        let (a, b) = (f(off8, k), f(on8, k));
+        assert!(a < 2.0 * b && b < 2.0 * a, "{k}: {a} vs {b}");
+    }
+}

@@ -1,0 +1,293 @@
+"""ROUTING=bgp end to end (`make test-bgp`, about 2 minutes, as root): the leaf-spine fabric
+with FRR (zebra, bgpd) on every switch over FPM into `lossless-ctl run`, p4-switch forwarding.
+
+The reference is the topology, not our own output: every leaf-spine link is a BGP session, and
+every leaf reaches every other leaf's host subnet through both spines (the model's equal-cost
+paths), so the routes the P4 tables hold must be those, from FPM. Then seed 002's regression
+items under traffic: a leaf-spine link down and up, a flap storm on it, an FRR restart and a
+switch restart, each with loss counted from the packets' sequence numbers and reported
+(results/bgp/*.json).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lossless_ctl.client import P4RuntimeError
+from lossless_paths import BIN, RESULTS
+from lossless_topo import cleanup, configdb, model
+from lossless_topo.lab import Lab, Pipeline
+
+SEQFLOW = Path(__file__).with_name("seqflow.py")
+PORT = 7000
+FLOWS, PPS = 16, 200.0
+LEAF, FAR, SPINE = "leaf1", "leaf8", "spine1"
+
+
+@pytest.fixture(scope="module")
+def lab(compiled_pipeline, tmp_path_factory):
+    import os
+
+    assert os.geteuid() == 0, "the lab tests need root (namespaces, veths); CI runs as root"
+    assert (BIN / "p4-switch").exists(), "`make build` builds p4-switch"
+    topo = model.load("leafspine-7to1")
+    workdir = tmp_path_factory.mktemp("bgp")
+    state = cleanup.RunState(workdir / "state.json")
+    lab = Lab(
+        topo,
+        model.Scale.for_topology(topo, 25),
+        str(BIN / "p4-switch"),
+        Pipeline(compiled_pipeline),
+        workdir,
+        state,
+        routing="bgp",
+    )
+    start = time.monotonic()
+    try:
+        lab.start(configdb.Variant())
+        print(f"\nleaf-spine up with BGP converged in {time.monotonic() - start:.1f} s")
+        yield lab
+    finally:
+        lab.stop()
+        cleanup.cleanup(state)
+
+
+def far_subnet(topo: model.Topology) -> ipaddress.IPv4Network:
+    return next(h.ip.network for h in topo.hosts.values() if h.switch == FAR)
+
+
+def spine_hops(topo: model.Topology, leaf: str) -> dict[str, ipaddress.IPv4Address]:
+    """The leaf's BGP next hop per spine: the spine's end of their /31."""
+    return {r.node: r.ip.ip for _, r, _ in topo.switch_links(leaf) if r.node in topo.switches}
+
+
+def established(lab, switch: str) -> bool:
+    """Whether the switch has a session on every link to another switch, each established."""
+    topo = lab.topo
+    want = {str(r.ip.ip) for _, r, _ in topo.switch_links(switch) if r.node in topo.switches}
+    return lab.bgp.sessions(switch) == dict.fromkeys(want, "Established")
+
+
+def test_every_leaf_spine_link_is_an_established_session(lab):
+    for sw in lab.topo.switches:
+        assert established(lab, sw), (sw, lab.bgp.sessions(sw))
+
+
+def test_routes_in_the_p4_tables_come_from_fpm_with_every_spine(lab):
+    topo = lab.topo
+    node = lab.net[LEAF]
+    out = subprocess.run(
+        [
+            *lab.ctl, "show", "ip", "route", "--config", str(lab.config_path(LEAF)),
+            "--switch", node.grpc_addr, "--device-id", str(node.device_id),
+        ],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    print(out)
+    hops = spine_hops(topo, LEAF)
+    for subnet in model.load(topo.name).routes(LEAF):
+        head = next(line for line in out.splitlines() if f" {subnet} " in line)
+        assert "[fpm]" in head, head
+        block = out[out.index(head) :].splitlines()[: len(hops)]
+        assert {ipaddress.ip_address(line.split("via ")[1].split(",")[0]) for line in block} == set(
+            hops.values()
+        ), block
+    # The spines reach each leaf's subnet through that leaf alone.
+    for spine in (s for s in topo.switches if s.startswith("spine")):
+        assert set(lab.bgp.fpm_nexthops(spine).values()) == {1}, spine
+
+
+def flows(lab, seconds: float, tag: str):
+    """Start h1 -> h8 flows for `seconds`: (sender, receiver, their output files)."""
+    dst = lab.topo.hosts["h8"].ip.ip
+    sent, got = lab.workdir / f"{tag}-sent.json", lab.workdir / f"{tag}-received.json"
+    rx = lab.net["h8"].popen(
+        [sys.executable, str(SEQFLOW), "recv", str(PORT), "--seconds", str(seconds + 3),
+         "--out", str(got)]
+    )  # fmt: skip
+    time.sleep(0.5)
+    tx = lab.net["h1"].popen(
+        [sys.executable, str(SEQFLOW), "send", str(dst), str(PORT), "--flows", str(FLOWS),
+         "--pps", str(PPS), "--seconds", str(seconds), "--out", str(sent)]
+    )  # fmt: skip
+    return tx, rx, sent, got
+
+
+def loss(sent_path: Path, got_path: Path, tail_s: float) -> dict:
+    sent = json.loads(sent_path.read_text())["sent"]
+    got = json.loads(got_path.read_text())
+    received = {int(f): sum(b - a + 1 for a, b in r) for f, r in got["received"].items()}
+    lost = [n - received.get(f, 0) for f, n in enumerate(sent)]
+    tail = int(PPS / FLOWS * tail_s)
+    tail_lost = 0
+    for f, n in enumerate(sent):
+        have = {s for a, b in got["received"].get(str(f), []) for s in range(a, b + 1)}
+        tail_lost += sum(1 for s in range(max(0, n - tail), n) if s not in have)
+    return {
+        "sent": sum(sent),
+        "lost": sum(lost),
+        "lost_per_flow": lost,
+        "lost_in_last_s": tail_lost,
+        "longest_gap_s": max(got["longest_gap_s"].values(), default=0.0),
+    }
+
+
+def test_h1_to_h8_is_forwarded(lab):
+    tx, rx, sent, got = flows(lab, 3.0, "steady")
+    assert tx.wait(timeout=30) == 0 and rx.wait(timeout=30) == 0
+    result = loss(sent, got, 1.0)
+    print(f"h1 -> h8: {result}")
+    assert result["sent"] >= PPS * 2 and result["lost"] == 0, result
+
+
+def finish(tx, rx, sent: Path, got: Path, name: str, what: str, **figures) -> dict:
+    """Wait for the flows to end; their loss (the last 2 s apart) with `figures`, printed and
+    written to results/bgp/NAME.json."""
+    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
+    result = loss(sent, got, 2.0) | figures | {"flows": FLOWS, "pps": PPS}
+    out = RESULTS / "bgp" / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"{what} under {FLOWS} flows at {PPS:g} pps: {result} ({out})")
+    return result
+
+
+def until(ready, what, timeout_s: float = 60.0) -> float:
+    """Seconds until `ready()`; fails with `what()` after `timeout_s`."""
+    start = time.monotonic()
+    while not ready():
+        assert time.monotonic() - start < timeout_s, what()
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def hops(lab, subnet) -> int | None:
+    """The number of next hops of leaf1's FPM route to `subnet` (None: none, or a restarted
+    switch before its pipeline is back)."""
+    try:
+        return lab.bgp.fpm_nexthops(LEAF).get(subnet)
+    except P4RuntimeError:
+        return None
+
+
+def wait_hops(lab, subnet, count: int) -> float:
+    return until(lambda: hops(lab, subnet) == count, lambda: (subnet, lab.bgp.route_rows(LEAF)))
+
+
+def tx_packets(intf: str) -> int:
+    return int(Path(f"/sys/class/net/{intf}/statistics/tx_packets").read_text())
+
+
+def test_leaf_spine_link_down_and_up_under_traffic(lab):
+    """Seed 002's link flap: the ECMP member through the link goes and comes back; the flows
+    hashed to it lose what the switch forwarded into the dead link until the route changed."""
+    topo = lab.topo
+    subnet = far_subnet(topo)
+    uplinks = {
+        r.node: local.intf for local, r, _ in topo.switch_links(LEAF) if r.node in topo.switches
+    }
+    hops = spine_hops(topo, LEAF)
+    assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
+    seconds = 16.0
+    tx, rx, sent, got = flows(lab, seconds, "flap")
+    time.sleep(3.0)
+    lab.net.configLinkStatus(LEAF, SPINE, "down")
+    removed_s = wait_hops(lab, subnet, 1)
+    left = next(r for r in lab.bgp.route_rows(LEAF) if r.prefix == subnet)
+    assert [h.ip for h in left.nexthops] == [v for k, v in hops.items() if k != SPINE]
+    time.sleep(2.0)
+    lab.net.configLinkStatus(LEAF, SPINE, "up")
+    restored_s = wait_hops(lab, subnet, 2)
+    before = tx_packets(uplinks[SPINE])
+    assert tx.wait(timeout=60) == 0
+    result = finish(
+        tx, rx, sent, got, "link-flap", f"link flap {LEAF}-{SPINE}",
+        member_removed_after_s=round(removed_s, 3),
+        member_restored_after_s=round(restored_s, 3),
+        packets_through_the_restored_link=tx_packets(uplinks[SPINE]) - before,
+    )  # fmt: skip
+    through_spine = result["packets_through_the_restored_link"]
+    # Only flows hashed to the dead member lose, and only until the route changed (the BGP
+    # session drops with the carrier, the route follows within a flush): well under 3 s of
+    # half the traffic.
+    assert result["lost"] <= PPS * 3.0 / 2, result
+    assert result["lost_in_last_s"] == 0, result
+    assert through_spine > 50, f"traffic did not return to the restored link: {through_spine}"
+
+
+def test_ecmp_member_flap_storm_under_traffic(lab):
+    """Seed 002's member flap storm: the leaf1-spine1 link down and up 10 times in 10 s. The
+    flows hashed to spine1 lose while the member is there and the link is not; once the link
+    stays up the member comes back and nothing more is lost."""
+    topo = lab.topo
+    subnet = far_subnet(topo)
+    assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
+    tx, rx, sent, got = flows(lab, 20.0, "storm")
+    time.sleep(2.0)
+    start = time.monotonic()
+    for i in range(10):
+        lab.net.configLinkStatus(LEAF, SPINE, "down")
+        time.sleep(max(0.0, start + 0.5 + i - time.monotonic()))
+        lab.net.configLinkStatus(LEAF, SPINE, "up")
+        time.sleep(max(0.0, start + 1.0 + i - time.monotonic()))
+    storm_s = time.monotonic() - start
+    restored_s = wait_hops(lab, subnet, 2)
+    result = finish(
+        tx, rx, sent, got, "flap-storm", f"flap storm {LEAF}-{SPINE}",
+        flaps=10, storm_s=round(storm_s, 3), member_restored_after_storm_s=round(restored_s, 3),
+    )  # fmt: skip
+    assert result["lost"] <= PPS / 2 * (storm_s + 2.0), result
+    assert result["lost_in_last_s"] == 0, result
+
+
+def test_frr_restart_keeps_the_routes(lab):
+    """Seed 002's FRR restart: leaf1's zebra and bgpd stop and start under traffic. zebra
+    retains its routes, the controller keeps them on the switch while zebra is away and until
+    it has sent them again, so h1 -> h8 loses nothing and the sessions come back."""
+    topo = lab.topo
+    subnet = far_subnet(topo)
+    tx, rx, sent, got = flows(lab, 12.0, "frr-restart")
+    time.sleep(2.0)
+    start = time.monotonic()
+    lab.bgp.restart_frr(LEAF)
+    restarted_s = time.monotonic() - start
+    established_s = restarted_s + until(
+        lambda: established(lab, LEAF), lambda: lab.bgp.sessions(LEAF)
+    )
+    result = finish(
+        tx, rx, sent, got, "frr-restart", f"FRR restart on {LEAF}",
+        daemons_restarted_in_s=round(restarted_s, 3),
+        sessions_established_after_s=round(established_s, 3),
+    )  # fmt: skip
+    assert result["lost"] == 0, result
+    assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
+
+
+def test_switch_restart_is_replayed(lab):
+    """Seed 002's switch restart: leaf1's p4-switch stops and starts empty under traffic. Its
+    controller reconnects, replays the config and writes zebra's routes again; the BGP
+    sessions, whose keepalives stop only for the outage (under the 9 s hold time), stay up."""
+    topo = lab.topo
+    subnet = far_subnet(topo)
+    tx, rx, sent, got = flows(lab, 14.0, "switch-restart")
+    time.sleep(2.0)
+    start = time.monotonic()
+    lab.restart_switch(LEAF)
+    listening_s = time.monotonic() - start
+    replayed_s = listening_s + wait_hops(lab, subnet, 2)
+    result = finish(
+        tx, rx, sent, got, "switch-restart", f"switch restart of {LEAF}",
+        switch_listening_after_s=round(listening_s, 3),
+        routes_replayed_after_s=round(replayed_s, 3),
+    )  # fmt: skip
+    assert established(lab, LEAF), lab.bgp.sessions(LEAF)
+    # Everything is lost while the switch is away, nothing once it is replayed.
+    assert result["lost"] <= PPS * (replayed_s + 1.0), result
+    assert result["lost_in_last_s"] == 0, result

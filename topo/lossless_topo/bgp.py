@@ -1,0 +1,298 @@
+"""ROUTING=bgp: every switch routed by FRR, as SONiC runs it (topo/README.md, "ROUTING=bgp").
+
+Per switch node, a network namespace `lab-<switch>` stands for the switch's control-plane CPU:
+`lossless-ctl run --hostif` makes a tap per routed port there (Ethernet0, ... with the config's
+addresses and the router MAC; the punt path carries ARP and BGP between tap and port), and
+FRR's zebra and bgpd run in it, zebra streaming its FIB over FPM to that `run`'s listener on the
+namespace's loopback. The configs carry no STATIC_ROUTE: every route in the P4 tables beyond
+the connected ones comes from BGP.
+
+eBGP on the /31 of every switch-to-switch link, as SONiC's T0/T1 configs: a switch with hosts
+(a leaf) has an AS of its own (65000 + its index), the others (spines) share AS 65100, so a
+leaf's route back through another spine is refused by AS path, and `maximum-paths` makes the
+paths through every spine one ECMP group. Leaves advertise their host subnets (`network`).
+
+The switch does not report link state, so `CarrierSync` stands for SONiC's portsyncd: it
+watches each switch port's interface (the root namespace's veth the switch runs on) and sets
+its tap's carrier to match; FRR sees the port go down and up.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import signal
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+from lossless_ctl.p4info import P4InfoIndex, read_p4info
+from lossless_ctl.show import RouteRow, routes
+from lossless_kit.frr import Frr, FrrError
+
+from .configdb import port_name
+from .model import Topology
+
+if TYPE_CHECKING:
+    from .lab import Lab
+
+FPM_PORT = 2620
+SPINE_ASN = 65100
+LEAF_ASN_BASE = 65000
+# Seconds: BGP's keepalive/hold (FRR's datacenter defaults) and the connect retry after a
+# session went down with its link.
+KEEPALIVE_S, HOLD_S, CONNECT_RETRY_S = 3, 9, 2
+# After zebra reconnects, the controller keeps the routes it has not sent again until it has
+# been quiet this long: longer than bgpd takes to bring its sessions back (a few seconds).
+FPM_RESTART_S = 30.0
+READY_TIMEOUT_S = 120.0
+CONVERGE_TIMEOUT_S = 120.0
+
+
+class BgpError(RuntimeError):
+    pass
+
+
+def namespace(switch: str) -> str:
+    return f"lab-{switch}"
+
+
+def asn(topo: Topology, switch: str) -> int:
+    leaf = any(h.switch == switch for h in topo.hosts.values())
+    return LEAF_ASN_BASE + topo.switches[switch].index if leaf else SPINE_ASN
+
+
+def bgpd_conf(topo: Topology, switch: str) -> str:
+    """bgpd's config: a neighbour per switch-to-switch link, the host subnets as networks."""
+    index = topo.switches[switch].index
+    lines = [
+        f"router bgp {asn(topo, switch)}",
+        f" bgp router-id 10.254.{index // 256}.{index % 256}",
+        " no bgp ebgp-requires-policy",
+        " bgp bestpath as-path multipath-relax",
+        f" timers bgp {KEEPALIVE_S} {HOLD_S}",
+    ]
+    peers = [
+        (remote.ip.ip, asn(topo, remote.node))
+        for _, remote, _ in topo.switch_links(switch)
+        if remote.node in topo.switches and remote.ip is not None
+    ]
+    for ip, remote_as in peers:
+        lines += [
+            f" neighbor {ip} remote-as {remote_as}",
+            f" neighbor {ip} timers connect {CONNECT_RETRY_S}",
+            f" neighbor {ip} advertisement-interval 0",
+        ]
+    lines.append(" address-family ipv4 unicast")
+    lines += [f"  network {h.ip.network}" for h in topo.hosts.values() if h.switch == switch]
+    lines += ["  maximum-paths 64", " exit-address-family", ""]
+    return "\n".join(lines)
+
+
+def expected_routes(topo: Topology, switch: str) -> dict[ipaddress.IPv4Network, int]:
+    """Every remote host subnet with its number of equal-cost next hops (the model's ECMP)."""
+    return {ipaddress.ip_network(p): len(hops) for p, hops in topo.routes(switch).items()}
+
+
+class CarrierSync(threading.Thread):
+    """Each port's tap carrier follows its interface's oper state (polled every `period_s`)."""
+
+    def __init__(self, ports: dict[str, tuple[str, str]], period_s: float = 0.05):
+        super().__init__(name="carrier-sync", daemon=True)
+        self.ports = ports  # root-namespace interface -> (namespace, tap)
+        self.period_s = period_s
+        self.state = {intf: True for intf in ports}
+        self.changes: list[tuple[float, str, bool]] = []
+        self._halt = threading.Event()  # not _stop: threading.Thread has a method of that name
+
+    def run(self) -> None:
+        while not self._halt.wait(self.period_s):
+            for intf, (ns, tap) in self.ports.items():
+                try:
+                    up = Path(f"/sys/class/net/{intf}/operstate").read_text().strip() == "up"
+                except OSError:
+                    continue  # the lab is stopping
+                if up != self.state[intf]:
+                    self.state[intf] = up
+                    self.changes.append((time.monotonic(), intf, up))
+                    subprocess.run(
+                        ["ip", "-n", ns, "link", "set", tap, "carrier", "on" if up else "off"],
+                        capture_output=True,
+                    )
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=2)
+
+
+class BgpFabric:
+    """Controllers with FPM and host interfaces, and FRR, on every switch of a lab."""
+
+    def __init__(self, lab: Lab):
+        self.lab = lab
+        self.topo = lab.topo
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.frr: dict[str, Frr] = {}
+        self.carrier: CarrierSync | None = None
+        self.index = P4InfoIndex(read_p4info(lab.pipeline.p4info))
+
+    def log_path(self, switch: str) -> Path:
+        return self.lab.workdir / f"{switch}.ctl.log"
+
+    def _ready_count(self, switch: str) -> int:
+        try:
+            return self.log_path(switch).read_text().count("run: ready (session")
+        except FileNotFoundError:
+            return 0
+
+    def _wait_ready(self, counts: dict[str, int]) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for sw, count in counts.items():
+            while self._ready_count(sw) <= count:
+                proc = self.procs[sw]
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    what = "exited" if proc.poll() is not None else "is not ready"
+                    tail = self.log_path(sw).read_text()[-3000:]
+                    raise BgpError(f"{sw}: lossless-ctl run {what}:\n{tail}")
+                time.sleep(0.1)
+
+    def start(self) -> None:
+        state = self.lab.state
+        for sw in self.topo.switches:
+            ns = namespace(sw)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+            state.add_namespace(ns)
+            for cmd in (
+                ["ip", "-n", ns, "link", "set", "lo", "up"],
+                ["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            ):
+                subprocess.run(cmd, check=True, capture_output=True)
+        for sw in self.topo.switches:
+            node = self.lab.net[sw]
+            ns = namespace(sw)
+            cmd = [
+                *self.lab.ctl, "run", "--config", str(self.lab.config_path(sw)),
+                "--switch", node.grpc_addr, "--pipeline", str(self.lab.pipeline.directory),
+                "--device-id", str(node.device_id), "--fpm", f"127.0.0.1:{FPM_PORT}",
+                "--fpm-netns", ns, "--fpm-restart", str(FPM_RESTART_S), "--hostif", ns,
+                *(["--stats", node.stats_addr] if node.stats_addr else []),
+            ]  # fmt: skip
+            with self.log_path(sw).open("wb") as out:
+                proc = subprocess.Popen(
+                    cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            self.procs[sw] = proc
+            state.add_process(proc.pid, f"lossless-ctl run {sw}")
+        self._wait_ready(dict.fromkeys(self.topo.switches, 0))
+        for sw in self.topo.switches:
+            self.frr[sw] = Frr(namespace(sw), FPM_PORT, {"bgpd": bgpd_conf(self.topo, sw)}, True)
+            self._start_frr(sw)
+        ports = {}
+        for sw in self.topo.switches:
+            for local, _, _ in self.topo.switch_links(sw):
+                if local.ip is not None:
+                    ports[local.intf] = (namespace(sw), port_name(local.port))
+        self.carrier = CarrierSync(ports)
+        self.carrier.start()
+        self.wait_converged()
+
+    def _start_frr(self, switch: str) -> None:
+        frr = self.frr[switch]
+        try:
+            frr.start()
+        except FrrError as e:
+            raise BgpError(f"{switch}: FRR: {e}\n{frr.logs()[-3000:]}") from e
+        finally:
+            for pid in frr.pids:
+                self.lab.state.add_process(pid, f"FRR of {switch}")
+
+    def restart_frr(self, switch: str) -> None:
+        """Stop the switch's zebra and bgpd and start them again (a routing daemon restart:
+        zebra, stopped first, retains its routes; the controller keeps them until zebra has
+        sent them again)."""
+        self.frr[switch].stop(zebra_first=True)
+        self._start_frr(switch)
+
+    def reload(self) -> None:
+        """The configs were rewritten: every controller reads its own again (SIGHUP) and
+        reconciles its switch; the FPM routes are written again, then waited for."""
+        counts = {sw: self._ready_count(sw) for sw in self.procs}
+        for proc in self.procs.values():
+            proc.send_signal(signal.SIGHUP)
+        self._wait_ready(counts)
+        self.wait_converged()
+
+    def route_rows(self, switch: str) -> list[RouteRow]:
+        node = self.lab.net[switch]
+        with P4RuntimeClient(node.grpc_addr, device_id=node.device_id) as client:
+            client.connect()
+            return routes(client, self.index, 4, {})
+
+    def fpm_nexthops(self, switch: str) -> dict[ipaddress.IPv4Network, int]:
+        """FPM routes on the switch's P4 tables, with their number of next hops."""
+        return {r.prefix: len(r.nexthops) for r in self.route_rows(switch) if r.source == "fpm"}
+
+    def sessions(self, switch: str) -> dict[str, str]:
+        """BGP neighbour -> session state, from bgpd."""
+        data = json.loads(self.frr[switch].show("show bgp ipv4 unicast summary json") or "{}")
+        return {ip: peer.get("state", "?") for ip, peer in data.get("peers", {}).items()}
+
+    def wait_converged(self, timeout_s: float = CONVERGE_TIMEOUT_S) -> float:
+        """Until every switch's P4 tables hold the model's routes from FPM with all their
+        equal-cost next hops; returns the seconds it took."""
+        start = time.monotonic()
+        pending = dict.fromkeys(self.topo.switches)
+        while pending:
+            for sw in list(pending):
+                try:
+                    have = self.fpm_nexthops(sw)
+                except P4RuntimeError as e:
+                    have = {"error": str(e)}
+                want = expected_routes(self.topo, sw)
+                if all(have.get(p) == n for p, n in want.items()):
+                    del pending[sw]
+                else:
+                    pending[sw] = have
+            if pending and time.monotonic() - start > timeout_s:
+                detail = "; ".join(
+                    f"{sw}: FPM routes {have}, BGP sessions {self.sessions(sw)}"
+                    for sw, have in pending.items()
+                )
+                raise BgpError(f"BGP did not converge in {timeout_s:.0f} s: {detail}")
+            if pending:
+                time.sleep(0.5)
+        return time.monotonic() - start
+
+    def stop(self) -> None:
+        if self.carrier is not None:
+            self.carrier.stop()
+        for proc in self.procs.values():
+            proc.terminate()
+        # Each Frr.stop waits for its daemons to exit, a second or more for zebra: all at once.
+        with ThreadPoolExecutor(max_workers=len(self.frr) or 1) as pool:
+            list(pool.map(Frr.stop, self.frr.values()))
+        for frr in self.frr.values():
+            frr.remove()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for sw in self.topo.switches:
+            subprocess.run(["ip", "netns", "del", namespace(sw)], capture_output=True)
+        self.procs, self.frr = {}, {}
