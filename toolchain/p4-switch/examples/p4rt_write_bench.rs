@@ -116,19 +116,8 @@ fn run(json_path: &str, p4info_path: &str, routes: u32) -> Result<Value, String>
     let encode_s = thread_cpu_s() - t;
     let neighbor_reqs = encode(&neighbor_updates);
 
-    let client = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name(CLIENT)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-
-    let sink = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(SINK)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = runtime(2, CLIENT)?;
+    let sink = runtime(1, SINK)?;
     let ceiling = client.block_on(sink_rate(&sink, &route_reqs))?;
     drop(sink);
 
@@ -192,6 +181,16 @@ fn run(json_path: &str, p4info_path: &str, routes: u32) -> Result<Value, String>
             "switch_tables_insert_entries_per_cpu_second": rate(NEIGHBORS as usize, tables_nbrs),
         },
     }))
+}
+
+/// A tokio runtime whose threads are called `name`, so their CPU time is told apart.
+fn runtime(workers: usize, name: &str) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// P4Info ids of the two tables, their actions and fields.
