@@ -261,6 +261,8 @@ bench: build deps p4
 	$(CARGO_EXAMPLE) p4-switch --example p4-switch-bench -- $(BENCH_OUT)/p4-switch.json
 	$(CARGO_EXAMPLE) p4-switch --example p4-switch-tm-bench -- $(BENCH_OUT)/p4-switch-tm.json
 	$(CARGO_EXAMPLE) p4runtime-server --example p4runtime-server-bench -- $(BENCH_OUT)/p4runtime-write.json
+	$(CARGO_EXAMPLE) p4-switch --example p4-switch-p4rt-write-bench -- $(P4_OUT)/lossless.json \
+	    $(P4_OUT)/lossless.p4info.txtpb $(BENCH_OUT)/p4runtime-write-lossless.json
 	$(CARGO_EXAMPLE) switch-tables --example switch-tables-bench -- $(BENCH_OUT)/switch-tables.json
 	$(CARGO_EXAMPLE) switch-hash --example switch-hash-bench -- $(BENCH_OUT)/switch-hash.json
 	$(CARGO_EXAMPLE) roce-host --example roce-host-bench -- $(BENCH_OUT)/roce-host.json

@@ -2,6 +2,8 @@
 //! accept it or the value padded to the field's `ceil(width / 8)` bytes, as clients such as
 //! p4runtime-shell send them; engine values are padded.
 
+use std::fmt::Display;
+
 /// A P4Runtime byte string the server cannot take as a `width`-bit value; `what` names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what}: {problem}")]
@@ -26,7 +28,8 @@ pub enum ByteStringProblem {
 }
 
 /// A byte string of at most `width` bits, canonical or padded to its bytes, padded for the engine.
-pub fn to_engine(v: &[u8], width: u32, what: &str) -> Result<Vec<u8>, ByteStringError> {
+/// `what` names the value in the error only, so it is formatted only on a failure.
+pub fn to_engine(v: &[u8], width: u32, what: impl Display) -> Result<Vec<u8>, ByteStringError> {
     let err = |problem| ByteStringError {
         what: what.to_string(),
         problem,
@@ -51,6 +54,16 @@ pub fn to_engine(v: &[u8], width: u32, what: &str) -> Result<Vec<u8>, ByteString
     let sig = &v[skip..];
     out[nbytes - sig.len()..].copy_from_slice(sig);
     Ok(out)
+}
+
+/// Whether a padded value of `width` bits has a bit set past its leading `prefix` bits: an LPM
+/// value with host bits.
+pub fn bits_past_prefix(v: &[u8], width: u32, prefix: u32) -> bool {
+    let end = v.len() as u32 * 8 - width + prefix;
+    v.iter().enumerate().any(|(i, b)| {
+        let kept = end.saturating_sub(i as u32 * 8).min(8);
+        u32::from(*b) & (0xff >> kept) != 0
+    })
 }
 
 /// The canonical form of an engine value (at least one byte).
@@ -163,6 +176,30 @@ mod tests {
         assert_eq!(canonical(&[0, 0, 5]), vec![5]);
         assert_eq!(canonical(&[0, 0]), vec![0]);
         assert_eq!(prefix_mask(9, 2), vec![0x01, 0x80]);
+    }
+
+    #[test]
+    fn host_bits_against_the_prefix_mask() {
+        for width in [1, 7, 9, 16, 32] {
+            let n = (width as usize).div_ceil(8);
+            for prefix in 0..=width {
+                let mask = prefix_mask(width, prefix);
+                for seed in 0..64u32 {
+                    let mut v: Vec<u8> = (0..n)
+                        .map(|i| (seed.wrapping_mul(0x9e37_79b9) >> (i * 5)) as u8)
+                        .collect();
+                    v[0] &= 0xff >> (n as u32 * 8 - width);
+                    let expected = v.iter().zip(&mask).any(|(a, m)| a & !m != 0);
+                    assert_eq!(
+                        bits_past_prefix(&v, width, prefix),
+                        expected,
+                        "{v:?} /{prefix}"
+                    );
+                }
+            }
+        }
+        assert!(!bits_past_prefix(&[0x01, 0x80], 9, 2));
+        assert!(bits_past_prefix(&[0x01, 0xc0], 9, 2));
     }
 
     #[test]

@@ -72,26 +72,19 @@ impl Poller {
             .unwrap_or_else(std::time::Instant::now);
             let expired = {
                 let mut store = lock(&index);
-                let Index {
-                    idle,
-                    tables,
-                    last_hit,
-                    ..
-                } = &mut *store;
+                let Index { idle, last_hit, .. } = &mut *store;
                 let mut expired = Vec::new();
                 for (table, entries) in idle.iter_mut() {
-                    let (Some(&table_id), Some(handles), Some(last)) = (
-                        pipeline.table_ids.get(table),
-                        tables.get(table),
-                        last_hit.get(table),
-                    ) else {
+                    let (Some(&table_id), Some(last)) =
+                        (pipeline.table_ids.get(table), last_hit.get(table))
+                    else {
                         continue;
                     };
                     let Some(info) = pipeline.tables.get(&table_id) else {
                         continue;
                     };
                     for (key, i) in entries.iter_mut() {
-                        let Some(at) = handles.get(key).and_then(|h| last.get(h)) else {
+                        let Some(at) = last.get(&i.handle) else {
                             continue;
                         };
                         let idle_ns = now.duration_since(*at).as_nanos();

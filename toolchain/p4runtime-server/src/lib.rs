@@ -466,30 +466,49 @@ impl P4Runtime for Server {
                 ))
             }
         };
+        // Decoded and translated outside the writer lock, so the next batch is ready while
+        // the data plane applies this one. Translation reads the pipeline only; a pipeline
+        // committed meanwhile makes the batch translate again under the lock.
+        let role = req.role.clone();
+        let translate = move |p: &Pipeline, req: &WriteRequest| -> Vec<_> {
+            req.updates
+                .iter()
+                .map(|u| match (&config, &u.entity) {
+                    (Some(c), Some(e)) if !c.allows(e) => Err(UpdateError::PermissionDenied(
+                        format!("role \"{role}\": its role config does not give it this entity"),
+                    )),
+                    _ => write::translate(p, u),
+                })
+                .collect()
+        };
+        let blocking =
+            |e: tokio::task::JoinError| status(Code::Internal, format!("write task: {e}"));
+        let (req, ops, translate) = {
+            let p = p.clone();
+            tokio::task::spawn_blocking(move || {
+                let ops = translate(&p, &req);
+                (req, ops, translate)
+            })
+            .await
+            .map_err(blocking)?
+        };
         let _guard = self.writer.lock().await;
+        let now = self.pipeline()?;
         let dp = self.dp.clone();
         let index = self.index.clone();
         let results = tokio::task::spawn_blocking(move || {
-            let ops: Vec<_> = req
-                .updates
-                .iter()
-                .map(|u| match (&config, &u.entity) {
-                    (Some(c), Some(e)) if !c.allows(e) => {
-                        Err(UpdateError::PermissionDenied(format!(
-                            "role \"{}\": its role config does not give it this entity",
-                            req.role
-                        )))
-                    }
-                    _ => write::translate(&p, u),
-                })
-                .collect();
+            let ops = if Arc::ptr_eq(&now, &p) {
+                ops
+            } else {
+                translate(&now, &req)
+            };
             exec_on(&*dp, move |sw| match sw {
                 Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
                 None => vec![Err(UpdateError::FailedPrecondition("no pipeline".into()))],
             })
         })
         .await
-        .map_err(|e| status(Code::Internal, format!("write task: {e}")))?
+        .map_err(blocking)?
         .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
         if results.iter().all(|r| r.is_ok()) {
             Ok(Response::new(WriteResponse {}))

@@ -55,7 +55,11 @@ pub fn frame(
         let Some(m) = metadata.iter().find(|m| m.metadata_id == *id) else {
             return Err(PacketOutError::MissingMetadata(*id));
         };
-        let v = to_engine(&m.value, *width, &format!("packet_out metadata id {id}"))?;
+        let v = to_engine(
+            &m.value,
+            *width,
+            format_args!("packet_out metadata id {id}"),
+        )?;
         fields.push((v, *width));
     }
     if let Some(m) = metadata

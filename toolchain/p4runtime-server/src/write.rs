@@ -14,7 +14,7 @@ use p4runtime_proto::p4runtime::{
 };
 use switch_v1model::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch, Switch};
 
-use crate::bytes::{all_ones, prefix_mask, to_engine, ByteStringError};
+use crate::bytes::{all_ones, bits_past_prefix, to_engine, ByteStringError};
 use crate::pipeline::{Kind, Pipeline, TableInfo};
 
 /// Why one update failed: one variant per canonical code the write path reports, so the code
@@ -83,12 +83,18 @@ impl UpdateError {
 /// A table entry's match key and priority.
 pub type Key = (Vec<FieldMatch>, i32);
 
+/// The index's maps are looked up once or twice per update of every write: a fast hasher (no
+/// HashDoS concern: the keys come from the primary controller, which owns the tables anyway).
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// An entry's idle timeout, and the last hit whose idle period was already notified (one
-/// notification per idle period: a hit starts a new one).
+/// notification per idle period: a hit starts a new one). `handle` is the entry's in the
+/// engine, whose hits are tracked by handle.
 #[derive(Debug, Clone, Copy)]
 pub struct Idle {
     pub timeout_ns: i64,
     pub notified_for: Option<Instant>,
+    pub handle: EntryHandle,
 }
 
 /// A one-shot entry's hidden objects, which the server creates and owns (as PI does): engine
@@ -101,12 +107,12 @@ pub struct OneShot {
     pub group: Option<u32>,
 }
 
-/// What the server keeps beside the engine: match key → handle per engine table (P4Runtime
-/// addresses entries by key, the engine by handle), and the PRE entries as written (with the
-/// engine's node handles) so they read back unchanged.
+/// What the server keeps beside the engine: the PRE entries as written (with the engine's node
+/// handles) so they read back unchanged, and what P4Runtime gives an entry that the engine does
+/// not keep. Entries themselves are found by key in the engine's table (`Switch::table_find`):
+/// a map of its own here would double the work and memory of every write.
 #[derive(Default)]
 pub struct Index {
-    pub tables: HashMap<String, HashMap<Key, EntryHandle>>,
     pub mcast: BTreeMap<u32, (MulticastGroupEntry, Vec<u32>)>,
     pub clones: BTreeMap<u32, CloneSessionEntry>,
     /// Per action profile: P4Runtime member id → (engine member handle, member as written),
@@ -114,11 +120,11 @@ pub struct Index {
     pub members: HashMap<String, BTreeMap<u32, (u32, ActionProfileMember)>>,
     pub groups: HashMap<String, BTreeMap<u32, ActionProfileGroup>>,
     /// Entries that set an idle_timeout_ns, per engine table.
-    pub idle: HashMap<String, HashMap<Key, Idle>>,
+    pub idle: FastMap<String, FastMap<Key, Idle>>,
     /// Last hit (or insertion) of every entry of a table that supports idle timeout.
-    pub last_hit: HashMap<String, HashMap<EntryHandle, Instant>>,
+    pub last_hit: FastMap<String, FastMap<EntryHandle, Instant>>,
     /// One-shot entries per table, and how many each action profile has.
-    pub oneshot: HashMap<String, HashMap<Key, OneShot>>,
+    pub oneshot: FastMap<String, FastMap<Key, OneShot>>,
     pub oneshot_count: HashMap<String, usize>,
     /// The last engine group id given to a hidden one-shot group.
     pub oneshot_group: u32,
@@ -128,7 +134,16 @@ pub struct Index {
     pub digests: BTreeMap<u32, DigestConfig>,
     /// Entries' `controller_metadata` and `metadata`, per engine table (only those that set
     /// them).
-    pub cookies: HashMap<String, HashMap<Key, Cookie>>,
+    pub cookies: FastMap<String, FastMap<Key, Cookie>>,
+}
+
+impl Index {
+    /// Whether entries of `table` have idle timeouts or cookies here, which an insert must
+    /// clear for its key.
+    fn keeps_keys(&self, table: &str) -> bool {
+        self.idle.get(table).is_some_and(|t| !t.is_empty())
+            || self.cookies.get(table).is_some_and(|t| !t.is_empty())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -297,7 +312,7 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                     "register \"{name}\": data must be a bitstring"
                 )));
             };
-            let v = to_engine(bits, *width, &format!("register \"{name}\""))?;
+            let v = to_engine(bits, *width, format_args!("register \"{name}\""))?;
             let value = v.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b));
             Ok(Op::Register {
                 name: name.clone(),
@@ -424,7 +439,7 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                     p,
                     a,
                     &prof.actions,
-                    &format!("action profile \"{}\"", prof.name),
+                    format_args!("action profile \"{}\"", prof.name),
                 )?,
                 (None, _) => {
                     return Err(UpdateError::InvalidArgument(
@@ -591,7 +606,7 @@ fn value_set_member(
         let Some(FieldMatchType::Exact(e)) = &f.field_match_type else {
             return Err(inv(format!("{what}: field id {id} must be an exact match")));
         };
-        let v = to_engine(&e.value, *width, &format!("{what} field id {id}"))?;
+        let v = to_engine(&e.value, *width, format_args!("{what} field id {id}"))?;
         fields.push((v, *width));
     }
     Ok(crate::bytes::pack_bits(&fields))
@@ -809,6 +824,16 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
     }
 }
 
+/// `table "t" field id N`, formatted only for an error message.
+#[derive(Clone, Copy)]
+struct FieldName<'a>(&'a str, u32);
+
+impl std::fmt::Display for FieldName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "table \"{}\" field id {}", self.0, self.1)
+    }
+}
+
 pub fn translate_match(
     t: &TableInfo,
     te: &TableEntry,
@@ -841,11 +866,11 @@ pub fn translate_match(
     }
     let mut out = Vec::with_capacity(t.keys.len());
     for (k, g) in t.keys.iter().zip(given) {
-        let what = format!("table \"{}\" field id {}", t.name, k.id);
+        let what = FieldName(&t.name, k.id);
         let w = k.width;
         let m = match (k.kind, g) {
             (Kind::Exact, Some(FieldMatchType::Exact(e))) => {
-                FieldMatch::Exact(to_engine(&e.value, w, &what)?)
+                FieldMatch::Exact(to_engine(&e.value, w, what)?)
             }
             (Kind::Exact, None) => {
                 return Err(inv(format!("{what}: exact fields cannot be omitted")))
@@ -865,9 +890,8 @@ pub fn translate_match(
                         "{what}: a /0 LPM match must be omitted (don't care)"
                     )));
                 }
-                let v = to_engine(&l.value, w, &what)?;
-                let mask = prefix_mask(w, plen);
-                if v.iter().zip(&mask).any(|(a, m)| a & !m != 0) {
+                let v = to_engine(&l.value, w, what)?;
+                if bits_past_prefix(&v, w, plen) {
                     return Err(inv(format!(
                         "{what}: LPM value has bits set beyond the /{plen} prefix"
                     )));
@@ -882,8 +906,8 @@ pub fn translate_match(
                 prefix_len: 0,
             },
             (Kind::Ternary, Some(FieldMatchType::Ternary(tn))) => {
-                let v = to_engine(&tn.value, w, &what)?;
-                let mask = to_engine(&tn.mask, w, &format!("{what} mask"))?;
+                let v = to_engine(&tn.value, w, what)?;
+                let mask = to_engine(&tn.mask, w, format_args!("{what} mask"))?;
                 if mask.iter().all(|b| *b == 0) {
                     return Err(inv(format!(
                         "{what}: an all-zero mask must be omitted (don't care)"
@@ -904,8 +928,8 @@ pub fn translate_match(
                 }
             }
             (Kind::Range, Some(FieldMatchType::Range(r))) => {
-                let low = to_engine(&r.low, w, &format!("{what} low"))?;
-                let high = to_engine(&r.high, w, &format!("{what} high"))?;
+                let low = to_engine(&r.low, w, format_args!("{what} low"))?;
+                let high = to_engine(&r.high, w, format_args!("{what} high"))?;
                 if low > high {
                     return Err(inv(format!("{what}: range low > high")));
                 }
@@ -921,7 +945,7 @@ pub fn translate_match(
                 high: all_ones(w),
             },
             (Kind::Optional, Some(FieldMatchType::Optional(o))) => {
-                FieldMatch::Optional(Some(to_engine(&o.value, w, &what)?))
+                FieldMatch::Optional(Some(to_engine(&o.value, w, what)?))
             }
             (Kind::Optional, None) => FieldMatch::Optional(None),
             (kind, Some(_)) => return Err(inv(format!("{what}: not a {kind:?} match"))),
@@ -947,7 +971,7 @@ fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act,
                     t.name
                 )));
             }
-            let (name, args) = action_args(p, a, &t.actions, &format!("table \"{}\"", t.name))?;
+            let (name, args) = action_args(p, a, &t.actions, format_args!("table \"{}\"", t.name))?;
             Ok(Act::Action { name, args })
         }
         table_action::Type::ActionProfileMemberId(m) if t.indirect => Ok(Act::P4Member {
@@ -979,7 +1003,8 @@ fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act,
                     return Err(inv(format!("action set entry {i}: weight must be > 0")));
                 }
                 total += i64::from(pa.weight);
-                let (name, args) = action_args(p, a, &t.actions, &format!("table \"{}\"", t.name))?;
+                let (name, args) =
+                    action_args(p, a, &t.actions, format_args!("table \"{}\"", t.name))?;
                 actions.push((name, args, pa.weight as u32));
             }
             if max > 0 && total > i64::from(max) {
@@ -1003,7 +1028,7 @@ fn action_args(
     p: &Pipeline,
     a: &p4runtime_proto::p4runtime::Action,
     allowed: &[u32],
-    owner: &str,
+    owner: impl std::fmt::Display,
 ) -> Result<(String, Vec<Vec<u8>>), UpdateError> {
     let inv = UpdateError::InvalidArgument;
     if !allowed.contains(&a.action_id) {
@@ -1031,8 +1056,11 @@ fn action_args(
                 info.name
             )));
         };
-        let what = format!("action \"{}\" param id {id}", info.name);
-        args.push(to_engine(&pv.value, *w, &what)?);
+        args.push(to_engine(
+            &pv.value,
+            *w,
+            format_args!("action \"{}\" param id {id}", info.name),
+        )?);
     }
     Ok((info.name.clone(), args))
 }
@@ -1123,18 +1151,24 @@ fn old_direct(
     }
 }
 
+/// The engine entry with this key: tables without priorities take 0, which is no priority.
+fn find(sw: &Switch, table: &str, key: &Key) -> Option<EntryHandle> {
+    sw.table_find(table, &key.0, (key.1 != 0).then_some(key.1))
+        .ok()
+        .flatten()
+}
+
 fn add(
     sw: &mut Switch,
     table: &str,
-    key: &(Vec<FieldMatch>, i32),
-    needs_priority: bool,
+    matches: Vec<FieldMatch>,
+    prio: Option<i32>,
     act: &Act,
 ) -> Result<EntryHandle, ApiError> {
-    let prio = needs_priority.then_some(key.1);
     match act {
-        Act::Action { name, args } => sw.table_add(table, key.0.clone(), prio, name, args),
-        Act::Member(m) => sw.table_add_member_entry(table, key.0.clone(), prio, *m),
-        Act::Group(g) => sw.table_add_group_entry(table, key.0.clone(), prio, *g),
+        Act::Action { name, args } => sw.table_add(table, matches, prio, name, args),
+        Act::Member(m) => sw.table_add_member_entry(table, matches, prio, *m),
+        Act::Group(g) => sw.table_add_group_entry(table, matches, prio, *g),
         Act::P4Member { .. } | Act::OneShot { .. } => {
             unreachable!("member ids and action sets are resolved before the engine sees them")
         }
@@ -1168,6 +1202,38 @@ fn modify(sw: &mut Switch, table: &str, h: EntryHandle, act: &Act) -> Result<(),
     }
 }
 
+/// The undo log covers table entries (with their direct meters and counters) only: other ops
+/// fail in an all-or-nothing batch.
+fn undoable(op: Result<Op, UpdateError>) -> Result<Op, UpdateError> {
+    match op {
+        Ok(
+            Op::Insert {
+                act: Act::OneShot { .. },
+                ..
+            }
+            | Op::Modify {
+                act: Act::OneShot { .. },
+                ..
+            }
+            | Op::ValueSet { .. }
+            | Op::Counter { .. }
+            | Op::Register { .. }
+            | Op::Mcast { .. }
+            | Op::Clone { .. }
+            | Op::Member { .. }
+            | Op::Digest { .. }
+            | Op::Meter { .. }
+            | Op::Group { .. }
+            | Op::SetDefault { .. },
+        ) => Err(UpdateError::Unimplemented(
+            "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches support table entries (without \
+             action sets) and their direct meters and counters only"
+                .into(),
+        )),
+        op => op,
+    }
+}
+
 /// Applies `ops` in order; with `rollback`, the first failure undoes the applied ones and the
 /// rest are not tried (reported as ABORTED).
 pub fn apply(
@@ -1176,37 +1242,6 @@ pub fn apply(
     ops: Vec<Result<Op, UpdateError>>,
     rollback: bool,
 ) -> Vec<Result<(), UpdateError>> {
-    // The undo log covers table entries (with their direct meters and counters) only.
-    let ops: Vec<_> = ops
-        .into_iter()
-        .map(|op| match op {
-            Ok(
-                Op::Insert {
-                    act: Act::OneShot { .. },
-                    ..
-                }
-                | Op::Modify {
-                    act: Act::OneShot { .. },
-                    ..
-                }
-                | Op::ValueSet { .. }
-                | Op::Counter { .. }
-                | Op::Register { .. }
-                | Op::Mcast { .. }
-                | Op::Clone { .. }
-                | Op::Member { .. }
-                | Op::Digest { .. }
-                | Op::Meter { .. }
-                | Op::Group { .. }
-                | Op::SetDefault { .. },
-            ) if rollback => Err(UpdateError::Unimplemented(
-                "ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC batches support table entries (without \
-                 action sets) and their direct meters and counters only"
-                    .into(),
-            )),
-            op => op,
-        })
-        .collect();
     let mut results = Vec::with_capacity(ops.len());
     let mut undo: Vec<Undo> = Vec::new();
     let mut failed = false;
@@ -1217,6 +1252,7 @@ pub fn apply(
             )));
             continue;
         }
+        let op = if rollback { undoable(op) } else { op };
         let r = op.and_then(|op| apply_one(sw, index, op, rollback.then_some(&mut undo)));
         if r.is_err() {
             failed = true;
@@ -1228,7 +1264,7 @@ pub fn apply(
             match u {
                 Undo::Delete { table, key } => {
                     set_cookie(index, &table, &key, Cookie::default());
-                    if let Some(h) = index.tables.get_mut(&table).and_then(|t| t.remove(&key)) {
+                    if let Some(h) = find(sw, &table, &key) {
                         let _ = sw.table_delete(&table, h);
                     }
                 }
@@ -1238,7 +1274,7 @@ pub fn apply(
                     meter,
                     counter,
                 } => {
-                    if let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() {
+                    if let Some(h) = find(sw, &table, &key) {
                         if let Some(r) = meter {
                             let _ = sw.direct_meter_set_rates(&table, h, &r);
                         }
@@ -1252,19 +1288,14 @@ pub fn apply(
                     key,
                     act,
                     priority_ok,
-                } => {
-                    let h = index.tables.get(&table).and_then(|t| t.get(&key)).copied();
-                    match h {
-                        Some(h) => {
-                            let _ = modify(sw, &table, h, &act);
-                        }
-                        None => {
-                            if let Ok(h) = add(sw, &table, &key, priority_ok, &act) {
-                                index.tables.entry(table).or_default().insert(key, h);
-                            }
-                        }
+                } => match find(sw, &table, &key) {
+                    Some(h) => {
+                        let _ = modify(sw, &table, h, &act);
                     }
-                }
+                    None => {
+                        let _ = add(sw, &table, key.0, priority_ok.then_some(key.1), &act);
+                    }
+                },
             }
         }
         for r in results.iter_mut() {
@@ -1279,9 +1310,9 @@ pub fn apply(
 }
 
 /// Records an entry's idle timeout; a new timeout is a new idle period (not yet notified).
-fn set_idle(index: &mut Index, table: &str, key: &Key, ns: i64) {
+fn set_idle(index: &mut Index, table: &str, key: &Key, handle: EntryHandle, ns: i64) {
     if ns == 0 {
-        if let Some(t) = index.idle.get_mut(table) {
+        if let Some(t) = index.idle.get_mut(table).filter(|t| !t.is_empty()) {
             t.remove(key);
         }
     } else {
@@ -1290,6 +1321,7 @@ fn set_idle(index: &mut Index, table: &str, key: &Key, ns: i64) {
             Idle {
                 timeout_ns: ns,
                 notified_for: None,
+                handle,
             },
         );
     }
@@ -1401,7 +1433,7 @@ fn set_direct(
 /// without it (the bulk of routes) cost nothing.
 fn set_cookie(index: &mut Index, table: &str, key: &Key, cookie: Cookie) {
     if cookie == Cookie::default() {
-        if let Some(t) = index.cookies.get_mut(table) {
+        if let Some(t) = index.cookies.get_mut(table).filter(|t| !t.is_empty()) {
             t.remove(key);
         }
     } else {
@@ -1414,18 +1446,15 @@ fn set_cookie(index: &mut Index, table: &str, key: &Key, cookie: Cookie) {
 }
 
 /// A P4Runtime member id to the engine's member handle.
-fn resolve(index: &Index, act: Act) -> Result<Act, UpdateError> {
-    match act {
-        Act::P4Member { profile, id } => index
-            .members
-            .get(&profile)
-            .and_then(|m| m.get(&id))
-            .map(|m| Act::Member(m.0))
-            .ok_or(UpdateError::NotFound(format!(
-                "action profile \"{profile}\": no member {id}"
-            ))),
-        act => Ok(act),
-    }
+fn member_handle(index: &Index, profile: &str, id: u32) -> Result<u32, UpdateError> {
+    index
+        .members
+        .get(profile)
+        .and_then(|m| m.get(&id))
+        .map(|m| m.0)
+        .ok_or_else(|| {
+            UpdateError::NotFound(format!("action profile \"{profile}\": no member {id}"))
+        })
 }
 
 fn apply_one(
@@ -1434,39 +1463,12 @@ fn apply_one(
     op: Op,
     undo: Option<&mut Vec<Undo>>,
 ) -> Result<(), UpdateError> {
-    let op = match op {
-        Op::Insert {
-            table,
-            key,
-            needs_priority,
-            act,
-            idle_ns,
-            ageing,
-            direct,
-        } => Op::Insert {
-            table,
-            key,
-            needs_priority,
-            act: resolve(index, act)?,
-            idle_ns,
-            ageing,
-            direct,
-        },
-        Op::Modify {
-            table,
-            key,
-            act,
-            idle_ns,
-            direct,
-        } => Op::Modify {
-            table,
-            key,
-            act: resolve(index, act)?,
-            idle_ns,
-            direct,
-        },
-        op => op,
-    };
+    let mut op = op;
+    if let Op::Insert { act, .. } | Op::Modify { act, .. } = &mut op {
+        if let Act::P4Member { profile, id } = act {
+            *act = Act::Member(member_handle(index, profile, *id)?);
+        }
+    }
     match op {
         Op::Insert {
             table,
@@ -1477,14 +1479,14 @@ fn apply_one(
             ageing,
             direct,
         } => {
-            if index
-                .tables
-                .get(&table)
-                .is_some_and(|t| t.contains_key(&key))
-            {
-                return Err(UpdateError::AlreadyExists(format!(
+            let exists = || {
+                UpdateError::AlreadyExists(format!(
                     "table \"{table}\": an entry with this match key exists"
-                )));
+                ))
+            };
+            // An action set creates hidden objects first: only for an entry that can be added.
+            if matches!(act, Act::OneShot { .. }) && find(sw, &table, &key).is_some() {
+                return Err(exists());
             }
             let (act, shot) = match act {
                 Act::OneShot {
@@ -1511,15 +1513,32 @@ fn apply_one(
                 }
                 act => (act, None),
             };
-            let added = add(sw, &table, &key, needs_priority, &act)
-                .map_err(UpdateError::from)
-                .and_then(|h| match set_direct(sw, index, &table, &key, h, direct) {
-                    Ok(()) => Ok(h),
-                    Err(e) => {
-                        let _ = sw.table_delete(&table, h);
-                        set_cookie(index, &table, &key, Cookie::default());
-                        Err(e)
-                    }
+            // The key moves into the engine. A copy is kept only for what needs it after the
+            // insert; the bulk of routes needs none.
+            let keep = shot.is_some()
+                || idle_ns != 0
+                || direct.meter.is_some()
+                || direct.counter.is_some()
+                || direct.cookie != Cookie::default()
+                || undo.is_some()
+                || index.keeps_keys(&table);
+            let key_after = keep.then(|| key.clone());
+            let prio = needs_priority.then_some(key.1);
+            let added = add(sw, &table, key.0, prio, &act)
+                .map_err(|e| match e.code {
+                    ErrorCode::DuplicateEntry => exists(),
+                    _ => UpdateError::from(e),
+                })
+                .and_then(|h| match &key_after {
+                    None => Ok(h),
+                    Some(key) => match set_direct(sw, index, &table, key, h, direct) {
+                        Ok(()) => Ok(h),
+                        Err(e) => {
+                            let _ = sw.table_delete(&table, h);
+                            set_cookie(index, &table, key, Cookie::default());
+                            Err(e)
+                        }
+                    },
                 });
             let h = match added {
                 Ok(h) => h,
@@ -1531,19 +1550,6 @@ fn apply_one(
                     return Err(e);
                 }
             };
-            index
-                .tables
-                .entry(table.clone())
-                .or_default()
-                .insert(key.clone(), h);
-            if let Some(s) = shot {
-                *index.oneshot_count.entry(s.profile.clone()).or_default() += 1;
-                index
-                    .oneshot
-                    .entry(table.clone())
-                    .or_default()
-                    .insert(key.clone(), s);
-            }
             if ageing {
                 index
                     .last_hit
@@ -1551,9 +1557,19 @@ fn apply_one(
                     .or_default()
                     .insert(h, Instant::now());
             }
-            set_idle(index, &table, &key, idle_ns);
-            if let Some(u) = undo {
-                u.push(Undo::Delete { table, key });
+            if let Some(key) = key_after {
+                if let Some(s) = shot {
+                    *index.oneshot_count.entry(s.profile.clone()).or_default() += 1;
+                    index
+                        .oneshot
+                        .entry(table.clone())
+                        .or_default()
+                        .insert(key.clone(), s);
+                }
+                set_idle(index, &table, &key, h, idle_ns);
+                if let Some(u) = undo {
+                    u.push(Undo::Delete { table, key });
+                }
             }
             Ok(())
         }
@@ -1570,7 +1586,7 @@ fn apply_one(
             idle_ns,
             direct,
         } => {
-            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
+            let Some(h) = find(sw, &table, &key) else {
                 return Err(UpdateError::NotFound(format!(
                     "table \"{table}\": no entry with this match key"
                 )));
@@ -1603,7 +1619,7 @@ fn apply_one(
                     group,
                 },
             );
-            set_idle(index, &table, &key, idle_ns);
+            set_idle(index, &table, &key, h, idle_ns);
             Ok(())
         }
         Op::Modify {
@@ -1613,7 +1629,7 @@ fn apply_one(
             idle_ns,
             direct,
         } => {
-            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
+            let Some(h) = find(sw, &table, &key) else {
                 return Err(UpdateError::NotFound(format!(
                     "table \"{table}\": no entry with this match key"
                 )));
@@ -1634,22 +1650,19 @@ fn apply_one(
             }
             modify(sw, &table, h, &act).map_err(UpdateError::from)?;
             set_direct(sw, index, &table, &key, h, direct)?;
-            set_idle(index, &table, &key, idle_ns);
+            set_idle(index, &table, &key, h, idle_ns);
             Ok(())
         }
         Op::Delete { table, key } => {
-            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
+            let Some(h) = find(sw, &table, &key) else {
                 return Err(UpdateError::NotFound(format!(
                     "table \"{table}\": no entry with this match key"
                 )));
             };
             let old = undo.is_some().then(|| current(sw, &table, h)).flatten();
             sw.table_delete(&table, h).map_err(UpdateError::from)?;
-            set_idle(index, &table, &key, 0);
+            set_idle(index, &table, &key, h, 0);
             set_cookie(index, &table, &key, Cookie::default());
-            if let Some(t) = index.tables.get_mut(&table) {
-                t.remove(&key);
-            }
             if let Some(t) = index.last_hit.get_mut(&table) {
                 t.remove(&h);
             }
@@ -1817,7 +1830,7 @@ fn apply_one(
             rates: None,
         } => sw.meter_reset_rates(&name, i).map_err(UpdateError::from),
         Op::DirectMeter { table, key, rates } => {
-            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
+            let Some(h) = find(sw, &table, &key) else {
                 return Err(UpdateError::NotFound(format!(
                     "table \"{table}\": no entry with this match key"
                 )));
@@ -1828,7 +1841,7 @@ fn apply_one(
             set_direct_meter(sw, &table, h, &rates)
         }
         Op::DirectCounter { table, key, value } => {
-            let Some(h) = index.tables.get(&table).and_then(|t| t.get(&key)).copied() else {
+            let Some(h) = find(sw, &table, &key) else {
                 return Err(UpdateError::NotFound(format!(
                     "table \"{table}\": no entry with this match key"
                 )));

@@ -3,6 +3,7 @@
 //! so hashing and comparing stay in registers instead of following a pointer to the key
 //! bytes, and the smaller entries keep big tables denser in cache.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -78,17 +79,25 @@ impl<V> KeyMap<V> {
         }
     }
 
-    pub(crate) fn insert(&mut self, key: &[u8], v: V) {
+    /// Inserts `v` for `key` unless the key is there, whose value is then the error: the
+    /// duplicate check and the insert in one hash probe.
+    pub(crate) fn insert_new(&mut self, key: &[u8], v: V) -> Result<(), V>
+    where
+        V: Copy,
+    {
+        fn put<K, V: Copy>(e: Entry<'_, K, V>, v: V) -> Result<(), V> {
+            match e {
+                Entry::Occupied(o) => Err(*o.get()),
+                Entry::Vacant(x) => {
+                    x.insert(v);
+                    Ok(())
+                }
+            }
+        }
         match self {
-            KeyMap::Packed64(m) => {
-                m.insert(pack(key) as u64, v);
-            }
-            KeyMap::Packed(m) => {
-                m.insert(pack(key), v);
-            }
-            KeyMap::Bytes(m) => {
-                m.insert(key.into(), v);
-            }
+            KeyMap::Packed64(m) => put(m.entry(pack(key) as u64), v),
+            KeyMap::Packed(m) => put(m.entry(pack(key)), v),
+            KeyMap::Bytes(m) => put(m.entry(key.into()), v),
         }
     }
 

@@ -275,28 +275,32 @@ impl<V> Table<V> {
         value: V,
     ) -> Result<EntryHandle, TableError> {
         let compiled = self.compile(&matches, priority)?;
-        if let Some(existing) = self.locate(&compiled, &matches, priority) {
+        let full = TableError::Full {
+            max_size: self.max_size,
+        };
+        if self.len >= self.max_size {
+            return Err(match self.locate(&compiled, &matches, priority) {
+                Some(existing) => TableError::Duplicate {
+                    existing: EntryHandle(existing),
+                },
+                None => full,
+            });
+        }
+        // Handles are u32 and max_size bounds the slot count.
+        let slot = match self.free.first() {
+            Some(&s) => s,
+            None => u32::try_from(self.slots.len()).map_err(|_| full)?,
+        };
+        if let Err(existing) = self.index_add(compiled, &matches, priority, slot) {
             return Err(TableError::Duplicate {
                 existing: EntryHandle(existing),
             });
         }
-        if self.len >= self.max_size {
-            return Err(TableError::Full {
-                max_size: self.max_size,
-            });
+        if self.free.first() == Some(&slot) {
+            self.free.pop_first();
+        } else {
+            self.slots.push(None);
         }
-        let slot = match self.free.pop_first() {
-            Some(s) => s,
-            None => {
-                // Handles are u32 and max_size bounds the slot count.
-                let s = u32::try_from(self.slots.len()).map_err(|_| TableError::Full {
-                    max_size: self.max_size,
-                })?;
-                self.slots.push(None);
-                s
-            }
-        };
-        self.index_add(compiled, priority.unwrap_or(0), slot);
         self.slots[slot as usize] = Some(Entry {
             matches,
             priority,
@@ -580,11 +584,27 @@ impl<V> Table<V> {
         }
     }
 
-    fn index_add(&mut self, c: Compiled, priority: i32, slot: u32) {
+    /// Indexes a new entry at `slot`, or gives the slot of the entry with its key. Exact and LPM
+    /// tables check and insert in one hash probe.
+    fn index_add(
+        &mut self,
+        c: Compiled,
+        matches: &[FieldMatch],
+        priority: Option<i32>,
+        slot: u32,
+    ) -> Result<(), u32> {
+        if matches!(self.index, Index::Ternary(_)) {
+            if let Some(existing) = self.locate(&c, matches, priority) {
+                return Err(existing);
+            }
+        }
         match &mut self.index {
-            Index::Exact(map) => map.insert(&c.value, slot),
+            Index::Exact(map) => map.insert_new(&c.value, slot),
             Index::Lpm(lpm) => lpm.add(c, slot),
-            Index::Ternary(ts) => ts.add(c, priority, slot),
+            Index::Ternary(ts) => {
+                ts.add(c, priority.unwrap_or(0), slot);
+                Ok(())
+            }
         }
     }
 
@@ -672,17 +692,23 @@ impl LpmIndex {
         self.short.iter().find_map(|&len| hit(len, probe))
     }
 
-    fn add(&mut self, c: Compiled, slot: u32) {
+    /// Adds a prefix at `slot`, or gives the slot of the entry with the same prefix.
+    fn add(&mut self, c: Compiled, slot: u32) -> Result<(), u32> {
         let len = c.prefix_len;
         let tier = self.tier_of(len);
-        if self.levels[len as usize].is_none() {
-            self.levels[len as usize] = Some(LpmLevel {
-                mask: Mask::new(c.mask),
-                map: KeyMap::new(c.value.len()),
-            });
-            if tier.is_none() {
-                let at = self.short.partition_point(|&l| l > len);
-                self.short.insert(at, len);
+        match self.levels[len as usize].as_mut() {
+            Some(level) => level.map.insert_new(&c.value, slot)?,
+            None => {
+                let mut map = KeyMap::new(c.value.len());
+                map.insert_new(&c.value, slot)?;
+                self.levels[len as usize] = Some(LpmLevel {
+                    mask: Mask::new(c.mask),
+                    map,
+                });
+                if tier.is_none() {
+                    let at = self.short.partition_point(|&l| l > len);
+                    self.short.insert(at, len);
+                }
             }
         }
         if let Some(i) = tier {
@@ -695,8 +721,7 @@ impl LpmIndex {
             let bit = (len - t.bits) as usize;
             t.lengths[b * t.words + bit / 64] |= 1 << (bit % 64);
         }
-        let level = self.levels[len as usize].as_mut().expect("created above");
-        level.map.insert(&c.value, slot);
+        Ok(())
     }
 
     fn remove(&mut self, c: &Compiled) {

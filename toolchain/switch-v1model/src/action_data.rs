@@ -24,19 +24,31 @@ pub fn action_data(prog: &Prog, action: u32, args: &[Vec<u8>]) -> Result<ActionD
     }
     let mut out = Vec::with_capacity(args.len());
     for ((name, width), bytes) in a.params.iter().zip(args) {
-        let v = BigInt::from_bytes_be(num_bigint::Sign::Plus, bytes);
-        if v.bits() > u64::from(*width) {
-            return fail(
+        let too_wide = || {
+            fail(
                 ErrorCode::BadActionData,
                 format!(
                     "parameter \"{name}\" of action \"{}\": value does not fit {width} bits",
                     a.name
                 ),
-            );
-        }
+            )
+        };
         out.push(if *width <= 64 {
-            Arg::N(u64::try_from(v).unwrap_or(0))
+            // Without a big integer: this runs for every parameter of every table write.
+            let sig = &bytes[bytes.iter().take_while(|b| **b == 0).count()..];
+            if sig.len() > 8 {
+                return too_wide();
+            }
+            let v = sig.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+            if 64 - v.leading_zeros() > *width {
+                return too_wide();
+            }
+            Arg::N(v)
         } else {
+            let v = BigInt::from_bytes_be(num_bigint::Sign::Plus, bytes);
+            if v.bits() > u64::from(*width) {
+                return too_wide();
+            }
             Arg::W(v)
         });
     }

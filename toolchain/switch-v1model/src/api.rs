@@ -65,35 +65,36 @@ pub struct EntryDesc {
 
 impl Switch {
     fn table_index(&self, name: &str) -> Result<usize, ApiError> {
-        match self.prog.tables.iter().position(|t| t.name == name) {
-            Some(i) => Ok(i),
+        match self.table_names.get(name) {
+            Some(&i) => Ok(i),
             None => fail(ErrorCode::InvalidTableName, format!("no table \"{name}\"")),
         }
     }
 
     fn table_action(&self, t: usize, action: &str) -> Result<u32, ApiError> {
         let info = &self.prog.tables[t];
+        // Several actions may share a name only across tables: the table's own first (a few
+        // to compare); the search of every action only tells the two errors apart.
+        if let Some(&x) = info
+            .actions
+            .iter()
+            .find(|&&x| self.prog.actions[x as usize].name == action)
+        {
+            return Ok(x);
+        }
         let Some(a) = self.prog.actions.iter().position(|a| a.name == action) else {
             return fail(
                 ErrorCode::InvalidActionName,
                 format!("no action \"{action}\""),
             );
         };
-        // Several actions may share a name only across tables; prefer the table's own.
-        match info
-            .actions
-            .iter()
-            .find(|&&x| self.prog.actions[x as usize].name == action)
-        {
-            Some(&x) => Ok(x),
-            None => fail(
-                ErrorCode::ActionNotInTable,
-                format!(
-                    "action \"{}\" is not an action of table \"{}\"",
-                    self.prog.actions[a].name, info.name
-                ),
+        fail(
+            ErrorCode::ActionNotInTable,
+            format!(
+                "action \"{}\" is not an action of table \"{}\"",
+                self.prog.actions[a].name, info.name
             ),
-        }
+        )
     }
 
     fn entry_value(&self, t: usize, action: &str, args: &[Vec<u8>]) -> Result<EntryVal, ApiError> {
@@ -117,12 +118,14 @@ impl Switch {
                 format!("table \"{}\" has const entries", self.prog.tables[t].name),
             );
         }
-        let name = self.prog.tables[t].name.clone();
         match self.rt.tables[t].table.as_mut() {
             Some(tb) => Ok(tb),
             None => fail(
                 ErrorCode::TableFull,
-                format!("table \"{name}\" has no key and takes no entries"),
+                format!(
+                    "table \"{}\" has no key and takes no entries",
+                    self.prog.tables[t].name
+                ),
             ),
         }
     }
@@ -144,12 +147,11 @@ impl Switch {
 
     fn insert_entry(
         &mut self,
-        table: &str,
+        t: usize,
         matches: Vec<FieldMatch>,
         priority: Option<i32>,
         v: EntryVal,
     ) -> Result<EntryHandle, ApiError> {
-        let t = self.table_index(table)?;
         let h = self.mutable_table(t)?.insert(matches, priority, v)?;
         self.reset_direct(t, h);
         Ok(h)
@@ -244,7 +246,7 @@ impl Switch {
     ) -> Result<EntryHandle, ApiError> {
         let t = self.table_index(table)?;
         let v = self.entry_value(t, action, args)?;
-        self.insert_entry(table, matches, priority, v)
+        self.insert_entry(t, matches, priority, v)
     }
 
     /// Adds an entry of an indirect table pointing at an action profile member.
@@ -262,7 +264,8 @@ impl Switch {
                 format!("no member {member}"),
             );
         }
-        self.insert_entry(table, matches, priority, EntryVal::Member(member))
+        let t = self.table_index(table)?;
+        self.insert_entry(t, matches, priority, EntryVal::Member(member))
     }
 
     /// Adds an entry of an indirect table with selector pointing at a group.
@@ -277,7 +280,8 @@ impl Switch {
         if self.rt.profiles[p].group(group).is_none() {
             return fail(ErrorCode::InvalidGroupHandle, format!("no group {group}"));
         }
-        self.insert_entry(table, matches, priority, EntryVal::Group(group))
+        let t = self.table_index(table)?;
+        self.insert_entry(t, matches, priority, EntryVal::Group(group))
     }
 
     /// Points an indirect table's entry at another member (bmv2's `mt_indirect_modify_entry`);
@@ -340,6 +344,21 @@ impl Switch {
         let v = self.entry_value(t, action, args)?;
         self.mutable_table(t)?.modify(handle, v)?;
         Ok(())
+    }
+
+    /// The entry with exactly this key (and priority, in tables that have them), if any: how
+    /// P4Runtime addresses entries.
+    pub fn table_find(
+        &self,
+        table: &str,
+        matches: &[FieldMatch],
+        priority: Option<i32>,
+    ) -> Result<Option<EntryHandle>, ApiError> {
+        let t = self.table_index(table)?;
+        Ok(self.rt.tables[t]
+            .table
+            .as_ref()
+            .and_then(|tb| tb.find(matches, priority)))
     }
 
     pub fn table_delete(&mut self, table: &str, handle: EntryHandle) -> Result<(), ApiError> {

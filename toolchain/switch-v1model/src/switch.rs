@@ -155,6 +155,8 @@ pub struct Switch {
     pub(crate) mirrors: HashMap<u32, MirrorSession>,
     pub(crate) config: SwitchConfig,
     pub(crate) stats: Stats,
+    /// Table name -> index: control-plane calls name their table, up to a million a second.
+    pub(crate) table_names: HashMap<String, usize>,
     // Jobs move between queues as one pointer; the pool keeps those boxes for reuse.
     #[allow(clippy::vec_box)]
     pool: Vec<Box<Pkt>>,
@@ -238,6 +240,11 @@ impl Switch {
             .iter()
             .position(|p| p.name == "parser")
             .unwrap_or(0);
+        let mut table_names = HashMap::new();
+        for (i, t) in prog.tables.iter().enumerate() {
+            // The first of a name wins, as a search in JSON order finds it.
+            table_names.entry(t.name.clone()).or_insert(i);
+        }
         let mut sw = Switch {
             prog,
             rt,
@@ -245,6 +252,7 @@ impl Switch {
             mirrors: HashMap::new(),
             config,
             stats: Stats::default(),
+            table_names,
             pool: Vec::new(),
             replicas: Vec::new(),
             fifo: VecDeque::new(),
