@@ -2,10 +2,12 @@
 //! lab reports them: seed 000's incast (`kind: incast`), seed 001's head-of-line test
 //! (`kind: prio-2to1`) and seed 003's remote PFC test (`kind: leafspine`, [`crate::leafspine`]).
 
+use crate::error::ExperimentError;
 use crate::fabric::Fabric;
 use crate::net::Sim;
 use crate::results::{table, Measurement};
-use crate::traffic::{NicParams, PingPong, Sender};
+use crate::tally::{tally, Tally};
+use crate::traffic::{NicParams, PingPong, Sender, START_JITTER_NS};
 use roce_host::perftest::{BwReport, LatReport};
 use serde::Deserialize;
 
@@ -31,18 +33,6 @@ pub struct IncastCase {
 
 /// perftest's default tx-depth (WRITEs in flight per QP), as the lab's write_bw runs.
 pub const TX_DEPTH: u32 = 128;
-/// Senders start at a random offset below this (from `--seed`): processes on different hosts
-/// never start in the same nanosecond, and in lockstep they would share every queue alike.
-pub const START_JITTER_NS: u64 = 1_000;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ExperimentError {
-    #[error("experiment: {0}")]
-    Parse(String),
-    #[error("experiment.{field}: unknown host '{host}'")]
-    UnknownHost { field: String, host: String },
-}
-
 /// The prio-2to1 section (seed 001): write_lat alone and beside write_bw, per case.
 #[derive(Debug, Deserialize)]
 pub struct Prio {
@@ -144,53 +134,6 @@ pub fn setup_incast(
         sim.wake_nic(s, start);
     }
     Ok(())
-}
-
-/// What every host's senders and endpoint did, summed: the figures the experiments share.
-#[derive(Debug, Default)]
-pub struct Tally {
-    pub posted: usize,
-    pub completed: usize,
-    /// Senders with a failed QP.
-    pub failed: u64,
-    /// perftest's latency (completion - post) and the network's (completion - first packet
-    /// out of the NIC) of every message.
-    pub latency_ns: Vec<u64>,
-    pub wire_latency_ns: Vec<u64>,
-    pub first_post: u64,
-    pub last_completion: u64,
-    pub ce: u64,
-    pub cnps: u64,
-    pub xoff: u64,
-    pub retx: u64,
-}
-
-pub fn tally(sim: &Sim) -> Tally {
-    let mut t = Tally {
-        first_post: u64::MAX,
-        ..Tally::default()
-    };
-    for nic in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
-        for s in &nic.senders {
-            t.posted += s.posted_ns.len();
-            t.completed += s.completed_ns.len();
-            t.failed += u64::from(s.failed > 0);
-            t.latency_ns.extend(&s.latency_ns);
-            t.wire_latency_ns.extend(&s.wire_latency_ns);
-            t.first_post = t
-                .first_post
-                .min(s.posted_ns.first().copied().unwrap_or(u64::MAX));
-            t.last_completion = t
-                .last_completion
-                .max(s.completed_ns.last().copied().unwrap_or(0));
-        }
-        let c = nic.ep.counters();
-        t.ce += c.rx_ce_marked;
-        t.cnps += c.rx_cnps;
-        t.retx += c.tx_retransmitted_pkts;
-        t.xoff += nic.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
-    }
-    t
 }
 
 /// The incast's measurement and table, as the lab's runner reports them (same value names and

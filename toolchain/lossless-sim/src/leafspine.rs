@@ -10,11 +10,12 @@
 //! latency is perftest's per message (completion minus post), averaged over every message of
 //! every sender, as the lab averages its `--samples` files.
 
-use crate::experiment::{tally, ExperimentError, Tally, START_JITTER_NS};
+use crate::error::ExperimentError;
 use crate::net::Sim;
 use crate::results::{table, Measurement};
+use crate::tally::{tally, Tally};
 use crate::tcp::{Addressing, Source, TcpParams};
-use crate::traffic::{NicParams, Sender};
+use crate::traffic::{NicParams, Sender, START_JITTER_NS};
 use roce_host::perftest::LatReport;
 use serde::Deserialize;
 

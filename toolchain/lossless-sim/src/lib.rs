@@ -7,6 +7,7 @@
 //! [`Core`]: p4_switch::core::Core
 
 pub mod des;
+pub mod error;
 pub mod experiment;
 pub mod fabric;
 pub mod leafspine;
@@ -15,6 +16,7 @@ pub mod net;
 pub mod probe;
 pub mod program;
 pub mod results;
+pub mod tally;
 pub mod tcp;
 pub mod traffic;
 

@@ -11,6 +11,10 @@ use roce_host::{
     Completion, Endpoint, EndpointConfig, Incoming, Peer, WcStatus, WorkRequest, WrOp,
 };
 
+/// Senders start at a random offset below this (from `--seed`): processes on different hosts
+/// never start in the same nanosecond, and in lockstep they would share every queue alike.
+pub const START_JITTER_NS: u64 = 1_000;
+
 /// The NIC's parameters beside the link rate.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct NicParams {

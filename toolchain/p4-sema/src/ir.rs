@@ -9,6 +9,7 @@
 use num_bigint::BigInt;
 use p4_syntax::ast::{Annotation, Direction};
 use p4_syntax::Span;
+use std::collections::HashMap;
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -475,7 +476,7 @@ pub struct Program {
     pub main: Option<DeclId>,
     /// What the control plane sees of the checked program (set by [`crate::check`], before
     /// the midend rewrites it).
-    pub control_plane_uses: crate::uses::ControlPlaneUses,
+    pub control_plane_uses: ControlPlaneUses,
 }
 
 impl Program {
@@ -765,4 +766,15 @@ fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr)) {
             c.args.iter().flatten().for_each(|a| walk_expr(a, f));
         }
     }
+}
+
+/// What p4c's front end leaves for the control plane, recorded on the checked program
+/// (computed by `uses`).
+#[derive(Clone, Debug, Default)]
+pub struct ControlPlaneUses {
+    /// Per control, the actions its apply block calls directly, in the order of the calls.
+    pub direct_actions: HashMap<DeclId, Vec<DeclId>>,
+    /// Whether a control's apply block, or an action the control plane keeps (or one it
+    /// calls), calls an extern function: p4c's v1model handler then creates `type_info`.
+    pub extern_function_called: bool,
 }

@@ -5,18 +5,10 @@
 //! so the backend reads these facts, recorded on the checked program, instead of its output.
 
 use crate::ir::{
-    Block, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Value,
+    Block, CallTarget, ControlPlaneUses, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind,
+    Value,
 };
-use std::collections::{HashMap, HashSet};
-
-#[derive(Clone, Debug, Default)]
-pub struct ControlPlaneUses {
-    /// Per control, the actions its apply block calls directly, in the order of the calls.
-    pub direct_actions: HashMap<DeclId, Vec<DeclId>>,
-    /// Whether a control's apply block, or an action the control plane keeps (or one it
-    /// calls), calls an extern function: p4c's v1model handler then creates `type_info`.
-    pub extern_function_called: bool,
-}
+use std::collections::HashSet;
 
 pub(crate) fn control_plane_uses(p: &Program) -> ControlPlaneUses {
     let mut out = ControlPlaneUses::default();

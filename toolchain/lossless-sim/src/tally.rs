@@ -1,0 +1,50 @@
+//! The hosts' counters summed over a run: what every experiment reports from.
+
+use crate::net::Sim;
+
+/// What every host's senders and endpoint did, summed: the figures the experiments share.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub posted: usize,
+    pub completed: usize,
+    /// Senders with a failed QP.
+    pub failed: u64,
+    /// perftest's latency (completion - post) and the network's (completion - first packet
+    /// out of the NIC) of every message.
+    pub latency_ns: Vec<u64>,
+    pub wire_latency_ns: Vec<u64>,
+    pub first_post: u64,
+    pub last_completion: u64,
+    pub ce: u64,
+    pub cnps: u64,
+    pub xoff: u64,
+    pub retx: u64,
+}
+
+pub fn tally(sim: &Sim) -> Tally {
+    let mut t = Tally {
+        first_post: u64::MAX,
+        ..Tally::default()
+    };
+    for nic in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
+        for s in &nic.senders {
+            t.posted += s.posted_ns.len();
+            t.completed += s.completed_ns.len();
+            t.failed += u64::from(s.failed > 0);
+            t.latency_ns.extend(&s.latency_ns);
+            t.wire_latency_ns.extend(&s.wire_latency_ns);
+            t.first_post = t
+                .first_post
+                .min(s.posted_ns.first().copied().unwrap_or(u64::MAX));
+            t.last_completion = t
+                .last_completion
+                .max(s.completed_ns.last().copied().unwrap_or(0));
+        }
+        let c = nic.ep.counters();
+        t.ce += c.rx_ce_marked;
+        t.cnps += c.rx_cnps;
+        t.retx += c.tx_retransmitted_pkts;
+        t.xoff += nic.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
+    }
+    t
+}
