@@ -95,7 +95,7 @@ deps: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 build: $(STAMPS)/rust
 	$(CARGO) build --$(PROFILE) --workspace
 	@mkdir -p $(BIN)
-	@find $(TARGET) -maxdepth 1 -type f -executable -exec install -m 755 {} $(BIN)/ \;
+	@find $(TARGET) -maxdepth 1 -type f -executable -exec install -p -m 755 {} $(BIN)/ \;
 	@# p4c's bmv2 backend name (the compiler takes that tool's command line from argv[0]) and
 	@# our core.p4/v1model.p4 where the installed compiler looks for them.
 	@ln -sf p4-compile $(BIN)/p4c-bm2-ss
@@ -124,7 +124,8 @@ P4_FLAGS := --target bmv2 --arch v1model --std p4-16
 # (apt) handles #include.
 p4: $(P4_OUT)/lossless.json
 
-$(P4_OUT)/lossless.json: $(wildcard p4src/*.p4) | build $(STAMPS)/apt
+# The compiler is a prerequisite too: a compiler change must not leave a stale pipeline behind.
+$(P4_OUT)/lossless.json: $(wildcard p4src/*.p4) $(wildcard $(P4C)) | build $(STAMPS)/apt
 	@mkdir -p $(@D)
 	$(P4C) $(P4_FLAGS) -o $(@D) --p4runtime-files $(@D)/lossless.p4info.txtpb $(P4_MAIN)
 

@@ -282,12 +282,24 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
             action(cx, &n, *a, with_params(a));
         }
     }
+    // By control-plane name, so that an action `p4-midend` copied per table binding is listed
+    // where the original is declared (p4c's order), not where its copies were appended.
+    let named = |set: &[DeclId]| -> HashSet<String> {
+        set.iter()
+            .filter_map(|a| match cx.frame.env.get(a) {
+                Some(Bind::Named(n)) => Some(n.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let (table_names, direct_names) = (named(&in_tables), named(direct));
     for &l in locals {
         match (&p.decl(l).kind, cx.frame.env.get(&l).cloned()) {
             (DeclKind::Action { .. }, Some(Bind::Named(n)))
-                if in_tables.contains(&l) || direct.contains(&l) =>
+                if table_names.contains(&n) || direct_names.contains(&n) =>
             {
-                action(cx, &n, l, with_params(&l))
+                let params = table_names.contains(&n);
+                action(cx, &n, l, params)
             }
             (DeclKind::Table(_), Some(Bind::Named(n))) => cx.cp.table_order.push(n),
             _ => {}
