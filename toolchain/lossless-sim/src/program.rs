@@ -68,6 +68,11 @@ pub enum ProgramError {
     PortConfig { path: PathBuf, message: String },
     #[error("switch {switch}: {message}")]
     Switch { switch: String, message: String },
+    #[error("switch {switch}: {source}")]
+    Grpc {
+        switch: String,
+        source: p4_switch::error::ServerError,
+    },
     #[error(transparent)]
     Fabric(#[from] crate::fabric::FabricError),
 }
@@ -262,11 +267,10 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
             engine: engine.clone(),
             device_id: s.device_id,
         });
-        let server =
-            GrpcServer::start("127.0.0.1:0", dp).map_err(|message| ProgramError::Switch {
-                switch: s.name.clone(),
-                message,
-            })?;
+        let server = GrpcServer::start("127.0.0.1:0", dp).map_err(|source| ProgramError::Grpc {
+            switch: s.name.clone(),
+            source,
+        })?;
         served.push((s, core, numbered, server));
     }
     ctl_all(
