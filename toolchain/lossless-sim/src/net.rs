@@ -488,6 +488,38 @@ impl Sim {
         }
     }
 
+    /// Ends every host's applications and lets the fabric drain for at most `ns` of virtual
+    /// time (less once only switches' timers are left); the endpoints stay, to take what is
+    /// still in flight, and what hosts without one received is forgotten.
+    pub fn drain(&mut self, ns: u64) {
+        for h in &mut self.hosts {
+            if let Some(nic) = &mut h.nic {
+                nic.senders.clear();
+                nic.pingpongs.clear();
+            }
+            h.tcp.clear();
+        }
+        let until = self.now_ns + ns;
+        self.run(Some(until), None, &mut |_| {});
+        for h in &mut self.hosts {
+            h.rx.clear();
+        }
+    }
+
+    /// Every host as new, after [`Sim::drain`]: no endpoint, no TCP connection, nothing
+    /// received, no frame waiting (what the next config case starts from).
+    pub fn reset_hosts(&mut self) {
+        for h in &mut self.hosts {
+            h.nic = None;
+            h.tcp.clear();
+            h.tx.clear();
+            h.rx.clear();
+            h.tcp_unknown = 0;
+            h.tcp_next = 0;
+            h.tcp_turn = false;
+        }
+    }
+
     /// Gives `host` a new roce-host endpoint as its NIC, at its link's rate; the previous one
     /// (and its applications) is returned.
     pub fn set_nic(&mut self, host: usize, params: &crate::traffic::NicParams) -> Option<HostNic> {
