@@ -79,6 +79,10 @@ const PROBE_PAYLOAD: usize = 1024;
 const PROBE_GAP_NS: u64 = 10_000;
 /// Idle virtual time between two cases of one run.
 const CASE_GAP_NS: u64 = 10_000;
+/// A case after the first starts at a multiple of this virtual time: the pipeline's
+/// microsecond timestamps (ingress_global_timestamp, which lossless.p4's PFC refresh and SFC
+/// epochs compare) then fall as they do from 0 in a run of that case alone.
+const CASE_ALIGN_NS: u64 = 1_000_000_000;
 /// roce-host's default RoCE MTU (the lab's write_lat and write_bw run with it).
 const ROCE_MTU: usize = 1024;
 /// Wall-clock seconds between two progress lines.
@@ -140,13 +144,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let mut lost = Vec::new();
     let mut infos = Vec::new();
     let mut stop = Stop::Drained;
-    let mut dir = args.out.clone();
     for (i, case) in cases.iter().enumerate() {
         let mut reprogrammed = Vec::new();
         let mut fabric = fabric.clone();
         if i > 0 {
             sim.drain(leafspine::DRAIN_NS);
             sim.reset_hosts();
+            sim.idle_until(sim.now_ns().next_multiple_of(CASE_ALIGN_NS));
             let next = args.out.join("cases").join(case);
             fabric = program::prepare(&lab, &topology, Some(case), args.quick, &next)
                 .map_err(|e| e.to_string())?;
@@ -155,15 +159,9 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
                 fabric.switches.len(),
                 sim.now_ns() as f64 / 1e6
             );
-            reprogrammed = program::reprogram(&lab, &servers, &fabric, &next, &dir, &mut sim)
+            reprogrammed = program::reprogram(&lab, &servers, &fabric, &next, &mut sim)
                 .map_err(|e| e.to_string())?;
-            for r in reprogrammed.iter().filter(|r| r.buffer_kept) {
-                eprintln!(
-                    "lossless-sim: case {case}: {}'s traffic manager keeps the shared buffer of the case before (as the lab's running switch)",
-                    r.switch
-                );
-            }
-            dir = next;
+            sim.start_pktgens();
         }
         let start_ns = sim.now_ns();
         let out = run_case(&mut sim, &plan, &fabric, args)?;

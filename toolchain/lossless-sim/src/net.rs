@@ -83,6 +83,11 @@ pub struct SimSwitch {
 }
 
 impl SimSwitch {
+    /// The core's ports by number, for a core built anew around the same lines.
+    pub fn port_map(&self) -> BTreeMap<u32, Arc<dyn Port>> {
+        self.ports.iter().map(|(p, n)| (*n, p.clone())).collect()
+    }
+
     /// `core` must defer its transmissions ([`Core::defer_transmit`]) to the ports in `ports`.
     pub fn new(
         name: String,
@@ -439,6 +444,12 @@ impl Sim {
                 .iter()
                 .any(|s| s.core.pktgen_config().is_some())
             && self.switches.iter().all(|s| !s.core.holds_packets())
+    }
+
+    /// Lets virtual time pass idle to `t` (what is due before it happens first).
+    pub fn idle_until(&mut self, t: u64) {
+        self.run(Some(t), None, &mut |_| {});
+        self.now_ns = self.now_ns.max(t);
     }
 
     /// Starts the packet generators: each switch that has one is run now, which schedules its

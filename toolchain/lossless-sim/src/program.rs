@@ -440,28 +440,26 @@ fn engine_config() -> SwitchConfig {
 }
 
 /// How one switch was reprogrammed for a case: what `lossless-ctl load --reconcile
-/// --read-back` printed, and what of the traffic manager stayed as it was.
+/// --read-back` printed.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reprogrammed {
     pub switch: String,
     pub ctl_output: String,
-    /// The case's shared buffer differs from the one the traffic manager runs, which keeps
-    /// it (as the lab's running switch, whose buffer is set only at its start).
-    pub buffer_kept: bool,
 }
 
 /// Reprograms the running switches of `sim` for another case, as the lab's runner does between
 /// cases (`Lab.load`): `lossless-ctl load --reconcile --port-config` per switch (here with
-/// `--read-back`, which proves the state), then every port's new configuration made live at
-/// `sim`'s time (the lab's `PUT /ports/N`). `dir` holds the case's config_db.json files
-/// ([`prepare`]); `previous` the case before's, whose ports.json the running traffic manager
-/// was configured from.
+/// `--read-back`, which proves the state) at `sim`'s time. Then, where the lab's switch keeps
+/// running and only takes each port's new configuration (`PUT /ports/N`), each switch gets a
+/// new traffic manager from the case's ports.json (shared buffer, queues, schedulers,
+/// watchdog and packet generator from now) around the reprogrammed pipeline, whose registers
+/// are reset: nothing of the case before carries into this one. `dir` holds the case's
+/// config_db.json files ([`prepare`]).
 pub fn reprogram(
     lab: &Lab,
     servers: &Servers,
     fabric: &Fabric,
     dir: &Path,
-    previous: &Path,
     sim: &mut Sim,
 ) -> Result<Vec<Reprogrammed>, ProgramError> {
     let now = sim.now_ns();
@@ -480,7 +478,22 @@ pub fn reprogram(
                     message: e.to_string(),
                 }
             })?;
-        cores.push(std::mem::replace(&mut sim.switches[sw].core, placeholder));
+        let mut core = std::mem::replace(&mut sim.switches[sw].core, placeholder);
+        // The pipeline's registers (lossless.p4's buffer accounting, PFC and SFC state: the
+        // SFC epoch and dedup filters) start the case at 0 as on a switch just started, so
+        // that nothing of the case before carries into it; the lab's running switch keeps
+        // them.
+        if let Some(engine) = &mut core.switch {
+            for name in engine.register_names() {
+                engine
+                    .register_reset(&name)
+                    .map_err(|e| ProgramError::Switch {
+                        switch: s.name.clone(),
+                        message: format!("register_reset {name}: {e}"),
+                    })?;
+            }
+        }
+        cores.push(core);
     }
     let (cores, outputs) = servers.load(lab, fabric, dir, cores, now, &|s| {
         vec![
@@ -500,31 +513,34 @@ pub fn reprogram(
             })
         };
         let text = read(path)?;
-        let (tm, _) =
+        let (tm, pktgen) =
             parse_port_config(&text, ConfigFormat::Json).map_err(|e| ProgramError::PortConfig {
                 path: path.clone(),
                 message: e.to_string(),
             })?;
-        let before = ports_json(previous, &s.name);
-        let (old, _) = parse_port_config(&read(&before)?, ConfigFormat::Json).map_err(|e| {
-            ProgramError::PortConfig {
-                path: before.clone(),
-                message: e.to_string(),
-            }
-        })?;
-        for port in tm.ports {
-            core.configure_port(now, port)
-                .map_err(|message| ProgramError::PortConfig {
-                    path: path.clone(),
-                    message,
-                })?;
-        }
+        let (mut tm, pktgen) = (tm, pktgen);
+        tm.catch_up_ns = 0;
         let sw = sim.switch_index(&s.name).unwrap_or_default();
-        sim.switches[sw].core = core;
+        let fresh = |e: &dyn std::fmt::Display| ProgramError::PortConfig {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        // A new traffic manager from the case's ports.json (queues, schedulers' state, shared
+        // buffer, watchdog from now) around the reprogrammed pipeline.
+        let mut fresh_core = Core::new(
+            core.switch.take(),
+            Some(tm),
+            sim.switches[sw].port_map(),
+            engine_config(),
+            now,
+        )
+        .map_err(|e| fresh(&e))?;
+        fresh_core.defer_transmit();
+        fresh_core.set_pktgen(now, pktgen).map_err(|e| fresh(&e))?;
+        sim.switches[sw].core = fresh_core;
         report.push(Reprogrammed {
             switch: s.name.clone(),
             ctl_output,
-            buffer_kept: old.buffer != tm.buffer,
         });
     }
     Ok(report)
