@@ -67,7 +67,8 @@ def actions_written(info, *overlays: str) -> dict[str, int]:
 
 def test_overlays_remove_the_mechanism_from_the_pipeline_entries(p4info):
     base = actions_written(p4info)
-    # 4 ports x PGs 3-4 lossless; 4 ports x queues 3-4 with WRED ECN; 2 SFC queues.
-    assert (base["set_lossless"], base["set_wred_ecn"], base["set_sfc"]) == (8, 8, 2)
+    # 4 ports x PGs 3-4 lossless; 4 ports x queues 3-4 with WRED ECN; SFC on Ethernet0 and
+    # Ethernet4 x queues 3-4.
+    assert (base["set_lossless"], base["set_wred_ecn"], base["set_sfc"]) == (8, 8, 4)
     assert actions_written(p4info, "no_pfc.json")["set_lossless"] == 0
     assert actions_written(p4info, "no_ecn.json")["set_wred_ecn"] == 0

@@ -70,6 +70,11 @@ pub enum ProgramError {
     PortConfig { path: PathBuf, message: String },
     #[error("switch {switch}: {message}")]
     Switch { switch: String, message: String },
+    #[error("switch {switch}: {source}")]
+    Grpc {
+        switch: String,
+        source: p4_switch::error::ServerError,
+    },
     #[error(transparent)]
     Fabric(#[from] crate::fabric::FabricError),
 }
@@ -268,9 +273,9 @@ impl Servers {
                 device_id: s.device_id,
             });
             let server =
-                GrpcServer::start("127.0.0.1:0", dp).map_err(|message| ProgramError::Switch {
+                GrpcServer::start("127.0.0.1:0", dp).map_err(|source| ProgramError::Grpc {
                     switch: s.name.clone(),
-                    message,
+                    source,
                 })?;
             served.push((slot, server));
         }

@@ -6,6 +6,50 @@ use crate::ast::{ActionCall, KeyMatch, KeyValue, Number};
 use crate::target::{ActionInfo, Entry, FieldMatch, KeyInfo, MatchKind, NameError, TableInfo};
 use crate::value::Value;
 
+/// Why an STF `add` or `setdefault` does not resolve against the program; the runner reports it
+/// at the statement.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("{0}")]
+    Name(#[from] NameError),
+    #[error("no key field '{written}'; the keys are: {}", .keys.join(", "))]
+    NoKeyField { written: String, keys: Vec<String> },
+    #[error("key field '{written}' is ambiguous: {}", .candidates.join(", "))]
+    AmbiguousKeyField {
+        written: String,
+        candidates: Vec<String>,
+    },
+    #[error("key field {0} is given twice")]
+    KeyTwice(String),
+    /// `part` is "value for", "mask for" or "value for parameter"; `name` the key or parameter.
+    #[error("{part} {name}: {text} does not fit {width} bits")]
+    TooWide {
+        part: &'static str,
+        name: String,
+        text: String,
+        width: u32,
+    },
+    #[error("'*' digits in {text} need a ternary or lpm key, not {kind:?}")]
+    DontCare { text: String, kind: MatchKind },
+    #[error("prefix length {len} exceeds the {width}-bit key {key}")]
+    PrefixTooLong { len: u32, width: u32, key: String },
+    /// `written` says what was written: "a plain value", "a prefix (/len)", ...
+    #[error("{written} cannot be used for {kind:?} key {key}")]
+    WrongMatch {
+        written: &'static str,
+        kind: MatchKind,
+        key: String,
+    },
+    #[error("action {action} has no parameter '{param}'; its parameters are: {}", param_list(.params))]
+    UnknownParam {
+        action: String,
+        param: String,
+        params: Vec<(String, u32)>,
+    },
+    #[error("action {action} needs parameter '{param}'")]
+    MissingParam { action: String, param: String },
+}
+
 /// Finds `wanted` among `names`: an exact match, else the only name ending with `wanted`.
 pub fn resolve_name<'a, I>(names: I, wanted: &str, what: &str) -> Result<&'a str, NameError>
 where
@@ -54,7 +98,7 @@ fn stack_index_to_brackets(field: &str) -> String {
 }
 
 /// The index of the table key an STF field name designates, trying p4c's spellings in order.
-fn key_index(keys: &[KeyInfo], written: &str) -> Result<usize, String> {
+fn key_index(keys: &[KeyInfo], written: &str) -> Result<usize, ResolveError> {
     let field = stack_index_to_brackets(written);
     let find = |name: &str| keys.iter().position(|k| k.name == name);
     let mut candidates = vec![
@@ -83,35 +127,38 @@ fn key_index(keys: &[KeyInfo], written: &str) -> Result<usize, String> {
         .collect();
     match hits.as_slice() {
         [one] => Ok(*one),
-        [] => Err(format!(
-            "no key field '{written}'; the keys are: {}",
-            keys.iter()
-                .map(|k| k.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        many => Err(format!(
-            "key field '{written}' is ambiguous: {}",
-            many.iter()
-                .map(|&i| keys[i].name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        [] => Err(ResolveError::NoKeyField {
+            written: written.to_string(),
+            keys: keys.iter().map(|k| k.name.clone()).collect(),
+        }),
+        many => Err(ResolveError::AmbiguousKeyField {
+            written: written.to_string(),
+            candidates: many.iter().map(|&i| keys[i].name.clone()).collect(),
+        }),
     }
 }
 
-fn sized(value: &Value, width: u32, what: &str, text: &str) -> Result<Vec<u8>, String> {
-    value
-        .to_bytes(width)
-        .ok_or_else(|| format!("{what} {text} does not fit {width} bits"))
+fn sized(
+    value: &Value,
+    width: u32,
+    part: &'static str,
+    name: &str,
+    text: &str,
+) -> Result<Vec<u8>, ResolveError> {
+    value.to_bytes(width).ok_or_else(|| ResolveError::TooWide {
+        part,
+        name: name.to_string(),
+        text: text.to_string(),
+        width,
+    })
 }
 
-fn no_dont_care(n: &Number, kind: MatchKind) -> Result<(), String> {
+fn no_dont_care(n: &Number, kind: MatchKind) -> Result<(), ResolveError> {
     if n.care.is_some() {
-        return Err(format!(
-            "'*' digits in {} need a ternary or lpm key, not {kind:?}",
-            n.text
-        ));
+        return Err(ResolveError::DontCare {
+            text: n.text.clone(),
+            kind,
+        });
     }
     Ok(())
 }
@@ -128,10 +175,10 @@ fn written_mask(n: &Number, width: u32) -> Value {
 }
 
 /// The match for one key from the value written for it.
-fn field_match(key: &KeyInfo, value: &KeyValue) -> Result<FieldMatch, String> {
+fn field_match(key: &KeyInfo, value: &KeyValue) -> Result<FieldMatch, ResolveError> {
     let w = key.width;
     let name = &key.name;
-    let val = |n: &Number| sized(&n.value, w, &format!("value for {name}:"), &n.text);
+    let val = |n: &Number| sized(&n.value, w, "value for", name, &n.text);
     match (key.kind, value) {
         (MatchKind::Exact | MatchKind::Valid, KeyValue::Number(n)) => {
             no_dont_care(n, key.kind)?;
@@ -145,7 +192,7 @@ fn field_match(key: &KeyInfo, value: &KeyValue) -> Result<FieldMatch, String> {
             let mask = written_mask(n, w);
             Ok(FieldMatch::Ternary {
                 value: val(n)?,
-                mask: sized(&mask, w, &format!("mask for {name}:"), &n.text)?,
+                mask: sized(&mask, w, "mask for", name, &n.text)?,
             })
         }
         (MatchKind::Ternary, KeyValue::Masked(n, m)) => {
@@ -171,9 +218,11 @@ fn field_match(key: &KeyInfo, value: &KeyValue) -> Result<FieldMatch, String> {
         (MatchKind::Ternary, KeyValue::Prefix(n, len)) => {
             no_dont_care(n, key.kind)?;
             if *len > w {
-                return Err(format!(
-                    "prefix length {len} exceeds the {w}-bit key {name}"
-                ));
+                return Err(ResolveError::PrefixTooLong {
+                    len: *len,
+                    width: w,
+                    key: name.clone(),
+                });
             }
             Ok(FieldMatch::Ternary {
                 value: val(n)?,
@@ -194,15 +243,16 @@ fn field_match(key: &KeyInfo, value: &KeyValue) -> Result<FieldMatch, String> {
                 high: val(n)?,
             })
         }
-        (kind, v) => Err(format!(
-            "{} cannot be used for {kind:?} key {name}",
-            match v {
+        (kind, v) => Err(ResolveError::WrongMatch {
+            written: match v {
                 KeyValue::Number(_) => "a plain value",
                 KeyValue::Prefix(..) => "a prefix (/len)",
                 KeyValue::Masked(..) => "a mask (&&&)",
                 KeyValue::Range(..) => "a range (->)",
-            }
-        )),
+            },
+            kind,
+            key: name.clone(),
+        }),
     }
 }
 
@@ -215,11 +265,18 @@ fn prefix_mask(len: u32, width: u32) -> Vec<u8> {
     mask.to_bytes(width).unwrap_or_default()
 }
 
-fn lpm(name: &str, width: u32, value: Vec<u8>, prefix_len: u32) -> Result<FieldMatch, String> {
+fn lpm(
+    name: &str,
+    width: u32,
+    value: Vec<u8>,
+    prefix_len: u32,
+) -> Result<FieldMatch, ResolveError> {
     if prefix_len > width {
-        return Err(format!(
-            "prefix length {prefix_len} exceeds the {width}-bit key {name}"
-        ));
+        return Err(ResolveError::PrefixTooLong {
+            len: prefix_len,
+            width,
+            key: name.to_string(),
+        });
     }
     Ok(FieldMatch::Lpm { value, prefix_len })
 }
@@ -247,9 +304,11 @@ fn default_match(key: &KeyInfo) -> FieldMatch {
     }
 }
 
-pub(crate) fn find_table<'a>(tables: &'a [TableInfo], name: &str) -> Result<&'a TableInfo, String> {
-    let full = resolve_name(tables.iter().map(|t| t.name.as_str()), name, "table")
-        .map_err(|e| e.to_string())?;
+pub(crate) fn find_table<'a>(
+    tables: &'a [TableInfo],
+    name: &str,
+) -> Result<&'a TableInfo, ResolveError> {
+    let full = resolve_name(tables.iter().map(|t| t.name.as_str()), name, "table")?;
     Ok(tables
         .iter()
         .find(|t| t.name == full)
@@ -261,13 +320,12 @@ pub(crate) fn find_table<'a>(tables: &'a [TableInfo], name: &str) -> Result<&'a 
 pub(crate) fn resolve_action<'a>(
     table: &'a TableInfo,
     call: &ActionCall,
-) -> Result<(&'a ActionInfo, Vec<Vec<u8>>), String> {
+) -> Result<(&'a ActionInfo, Vec<Vec<u8>>), ResolveError> {
     let full = resolve_name(
         table.actions.iter().map(|a| a.name.as_str()),
         &call.name,
         &format!("action of table {}", table.name),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let action = table
         .actions
         .iter()
@@ -275,36 +333,37 @@ pub(crate) fn resolve_action<'a>(
         .expect("resolve_name returns one of the names");
     for (arg, _) in &call.args {
         if !action.params.iter().any(|(p, _)| p == arg) {
-            return Err(format!(
-                "action {} has no parameter '{arg}'; its parameters are: {}",
-                action.name,
-                param_list(action)
-            ));
+            return Err(ResolveError::UnknownParam {
+                action: action.name.clone(),
+                param: arg.clone(),
+                params: action.params.clone(),
+            });
         }
     }
     let mut args = Vec::with_capacity(action.params.len());
     for (param, width) in &action.params {
-        let (_, n) = call
-            .args
-            .iter()
-            .find(|(a, _)| a == param)
-            .ok_or_else(|| format!("action {} needs parameter '{param}'", action.name))?;
+        let (_, n) = call.args.iter().find(|(a, _)| a == param).ok_or_else(|| {
+            ResolveError::MissingParam {
+                action: action.name.clone(),
+                param: param.clone(),
+            }
+        })?;
         args.push(sized(
             &n.value,
             *width,
-            &format!("value for parameter {param}:"),
+            "value for parameter",
+            param,
             &n.text,
         )?);
     }
     Ok((action, args))
 }
 
-fn param_list(action: &ActionInfo) -> String {
-    if action.params.is_empty() {
+fn param_list(params: &[(String, u32)]) -> String {
+    if params.is_empty() {
         return "(none)".to_string();
     }
-    action
-        .params
+    params
         .iter()
         .map(|(p, w)| format!("{p}:bit<{w}>"))
         .collect::<Vec<_>>()
@@ -318,13 +377,13 @@ pub(crate) fn resolve_entry(
     priority: Option<u32>,
     keys: &[KeyMatch],
     action: &ActionCall,
-) -> Result<Entry, String> {
+) -> Result<Entry, ResolveError> {
     let info = find_table(tables, table)?;
     let mut matches: Vec<Option<FieldMatch>> = vec![None; info.keys.len()];
     for key in keys {
         let i = key_index(&info.keys, &key.field)?;
         if matches[i].is_some() {
-            return Err(format!("key field {} is given twice", info.keys[i].name));
+            return Err(ResolveError::KeyTwice(info.keys[i].name.clone()));
         }
         matches[i] = Some(field_match(&info.keys[i], &key.value)?);
     }

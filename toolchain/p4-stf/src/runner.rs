@@ -213,19 +213,22 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                 keys,
                 action,
                 name,
-            } => resolve_entry(&self.tables, table, *priority, keys, action).and_then(|entry| {
-                let handle = self.target.add_entry(&entry).map_err(|e| e.to_string())?;
-                if let Some(name) = name {
-                    self.named
-                        .insert(name.clone(), (entry.table.clone(), handle));
-                }
-                Ok(())
-            }),
+            } => resolve_entry(&self.tables, table, *priority, keys, action)
+                .map_err(|e| e.to_string())
+                .and_then(|entry| {
+                    let handle = self.target.add_entry(&entry).map_err(|e| e.to_string())?;
+                    if let Some(name) = name {
+                        self.named
+                            .insert(name.clone(), (entry.table.clone(), handle));
+                    }
+                    Ok(())
+                }),
             StmtKind::SetDefault { table, action } => find_table(&self.tables, table)
                 .and_then(|info| {
                     let (action, args) = resolve_action(info, action)?;
                     Ok((info.name.clone(), action.name.clone(), args))
                 })
+                .map_err(|e| e.to_string())
                 .and_then(|(table, action, args)| {
                     self.target
                         .set_default(&table, &action, &args)

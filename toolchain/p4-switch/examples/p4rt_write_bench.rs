@@ -135,7 +135,7 @@ fn run(json_path: &str, p4info_path: &str, routes: u32) -> Result<Value, String>
         inner: rt.handle(),
         last_done: Mutex::new(None),
     });
-    let grpc = GrpcServer::start("127.0.0.1:0", timed.clone())?;
+    let grpc = GrpcServer::start("127.0.0.1:0", timed.clone()).map_err(|e| e.to_string())?;
     let addr = grpc.addr();
     let result = client.block_on(async {
         let mut c = Controller::connect(addr, &p4info, &json).await?;

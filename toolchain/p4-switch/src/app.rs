@@ -2,16 +2,17 @@
 
 use crate::clock::{Clock, ClockKind, SystemClock};
 use crate::core::Core;
+use crate::error::ServerError;
 use crate::log::{Level, Logger};
-use crate::pktgen::parse_port_config;
+use crate::pktgen::{parse_port_config, PktgenError, PortConfigError};
 use crate::runtime::Runtime;
 use clap::Parser;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use switch_ports::{AfPacketPort, Captured, PcapFilePort, Port};
-use switch_tm::ConfigFormat;
+use switch_ports::{AfPacketPort, Captured, PcapFilePort, Port, PortError};
+use switch_tm::{ConfigFormat, TmError};
 use switch_v1model::{Switch, SwitchConfig};
 
 #[derive(Debug, Parser)]
@@ -105,28 +106,90 @@ impl Running {
     }
 }
 
-fn parse_interface(s: &str) -> Result<(u32, String), String> {
-    let (p, iface) = s
-        .split_once('@')
-        .ok_or_else(|| format!("-i {s}: expected PORT@IFACE"))?;
+/// Why the switch did not start; `main` prints it after `error: ` and exits 1.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("--log-file {}: {source}", .path.display())]
+    LogFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--priority-queues {given}: must be 1 to {max}")]
+    PriorityQueues { given: usize, max: usize },
+    #[error("give a JSON file or --no-p4, not both")]
+    JsonAndNoP4,
+    #[error("give a BMv2 JSON file, or --no-p4")]
+    NoProgram,
+    #[error("{}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    Json {
+        path: PathBuf,
+        source: p4_bmv2_json::JsonError,
+    },
+    #[error("{}: {source}", .path.display())]
+    PortConfig {
+        path: PathBuf,
+        source: PortConfigError,
+    },
+    #[error("-i {arg}: {problem}")]
+    Interface {
+        arg: String,
+        problem: InterfaceProblem,
+    },
+    #[error("{0}")]
+    Port(#[from] PortError),
+    #[error("{0}")]
+    Tm(#[from] TmError),
+    #[error("{}: {source}", .path.display())]
+    Pktgen { path: PathBuf, source: PktgenError },
+    #[error("starting threads: {0}")]
+    Threads(std::io::Error),
+    #[error("{0}")]
+    Server(#[from] ServerError),
+    #[error("--thrift-port {port}: {source}")]
+    CliServer { port: u16, source: std::io::Error },
+}
+
+/// What is wrong with a `-i PORT@IFACE` argument.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InterfaceProblem {
+    #[error("expected PORT@IFACE")]
+    NoAt,
+    #[error("'{0}' is not a port number")]
+    NotANumber(String),
+    #[error("empty interface name")]
+    NoName,
+    #[error("port {0} given twice")]
+    Twice(u32),
+}
+
+fn parse_interface(s: &str) -> Result<(u32, String), InterfaceProblem> {
+    let (p, iface) = s.split_once('@').ok_or(InterfaceProblem::NoAt)?;
     // bmv2 keeps a leading space in the value (p4c's harness passes `-i ' 0@pcap0'` as one
     // argument) and its number parsing skips it.
     let p = p
         .trim_start()
         .parse()
-        .map_err(|_| format!("-i {s}: '{p}' is not a port number"))?;
+        .map_err(|_| InterfaceProblem::NotANumber(p.to_string()))?;
     if iface.is_empty() {
-        return Err(format!("-i {s}: empty interface name"));
+        return Err(InterfaceProblem::NoName);
     }
     Ok((p, iface.to_string()))
 }
 
 /// Loads the program and configuration, opens the ports and starts every thread.
-pub fn start(args: &Args) -> Result<Running, String> {
+pub fn start(args: &Args) -> Result<Running, StartError> {
     let clock = SystemClock::new(args.clock);
     let out: Box<dyn std::io::Write + Send> = match &args.log_file {
         Some(f) => Box::new(
-            std::fs::File::create(f).map_err(|e| format!("--log-file {}: {e}", f.display()))?,
+            std::fs::File::create(f).map_err(|source| StartError::LogFile {
+                path: f.clone(),
+                source,
+            })?,
         ),
         None if args.log_console => Box::new(std::io::stdout()),
         None => Box::new(std::io::sink()),
@@ -141,11 +204,10 @@ pub fn start(args: &Args) -> Result<Running, String> {
         )
     });
     if !(1..=switch_tm::QUEUES_PER_PORT).contains(&args.priority_queues) {
-        return Err(format!(
-            "--priority-queues {}: must be 1 to {}",
-            args.priority_queues,
-            switch_tm::QUEUES_PER_PORT
-        ));
+        return Err(StartError::PriorityQueues {
+            given: args.priority_queues,
+            max: switch_tm::QUEUES_PER_PORT,
+        });
     }
     let config = SwitchConfig {
         drop_port: args.drop_port,
@@ -154,48 +216,50 @@ pub fn start(args: &Args) -> Result<Running, String> {
         ..SwitchConfig::default()
     };
     let switch = match (&args.json, args.no_p4) {
-        (Some(_), true) => return Err("give a JSON file or --no-p4, not both".into()),
-        (None, false) => return Err("give a BMv2 JSON file, or --no-p4".into()),
+        (Some(_), true) => return Err(StartError::JsonAndNoP4),
+        (None, false) => return Err(StartError::NoProgram),
         (None, true) => None,
         (Some(path), false) => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = read(path)?;
             Some(
-                Switch::from_json(&text, config.clone())
-                    .map_err(|e| format!("{}: {}: {}", path.display(), e.path, e.message))?,
+                Switch::from_json(&text, config.clone()).map_err(|source| StartError::Json {
+                    path: path.clone(),
+                    source,
+                })?,
             )
         }
     };
     let (tm, pktgen) = match &args.port_config {
         None => (None, None),
         Some(path) => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = read(path)?;
             let name = path.display().to_string();
             let (tm, pktgen) = parse_port_config(&text, ConfigFormat::from_file_name(&name))
-                .map_err(|e| format!("{name}: {e}"))?;
+                .map_err(|source| StartError::PortConfig {
+                    path: path.clone(),
+                    source,
+                })?;
             (Some(tm), pktgen)
         }
     };
     let mut wanted = BTreeMap::new();
     for s in &args.interfaces {
-        let (p, iface) = parse_interface(s)?;
+        let interface = |problem| StartError::Interface {
+            arg: s.clone(),
+            problem,
+        };
+        let (p, iface) = parse_interface(s).map_err(interface)?;
         if wanted.insert(p, iface).is_some() {
-            return Err(format!("-i {s}: port {p} given twice"));
+            return Err(interface(InterfaceProblem::Twice(p)));
         }
     }
     // Ascending port order: opening a FIFO blocks until its writer opens it, as in bmv2.
     let mut ports: Vec<(u32, Arc<dyn Port>)> = Vec::new();
     for (p, iface) in &wanted {
         let port: Arc<dyn Port> = match (args.use_files.is_some(), &args.pcap) {
-            (true, _) => Arc::new(
-                PcapFilePort::open(std::path::Path::new(iface)).map_err(|e| e.to_string())?,
-            ),
-            (false, None) => Arc::new(AfPacketPort::open(iface).map_err(|e| e.to_string())?),
-            (false, Some(dir)) => Arc::new(
-                Captured::new(AfPacketPort::open(iface).map_err(|e| e.to_string())?, dir)
-                    .map_err(|e| e.to_string())?,
-            ),
+            (true, _) => Arc::new(PcapFilePort::open(std::path::Path::new(iface))?),
+            (false, None) => Arc::new(AfPacketPort::open(iface)?),
+            (false, Some(dir)) => Arc::new(Captured::new(AfPacketPort::open(iface)?, dir)?),
         };
         ports.push((*p, port));
     }
@@ -205,17 +269,18 @@ pub fn start(args: &Args) -> Result<Running, String> {
         ports.iter().cloned().collect(),
         config,
         clock.now_ns(),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     if pktgen.is_some() {
-        let name = args.port_config.as_ref().map(|p| p.display().to_string());
         core.set_pktgen(clock.now_ns(), pktgen)
-            .map_err(|e| format!("{}: {e}", name.unwrap_or_default()))?;
+            .map_err(|source| StartError::Pktgen {
+                path: args.port_config.clone().unwrap_or_default(),
+                source,
+            })?;
     }
     core.log = logger;
     let delay = Duration::from_secs(args.use_files.unwrap_or(0));
-    let runtime = Runtime::start(core, ports, delay, clock, args.device_id)
-        .map_err(|e| format!("starting threads: {e}"))?;
+    let runtime =
+        Runtime::start(core, ports, delay, clock, args.device_id).map_err(StartError::Threads)?;
     let handle = runtime.handle();
     let default_addr = |d: &'static str| (!args.as_simple_switch).then_some(d);
     let stats_addr = args
@@ -227,16 +292,16 @@ pub fn start(args: &Args) -> Result<Running, String> {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => {
             runtime.shutdown();
-            return Err(e);
+            return Err(e.into());
         }
     };
     let cli = match args.thrift_port {
         None => None,
         Some(p) => match crate::cli_server::CliServer::start(&format!("127.0.0.1:{p}"), handle) {
             Ok(c) => Some(c),
-            Err(e) => {
+            Err(source) => {
                 runtime.shutdown();
-                return Err(format!("--thrift-port {p}: {e}"));
+                return Err(StartError::CliServer { port: p, source });
             }
         },
     };
@@ -250,7 +315,7 @@ pub fn start(args: &Args) -> Result<Running, String> {
             Some(Ok(g)) => Some(g),
             Some(Err(e)) => {
                 runtime.shutdown();
-                return Err(e);
+                return Err(e.into());
             }
         };
     Ok(Running {
@@ -261,17 +326,27 @@ pub fn start(args: &Args) -> Result<Running, String> {
     })
 }
 
+fn read(path: &std::path::Path) -> Result<String, StartError> {
+    std::fs::read_to_string(path).map_err(|source| StartError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_interface;
+    use super::{parse_interface, InterfaceProblem, StartError};
 
     #[test]
     fn interface_port_may_have_leading_space_as_bmv2_accepts() {
         assert_eq!(parse_interface(" 0@pcap0"), Ok((0, "pcap0".to_string())));
         assert_eq!(parse_interface("3@veth1"), Ok((3, "veth1".to_string())));
-        assert_eq!(
-            parse_interface("x@veth1"),
-            Err("-i x@veth1: 'x' is not a port number".to_string())
-        );
+        let problem = parse_interface("x@veth1").unwrap_err();
+        assert_eq!(problem, InterfaceProblem::NotANumber("x".into()));
+        let e = StartError::Interface {
+            arg: "x@veth1".into(),
+            problem,
+        };
+        assert_eq!(e.to_string(), "-i x@veth1: 'x' is not a port number");
     }
 }

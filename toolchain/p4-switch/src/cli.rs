@@ -3,7 +3,7 @@
 //! (decimal, `0x` hex, IPv4 for 32-bit, MAC for 48-bit, IPv6 for 128-bit fields; `&&&` masks,
 //! `/len` prefixes, `->` ranges; priority last, lower number wins).
 
-use crate::core::{CliKey, Core};
+use crate::core::{CliKey, ConfigurePortError, Core};
 use p4_bmv2_json::MatchType;
 use std::collections::BTreeMap;
 use switch_tables::{priority_from_bmv2, EntryHandle};
@@ -12,36 +12,160 @@ use switch_v1model::{
     TableDesc,
 };
 
-/// Why a command failed, printed as bmv2's CLI prints it.
-enum Fail {
-    /// Bad input, caught before the switch is asked: `Error: ...` (bmv2's `UIn_Error`).
-    Input(String),
-    /// Printed as is: what the command printed before the switch refused it, and bmv2's
-    /// `Invalid <object> operation (<CODE>)` line.
-    Text(String),
+/// Why a command failed; the text is what bmv2's CLI prints (ending with a newline).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad input, caught before the switch is asked (bmv2's `UIn_Error`).
+    #[error("Error: {0}\n")]
+    Input(#[from] InputError),
+    /// The switch refused: what the command printed before, and bmv2's error code name.
+    #[error("{printed}Invalid {kind} operation ({code})\n")]
+    Refused {
+        printed: String,
+        kind: &'static str,
+        code: &'static str,
+    },
+    #[error("Invalid runtime data: Error while parsing {text} - {problem}\n")]
+    RuntimeData { text: String, problem: ValueError },
+    #[error("*** Unknown syntax: {0}\n")]
+    UnknownSyntax(String),
 }
 
-impl From<String> for Fail {
-    fn from(m: String) -> Fail {
-        Fail::Input(m)
+/// Bad input to a command, in bmv2's words where bmv2 has them.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// One of bmv2's fixed messages (`Insufficient number of args`, ...).
+    #[error("{0}")]
+    Usage(&'static str),
+    #[error("Wrong number of args, expected {expected} but got {got}")]
+    ArgCount { expected: usize, got: usize },
+    #[error("Wrong number of args, expected {low} or {high} but got {got}")]
+    ArgCountEither { low: usize, high: usize, got: usize },
+    #[error("Bad format for {0}")]
+    BadFormat(&'static str),
+    #[error("Invalid {what} name ({wanted})")]
+    UnknownName { what: &'static str, wanted: String },
+    #[error("{what} name '{wanted}' is ambiguous: {}", .candidates.join(", "))]
+    AmbiguousName {
+        what: &'static str,
+        wanted: String,
+        candidates: Vec<String>,
+    },
+    #[error("Invalid bool parameter ({0})")]
+    InvalidBool(String),
+    /// `width` is `crc16` or `crc32`.
+    #[error("Invalid {width}_custom name ({name})")]
+    InvalidCustom { width: String, name: String },
+    #[error("Invalid number of rates, expected {expected} but got {got}")]
+    RateCount { expected: usize, got: usize },
+    #[error("'{0}' is not a valid port number")]
+    NotAPort(String),
+    #[error("Table {table} has no action {action}")]
+    NoSuchAction { table: String, action: String },
+    #[error("Action profile '{profile}' has no action '{action}'")]
+    NoProfileAction { profile: String, action: String },
+    #[error("Action {action} needs {needs} parameters")]
+    ParamCount { action: String, needs: usize },
+    #[error("table {table} needs {needs} match fields, got {got}")]
+    KeyCount {
+        table: String,
+        needs: usize,
+        got: usize,
+    },
+    #[error("table {0} needs a priority after the action parameters")]
+    NoPriority(String),
+    #[error("priority {0} out of range")]
+    PriorityRange(u128),
+    #[error("{0}")]
+    Priority(switch_tables::TableError),
+    #[error("{field}: {problem}")]
+    Key { field: String, problem: KeyError },
+    #[error("{0}")]
+    Value(#[from] ValueError),
+    #[error("{0}")]
+    Queue(#[from] QueueError),
+}
+
+/// A match-field argument that does not fit its match kind.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("'{0}': an lpm key is written value/prefix_length")]
+    NotLpm(String),
+    #[error("'{text}': prefix length above the field's {width} bits")]
+    PrefixTooLong { text: String, width: u32 },
+    #[error("'{0}': a ternary key is written value&&&mask")]
+    NotTernary(String),
+    #[error("'{0}': a range key is written low->high")]
+    NotRange(String),
+    #[error("{0}")]
+    Value(#[from] ValueError),
+}
+
+/// A number or address argument bmv2's CLI would not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error(
+        "{what} '{text}': invalid input, could not cast to integer, try in hex with 0x prefix"
+    )]
+    NotInteger { what: &'static str, text: String },
+    #[error("'{0}' is not a MAC address")]
+    NotMac(String),
+    #[error("'{0}' is not an IPv6 address")]
+    NotIpv6(String),
+    #[error("'{text}': input is too large for the {width}-bit field")]
+    TooLarge { text: String, width: u32 },
+}
+
+/// Why `set_queue_depth` / `set_queue_rate` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("usage: {cmd} <{what}> [<egress_port> [<priority>]]")]
+    Usage { cmd: String, what: &'static str },
+    #[error("{cmd}: priority {priority} out of range: the switch has {queues} priority queue(s) (--priority-queues)")]
+    Priority {
+        cmd: String,
+        priority: u128,
+        queues: u32,
+    },
+    #[error("{0}: no traffic manager (start with --port-config FILE)")]
+    NoTm(String),
+    #[error("port {0} out of range")]
+    PortRange(u128),
+    #[error("{cmd}: port {port} is not configured")]
+    NotConfigured { cmd: String, port: u32 },
+    #[error("depth {0} out of range")]
+    DepthRange(u128),
+    #[error("rate {0} out of range")]
+    RateRange(u128),
+    /// A queue the port did not list, made from the configuration's defaults.
+    #[error("{0}")]
+    NewQueue(serde_json::Error),
+    #[error("{cmd}: port {port}: {source}")]
+    Port {
+        cmd: String,
+        port: u32,
+        source: ConfigurePortError,
+    },
+}
+
+impl From<&'static str> for CliError {
+    fn from(m: &'static str) -> CliError {
+        CliError::Input(InputError::Usage(m))
     }
 }
 
-impl From<&str> for Fail {
-    fn from(m: &str) -> Fail {
-        Fail::Input(m.to_string())
+impl From<ValueError> for CliError {
+    fn from(e: ValueError) -> CliError {
+        CliError::Input(e.into())
     }
 }
 
-type Out = Result<String, Fail>;
+type Out = Result<String, CliError>;
 
-/// Runs one command line; `Ok` text is what bmv2's CLI prints on success, `Err` what it prints
-/// on failure (both end with a newline unless empty).
-pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, String> {
-    run(core, now_ns, line).map_err(|f| match f {
-        Fail::Input(m) => format!("Error: {m}\n"),
-        Fail::Text(t) => t,
-    })
+/// Runs one command line; `Ok` text is what bmv2's CLI prints on success, `Err`'s text what it
+/// prints on failure (both end with a newline unless empty).
+pub fn execute(core: &mut Core, now_ns: u64, line: &str) -> Result<String, CliError> {
+    run(core, now_ns, line)
 }
 
 /// bmv2's name for an engine error, from the Thrift error enum of the object kind
@@ -77,25 +201,34 @@ fn code_name(kind: &str, c: ErrorCode) -> &'static str {
 }
 
 /// Maps an engine error to bmv2's line, after what the command printed so far.
-fn refused<'a>(kind: &'a str, printed: &'a str) -> impl Fn(ApiError) -> Fail + 'a {
-    move |e| {
-        Fail::Text(format!(
-            "{printed}Invalid {kind} operation ({})\n",
-            code_name(kind, e.code)
-        ))
+fn refused<'a>(kind: &'static str, printed: &'a str) -> impl Fn(ApiError) -> CliError + 'a {
+    move |e| CliError::Refused {
+        printed: printed.to_string(),
+        kind,
+        code: code_name(kind, e.code),
     }
 }
 
-fn exactly<'a, const N: usize>(args: &[&'a str]) -> Result<[&'a str; N], Fail> {
+/// bmv2's refusal of a table operation, found before asking the switch.
+fn table_refused(code: &'static str) -> CliError {
+    CliError::Refused {
+        printed: String::new(),
+        kind: "table",
+        code,
+    }
+}
+
+fn exactly<'a, const N: usize>(args: &[&'a str]) -> Result<[&'a str; N], CliError> {
     <[&str; N]>::try_from(args).map_err(|_| {
-        Fail::Input(format!(
-            "Wrong number of args, expected {N} but got {}",
-            args.len()
-        ))
+        InputError::ArgCount {
+            expected: N,
+            got: args.len(),
+        }
+        .into()
     })
 }
 
-fn at_least(args: &[&str], n: usize) -> Result<(), Fail> {
+fn at_least(args: &[&str], n: usize) -> Result<(), CliError> {
     if args.len() < n {
         return Err("Insufficient number of args".into());
     }
@@ -103,9 +236,8 @@ fn at_least(args: &[&str], n: usize) -> Result<(), Fail> {
 }
 
 /// An integer argument as bmv2's CLI reads it (`int(s)`), else `Bad format for <what>`.
-fn handle(s: &str, what: &str) -> Result<u32, Fail> {
-    s.parse()
-        .map_err(|_| Fail::Input(format!("Bad format for {what}")))
+fn handle(s: &str, what: &'static str) -> Result<u32, CliError> {
+    s.parse().map_err(|_| InputError::BadFormat(what).into())
 }
 
 fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
@@ -198,7 +330,7 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             let e = entries
                 .iter()
                 .find(|e| e.handle.0 as u64 == h as u64)
-                .ok_or_else(|| Fail::Text("Invalid table operation (INVALID_HANDLE)\n".into()))?;
+                .ok_or_else(|| table_refused("INVALID_HANDLE"))?;
             Ok(dump_entry(keys, &t, e))
         }
         "table_dump_entry_from_key" => {
@@ -213,7 +345,7 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             let e = entries
                 .iter()
                 .find(|e| e.matches == matches && (priority.is_none() || e.priority == priority))
-                .ok_or_else(|| Fail::Text("Invalid table operation (BAD_MATCH_KEY)\n".into()))?;
+                .ok_or_else(|| table_refused("BAD_MATCH_KEY"))?;
             Ok(dump_entry(keys, &t, e))
         }
         "table_indirect_add" | "table_indirect_add_with_group" => {
@@ -221,12 +353,13 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             let tn = args[0];
             let t = table(sw, tn)?;
             if !t.has_profile || (cmd == "table_indirect_add_with_group" && !t.has_selector) {
-                return Err(if t.has_profile || cmd == "table_indirect_add" {
-                    "Cannot run this command on non-indirect table, or on indirect table with no selector"
-                } else {
-                    "Cannot run this command on non-indirect table"
-                }
-                .into());
+                return Err(CliError::from(
+                    if t.has_profile || cmd == "table_indirect_add" {
+                        "Cannot run this command on non-indirect table, or on indirect table with no selector"
+                    } else {
+                        "Cannot run this command on non-indirect table"
+                    },
+                ));
             }
             let (typed, priority, params) = entry_key(&t, &args[1..])?;
             let [h] = params else {
@@ -302,7 +435,7 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             let prof = selector_profile(sw, p)?;
             let m = handle(m, "member handle")?;
             let g = handle(g, "group handle")?;
-            let bad = |code: &str| Fail::Text(format!("Invalid table operation ({code})\n"));
+            let bad = table_refused;
             if !sw
                 .profile_members(&prof)
                 .map_err(refused("table", ""))?
@@ -336,9 +469,10 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             let prof = resolve(&sw.profile_names(), p, "action profile")?;
             let m = handle(m, "member handle")?;
             let members = sw.profile_members(&prof).map_err(refused("table", ""))?;
-            let (h, a) = members.iter().find(|(h, _)| *h == m).ok_or_else(|| {
-                Fail::Text("Invalid table operation (INVALID_MBR_HANDLE)\n".into())
-            })?;
+            let (h, a) = members
+                .iter()
+                .find(|(h, _)| *h == m)
+                .ok_or_else(|| table_refused("INVALID_MBR_HANDLE"))?;
             Ok(dump_member(*h, a))
         }
         "act_prof_dump_group" => {
@@ -346,9 +480,10 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             let prof = resolve(&sw.profile_names(), p, "action profile")?;
             let g = handle(g, "group handle")?;
             let groups = sw.profile_groups(&prof).map_err(refused("table", ""))?;
-            let (h, ms) = groups.iter().find(|(h, _)| *h == g).ok_or_else(|| {
-                Fail::Text("Invalid table operation (INVALID_GRP_HANDLE)\n".into())
-            })?;
+            let (h, ms) = groups
+                .iter()
+                .find(|(h, _)| *h == g)
+                .ok_or_else(|| table_refused("INVALID_GRP_HANDLE"))?;
             Ok(dump_group(*h, ms))
         }
         "act_prof_dump" => {
@@ -367,7 +502,7 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
                 "false" | "False" => Ok(false),
                 _ => number(s, "flag")
                     .map(|n| n != 0)
-                    .map_err(|_| format!("Invalid bool parameter ({s})")),
+                    .map_err(|_| InputError::InvalidBool(s.to_string())),
             };
             let params = switch_v1model::CrcParams {
                 polynomial: number(poly, "polynomial")? as u64,
@@ -377,7 +512,10 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
                 remainder_reflected: flag(refout)?,
             };
             // bmv2 knows only the custom CRCs of the width the command names.
-            let unknown = || Fail::Input(format!("Invalid {}_custom name ({name})", &cmd[4..9]));
+            let unknown = || InputError::InvalidCustom {
+                width: cmd[4..9].to_string(),
+                name: name.to_string(),
+            };
             let full =
                 resolve(&sw.calculation_names(), name, "calculation").map_err(|_| unknown())?;
             sw.set_crc_parameters(&full, params)
@@ -489,10 +627,11 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
                 [n] => (*n, None),
                 [n, i] => (*n, Some(handle(i, "index")?)),
                 _ => {
-                    return Err(format!(
-                        "Wrong number of args, expected 1 or 2 but got {}",
-                        args.len()
-                    )
+                    return Err(InputError::ArgCountEither {
+                        low: 1,
+                        high: 2,
+                        got: args.len(),
+                    }
                     .into())
                 }
             };
@@ -558,10 +697,10 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             };
             let expected = sw.meter_rate_count(&name).map_err(refused("meter", ""))?;
             if rates.len() != expected {
-                return Err(format!(
-                    "Invalid number of rates, expected {expected} but got {}",
-                    rates.len()
-                )
+                return Err(InputError::RateCount {
+                    expected,
+                    got: rates.len(),
+                }
                 .into());
             }
             let rates = rates
@@ -598,7 +737,7 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
                 })
                 .collect())
         }
-        _ => Err(Fail::Text(format!("*** Unknown syntax: {line}\n"))),
+        _ => Err(CliError::UnknownSyntax(line.to_string())),
     }
 }
 
@@ -619,7 +758,7 @@ fn deprecated_for(cmd: &str) -> Option<&'static str> {
 }
 
 /// An action profile with a selector, as the group commands need.
-fn selector_profile(sw: &Switch, typed: &str) -> Result<String, Fail> {
+fn selector_profile(sw: &Switch, typed: &str) -> Result<String, CliError> {
     let prof = resolve(&sw.profile_names(), typed, "action profile")?;
     if !sw
         .tables()
@@ -647,7 +786,7 @@ fn port_map(list: &[u32]) -> String {
 
 /// `<ports> [| <lags>]`: the ports and both bitmap strings. The engine has no LAGs, so a
 /// non-empty LAG list is refused rather than ignored.
-fn ports_and_lags(args: &[&str]) -> Result<(Vec<u32>, String, String), Fail> {
+fn ports_and_lags(args: &[&str]) -> Result<(Vec<u32>, String, String), CliError> {
     let (ports, lags) = match args.iter().position(|a| *a == "|") {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
@@ -656,9 +795,9 @@ fn ports_and_lags(args: &[&str]) -> Result<(Vec<u32>, String, String), Fail> {
         l.iter()
             .map(|p| {
                 p.parse::<u32>()
-                    .map_err(|_| Fail::Input(format!("'{p}' is not a valid port number")))
+                    .map_err(|_| InputError::NotAPort(p.to_string()).into())
             })
-            .collect::<Result<Vec<u32>, Fail>>()
+            .collect::<Result<Vec<u32>, CliError>>()
     };
     let (ports, lags) = (parse(ports)?, parse(lags)?);
     if !lags.is_empty() {
@@ -689,7 +828,7 @@ fn python_float(v: f64) -> String {
     }
 }
 
-fn resolve(names: &[String], wanted: &str, what: &str) -> Result<String, String> {
+fn resolve(names: &[String], wanted: &str, what: &'static str) -> Result<String, InputError> {
     resolve_name(names.iter().map(String::as_str), wanted, what).map(str::to_string)
 }
 
@@ -699,8 +838,8 @@ fn resolve(names: &[String], wanted: &str, what: &str) -> Result<String, String>
 fn resolve_name<'a>(
     names: impl IntoIterator<Item = &'a str>,
     wanted: &str,
-    what: &str,
-) -> Result<&'a str, String> {
+    what: &'static str,
+) -> Result<&'a str, InputError> {
     let mut hits = Vec::new();
     for name in names {
         if name == wanted {
@@ -715,25 +854,32 @@ fn resolve_name<'a>(
     }
     match hits.as_slice() {
         [one] => Ok(one),
-        [] => Err(format!("Invalid {what} name ({wanted})")),
-        many => Err(format!(
-            "{what} name '{wanted}' is ambiguous: {}",
-            many.join(", ")
-        )),
+        [] => Err(InputError::UnknownName {
+            what,
+            wanted: wanted.to_string(),
+        }),
+        many => Err(InputError::AmbiguousName {
+            what,
+            wanted: wanted.to_string(),
+            candidates: many.iter().map(|n| n.to_string()).collect(),
+        }),
     }
 }
 
-fn table(sw: &Switch, name: &str) -> Result<TableDesc, String> {
+fn table(sw: &Switch, name: &str) -> Result<TableDesc, InputError> {
     let tables = sw.tables();
     let full = resolve_name(tables.iter().map(|t| t.name.as_str()), name, "table")?.to_string();
     tables
         .into_iter()
         .find(|t| t.name == full)
-        .ok_or_else(|| format!("no table named '{name}'"))
+        .ok_or(InputError::UnknownName {
+            what: "table",
+            wanted: full,
+        })
 }
 
 /// An integer as Python's `int(s, 0)` reads it: decimal, `0x`, `0o`, `0b`.
-fn number(s: &str, what: &str) -> Result<u128, String> {
+fn number(s: &str, what: &'static str) -> Result<u128, ValueError> {
     let t = s.replace('_', "");
     let r = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         u128::from_str_radix(h, 16)
@@ -744,13 +890,14 @@ fn number(s: &str, what: &str) -> Result<u128, String> {
     } else {
         t.parse()
     };
-    r.map_err(|_| {
-        format!("{what} '{s}': invalid input, could not cast to integer, try in hex with 0x prefix")
+    r.map_err(|_| ValueError::NotInteger {
+        what,
+        text: s.to_string(),
     })
 }
 
 /// A value for a field of `width` bits, as bmv2's CLI `parse_param` reads it.
-pub fn param(s: &str, width: u32) -> Result<Vec<u8>, String> {
+pub fn param(s: &str, width: u32) -> Result<Vec<u8>, ValueError> {
     let n = width.div_ceil(8) as usize;
     if width == 32 {
         if let Ok(a) = s.parse::<std::net::Ipv4Addr>() {
@@ -760,34 +907,36 @@ pub fn param(s: &str, width: u32) -> Result<Vec<u8>, String> {
         let bytes: Result<Vec<u8>, _> = s.split(':').map(|b| u8::from_str_radix(b, 16)).collect();
         match bytes {
             Ok(b) if b.len() == 6 => return Ok(b),
-            _ => return Err(format!("'{s}' is not a MAC address")),
+            _ => return Err(ValueError::NotMac(s.to_string())),
         }
     } else if width == 128 && s.contains(':') {
         return s
             .parse::<std::net::Ipv6Addr>()
             .map(|a| a.octets().to_vec())
-            .map_err(|_| format!("'{s}' is not an IPv6 address"));
+            .map_err(|_| ValueError::NotIpv6(s.to_string()));
     }
     let v = number(s, "value")?;
     if width < 128 && v >> width != 0 {
-        return Err(format!(
-            "'{s}': input is too large for the {width}-bit field"
-        ));
+        return Err(ValueError::TooLarge {
+            text: s.to_string(),
+            width,
+        });
     }
     Ok(v.to_be_bytes()[16 - n.min(16)..].to_vec())
 }
 
-fn key_match(kind: MatchType, width: u32, s: &str) -> Result<FieldMatch, String> {
+fn key_match(kind: MatchType, width: u32, s: &str) -> Result<FieldMatch, KeyError> {
     Ok(match kind {
         MatchType::Lpm => {
             let (v, len) = s
                 .split_once('/')
-                .ok_or_else(|| format!("'{s}': an lpm key is written value/prefix_length"))?;
+                .ok_or_else(|| KeyError::NotLpm(s.to_string()))?;
             let prefix_len = number(len, "prefix length")? as u32;
             if prefix_len > width {
-                return Err(format!(
-                    "'{s}': prefix length above the field's {width} bits"
-                ));
+                return Err(KeyError::PrefixTooLong {
+                    text: s.to_string(),
+                    width,
+                });
             }
             FieldMatch::Lpm {
                 value: param(v, width)?,
@@ -797,7 +946,7 @@ fn key_match(kind: MatchType, width: u32, s: &str) -> Result<FieldMatch, String>
         MatchType::Ternary => {
             let (v, m) = s
                 .split_once("&&&")
-                .ok_or_else(|| format!("'{s}': a ternary key is written value&&&mask"))?;
+                .ok_or_else(|| KeyError::NotTernary(s.to_string()))?;
             FieldMatch::Ternary {
                 value: param(v, width)?,
                 mask: param(m, width)?,
@@ -806,7 +955,7 @@ fn key_match(kind: MatchType, width: u32, s: &str) -> Result<FieldMatch, String>
         MatchType::Range => {
             let (lo, hi) = s
                 .split_once("->")
-                .ok_or_else(|| format!("'{s}': a range key is written low->high"))?;
+                .ok_or_else(|| KeyError::NotRange(s.to_string()))?;
             FieldMatch::Range {
                 low: param(lo, width)?,
                 high: param(hi, width)?,
@@ -839,23 +988,29 @@ fn action_args(
     owner: &str,
     action: &str,
     params: &[&str],
-) -> Result<(String, Vec<Vec<u8>>), Fail> {
+) -> Result<(String, Vec<Vec<u8>>), CliError> {
     let a = resolve_name(t.actions.iter().map(|a| a.name.as_str()), action, "action")
         .ok()
         .and_then(|full| t.actions.iter().find(|a| a.name == full))
-        .ok_or_else(|| Fail::Input(format!("Table {owner} has no action {action}")))?;
+        .ok_or_else(|| InputError::NoSuchAction {
+            table: owner.to_string(),
+            action: action.to_string(),
+        })?;
     if params.len() != a.params.len() {
-        return Err(format!("Action {} needs {} parameters", a.name, a.params.len()).into());
+        return Err(InputError::ParamCount {
+            action: a.name.clone(),
+            needs: a.params.len(),
+        }
+        .into());
     }
     let data = a
         .params
         .iter()
         .zip(params)
         .map(|((_, w), s)| {
-            param(s, *w).map_err(|e| {
-                Fail::Text(format!(
-                    "Invalid runtime data: Error while parsing {s} - {e}\n"
-                ))
+            param(s, *w).map_err(|problem| CliError::RuntimeData {
+                text: s.to_string(),
+                problem,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -938,31 +1093,27 @@ type Key<'a> = (Vec<FieldMatch>, Option<i32>, &'a [&'a str]);
 
 /// `<match fields> => <rest> [priority]`: the matches, the priority (P4Runtime order) when the
 /// table needs one, and what follows `=>` without it.
-fn entry_key<'a>(t: &TableDesc, rest: &'a [&'a str]) -> Result<Key<'a>, String> {
+fn entry_key<'a>(t: &TableDesc, rest: &'a [&'a str]) -> Result<Key<'a>, InputError> {
     let arrow = rest.iter().position(|w| *w == "=>");
     let (keys, mut params) = match arrow {
         Some(i) => (&rest[..i], &rest[i + 1..]),
         None => (rest, &[][..]),
     };
     if keys.len() != t.keys.len() {
-        return Err(format!(
-            "table {} needs {} match fields, got {}",
-            t.name,
-            t.keys.len(),
-            keys.len()
-        ));
+        return Err(InputError::KeyCount {
+            table: t.name.clone(),
+            needs: t.keys.len(),
+            got: keys.len(),
+        });
     }
     let priority = if needs_priority(t) {
-        let (last, before) = params.split_last().ok_or_else(|| {
-            format!(
-                "table {} needs a priority after the action parameters",
-                t.name
-            )
-        })?;
+        let (last, before) = params
+            .split_last()
+            .ok_or_else(|| InputError::NoPriority(t.name.clone()))?;
         params = before;
         let p = number(last, "priority")?;
-        let p = i32::try_from(p).map_err(|_| format!("priority {p} out of range"))?;
-        Some(priority_from_bmv2(p).map_err(|e| e.to_string())?)
+        let p = i32::try_from(p).map_err(|_| InputError::PriorityRange(p))?;
+        Some(priority_from_bmv2(p).map_err(InputError::Priority)?)
     } else {
         None
     };
@@ -970,7 +1121,12 @@ fn entry_key<'a>(t: &TableDesc, rest: &'a [&'a str]) -> Result<Key<'a>, String> 
         .keys
         .iter()
         .zip(keys)
-        .map(|(k, s)| key_match(k.match_type, k.width, s).map_err(|e| format!("{}: {e}", k.name)))
+        .map(|(k, s)| {
+            key_match(k.match_type, k.width, s).map_err(|problem| InputError::Key {
+                field: k.name.clone(),
+                problem,
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((matches, priority, params))
 }
@@ -982,13 +1138,16 @@ fn profile_action(
     typed: &str,
     action: &str,
     params: &[&str],
-) -> Result<(String, Vec<Vec<u8>>), Fail> {
+) -> Result<(String, Vec<Vec<u8>>), CliError> {
     let tables = sw.tables();
     let owner = tables
         .iter()
         .filter(|t| t.profile.as_deref() == Some(prof))
         .find(|t| resolve_name(t.actions.iter().map(|a| a.name.as_str()), action, "action").is_ok())
-        .ok_or_else(|| Fail::Input(format!("Action profile '{typed}' has no action '{action}'")))?;
+        .ok_or_else(|| InputError::NoProfileAction {
+            profile: typed.to_string(),
+            action: action.to_string(),
+        })?;
     action_args(owner, typed, action, params)
 }
 
@@ -1133,7 +1292,7 @@ fn describe(a: &EntryAction) -> String {
 /// `[<egress_port> [<priority>]]`: every queue of every port, every queue of one port, or the
 /// queue of one priority (queue = priority, as `--priority-queues` maps them). They set the
 /// traffic manager's `limit_packets` and `rate_pps` for those queues.
-fn set_queue(core: &mut Core, now_ns: u64, cmd: &str, args: &[&str]) -> Result<String, String> {
+fn set_queue(core: &mut Core, now_ns: u64, cmd: &str, args: &[&str]) -> Result<String, InputError> {
     let depth = cmd == "set_queue_depth";
     let what = if depth { "nb_pkts" } else { "rate_pps" };
     let (value, port, priority) = match args {
@@ -1141,9 +1300,11 @@ fn set_queue(core: &mut Core, now_ns: u64, cmd: &str, args: &[&str]) -> Result<S
         [v, p] => (v, Some(p), None),
         [v, p, q] => (v, Some(p), Some(q)),
         _ => {
-            return Err(format!(
-                "usage: {cmd} <{what}> [<egress_port> [<priority>]]"
-            ))
+            return Err(QueueError::Usage {
+                cmd: cmd.to_string(),
+                what,
+            }
+            .into())
         }
     };
     let value = number(value, what)?;
@@ -1154,46 +1315,53 @@ fn set_queue(core: &mut Core, now_ns: u64, cmd: &str, args: &[&str]) -> Result<S
             let q = number(q, "priority")?;
             let n = core.engine_config().priority_queues;
             if q >= n as u128 {
-                return Err(format!(
-                    "{cmd}: priority {q} out of range: the switch has {n} priority queue(s) \
-                     (--priority-queues)"
-                ));
+                return Err(QueueError::Priority {
+                    cmd: cmd.to_string(),
+                    priority: q,
+                    queues: n,
+                }
+                .into());
             }
             vec![q as u8]
         }
     };
-    let tm = core
-        .tm()
-        .ok_or_else(|| format!("{cmd}: no traffic manager (start with --port-config FILE)"))?;
+    let tm = core.tm().ok_or_else(|| QueueError::NoTm(cmd.to_string()))?;
     let ports: Vec<u32> = match port {
-        Some(p) => vec![u32::try_from(p).map_err(|_| format!("port {p} out of range"))?],
+        Some(p) => vec![u32::try_from(p).map_err(|_| QueueError::PortRange(p))?],
         None => tm.port_numbers().collect(),
     };
     for p in ports {
         let mut cfg = core
             .tm()
             .and_then(|tm| tm.port_config(p).cloned())
-            .ok_or_else(|| format!("{cmd}: port {p} is not configured"))?;
+            .ok_or_else(|| QueueError::NotConfigured {
+                cmd: cmd.to_string(),
+                port: p,
+            })?;
         for &q in &queues {
             let c = match cfg.queues.iter().position(|c| c.queue == q) {
                 Some(i) => &mut cfg.queues[i],
                 None => {
                     let c = serde_json::from_value(serde_json::json!({ "queue": q }))
-                        .map_err(|e| e.to_string())?;
+                        .map_err(QueueError::NewQueue)?;
                     cfg.queues.push(c);
-                    cfg.queues.last_mut().ok_or("queue list")?
+                    let last = cfg.queues.len() - 1;
+                    &mut cfg.queues[last]
                 }
             };
             if depth {
                 c.limit_packets =
-                    Some(u32::try_from(value).map_err(|_| format!("depth {value} out of range"))?);
+                    Some(u32::try_from(value).map_err(|_| QueueError::DepthRange(value))?);
             } else {
-                c.rate_pps =
-                    Some(u64::try_from(value).map_err(|_| format!("rate {value} out of range"))?);
+                c.rate_pps = Some(u64::try_from(value).map_err(|_| QueueError::RateRange(value))?);
             }
         }
         core.configure_port(now_ns, cfg)
-            .map_err(|e| format!("{cmd}: port {p}: {e}"))?;
+            .map_err(|source| QueueError::Port {
+                cmd: cmd.to_string(),
+                port: p,
+                source,
+            })?;
     }
     Ok(String::new())
 }
@@ -1210,7 +1378,7 @@ mod tests {
             "egress.acl.drop",
             "drop",
         ];
-        let r = |w: &str| resolve_name(names, w, "x");
+        let r = |w: &str| resolve_name(names, w, "x").map_err(|e| e.to_string());
         assert_eq!(r("ecmp_ap"), Ok("ingress.ecmp_ap"));
         assert_eq!(r("ingress.ecmp_ap"), Ok("ingress.ecmp_ap"));
         assert_eq!(r("ingress.acl.drop"), Ok("ingress.acl.drop"));

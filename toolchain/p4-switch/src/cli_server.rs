@@ -87,7 +87,9 @@ fn serve(stream: TcpStream, h: &Handle) {
         }
         let cmd = std::mem::take(&mut line);
         let reply = h
-            .exec_core(move |core, now| crate::cli::execute(core, now, cmd.trim()))
+            .exec_core(move |core, now| {
+                crate::cli::execute(core, now, cmd.trim()).map_err(|e| e.to_string())
+            })
             .unwrap_or_else(|| Err("the switch is stopping".into()));
         let (tag, text) = match reply {
             Ok(t) => ("OK", t),

@@ -96,6 +96,15 @@ impl Rx<'_> {
     }
 }
 
+/// Why a port of the traffic manager could not be added or changed while running.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigurePortError {
+    #[error("no traffic manager: start the switch with --port-config FILE")]
+    NoTm,
+    #[error("{0}")]
+    Tm(#[from] TmError),
+}
+
 /// Engine, traffic manager (optional) and ports, driven by one thread.
 pub struct Core {
     pub switch: Option<Switch>,
@@ -605,12 +614,13 @@ impl Core {
     }
 
     /// Adds or changes a port of the traffic manager while running.
-    pub fn configure_port(&mut self, now_ns: u64, cfg: PortConfig) -> Result<(), String> {
-        let tm = self
-            .tm
-            .as_mut()
-            .ok_or("no traffic manager: start the switch with --port-config FILE")?;
-        tm.configure_port(now_ns, cfg).map_err(|e| e.to_string())?;
+    pub fn configure_port(
+        &mut self,
+        now_ns: u64,
+        cfg: PortConfig,
+    ) -> Result<(), ConfigurePortError> {
+        let tm = self.tm.as_mut().ok_or(ConfigurePortError::NoTm)?;
+        tm.configure_port(now_ns, cfg)?;
         self.tm_ports = tm.port_numbers().collect();
         self.port_due = vec![Some(0); self.tm_ports.len()];
         self.release_flushed(now_ns);

@@ -1,6 +1,7 @@
 //! The P4Runtime server (`p4runtime-server`) on `--grpc-server-addr`, over the running dataplane
 //! or any other [`Dataplane`] (lossless-sim serves its simulated switches with it).
 
+use crate::error::ServerError;
 use crate::runtime::{EngineJob, Handle};
 use p4runtime_server::{CpuSink, Dataplane};
 use std::sync::Arc;
@@ -39,8 +40,12 @@ pub struct GrpcServer {
 impl GrpcServer {
     /// Binds `addr` now (so a busy port is a start-up error) and serves `dp` on a thread of its
     /// own.
-    pub fn start(addr: &str, dp: Arc<dyn Dataplane>) -> Result<GrpcServer, String> {
-        let err = |e: std::io::Error| format!("--grpc-server-addr {addr}: {e}");
+    pub fn start(addr: &str, dp: Arc<dyn Dataplane>) -> Result<GrpcServer, ServerError> {
+        let err = |e: std::io::Error| ServerError::Bind {
+            option: "--grpc-server-addr",
+            addr: addr.to_string(),
+            source: Box::new(e),
+        };
         let listener = std::net::TcpListener::bind(addr).map_err(err)?;
         listener.set_nonblocking(true).map_err(err)?;
         let bound = listener.local_addr().map_err(err)?;

@@ -9,6 +9,7 @@
 //! | `GET /ports` / `GET /ports/N` | the traffic manager's port configuration(s), JSON |
 //! | `PUT /ports/N` | a port configuration (JSON or YAML, as in `--port-config`'s `ports[]`) |
 
+use crate::error::ServerError;
 use crate::pktgen::PktgenConfig;
 use crate::runtime::Handle;
 use std::fmt::Write as _;
@@ -28,12 +29,20 @@ pub struct StatsServer {
 }
 
 impl StatsServer {
-    pub fn start(addr: &str, handle: Handle) -> Result<StatsServer, String> {
-        let server = Server::http(addr).map_err(|e| format!("--stats-addr {addr}: {e}"))?;
+    pub fn start(addr: &str, handle: Handle) -> Result<StatsServer, ServerError> {
+        let option = "--stats-addr";
+        let server = Server::http(addr).map_err(|source| ServerError::Bind {
+            option,
+            addr: addr.to_string(),
+            source,
+        })?;
         let bound = server
             .server_addr()
             .to_ip()
-            .ok_or_else(|| format!("--stats-addr {addr}: not an IP address"))?;
+            .ok_or_else(|| ServerError::NotIp {
+                option,
+                addr: addr.to_string(),
+            })?;
         let server = Arc::new(server);
         let s = server.clone();
         let stop = Arc::new(AtomicBool::new(false));
@@ -49,7 +58,7 @@ impl StatsServer {
                     }
                 }
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(ServerError::Thread)?;
         Ok(StatsServer {
             addr: bound,
             server,
@@ -209,9 +218,22 @@ fn body_format(text: &str) -> ConfigFormat {
     }
 }
 
+/// Why a `PUT /ports/N` body is refused (answered 400 with this text).
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("body: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("body: {0}")]
+    Yaml(#[from] serde_yaml::Error),
+    #[error("body: port: {body} differs from the URL's port {url}")]
+    Port { body: u32, url: u32 },
+    /// Already says where (`body.…`).
+    #[error("{0}")]
+    Invalid(#[from] switch_tm::ConfigError),
+}
+
 /// A `PUT /ports/N` body: a port configuration in JSON or YAML; `port` may be left out.
-fn parse_port(text: &str, port: u32) -> Result<PortConfig, String> {
-    let body = |e: &dyn std::fmt::Display| format!("body: {e}");
+fn parse_port(text: &str, port: u32) -> Result<PortConfig, BodyError> {
     // JSON through serde_json: serde_yaml does not read JSON's string map keys (pfc_to_queue
     // {"3": 3}) as the numbers they stand for, as the --port-config file reader does.
     let cfg: PortConfig = match serde_json::from_str::<serde_json::Value>(text) {
@@ -219,26 +241,26 @@ fn parse_port(text: &str, port: u32) -> Result<PortConfig, String> {
             if let Some(m) = value.as_object_mut() {
                 m.entry("port").or_insert_with(|| port.into());
             }
-            serde_json::from_value(value).map_err(|e| body(&e))?
+            serde_json::from_value(value)?
         }
         Err(_) => {
-            let mut value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| body(&e))?;
+            let mut value: serde_yaml::Value = serde_yaml::from_str(text)?;
             if let serde_yaml::Value::Mapping(m) = &mut value {
                 let key = serde_yaml::Value::from("port");
                 if !m.contains_key(&key) {
                     m.insert(key, serde_yaml::Value::from(port));
                 }
             }
-            serde_yaml::from_value(value).map_err(|e| body(&e))?
+            serde_yaml::from_value(value)?
         }
     };
     if cfg.port != port {
-        return Err(format!(
-            "body: port: {} differs from the URL's port {port}",
-            cfg.port
-        ));
+        return Err(BodyError::Port {
+            body: cfg.port,
+            url: port,
+        });
     }
-    cfg.validate("body").map_err(|e| e.to_string())?;
+    cfg.validate("body")?;
     Ok(cfg)
 }
 

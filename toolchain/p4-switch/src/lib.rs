@@ -7,6 +7,7 @@ pub mod cli;
 pub mod cli_server;
 pub mod clock;
 pub mod core;
+pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod log;

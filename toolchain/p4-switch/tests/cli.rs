@@ -123,7 +123,7 @@ fn bad_input_gets_clear_errors() {
             "usage: set_queue_rate <rate_pps> [<egress_port> [<priority>]]",
         ),
     ] {
-        let err = execute(&mut c, 0, line).expect_err(line);
+        let err = execute(&mut c, 0, line).expect_err(line).to_string();
         assert!(err.contains(wanted), "{line}: {err}");
     }
 }
@@ -154,7 +154,9 @@ fn externs_registers_counters_meters() {
         .unwrap()
         .contains("packets=0"));
     execute(&mut c, 0, "meter_set_rates mtr 0 0.5:10 1:20").unwrap();
-    let e = execute(&mut c, 0, "meter_set_rates mtr 0 0.5").unwrap_err();
+    let e = execute(&mut c, 0, "meter_set_rates mtr 0 0.5")
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "Error: Invalid number of rates, expected 2 but got 1\n");
 }
 
@@ -194,11 +196,17 @@ fn set_queue_depth_limits_tm_queues() {
     }
     assert_eq!(c.counters().tm_drops, 3);
     // One queue (no --priority-queues): a priority other than 0 has no queue.
-    let e = execute(&mut c, 0, "set_queue_depth 5 0 3").unwrap_err();
+    let e = execute(&mut c, 0, "set_queue_depth 5 0 3")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("priority 3 out of range"), "{e}");
-    let e = execute(&mut c, 0, "set_queue_rate 0 0").unwrap_err();
+    let e = execute(&mut c, 0, "set_queue_rate 0 0")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("rate_pps: must be at least 1"), "{e}");
-    let e = execute(&mut c, 0, "set_queue_rate 10 7").unwrap_err();
+    let e = execute(&mut c, 0, "set_queue_rate 10 7")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("port 7 is not configured"), "{e}");
 }
 
@@ -326,9 +334,12 @@ fn action_profile_members_groups_and_indirect_entries() {
         0,
         "act_prof_add_member_to_group ingress.ecmp_ap 0 9",
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert_eq!(e, "Invalid table operation (INVALID_GRP_HANDLE)\n");
-    let e = execute(&mut c, 0, "table_indirect_add ipv4_lpm 12.0.0.0/8 => 7").unwrap_err();
+    let e = execute(&mut c, 0, "table_indirect_add ipv4_lpm 12.0.0.0/8 => 7")
+        .unwrap_err()
+        .to_string();
     assert!(
         e.ends_with("Invalid table operation (INVALID_MBR_HANDLE)\n"),
         "{e}"
@@ -338,9 +349,12 @@ fn action_profile_members_groups_and_indirect_entries() {
         0,
         "set_crc16_parameters nosuch 0x1021 0 0 false false",
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert_eq!(e, "Error: Invalid crc16_custom name (nosuch)\n");
-    let e = execute(&mut c, 0, "act_prof_create_group zz").unwrap_err();
+    let e = execute(&mut c, 0, "act_prof_create_group zz")
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "Error: Invalid action profile name (zz)\n");
 }
 
@@ -349,7 +363,9 @@ fn action_profile_members_groups_and_indirect_entries() {
 fn crc_parameters_resolve_calculation_names() {
     let (mut c, _host) = core("hashes", &[0]);
     // `c16` ends calc_c16 but is not a dot-separated suffix of it.
-    let e = execute(&mut c, 0, "set_crc16_parameters c16 0x1021 0 0 false false").unwrap_err();
+    let e = execute(&mut c, 0, "set_crc16_parameters c16 0x1021 0 0 false false")
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "Error: Invalid crc16_custom name (c16)\n");
     // calc_c16 is a plain crc16: the engine refuses to change it (not a custom CRC).
     let e = execute(
@@ -357,14 +373,16 @@ fn crc_parameters_resolve_calculation_names() {
         0,
         "set_crc16_parameters calc_c16 0x1021 0 0 false false",
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert_eq!(e, "Error: Invalid crc16_custom name (calc_c16)\n");
     let e = execute(
         &mut c,
         0,
         "set_crc16_parameters nosuch 0x1021 0 0 maybe false",
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert_eq!(e, "Error: Invalid bool parameter (maybe)\n");
 }
 

@@ -581,7 +581,7 @@ impl P4Runtime for Server {
                 c.cookie,
                 self.dp.engine_config(),
             )
-            .map_err(|m| status(Code::InvalidArgument, m))
+            .map_err(|e| status(Code::InvalidArgument, e.to_string()))
         };
         match action {
             ConfigAction::Unspecified => {

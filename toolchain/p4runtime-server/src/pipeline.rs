@@ -6,7 +6,90 @@ use std::collections::HashMap;
 use p4_bmv2_json::MatchType;
 use p4runtime_proto::p4info::{match_field, P4Info};
 use p4runtime_proto::p4runtime::forwarding_pipeline_config::Cookie;
-use switch_v1model::{Switch, SwitchConfig};
+use switch_v1model::{ApiError, Switch, SwitchConfig};
+
+/// Why a pipeline's P4Info and BMv2 JSON do not fit together (SetForwardingPipelineConfig
+/// answers INVALID_ARGUMENT with this text).
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("p4_device_config is not UTF-8 BMv2 JSON: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    #[error("p4_device_config (BMv2 JSON): {0}")]
+    Json(#[from] p4_bmv2_json::JsonError),
+    #[error("P4Info table \"{name}\" (id {id}): {problem}")]
+    Table {
+        name: String,
+        id: u32,
+        problem: TableMismatch,
+    },
+    #[error("action \"{action}\": parameter widths {p4info:?} in P4Info, {json:?} in the JSON")]
+    ParamWidths {
+        action: String,
+        p4info: Vec<u32>,
+        json: Vec<u32>,
+    },
+    /// `kind` is "direct counter", "counter", "meter", ...
+    #[error("P4Info {kind} \"{name}\": no such {kind} in the BMv2 JSON")]
+    Missing { kind: &'static str, name: String },
+    #[error("P4Info {kind} \"{name}\": {problem}")]
+    Direct {
+        kind: &'static str,
+        name: String,
+        problem: DirectMismatch,
+    },
+    #[error("P4Info value set \"{name}\": field \"{field}\" is not an exact match (bmv2 value sets match exactly)")]
+    ValueSetNotExact { name: String, field: String },
+    #[error("P4Info register \"{name}\": {source}")]
+    Register { name: String, source: ApiError },
+}
+
+/// How a P4Info table differs from its BMv2 JSON table.
+#[derive(Debug, thiserror::Error)]
+pub enum TableMismatch {
+    #[error("no such table in the BMv2 JSON")]
+    NotInJson,
+    #[error("match field \"{field}\": unsupported match type {code}")]
+    MatchType { field: String, code: i32 },
+    #[error("match field \"{field}\": unsupported match kind")]
+    MatchKind { field: String },
+    #[error("match field \"{field}\" is not a key of the JSON table")]
+    NotAKey { field: String },
+    #[error("match field \"{field}\" is {p4info:?} bit<{width}> in P4Info but {json:?} bit<{json_width}> in the JSON")]
+    KeyType {
+        field: String,
+        p4info: Kind,
+        width: u32,
+        json: Kind,
+        json_width: u32,
+    },
+    #[error("{p4info} match fields in P4Info, {json} keys in the JSON")]
+    KeyCount { p4info: usize, json: usize },
+    #[error("action ref {0} is not a P4Info action")]
+    UnknownActionRef(u32),
+    #[error("action \"{0}\" is not an action of the JSON table")]
+    ActionNotInTable(String),
+    #[error("idle timeout {} in P4Info but support_timeout is {json} in the JSON", idle_timeout(.p4info))]
+    IdleTimeout { p4info: bool, json: bool },
+}
+
+fn idle_timeout(supported: &bool) -> &'static str {
+    if *supported {
+        "NOTIFY_CONTROL"
+    } else {
+        "NO_TIMEOUT"
+    }
+}
+
+/// How a P4Info direct counter or meter differs from the BMv2 JSON.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectMismatch {
+    #[error("direct_table_id {0} is not a P4Info table")]
+    UnknownTable(u32),
+    #[error("attached to \"{p4info}\" in P4Info but to \"{json}\" in the BMv2 JSON")]
+    AttachedElsewhere { p4info: String, json: String },
+    #[error("attached to \"{0}\" in P4Info but not in the BMv2 JSON")]
+    NotAttached(String),
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -101,11 +184,9 @@ pub fn verify(
     device_config: Vec<u8>,
     cookie: Option<Cookie>,
     config: SwitchConfig,
-) -> Result<(Pipeline, Switch), String> {
-    let text = std::str::from_utf8(&device_config)
-        .map_err(|e| format!("p4_device_config is not UTF-8 BMv2 JSON: {e}"))?;
-    let sw = Switch::from_json(text, config)
-        .map_err(|e| format!("p4_device_config (BMv2 JSON): {e}"))?;
+) -> Result<(Pipeline, Switch), PipelineError> {
+    let text = std::str::from_utf8(&device_config)?;
+    let sw = Switch::from_json(text, config)?;
     let engine_tables = sw.tables();
 
     let mut actions = HashMap::new();
@@ -131,9 +212,13 @@ pub fn verify(
     let mut table_ids = HashMap::new();
     for t in &p4info.tables {
         let pre = t.preamble.clone().unwrap_or_default();
-        let here = format!("P4Info table \"{}\" (id {})", pre.name, pre.id);
+        let here = |problem| PipelineError::Table {
+            name: pre.name.clone(),
+            id: pre.id,
+            problem,
+        };
         let Some(et) = engine_tables.iter().find(|e| e.name == pre.name) else {
-            return Err(format!("{here}: no such table in the BMv2 JSON"));
+            return Err(here(TableMismatch::NotInJson));
         };
         let mut keys = Vec::new();
         for mf in &t.match_fields {
@@ -145,24 +230,22 @@ pub fn verify(
                     5 => Kind::Range,
                     6 => Kind::Optional,
                     _ => {
-                        return Err(format!(
-                            "{here}: match field \"{}\": unsupported match type {k}",
-                            mf.name
-                        ))
+                        return Err(here(TableMismatch::MatchType {
+                            field: mf.name.clone(),
+                            code: k,
+                        }))
                     }
                 },
                 _ => {
-                    return Err(format!(
-                        "{here}: match field \"{}\": unsupported match kind",
-                        mf.name
-                    ))
+                    return Err(here(TableMismatch::MatchKind {
+                        field: mf.name.clone(),
+                    }))
                 }
             };
             let Some(ek) = et.keys.iter().find(|k| k.name == mf.name) else {
-                return Err(format!(
-                    "{here}: match field \"{}\" is not a key of the JSON table",
-                    mf.name
-                ));
+                return Err(here(TableMismatch::NotAKey {
+                    field: mf.name.clone(),
+                }));
             };
             let ekind = match ek.match_type {
                 MatchType::Exact | MatchType::Valid => Kind::Exact,
@@ -173,10 +256,13 @@ pub fn verify(
             };
             let width = u32::try_from(mf.bitwidth).unwrap_or(0);
             if ekind != kind || ek.width != width {
-                return Err(format!(
-                    "{here}: match field \"{}\" is {kind:?} bit<{width}> in P4Info but {ekind:?} bit<{}> in the JSON",
-                    mf.name, ek.width
-                ));
+                return Err(here(TableMismatch::KeyType {
+                    field: mf.name.clone(),
+                    p4info: kind,
+                    width,
+                    json: ekind,
+                    json_width: ek.width,
+                }));
             }
             keys.push(KeyInfo {
                 id: mf.id,
@@ -185,48 +271,37 @@ pub fn verify(
             });
         }
         if keys.len() != et.keys.len() {
-            return Err(format!(
-                "{here}: {} match fields in P4Info, {} keys in the JSON",
-                keys.len(),
-                et.keys.len()
-            ));
+            return Err(here(TableMismatch::KeyCount {
+                p4info: keys.len(),
+                json: et.keys.len(),
+            }));
         }
         let mut ids = Vec::new();
         for r in &t.action_refs {
             let Some(a) = actions.get(&r.id) else {
-                return Err(format!(
-                    "{here}: action ref {} is not a P4Info action",
-                    r.id
-                ));
+                return Err(here(TableMismatch::UnknownActionRef(r.id)));
             };
             let Some(ea) = et.actions.iter().find(|e| e.name == a.name) else {
-                return Err(format!(
-                    "{here}: action \"{}\" is not an action of the JSON table",
-                    a.name
-                ));
+                return Err(here(TableMismatch::ActionNotInTable(a.name.clone())));
             };
             let widths: Vec<u32> = a.params.iter().map(|p| p.1).collect();
             let ewidths: Vec<u32> = ea.params.iter().map(|p| p.1).collect();
             if widths != ewidths {
-                return Err(format!(
-                    "action \"{}\": parameter widths {widths:?} in P4Info, {ewidths:?} in the JSON",
-                    a.name
-                ));
+                return Err(PipelineError::ParamWidths {
+                    action: a.name.clone(),
+                    p4info: widths,
+                    json: ewidths,
+                });
             }
             ids.push(r.id);
         }
         // Ageing needs the engine's hit bits, which only `support_timeout` tables keep.
         let supports_timeout = t.idle_timeout_behavior != 0;
         if supports_timeout != et.support_timeout {
-            return Err(format!(
-                "{here}: idle timeout {} in P4Info but support_timeout is {} in the JSON",
-                if supports_timeout {
-                    "NOTIFY_CONTROL"
-                } else {
-                    "NO_TIMEOUT"
-                },
-                et.support_timeout
-            ));
+            return Err(here(TableMismatch::IdleTimeout {
+                p4info: supports_timeout,
+                json: et.support_timeout,
+            }));
         }
         let needs_priority = keys
             .iter()
@@ -261,41 +336,48 @@ pub fn verify(
     }
     for c in &p4info.direct_counters {
         let name = pre_name(&c.preamble);
-        let here = format!("P4Info direct counter \"{name}\"");
+        let kind = "direct counter";
         let Some(json_table) = sw.direct_counter_table(&name) else {
-            return Err(format!("{here}: no such direct counter in the BMv2 JSON"));
+            return Err(PipelineError::Missing { kind, name });
         };
         let Some(t) = tables.get_mut(&c.direct_table_id) else {
-            return Err(format!(
-                "{here}: direct_table_id {} is not a P4Info table",
-                c.direct_table_id
-            ));
+            return Err(PipelineError::Direct {
+                kind,
+                name,
+                problem: DirectMismatch::UnknownTable(c.direct_table_id),
+            });
         };
         if json_table != t.name {
-            return Err(format!(
-                "{here}: attached to \"{}\" in P4Info but to \"{json_table}\" in the BMv2 JSON",
-                t.name
-            ));
+            return Err(PipelineError::Direct {
+                kind,
+                name,
+                problem: DirectMismatch::AttachedElsewhere {
+                    p4info: t.name.clone(),
+                    json: json_table,
+                },
+            });
         }
         t.direct_counter = Some(pre_id(&c.preamble));
     }
     let mut direct_meters = HashMap::new();
     for m in &p4info.direct_meters {
-        let here = format!("P4Info direct meter \"{}\"", pre_name(&m.preamble));
-        if sw.direct_meter_table(&pre_name(&m.preamble)).is_none() {
-            return Err(format!("{here}: no such direct meter in the BMv2 JSON"));
-        }
-        let Some(t) = tables.get(&m.direct_table_id) else {
-            return Err(format!(
-                "{here}: direct_table_id {} is not a P4Info table",
-                m.direct_table_id
-            ));
+        let (kind, name) = ("direct meter", pre_name(&m.preamble));
+        let Some(json_table) = sw.direct_meter_table(&name) else {
+            return Err(PipelineError::Missing { kind, name });
         };
-        if sw.direct_meter_table(&pre_name(&m.preamble)).as_deref() != Some(t.name.as_str()) {
-            return Err(format!(
-                "{here}: attached to \"{}\" in P4Info but not in the BMv2 JSON",
-                t.name
-            ));
+        let Some(t) = tables.get(&m.direct_table_id) else {
+            return Err(PipelineError::Direct {
+                kind,
+                name,
+                problem: DirectMismatch::UnknownTable(m.direct_table_id),
+            });
+        };
+        if json_table != t.name {
+            return Err(PipelineError::Direct {
+                kind,
+                name,
+                problem: DirectMismatch::NotAttached(t.name.clone()),
+            });
         }
         direct_meters.insert(pre_id(&m.preamble), m.direct_table_id);
     }
@@ -305,10 +387,10 @@ pub fn verify(
         let mut fields = Vec::new();
         for f in &v.r#match {
             if !matches!(f.r#match, Some(match_field::Match::MatchType(2)) | None) {
-                return Err(format!(
-                    "P4Info value set \"{name}\": field \"{}\" is not an exact match (bmv2 value sets match exactly)",
-                    f.name
-                ));
+                return Err(PipelineError::ValueSetNotExact {
+                    name,
+                    field: f.name.clone(),
+                });
             }
             fields.push((f.id, u32::try_from(f.bitwidth).unwrap_or(0)));
         }
@@ -351,9 +433,10 @@ pub fn verify(
         ),
     ] {
         if let Some(missing) = names.iter().find(|n| !have.contains(n)) {
-            return Err(format!(
-                "P4Info {what} \"{missing}\": no such {what} in the BMv2 JSON"
-            ));
+            return Err(PipelineError::Missing {
+                kind: what,
+                name: missing.clone(),
+            });
         }
     }
     let counters = p4info
@@ -371,7 +454,10 @@ pub fn verify(
         let name = pre_name(&r.preamble);
         let width = sw
             .register_width(&name)
-            .map_err(|e| format!("P4Info register \"{name}\": {e}"))?;
+            .map_err(|source| PipelineError::Register {
+                name: name.clone(),
+                source,
+            })?;
         registers.insert(
             pre_id(&r.preamble),
             (name, u64::try_from(r.size).unwrap_or(0), width),

@@ -9,7 +9,7 @@ use switch_engine::exec::{self, Pkt, Regs};
 use switch_engine::load;
 use switch_engine::program::Prog;
 use switch_engine::state::{ActionData, CounterValue, Digest, EntryVal, Ext, Runtime, TableState};
-use switch_tables::{ActionProfile, EntryHandle, KeyField, MatchKind, Table};
+use switch_tables::{ActionProfile, EntryHandle, KeyField, MatchKind, Table, TableError};
 
 pub use switch_engine::exec::DROP_PORT;
 
@@ -145,6 +145,24 @@ impl Pre {
             }
         }
     }
+}
+
+/// Why a `const entries` entry of the BMv2 JSON cannot be installed (reported under its JSON
+/// path).
+#[derive(Debug, thiserror::Error)]
+enum ConstEntryError {
+    #[error("entry has {entry} key fields, the table has {table}")]
+    KeyCount { entry: usize, table: usize },
+    #[error("match_key[{key}]: missing `{field}`")]
+    Missing { key: usize, field: &'static str },
+    #[error("no action with id {0}")]
+    UnknownAction(i64),
+    #[error("{0}")]
+    ActionData(#[from] ApiError),
+    #[error("a table without keys cannot have entries")]
+    NoKeys,
+    #[error("{0}")]
+    Table(#[from] TableError),
 }
 
 /// A BMv2 JSON program running with simple_switch semantics.
@@ -287,11 +305,10 @@ impl Switch {
                 }
                 for (e, entry) in t.entries.iter().enumerate() {
                     let epath = format!("{path}.entries[{e}]");
-                    self.install_const_entry(ti, entry)
-                        .map_err(|message| JsonError {
-                            path: epath,
-                            message,
-                        })?;
+                    self.install_const_entry(ti, entry).map_err(|e| JsonError {
+                        path: epath,
+                        message: e.to_string(),
+                    })?;
                 }
                 ti += 1;
             }
@@ -303,34 +320,31 @@ impl Switch {
         &mut self,
         ti: usize,
         entry: &p4_bmv2_json::ConstEntry,
-    ) -> Result<(), String> {
+    ) -> Result<(), ConstEntryError> {
         use p4_bmv2_json::{EntryKeyValue, MatchType as M};
         use switch_tables::FieldMatch;
         let info = &self.prog.tables[ti];
         if entry.match_key.len() != info.keys.len() {
-            return Err(format!(
-                "entry has {} key fields, the table has {}",
-                entry.match_key.len(),
-                info.keys.len()
-            ));
+            return Err(ConstEntryError::KeyCount {
+                entry: entry.match_key.len(),
+                table: info.keys.len(),
+            });
         }
         let mut matches = Vec::new();
         for (k, (mk, key)) in entry.match_key.iter().zip(&info.keys).enumerate() {
             let n = key.width.div_ceil(8) as usize;
-            let hex = |v: &Option<p4_bmv2_json::HexStr>, what: &str| -> Result<Vec<u8>, String> {
+            let missing = |field| ConstEntryError::Missing { key: k, field };
+            let hex = |v: &Option<p4_bmv2_json::HexStr>, field| {
                 v.as_ref()
                     .map(|h| h.to_width_bytes(n))
-                    .ok_or_else(|| format!("match_key[{k}]: missing `{what}`"))
+                    .ok_or_else(|| missing(field))
             };
             let keyv = match &mk.key {
                 Some(EntryKeyValue::Hex(h)) => Some(h.to_width_bytes(n)),
                 Some(EntryKeyValue::Bool(b)) => Some(vec![u8::from(*b)]),
                 None => None,
             };
-            let need_key = || {
-                keyv.clone()
-                    .ok_or_else(|| format!("match_key[{k}]: missing `key`"))
-            };
+            let need_key = || keyv.clone().ok_or_else(|| missing("key"));
             // bmv2 masks a JSON entry's value (p4c writes `const entries` as written, e.g.
             // 0x11 &&& 0xF0), where P4Runtime must refuse such a value.
             let masked = |mut v: Vec<u8>, mask: &[u8]| {
@@ -340,9 +354,7 @@ impl Switch {
             matches.push(match mk.match_type {
                 M::Exact | M::Valid => FieldMatch::Exact(need_key()?),
                 M::Lpm => {
-                    let prefix_len = mk
-                        .prefix_length
-                        .ok_or_else(|| format!("match_key[{k}]: missing `prefix_length`"))?;
+                    let prefix_len = mk.prefix_length.ok_or_else(|| missing("prefix_length"))?;
                     // The field's top prefix_len bits, in its right-aligned bytes.
                     let first = n as u32 * 8 - key.width;
                     let mask: Vec<u8> = (0..n as u32)
@@ -384,18 +396,18 @@ impl Switch {
         }
         let action = self
             .action_index(entry.action_entry.action_id)
-            .ok_or_else(|| format!("no action with id {}", entry.action_entry.action_id))?;
+            .ok_or(ConstEntryError::UnknownAction(entry.action_entry.action_id))?;
         let args: Vec<Vec<u8>> = entry
             .action_entry
             .action_data
             .iter()
             .map(|h| h.bytes.clone())
             .collect();
-        let data = self.action_data(action, &args).map_err(|e| e.message)?;
+        let data = self.action_data(action, &args)?;
         let table = self.rt.tables[ti]
             .table
             .as_mut()
-            .ok_or("a table without keys cannot have entries")?;
+            .ok_or(ConstEntryError::NoKeys)?;
         // bmv2 JSON priorities: a smaller number wins; switch-tables: a larger one does.
         let priority = table.needs_priority().then(|| {
             i32::MAX
@@ -404,9 +416,7 @@ impl Switch {
                     .unwrap_or(0)
                     .clamp(0, i64::from(i32::MAX - 1)) as i32
         });
-        let h = table
-            .insert(matches, priority, EntryVal::Act(data))
-            .map_err(|e| e.to_string())?;
+        let h = table.insert(matches, priority, EntryVal::Act(data))?;
         self.reset_direct(ti, h);
         Ok(())
     }
