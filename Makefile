@@ -42,7 +42,7 @@ help:
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
 	@echo "make run        build and run the default lab (ROUTING=bgp: FRR on every switch)"
 	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR and switch restart"
-	@echo "make sim        the same topology in lossless-sim, nominal rates, virtual time"
+	@echo "make sim        lossless-sim, nominal rates, virtual time: seed 003 quick subset; EXP=seed003 all 40 cases; TOPO=..."
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
 	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4"
 	@echo "make soak       60 s (switch time) of PFC storms and lossless incast through p4-switch"
@@ -244,13 +244,21 @@ run: build deps
 test-bgp: build deps
 	$(PY) -m pytest -s topo/bgp_tests
 
-# `make sim [TOPO=...] [CASE=ecn=off] [QUICK=1] [SEED=N]`: the same topology in lossless-sim, at
-# its nominal link rates in virtual time (toolchain/lossless-sim/README.md).
+# `make sim`: seed 003's representative subset in lossless-sim, quick (leafspine-7to1: 9:1, 4 KB,
+# 8x7 and 256x7, without and with remote PFC, in one run). `make sim EXP=seed003` (or seed000,
+# seed001): that seed's topology, every case in one run, full. `make sim TOPO=... [CASE=ecn=off]
+# [QUICK=1] [SEED=N]`: any topology, every case or one (toolchain/lossless-sim/README.md).
 CASE ?=
 SEED ?= 1
+SIM_EXP_seed000 := incast-16to1
+SIM_EXP_seed001 := prio-2to1
+SIM_EXP_seed003 := leafspine-7to1
+SIM_GIVEN := $(filter command line environment,$(origin TOPO))
+SIM_TOPO = $(if $(EXP),$(or $(SIM_EXP_$(EXP)),$(error EXP=$(EXP): make sim knows seed000, seed001, seed003)),$(if $(SIM_GIVEN),$(TOPO),leafspine-7to1))
+SIM_QUICK = $(if $(or $(EXP),$(SIM_GIVEN)),$(filter 1,$(QUICK)),1)
 sim: build deps p4
-	$(BIN)/lossless-sim run $(TOPO) --lab $(CURDIR) --seed $(SEED) --out $(RESULTS)/sim/$(TOPO) \
-	    $(if $(CASE),--case '$(CASE)') $(if $(filter 1,$(QUICK)),--quick)
+	$(BIN)/lossless-sim run $(SIM_TOPO) --lab $(CURDIR) --seed $(SEED) --out $(RESULTS)/sim/$(SIM_TOPO) \
+	    $(if $(CASE),--case '$(CASE)') $(if $(SIM_QUICK),--quick)
 
 # Each benchmark writes JSON under results/bench/ with its baseline measured in the same run
 # (a no-op program, the heap scheduler, a linear scan, ...); crates' READMEs explain the figures.

@@ -50,7 +50,8 @@ fn main() {
     };
     let fabric = program::prepare(&lab, &topo, Some("tuned"), false, &dir)
         .unwrap_or_else(|e| fail(e.to_string()));
-    let switches = program::program(&lab, &fabric, &dir).unwrap_or_else(|e| fail(e.to_string()));
+    let (switches, _servers) =
+        program::program(&lab, &fabric, &dir).unwrap_or_else(|e| fail(e.to_string()));
     let mut sim =
         assemble(&fabric, switches, DEFAULT_PIPELINE_NS).unwrap_or_else(|e| fail(e.to_string()));
     let Ok(Plan::Incast(inc)) = Plan::of(&fabric) else {

@@ -297,21 +297,6 @@ pub fn setup_row(
     Ok(())
 }
 
-/// After a row: removes its applications and lets the fabric drain for [`DRAIN_NS`].
-pub fn drain(sim: &mut Sim) {
-    for h in &mut sim.hosts {
-        if let Some(nic) = &mut h.nic {
-            nic.senders.clear();
-        }
-        h.tcp.clear();
-    }
-    let until = sim.now_ns() + DRAIN_NS;
-    sim.run(Some(until), None, &mut |_| {});
-    for h in &mut sim.hosts {
-        h.rx.clear();
-    }
-}
-
 /// The row's measurement: perftest latency of every RoCE message, what the fabric and the
 /// hosts' mechanisms did during it, and TCP's goodput.
 pub fn row_results(

@@ -7,7 +7,7 @@ use lossless_sim::experiment::{
 };
 use lossless_sim::net::{Progress, Stop};
 use lossless_sim::program::{self, Lab};
-use lossless_sim::results::{table, Measurement, Results, SimInfo, StatsSample};
+use lossless_sim::results::{table, CaseInfo, Measurement, Results, SimInfo, StatsSample};
 use lossless_sim::traffic::NicParams;
 use lossless_sim::{assemble, leafspine, probe, DEFAULT_PIPELINE_NS};
 use std::path::PathBuf;
@@ -79,6 +79,10 @@ const PROBE_PAYLOAD: usize = 1024;
 const PROBE_GAP_NS: u64 = 10_000;
 /// Idle virtual time between two cases of one run.
 const CASE_GAP_NS: u64 = 10_000;
+/// A case after the first starts at a multiple of this virtual time: the pipeline's
+/// microsecond timestamps (ingress_global_timestamp, which lossless.p4's PFC refresh and SFC
+/// epochs compare) then fall as they do from 0 in a run of that case alone.
+const CASE_ALIGN_NS: u64 = 1_000_000_000;
 /// roce-host's default RoCE MTU (the lab's write_lat and write_bw run with it).
 const ROCE_MTU: usize = 1024;
 /// Wall-clock seconds between two progress lines.
@@ -96,6 +100,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// What one config case of a run gave.
+struct CaseOut {
+    measurements: Vec<Measurement>,
+    tables: Vec<String>,
+    stop: Stop,
+    /// Probes not delivered.
+    lost: Vec<String>,
+}
+
+impl CaseOut {
+    fn partial(&self) -> bool {
+        matches!(self.stop, Stop::MaxEvents | Stop::Reached)
+    }
+}
+
 fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let mut lab = Lab::at(&args.lab);
     if let Some(p) = &args.pipeline {
@@ -104,155 +123,61 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let topology = resolve_topology(&lab, &args.topology);
     let fabric = program::prepare(&lab, &topology, args.case.as_deref(), args.quick, &args.out)
         .map_err(|e| e.to_string())?;
+    // Without --case every case of the experiment, in the order the lab's runner loads them.
+    let cases = match &args.case {
+        Some(c) => vec![c.clone()],
+        None => fabric.cases.clone(),
+    };
     eprintln!(
         "lossless-sim: {} case {}: programming {} switches with lossless-ctl",
         fabric.topology,
         fabric.case,
         fabric.switches.len()
     );
-    let switches = program::program(&lab, &fabric, &args.out).map_err(|e| e.to_string())?;
+    let (switches, servers) =
+        program::program(&lab, &fabric, &args.out).map_err(|e| e.to_string())?;
     let mut sim =
         assemble(&fabric, switches, args.pipeline_latency_ns).map_err(|e| e.to_string())?;
     let plan = Plan::of(&fabric).map_err(|e| e.to_string())?;
-    let (exp_cnp, exp_floor) = match &plan {
-        Plan::Leafspine(ls) => (ls.nic_cnp_interval_ns, ls.nic_min_rate_mbps),
-        _ => (None, None),
-    };
-    let nic = |mtu: usize, dscp: u8| {
-        let d = NicParams::new(mtu, dscp);
-        NicParams {
-            cnp_interval_ns: args
-                .cnp_interval_ns
-                .or(exp_cnp)
-                .unwrap_or(d.cnp_interval_ns),
-            min_rate_bps: args
-                .min_rate_mbps
-                .or(exp_floor)
-                .map_or(d.min_rate_bps, |m| m * 1e6),
-            ..d
-        }
-    };
-    for (i, s) in sim.switches.iter_mut().enumerate() {
-        s.core.seed_random(args.seed.wrapping_add(i as u64));
-    }
-    let mut probes = Vec::new();
-    match &plan {
-        // Their cases run one after another below.
-        Plan::Prio(_) | Plan::Leafspine(_) => {}
-        Plan::Probes => {
-            probes = probe::all_pairs(&mut sim, 0, PROBE_GAP_NS, PROBE_DSCP, PROBE_PAYLOAD);
-        }
-        Plan::Incast(inc) => {
-            let mut rng = fastrand::Rng::with_seed(args.seed);
-            setup_incast(
-                &mut sim,
-                inc,
-                &nic(inc.roce_mtu, inc.priority * 8),
-                0,
-                &mut rng,
-            )
-            .map_err(|e| e.to_string())?;
-        }
-    }
-    let end_ns = args
-        .time_limit
-        .or((!probes.is_empty()).then(|| PROBE_GAP_NS * probes.len() as u64));
-    let wall = Instant::now();
-    let mut last = 0.0;
-    let mut progress = |p: &Progress| {
-        let s = wall.elapsed().as_secs_f64();
-        if s - last < PROGRESS_S {
-            return;
-        }
-        last = s;
-        let eta = end_ns.map_or(String::new(), |end| {
-            let left = end.saturating_sub(p.now_ns) as f64 / p.now_ns.max(1) as f64;
-            format!(", ETA {:.0} s", s * left)
-        });
-        eprintln!(
-            "lossless-sim: virtual {:.3} ms, {:.0} events/s{eta}",
-            p.now_ns as f64 / 1e6,
-            p.events as f64 / s
-        );
-    };
     let mut measurements = Vec::new();
     let mut tables = Vec::new();
+    let mut lost = Vec::new();
+    let mut infos = Vec::new();
     let mut stop = Stop::Drained;
-    if let Plan::Leafspine(ls) = &plan {
-        let remote_pfc = fabric.case == "sfc=on";
-        let mut rng = fastrand::Rng::with_seed(args.seed);
-        let roce = nic(ROCE_MTU, ls.roce_priority * 8 + leafspine::DSCP_IN_PRIORITY);
-        let mut rows = Vec::new();
-        for row in ls.rows().map_err(|e| e.to_string())? {
-            let start = sim.now_ns() + CASE_GAP_NS;
-            leafspine::clear_counters(&mut sim);
-            leafspine::setup_row(&mut sim, ls, &row, &roce, start, &mut rng)
+    for (i, case) in cases.iter().enumerate() {
+        let mut reprogrammed = Vec::new();
+        let mut fabric = fabric.clone();
+        if i > 0 {
+            sim.drain(leafspine::DRAIN_NS);
+            sim.reset_hosts();
+            sim.idle_until(sim.now_ns().next_multiple_of(CASE_ALIGN_NS));
+            let next = args.out.join("cases").join(case);
+            fabric = program::prepare(&lab, &topology, Some(case), args.quick, &next)
                 .map_err(|e| e.to_string())?;
-            stop = sim.run(args.time_limit, args.max_events, &mut progress);
-            let m = leafspine::row_results(&sim, ls, &row, remote_pfc, start);
-            let avg = m.values["avg_latency_us"].as_f64().unwrap_or(0.0);
-            let wire = m.values["avg_wire_latency_us"].as_f64().unwrap_or(0.0);
             eprintln!(
-                "lossless-sim: {}: {avg:.2} us (seed {}), virtual {:.3} ms",
-                m.case,
-                m.values["seed_avg_latency_us"],
+                "lossless-sim: case {case}: reprogramming {} switches with lossless-ctl load --reconcile at virtual {:.3} ms",
+                fabric.switches.len(),
                 sim.now_ns() as f64 / 1e6
             );
-            measurements.push(m);
-            rows.push((row, avg, wire));
-            if matches!(stop, Stop::MaxEvents | Stop::Reached) {
-                break;
-            }
-            leafspine::drain(&mut sim);
-        }
-        for t in leafspine::tables(remote_pfc, &rows, ls.senders.len()) {
-            println!("{t}\n");
-            tables.push(t);
-        }
-        // The last row's congested port, as the lab prints it at the end.
-        let last = measurements.last().map(|m: &Measurement| &m.values);
-        let usage: Vec<Vec<String>> = last
-            .and_then(|v| v["receiver_port_queues"].as_array())
-            .into_iter()
-            .flatten()
-            .map(|q| {
-                let f = |c: &str, k: &str| format!("{}/{}", q[c], q[k]);
-                vec![
-                    q["queue"].to_string(),
-                    f("current_cells", "current_kb"),
-                    f("peak_cells", "peak_kb"),
-                    f("average_cells", "average_kb"),
-                ]
-            })
-            .collect();
-        let t = table(
-            "Buffer Usage on each Queue: (cells/KBytes), the receiver's port, last row",
-            &["QueueIndex", "Current", "Peak", "Average"],
-            &usage,
-        );
-        println!("{t}");
-        tables.push(t);
-    } else if let Plan::Prio(prio) = &plan {
-        let ecn = fabric.case == "ecn=on";
-        let mut rows = Vec::new();
-        for case in &prio.cases {
-            let start = sim.now_ns() + CASE_GAP_NS;
-            setup_prio_case(&mut sim, prio, case, &nic(ROCE_MTU, 0), start)
+            reprogrammed = program::reprogram(&lab, &servers, &fabric, &next, &mut sim)
                 .map_err(|e| e.to_string())?;
-            stop = sim.run(args.time_limit, args.max_events, &mut progress);
-            if matches!(stop, Stop::MaxEvents | Stop::Reached) {
-                break;
-            }
-            let m = prio_case_results(&sim, prio, case, ecn);
-            let avg = m.values["lat_t_avg_us_nominal"].as_f64().unwrap_or(0.0);
-            rows.push((case.name.clone(), avg));
-            measurements.push(m);
+            sim.start_pktgens();
         }
-        let t = prio_table(prio, ecn, &rows);
-        println!("{t}");
-        tables.push(t);
-    } else {
-        stop = sim.run(args.time_limit, args.max_events, &mut progress);
+        let start_ns = sim.now_ns();
+        let out = run_case(&mut sim, &plan, &fabric, args)?;
+        infos.push(CaseInfo {
+            name: case.clone(),
+            start_ns,
+            end_ns: sim.now_ns(),
+            reprogrammed,
+        });
+        measurements.extend(out.measurements);
+        tables.extend(out.tables);
+        lost.extend(out.lost);
+        stop = out.stop;
+        if matches!(stop, Stop::MaxEvents | Stop::Reached) {
+            break;
+        }
     }
     let partial = matches!(stop, Stop::MaxEvents | Stop::Reached);
     match stop {
@@ -267,48 +192,6 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             sim.events()
         ),
         Stop::Drained | Stop::Finished => {}
-    }
-    let mut lost = Vec::new();
-    if let Plan::Incast(inc) = &plan {
-        let (m, t) = incast_results(&sim, inc, &fabric.case);
-        println!("{t}");
-        measurements.push(m);
-        tables.push(t);
-    }
-    if !probes.is_empty() {
-        let arrivals = probe::arrivals(&sim, &probes);
-        let mut rows = Vec::new();
-        for (p, at) in probes.iter().zip(&arrivals) {
-            let latency = at.map(|t| t - p.sent_ns);
-            if latency.is_none() {
-                lost.push(format!("{} -> {}", p.from, p.to));
-            }
-            rows.push(vec![
-                p.from.clone(),
-                p.to.clone(),
-                latency.map_or("-".into(), |l| l.to_string()),
-            ]);
-            measurements.push(Measurement {
-                case: format!("probe {} -> {}", p.from, p.to),
-                params: serde_json::json!(p),
-                values: serde_json::json!({
-                    "latency_ns": latency,
-                    "latency_us": latency.map(|l| l as f64 / 1000.0),
-                }),
-                latency_us: latency.map(|l| l as f64 / 1000.0).into_iter().collect(),
-                throughput: serde_json::Map::new(),
-            });
-        }
-        let probe_table = table(
-            &format!(
-                "One {}-byte frame on an idle fabric, host to host (ns, virtual time)",
-                probes.first().map_or(0, |p| p.bytes)
-            ),
-            &["from", "to", "latency_ns"],
-            &rows,
-        );
-        println!("{probe_table}");
-        tables.push(probe_table);
     }
     let now = sim.now_ns();
     let stats = sim
@@ -333,16 +216,14 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         seed: fabric.seed.clone(),
         scale: serde_json::json!({"factor": 1, "nominal_mbps": nominal, "lab_mbps": nominal}),
         switch: "lossless-sim (p4-switch core)".into(),
-        missing_features: vec![
-            "one run per config case (sfc=off, sfc=on): no reprogramming between cases".into(),
-            "plots and pcap files".into(),
-        ],
+        missing_features: vec!["plots and pcap files".into()],
         measurements,
         stats,
         tables,
         sim: SimInfo {
             rng_seed: args.seed,
-            case: fabric.case.clone(),
+            case: cases.join(","),
+            cases: infos,
             pipeline_latency_ns: args.pipeline_latency_ns,
             partial,
             stop,
@@ -362,6 +243,214 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The NICs' parameters: the command line's, else the experiment's, else roce-host's.
+fn nic_params(args: &RunArgs, plan: &Plan, mtu: usize, dscp: u8) -> NicParams {
+    let (exp_cnp, exp_floor) = match plan {
+        Plan::Leafspine(ls) => (ls.nic_cnp_interval_ns, ls.nic_min_rate_mbps),
+        _ => (None, None),
+    };
+    let d = NicParams::new(mtu, dscp);
+    NicParams {
+        cnp_interval_ns: args
+            .cnp_interval_ns
+            .or(exp_cnp)
+            .unwrap_or(d.cnp_interval_ns),
+        min_rate_bps: args
+            .min_rate_mbps
+            .or(exp_floor)
+            .map_or(d.min_rate_bps, |m| m * 1e6),
+        ..d
+    }
+}
+
+/// Runs the experiment's traffic for `fabric.case` on the switches as programmed for it, from
+/// the simulation's present time: the switches' counters cleared and their `random` externs
+/// seeded, every random choice of the traffic drawn afresh from `--seed`, so that a case gives
+/// what it gives in a run of its own.
+fn run_case(
+    sim: &mut lossless_sim::net::Sim,
+    plan: &Plan,
+    fabric: &lossless_sim::fabric::Fabric,
+    args: &RunArgs,
+) -> Result<CaseOut, String> {
+    let nic = |mtu: usize, dscp: u8| nic_params(args, plan, mtu, dscp);
+    leafspine::clear_counters(sim);
+    for (i, s) in sim.switches.iter_mut().enumerate() {
+        s.core.seed_random(args.seed.wrapping_add(i as u64));
+    }
+    let mut rng = fastrand::Rng::with_seed(args.seed);
+    let case_start = sim.now_ns();
+    let mut probes = Vec::new();
+    match plan {
+        // Their rows run one after another below.
+        Plan::Prio(_) | Plan::Leafspine(_) => {}
+        Plan::Probes => {
+            probes = probe::all_pairs(sim, case_start, PROBE_GAP_NS, PROBE_DSCP, PROBE_PAYLOAD);
+        }
+        Plan::Incast(inc) => {
+            setup_incast(
+                sim,
+                inc,
+                &nic(inc.roce_mtu, inc.priority * 8),
+                case_start,
+                &mut rng,
+            )
+            .map_err(|e| e.to_string())?;
+        }
+    }
+    let end_ns = args
+        .time_limit
+        .or((!probes.is_empty()).then(|| case_start + PROBE_GAP_NS * probes.len() as u64));
+    let wall = Instant::now();
+    let mut last = 0.0;
+    let mut progress = |p: &Progress| {
+        let s = wall.elapsed().as_secs_f64();
+        if s - last < PROGRESS_S {
+            return;
+        }
+        last = s;
+        let eta = end_ns.map_or(String::new(), |end| {
+            let done = p.now_ns.saturating_sub(case_start).max(1) as f64;
+            let left = end.saturating_sub(p.now_ns) as f64 / done;
+            format!(", ETA {:.0} s", s * left)
+        });
+        eprintln!(
+            "lossless-sim: {}: virtual {:.3} ms, {:.0} events/s{eta}",
+            fabric.case,
+            p.now_ns as f64 / 1e6,
+            p.events as f64 / s
+        );
+    };
+    let mut out = CaseOut {
+        measurements: Vec::new(),
+        tables: Vec::new(),
+        stop: Stop::Drained,
+        lost: Vec::new(),
+    };
+    if let Plan::Leafspine(ls) = plan {
+        let remote_pfc = fabric.case == "sfc=on";
+        let roce = nic(ROCE_MTU, ls.roce_priority * 8 + leafspine::DSCP_IN_PRIORITY);
+        let mut rows = Vec::new();
+        for row in ls.rows().map_err(|e| e.to_string())? {
+            let start = sim.now_ns() + CASE_GAP_NS;
+            leafspine::clear_counters(sim);
+            leafspine::setup_row(sim, ls, &row, &roce, start, &mut rng)
+                .map_err(|e| e.to_string())?;
+            out.stop = sim.run(args.time_limit, args.max_events, &mut progress);
+            let m = leafspine::row_results(sim, ls, &row, remote_pfc, start);
+            let avg = m.values["avg_latency_us"].as_f64().unwrap_or(0.0);
+            let wire = m.values["avg_wire_latency_us"].as_f64().unwrap_or(0.0);
+            eprintln!(
+                "lossless-sim: {}: {avg:.2} us (seed {}), virtual {:.3} ms",
+                m.case,
+                m.values["seed_avg_latency_us"],
+                sim.now_ns() as f64 / 1e6
+            );
+            out.measurements.push(m);
+            rows.push((row, avg, wire));
+            if out.partial() {
+                break;
+            }
+            sim.drain(leafspine::DRAIN_NS);
+        }
+        for t in leafspine::tables(remote_pfc, &rows, ls.senders.len()) {
+            println!("{t}\n");
+            out.tables.push(t);
+        }
+        // The last row's congested port, as the lab prints it at the end.
+        let last = out.measurements.last().map(|m: &Measurement| &m.values);
+        let usage: Vec<Vec<String>> = last
+            .and_then(|v| v["receiver_port_queues"].as_array())
+            .into_iter()
+            .flatten()
+            .map(|q| {
+                let f = |c: &str, k: &str| format!("{}/{}", q[c], q[k]);
+                vec![
+                    q["queue"].to_string(),
+                    f("current_cells", "current_kb"),
+                    f("peak_cells", "peak_kb"),
+                    f("average_cells", "average_kb"),
+                ]
+            })
+            .collect();
+        let t = table(
+            &format!(
+                "Buffer Usage on each Queue: (cells/KBytes), the receiver's port, last row, {}",
+                fabric.case
+            ),
+            &["QueueIndex", "Current", "Peak", "Average"],
+            &usage,
+        );
+        println!("{t}");
+        out.tables.push(t);
+        return Ok(out);
+    }
+    if let Plan::Prio(prio) = plan {
+        let ecn = fabric.case == "ecn=on";
+        let mut rows = Vec::new();
+        for case in &prio.cases {
+            let start = sim.now_ns() + CASE_GAP_NS;
+            setup_prio_case(sim, prio, case, &nic(ROCE_MTU, 0), start)
+                .map_err(|e| e.to_string())?;
+            out.stop = sim.run(args.time_limit, args.max_events, &mut progress);
+            if out.partial() {
+                break;
+            }
+            let m = prio_case_results(sim, prio, case, ecn);
+            let avg = m.values["lat_t_avg_us_nominal"].as_f64().unwrap_or(0.0);
+            rows.push((case.name.clone(), avg));
+            out.measurements.push(m);
+        }
+        let t = prio_table(prio, ecn, &rows);
+        println!("{t}");
+        out.tables.push(t);
+        return Ok(out);
+    }
+    out.stop = sim.run(args.time_limit, args.max_events, &mut progress);
+    if let Plan::Incast(inc) = plan {
+        let (m, t) = incast_results(sim, inc, &fabric.case);
+        println!("{t}");
+        out.measurements.push(m);
+        out.tables.push(t);
+    }
+    if !probes.is_empty() {
+        let arrivals = probe::arrivals(sim, &probes);
+        let mut rows = Vec::new();
+        for (p, at) in probes.iter().zip(&arrivals) {
+            let latency = at.map(|t| t - p.sent_ns);
+            if latency.is_none() {
+                out.lost.push(format!("{} -> {}", p.from, p.to));
+            }
+            rows.push(vec![
+                p.from.clone(),
+                p.to.clone(),
+                latency.map_or("-".into(), |l| l.to_string()),
+            ]);
+            out.measurements.push(Measurement {
+                case: format!("probe {} -> {}", p.from, p.to),
+                params: serde_json::json!(p),
+                values: serde_json::json!({
+                    "latency_ns": latency,
+                    "latency_us": latency.map(|l| l as f64 / 1000.0),
+                }),
+                latency_us: latency.map(|l| l as f64 / 1000.0).into_iter().collect(),
+                throughput: serde_json::Map::new(),
+            });
+        }
+        let probe_table = table(
+            &format!(
+                "One {}-byte frame on an idle fabric, host to host (ns, virtual time)",
+                probes.first().map_or(0, |p| p.bytes)
+            ),
+            &["from", "to", "latency_ns"],
+            &rows,
+        );
+        println!("{probe_table}");
+        out.tables.push(probe_table);
+    }
+    Ok(out)
 }
 
 /// A bare name is one of the lab's topologies, as `make run TOPO=...` takes them.

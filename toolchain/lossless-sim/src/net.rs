@@ -83,6 +83,11 @@ pub struct SimSwitch {
 }
 
 impl SimSwitch {
+    /// The core's ports by number, for a core built anew around the same lines.
+    pub fn port_map(&self) -> BTreeMap<u32, Arc<dyn Port>> {
+        self.ports.iter().map(|(p, n)| (*n, p.clone())).collect()
+    }
+
     /// `core` must defer its transmissions ([`Core::defer_transmit`]) to the ports in `ports`.
     pub fn new(
         name: String,
@@ -441,6 +446,12 @@ impl Sim {
             && self.switches.iter().all(|s| !s.core.holds_packets())
     }
 
+    /// Lets virtual time pass idle to `t` (what is due before it happens first).
+    pub fn idle_until(&mut self, t: u64) {
+        self.run(Some(t), None, &mut |_| {});
+        self.now_ns = self.now_ns.max(t);
+    }
+
     /// Starts the packet generators: each switch that has one is run now, which schedules its
     /// first firing (otherwise it would wait for the switch's first frame).
     pub fn start_pktgens(&mut self) {
@@ -485,6 +496,38 @@ impl Sim {
                 self.queue.push(t, Event::Wake { sw });
                 self.wakes_queued += 1;
             }
+        }
+    }
+
+    /// Ends every host's applications and lets the fabric drain for at most `ns` of virtual
+    /// time (less once only switches' timers are left); the endpoints stay, to take what is
+    /// still in flight, and what hosts without one received is forgotten.
+    pub fn drain(&mut self, ns: u64) {
+        for h in &mut self.hosts {
+            if let Some(nic) = &mut h.nic {
+                nic.senders.clear();
+                nic.pingpongs.clear();
+            }
+            h.tcp.clear();
+        }
+        let until = self.now_ns + ns;
+        self.run(Some(until), None, &mut |_| {});
+        for h in &mut self.hosts {
+            h.rx.clear();
+        }
+    }
+
+    /// Every host as new, after [`Sim::drain`]: no endpoint, no TCP connection, nothing
+    /// received, no frame waiting (what the next config case starts from).
+    pub fn reset_hosts(&mut self) {
+        for h in &mut self.hosts {
+            h.nic = None;
+            h.tcp.clear();
+            h.tx.clear();
+            h.rx.clear();
+            h.tcp_unknown = 0;
+            h.tcp_next = 0;
+            h.tcp_turn = false;
         }
     }
 

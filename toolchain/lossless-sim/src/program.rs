@@ -3,16 +3,18 @@
 //! every switch's pipeline and tables from `lossless-ctl load --read-back` over P4Runtime, each
 //! switch served on its own loopback port by p4-switch's gRPC server, exactly as in the lab.
 
-use crate::fabric::Fabric;
-use crate::net::SimPort;
+use crate::fabric::{Fabric, SwitchSpec};
+use crate::net::{Sim, SimPort};
 use p4_switch::core::{Core, CpuSink};
 use p4_switch::grpc::GrpcServer;
 use p4_switch::pktgen::parse_port_config;
 use p4runtime_server::{Dataplane, EngineJob};
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use switch_ports::Port;
 use switch_tm::ConfigFormat;
 use switch_v1model::SwitchConfig;
@@ -117,8 +119,12 @@ pub fn prepare(
     Ok(Fabric::load(&out.join("fabric.json"))?)
 }
 
-/// Runs one `lossless-ctl` per switch, all at once (as the lab does), and collects failures.
-fn ctl_all(lab: &Lab, calls: Vec<(String, Vec<String>)>) -> Result<(), ProgramError> {
+/// How long one lossless-ctl call may take (the lab's runner allows as long).
+const CTL_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Runs one `lossless-ctl` per switch, all at once (as the lab does), and collects failures;
+/// returns each call's standard output, in the calls' order.
+fn ctl_all(lab: &Lab, calls: Vec<(String, Vec<String>)>) -> Result<Vec<String>, ProgramError> {
     let mut children = Vec::new();
     for (sw, args) in calls {
         let what = format!("switch {sw}: lossless-ctl {}", args.join(" "));
@@ -137,19 +143,57 @@ fn ctl_all(lab: &Lab, calls: Vec<(String, Vec<String>)>) -> Result<(), ProgramEr
         children.push((what, child));
     }
     let mut failed = Vec::new();
-    for (what, child) in children {
-        match child.wait_with_output() {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => failed.push(format!(
-                "{what}:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )),
-            Err(e) => failed.push(format!("{what}: {e}")),
+    let mut outputs = Vec::new();
+    let deadline = Instant::now() + CTL_TIMEOUT;
+    for (what, mut child) in children {
+        // Both pipes drained aside, so that a child blocked writing never stalls the wait.
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = Vec::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_end(&mut text);
+                }
+                String::from_utf8_lossy(&text).into_owned()
+            })
+        };
+        let out = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let err = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break Err(format!("did not finish in {} s", CTL_TIMEOUT.as_secs()));
+                }
+                Err(e) => break Err(e.to_string()),
+            }
+        };
+        let (out, err) = (
+            out.join().unwrap_or_default(),
+            err.join().unwrap_or_default(),
+        );
+        match status {
+            Ok(s) if s.success() => outputs.push(out),
+            Ok(_) => failed.push(format!("{what}:\n{out}{err}")),
+            Err(e) => failed.push(format!("{what}: {e}:\n{out}{err}")),
         }
     }
     if failed.is_empty() {
-        Ok(())
+        Ok(outputs)
     } else {
         Err(ProgramError::Tool {
             what: "programming".into(),
@@ -158,33 +202,140 @@ fn ctl_all(lab: &Lab, calls: Vec<(String, Vec<String>)>) -> Result<(), ProgramEr
     }
 }
 
-/// A simulated switch as the P4Runtime server sees it while virtual time stands still.
+/// A switch's core where its P4Runtime server reaches it: in the slot while virtual time
+/// stands still and the controller programs it, in the simulation while time runs.
+#[derive(Default)]
+struct Slot {
+    core: Option<Core>,
+    /// Where virtual time stands.
+    now_ns: u64,
+}
+
+/// A simulated switch as its P4Runtime server sees it.
 struct Stopped {
-    core: Arc<Mutex<Core>>,
+    slot: Arc<Mutex<Slot>>,
     engine: SwitchConfig,
     device_id: u64,
 }
 
-fn lock(core: &Mutex<Core>) -> std::sync::MutexGuard<'_, Core> {
-    core.lock().unwrap_or_else(|p| p.into_inner())
+fn lock(slot: &Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
+    slot.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Dataplane for Stopped {
+    /// Without the core (virtual time running) the job is dropped and its request fails: only
+    /// the simulator's own lossless-ctl calls reach the server, while the core is in.
     fn exec(&self, f: EngineJob) {
-        f(&mut lock(&self.core).switch);
+        if let Some(core) = &mut lock(&self.slot).core {
+            f(&mut core.switch);
+        }
     }
     fn set_cpu_sink(&self, sink: CpuSink) {
-        lock(&self.core).set_cpu_sink(sink);
+        if let Some(core) = &mut lock(&self.slot).core {
+            core.set_cpu_sink(sink);
+        }
     }
-    /// A PacketOut enters at virtual time 0; what it produces leaves when the run starts.
+    /// A PacketOut enters now; what it produces leaves when virtual time goes on.
     fn inject_cpu(&self, frame: Vec<u8>) {
-        lock(&self.core).receive(0, CPU_PORT, &frame);
+        let mut slot = lock(&self.slot);
+        let now = slot.now_ns;
+        if let Some(core) = &mut slot.core {
+            core.receive(now, CPU_PORT, &frame);
+        }
     }
     fn engine_config(&self) -> SwitchConfig {
         self.engine.clone()
     }
     fn device_id(&self) -> u64 {
         self.device_id
+    }
+}
+
+/// Every switch's P4Runtime server on 127.0.0.1, one port each, kept for the whole run as the
+/// lab's switches keep theirs: a reconciling load between cases finds the pipeline and the
+/// entries the server holds.
+pub struct Servers {
+    served: Vec<(Arc<Mutex<Slot>>, GrpcServer)>,
+}
+
+impl Servers {
+    /// Starts the servers with the cores in (a server installs its CPU sink on its core).
+    fn start(fabric: &Fabric, cores: Vec<Core>) -> Result<Servers, ProgramError> {
+        let mut served = Vec::new();
+        for (s, core) in fabric.switches.iter().zip(cores) {
+            let slot = Arc::new(Mutex::new(Slot {
+                core: Some(core),
+                now_ns: 0,
+            }));
+            let dp = Arc::new(Stopped {
+                slot: slot.clone(),
+                engine: engine_config(),
+                device_id: s.device_id,
+            });
+            let server =
+                GrpcServer::start("127.0.0.1:0", dp).map_err(|source| ProgramError::Grpc {
+                    switch: s.name.clone(),
+                    source,
+                })?;
+            served.push((slot, server));
+        }
+        Ok(Servers { served })
+    }
+
+    /// Runs `lossless-ctl load ...` with `extra(switch)`'s arguments against every switch of
+    /// `fabric` (the servers' order), all at once, while virtual time stands at `now_ns`;
+    /// `cores` (none: those the servers hold) go in for it and come back out with each
+    /// call's output.
+    fn load(
+        &self,
+        lab: &Lab,
+        fabric: &Fabric,
+        dir: &Path,
+        cores: Vec<Core>,
+        now_ns: u64,
+        extra: &dyn Fn(&SwitchSpec) -> Vec<String>,
+    ) -> Result<(Vec<Core>, Vec<String>), ProgramError> {
+        let mut cores = cores.into_iter();
+        for (slot, _) in &self.served {
+            let mut slot = lock(slot);
+            slot.now_ns = now_ns;
+            if let Some(core) = cores.next() {
+                slot.core = Some(core);
+            }
+        }
+        let outputs = ctl_all(
+            lab,
+            fabric
+                .switches
+                .iter()
+                .zip(&self.served)
+                .map(|(s, (_, server))| {
+                    let mut args: Vec<String> = vec![
+                        "load".into(),
+                        "--config".into(),
+                        dir.join(&s.config_db).display().to_string(),
+                        "--switch".into(),
+                        server.addr().to_string(),
+                        "--pipeline".into(),
+                        lab.pipeline.display().to_string(),
+                        "--device-id".into(),
+                        s.device_id.to_string(),
+                        "--no-progress".into(),
+                    ];
+                    args.extend(extra(s));
+                    (s.name.clone(), args)
+                })
+                .collect(),
+        );
+        // The cores come out whether or not the controller succeeded.
+        let mut back = Vec::new();
+        for ((slot, _), s) in self.served.iter().zip(&fabric.switches) {
+            back.push(lock(slot).core.take().ok_or_else(|| ProgramError::Switch {
+                switch: s.name.clone(),
+                message: "its core was not with its P4Runtime server".into(),
+            })?);
+        }
+        Ok((back, outputs?))
     }
 }
 
@@ -198,8 +349,12 @@ pub struct Programmed {
 
 /// Builds every switch of `fabric` (in `dir`, where `prepare` wrote it) with its traffic
 /// manager, serves each on 127.0.0.1 and programs it with `lossless-ctl load --read-back`.
-pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>, ProgramError> {
-    let ports_json = |sw: &str| dir.join(format!("{sw}.ports.json"));
+/// The servers stay up for [`reprogram`].
+pub fn program(
+    lab: &Lab,
+    fabric: &Fabric,
+    dir: &Path,
+) -> Result<(Vec<Programmed>, Servers), ProgramError> {
     ctl_all(
         lab,
         fabric
@@ -211,20 +366,16 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
                     "--config".into(),
                     dir.join(&s.config_db).display().to_string(),
                     "-o".into(),
-                    ports_json(&s.name).display().to_string(),
+                    ports_json(dir, &s.name).display().to_string(),
                 ];
                 (s.name.clone(), args)
             })
             .collect(),
     )?;
-    let engine = SwitchConfig {
-        cpu_port: Some(CPU_PORT),
-        priority_queues: PRIORITY_QUEUES,
-        ..SwitchConfig::default()
-    };
-    let mut served = Vec::new();
+    let engine = engine_config();
+    let (mut cores, mut numbered_ports) = (Vec::new(), Vec::new());
     for s in &fabric.switches {
-        let path = ports_json(&s.name);
+        let path = ports_json(dir, &s.name);
         let text = std::fs::read_to_string(&path).map_err(|e| ProgramError::PortConfig {
             path: path.clone(),
             message: e.to_string(),
@@ -261,51 +412,15 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
                 path: path.clone(),
                 message: e.to_string(),
             })?;
-        let core = Arc::new(Mutex::new(core));
-        let dp = Arc::new(Stopped {
-            core: core.clone(),
-            engine: engine.clone(),
-            device_id: s.device_id,
-        });
-        let server = GrpcServer::start("127.0.0.1:0", dp).map_err(|source| ProgramError::Grpc {
-            switch: s.name.clone(),
-            source,
-        })?;
-        served.push((s, core, numbered, server));
+        cores.push(core);
+        numbered_ports.push(numbered);
     }
-    ctl_all(
-        lab,
-        served
-            .iter()
-            .map(|(s, _, _, server)| {
-                let args = vec![
-                    "load".into(),
-                    "--config".into(),
-                    dir.join(&s.config_db).display().to_string(),
-                    "--switch".into(),
-                    server.addr().to_string(),
-                    "--pipeline".into(),
-                    lab.pipeline.display().to_string(),
-                    "--device-id".into(),
-                    s.device_id.to_string(),
-                    "--read-back".into(),
-                    "--no-progress".into(),
-                ];
-                (s.name.clone(), args)
-            })
-            .collect(),
-    )?;
+    let servers = Servers::start(fabric, cores)?;
+    let (cores, _) = servers.load(lab, fabric, dir, Vec::new(), 0, &|_| {
+        vec!["--read-back".into()]
+    })?;
     let mut out = Vec::new();
-    for (s, core, ports, server) in served {
-        // Stopping the server drops its hold on the switch.
-        drop(server);
-        let core = Arc::try_unwrap(core)
-            .map_err(|_| ProgramError::Switch {
-                switch: s.name.clone(),
-                message: "the P4Runtime server still holds the switch after stopping".into(),
-            })?
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner());
+    for ((s, core), ports) in fabric.switches.iter().zip(cores).zip(numbered_ports) {
         if core.switch.is_none() {
             return Err(ProgramError::Switch {
                 switch: s.name.clone(),
@@ -318,5 +433,124 @@ pub fn program(lab: &Lab, fabric: &Fabric, dir: &Path) -> Result<Vec<Programmed>
             ports,
         });
     }
-    Ok(out)
+    Ok((out, servers))
+}
+
+fn engine_config() -> SwitchConfig {
+    SwitchConfig {
+        cpu_port: Some(CPU_PORT),
+        priority_queues: PRIORITY_QUEUES,
+        ..SwitchConfig::default()
+    }
+}
+
+/// How one switch was reprogrammed for a case: what `lossless-ctl load --reconcile
+/// --read-back` printed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Reprogrammed {
+    pub switch: String,
+    pub ctl_output: String,
+}
+
+/// Reprograms the running switches of `sim` for another case, as the lab's runner does between
+/// cases (`Lab.load`): `lossless-ctl load --reconcile --port-config` per switch (here with
+/// `--read-back`, which proves the state) at `sim`'s time. Then, where the lab's switch keeps
+/// running and only takes each port's new configuration (`PUT /ports/N`), each switch gets a
+/// new traffic manager from the case's ports.json (shared buffer, queues, schedulers,
+/// watchdog and packet generator from now) around the reprogrammed pipeline, whose registers
+/// are reset: nothing of the case before carries into this one. `dir` holds the case's
+/// config_db.json files ([`prepare`]).
+pub fn reprogram(
+    lab: &Lab,
+    servers: &Servers,
+    fabric: &Fabric,
+    dir: &Path,
+    sim: &mut Sim,
+) -> Result<Vec<Reprogrammed>, ProgramError> {
+    let now = sim.now_ns();
+    let mut cores = Vec::new();
+    for s in &fabric.switches {
+        let sw = sim
+            .switch_index(&s.name)
+            .ok_or_else(|| ProgramError::Switch {
+                switch: s.name.clone(),
+                message: "not in the simulation".into(),
+            })?;
+        let placeholder =
+            Core::new(None, None, BTreeMap::new(), engine_config(), now).map_err(|e| {
+                ProgramError::Switch {
+                    switch: s.name.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+        let mut core = std::mem::replace(&mut sim.switches[sw].core, placeholder);
+        // The pipeline's registers (lossless.p4's buffer accounting, PFC and SFC state: the
+        // SFC epoch and dedup filters) start the case at 0 as on a switch just started, so
+        // that nothing of the case before carries into it; the lab's running switch keeps
+        // them.
+        if let Some(engine) = &mut core.switch {
+            for name in engine.register_names() {
+                engine
+                    .register_reset(&name)
+                    .map_err(|e| ProgramError::Switch {
+                        switch: s.name.clone(),
+                        message: format!("register_reset {name}: {e}"),
+                    })?;
+            }
+        }
+        cores.push(core);
+    }
+    let (cores, outputs) = servers.load(lab, fabric, dir, cores, now, &|s| {
+        vec![
+            "--reconcile".into(),
+            "--read-back".into(),
+            "--port-config".into(),
+            ports_json(dir, &s.name).display().to_string(),
+        ]
+    })?;
+    let mut report = Vec::new();
+    for ((s, mut core), ctl_output) in fabric.switches.iter().zip(cores).zip(outputs) {
+        let path = &ports_json(dir, &s.name);
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).map_err(|e| ProgramError::PortConfig {
+                path: p.to_path_buf(),
+                message: e.to_string(),
+            })
+        };
+        let text = read(path)?;
+        let (tm, pktgen) =
+            parse_port_config(&text, ConfigFormat::Json).map_err(|e| ProgramError::PortConfig {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        let (mut tm, pktgen) = (tm, pktgen);
+        tm.catch_up_ns = 0;
+        let sw = sim.switch_index(&s.name).unwrap_or_default();
+        let fresh = |e: &dyn std::fmt::Display| ProgramError::PortConfig {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        // A new traffic manager from the case's ports.json (queues, schedulers' state, shared
+        // buffer, watchdog from now) around the reprogrammed pipeline.
+        let mut fresh_core = Core::new(
+            core.switch.take(),
+            Some(tm),
+            sim.switches[sw].port_map(),
+            engine_config(),
+            now,
+        )
+        .map_err(|e| fresh(&e))?;
+        fresh_core.defer_transmit();
+        fresh_core.set_pktgen(now, pktgen).map_err(|e| fresh(&e))?;
+        sim.switches[sw].core = fresh_core;
+        report.push(Reprogrammed {
+            switch: s.name.clone(),
+            ctl_output,
+        });
+    }
+    Ok(report)
+}
+
+fn ports_json(dir: &Path, switch: &str) -> PathBuf {
+    dir.join(format!("{switch}.ports.json"))
 }

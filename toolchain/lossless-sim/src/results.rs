@@ -26,13 +26,25 @@ pub struct StatsSample {
 pub struct SimInfo {
     /// `--seed`.
     pub rng_seed: u64,
+    /// The config cases run, in order, joined by commas.
     pub case: String,
+    pub cases: Vec<CaseInfo>,
     pub pipeline_latency_ns: u64,
     /// The run stopped at --max-events or --time-limit: everything here covers only part of it.
     pub partial: bool,
     pub stop: crate::net::Stop,
     pub events: u64,
     pub virtual_time_ns: u64,
+}
+
+/// One config case of a run: its stretch of virtual time and, for every case after the first,
+/// how each switch was reprogrammed for it.
+#[derive(Debug, Serialize)]
+pub struct CaseInfo {
+    pub name: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub reprogrammed: Vec<crate::program::Reprogrammed>,
 }
 
 #[derive(Debug, Serialize)]

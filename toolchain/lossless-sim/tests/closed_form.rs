@@ -69,7 +69,7 @@ fn simulate(topo: serde_json::Value, case: &str) -> Sim {
     std::fs::write(&file, serde_json::to_string_pretty(&topo).unwrap()).unwrap();
     let lab = lab();
     let fabric = program::prepare(&lab, &file, Some(case), false, &dir).unwrap();
-    let switches = program::program(&lab, &fabric, &dir).unwrap();
+    let (switches, _servers) = program::program(&lab, &fabric, &dir).unwrap();
     assemble(&fabric, switches, PIPELINE_NS).unwrap()
 }
 

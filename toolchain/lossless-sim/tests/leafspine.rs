@@ -1,7 +1,8 @@
 //! Seed 003's remote PFC test, small: the leaf-spine at 25G, 9:1 RoCE:TCP, 4 KB messages,
-//! 8x7 and 256x7 QPs at depth 1 for 3 messages each, run once without and once with remote
-//! PFC (the lab's sfc=off / sfc=on config_db.json), with seed 003's NIC limits from the
-//! topology (1 us CNP interval, 45 Mb/s floor).
+//! 8x7 and 256x7 QPs at depth 1 for 3 messages each, without and with remote PFC (the lab's
+//! sfc=off / sfc=on config_db.json) in one run, the switches reprogrammed between them, with
+//! seed 003's NIC limits from the topology (1 us CNP interval, 45 Mb/s floor). The sfc=on rows
+//! of that run are exactly those of a run of sfc=on alone: nothing of sfc=off carries over.
 //!
 //! What it checks are directions the simulation can be held to:
 //! - 256x7: remote PFC fires (pauses from the senders' ToRs, none without it) and holds the
@@ -20,8 +21,10 @@ use std::path::Path;
 mod common;
 use common::{root, run_ok};
 
-fn run(case: &str) -> Vec<serde_json::Value> {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-ls-{case}"));
+/// The small topology's measurements, of one case or (`None`) of all.
+fn run(case: Option<&str>) -> Vec<serde_json::Value> {
+    let name = case.unwrap_or("all");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-ls-{name}"));
     std::fs::create_dir_all(&dir).unwrap();
     let file = root().join("topo/lossless_topo/topologies/leafspine-7to1.json");
     let mut topo: serde_json::Value =
@@ -33,7 +36,8 @@ fn run(case: &str) -> Vec<serde_json::Value> {
     e["iters"] = serde_json::json!(3);
     let path = dir.join("leafspine-small.json");
     std::fs::write(&path, serde_json::to_string(&topo).unwrap()).unwrap();
-    let doc = run_ok(path.to_str().unwrap(), &["--case", case], &dir.join("out"));
+    let args: Vec<&str> = case.map_or(Vec::new(), |c| vec!["--case", c]);
+    let doc = run_ok(path.to_str().unwrap(), &args, &dir.join("out"));
     doc["measurements"].as_array().unwrap().clone()
 }
 
@@ -58,9 +62,21 @@ fn roce_queue_avg_kb(v: &serde_json::Value) -> f64 {
 }
 
 #[test]
-fn remote_pfc_holds_the_256x7_queue_down_and_8x7_stays_similar() {
-    let off = run("sfc=off");
-    let on = run("sfc=on");
+fn remote_pfc_holds_the_256x7_queue_down_and_8x7_stays_similar_in_one_run_over_both_cases() {
+    let all = run(None);
+    let with = |pfc: bool| -> Vec<serde_json::Value> {
+        all.iter()
+            .filter(|m| m["params"]["remote_pfc"] == pfc)
+            .cloned()
+            .collect()
+    };
+    let (off, on) = (with(false), with(true));
+    assert_eq!((off.len(), on.len()), (2, 2), "{all:?}");
+    let alone = run(Some("sfc=on"));
+    let values = |ms: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        ms.iter().map(|m| m["values"].clone()).collect()
+    };
+    assert_eq!(values(&on), values(&alone), "sfc=on after sfc=off vs alone");
     for ms in [&off, &on] {
         for m in ms.iter() {
             let v = &m["values"];
