@@ -6,6 +6,8 @@
 //!        reserved), then eight 16-bit pause times, one per priority.
 //! Both are padded to the 60-byte minimum frame (64 with the FCS, which the ports add).
 
+use crate::inet::be16;
+
 /// Destination of every MAC control frame (a reserved, never-forwarded group address).
 pub const MAC_CONTROL_DST: [u8; 6] = [0x01, 0x80, 0xc2, 0x00, 0x00, 0x01];
 pub const MAC_CONTROL_ETHERTYPE: u16 = 0x8808;
@@ -136,10 +138,6 @@ pub fn ns_to_quanta(ns: u64, rate_bps: u64) -> u16 {
     let bits = ns as u128 * rate_bps as u128;
     let quanta = bits.div_ceil(BITS_PER_QUANTUM as u128 * 1_000_000_000);
     quanta.min(u16::MAX as u128) as u16
-}
-
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
 }
 
 #[cfg(test)]

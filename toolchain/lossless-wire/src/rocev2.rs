@@ -12,6 +12,8 @@
 //! Parsing never panics: short or inconsistent frames give a [`RoceError`] that names the header
 //! and the lengths involved, so a receiver can count it and drop the frame.
 
+use crate::inet::{be16, be32, Ipv4};
+
 pub const UDP_PORT: u16 = 4791;
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
 pub const ETHERTYPE_VLAN: u16 = 0x8100;
@@ -473,15 +475,16 @@ pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, paylo
     let pad = (4 - payload.len() % 4) % 4;
     let udp_len = UDP_LEN + BTH_LEN + ext.len() + payload.len() + pad + ICRC_LEN;
     let ip_len = IPV4_MIN_LEN + udp_len;
-    out.push(0x45);
-    out.push((l3.dscp << 2) | (l3.ecn & 3));
-    out.extend_from_slice(&(ip_len as u16).to_be_bytes());
-    out.extend_from_slice(&l3.ip_id.to_be_bytes());
-    out.extend_from_slice(&[0x40, 0x00, l3.ttl, IPPROTO_UDP, 0, 0]); // DF, no fragments
-    out.extend_from_slice(&l3.src_ip);
-    out.extend_from_slice(&l3.dst_ip);
-    let csum = crate::inet::checksum(&[&out[ip_at..ip_at + IPV4_MIN_LEN]]);
-    out[ip_at + 10..ip_at + 12].copy_from_slice(&csum.to_be_bytes());
+    Ipv4 {
+        dscp: l3.dscp,
+        ecn: l3.ecn,
+        id: l3.ip_id,
+        ttl: l3.ttl,
+        protocol: IPPROTO_UDP,
+        src: l3.src_ip,
+        dst: l3.dst_ip,
+    }
+    .write(out, udp_len);
     let udp_at = out.len();
     out.extend_from_slice(&l3.udp_src.to_be_bytes());
     out.extend_from_slice(&UDP_PORT.to_be_bytes());
@@ -639,16 +642,8 @@ fn need(header: &'static str, b: &[u8], needed: usize) -> Result<(), RoceError> 
     }
 }
 
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
-}
-
 fn be24(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([0, b[at], b[at + 1], b[at + 2]])
-}
-
-fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 #[cfg(test)]

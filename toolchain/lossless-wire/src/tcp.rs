@@ -3,12 +3,12 @@
 //! agreed outside the frame), no VLAN tag, no IP options. Both checksums are filled in on
 //! building and checked on parsing.
 
-use crate::inet::checksum;
+use crate::inet::{be16, be32, checksum, Ipv4};
 use crate::rocev2::ETHERTYPE_IPV4;
 
 pub const IPPROTO_TCP: u8 = 6;
 pub const ETH_LEN: usize = 14;
-pub const IPV4_LEN: usize = 20;
+pub use crate::inet::IPV4_LEN;
 pub const TCP_LEN: usize = 20;
 /// Ethernet + IPv4 + TCP headers of every frame built here.
 pub const HEADERS_LEN: usize = ETH_LEN + IPV4_LEN + TCP_LEN;
@@ -64,14 +64,6 @@ pub enum TcpError {
     TcpChecksum,
 }
 
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
-}
-
-fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
 /// TCP's pseudo-header (RFC 9293 3.1): addresses, zero, protocol, TCP length.
 fn pseudo(src: [u8; 4], dst: [u8; 4], tcp_len: usize) -> [u8; 12] {
     let mut p = [0u8; 12];
@@ -89,15 +81,16 @@ pub fn build_frame(out: &mut Vec<u8>, h: &Header, payload: &[u8]) {
     out.extend_from_slice(&h.src_mac);
     out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
     let tcp_len = TCP_LEN + payload.len();
-    out.push(0x45);
-    out.push((h.dscp << 2) | (h.ecn & 3));
-    out.extend_from_slice(&((IPV4_LEN + tcp_len) as u16).to_be_bytes());
-    out.extend_from_slice(&h.ip_id.to_be_bytes());
-    out.extend_from_slice(&[0x40, 0x00, h.ttl, IPPROTO_TCP, 0, 0]); // DF, no fragments
-    out.extend_from_slice(&h.src_ip);
-    out.extend_from_slice(&h.dst_ip);
-    let ip_sum = checksum(&[&out[ETH_LEN..ETH_LEN + IPV4_LEN]]);
-    out[ETH_LEN + 10..ETH_LEN + 12].copy_from_slice(&ip_sum.to_be_bytes());
+    Ipv4 {
+        dscp: h.dscp,
+        ecn: h.ecn,
+        id: h.ip_id,
+        ttl: h.ttl,
+        protocol: IPPROTO_TCP,
+        src: h.src_ip,
+        dst: h.dst_ip,
+    }
+    .write(out, tcp_len);
     out.extend_from_slice(&h.src_port.to_be_bytes());
     out.extend_from_slice(&h.dst_port.to_be_bytes());
     out.extend_from_slice(&h.seq.to_be_bytes());
