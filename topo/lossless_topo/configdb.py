@@ -10,11 +10,13 @@ ECN on the lossless queues when ECN is on, and SFC (seed 003) when asked.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from lossless_ctl.buffer_calc import BufferProfile, seed000_profile
 from lossless_ctl.chips import CHIPS
+from lossless_ctl.config_db import HANDLED_TABLES, KNOWN_FIELDS
 
-from .model import Scale, Topology
+from .model import Scale, Topology, TopologyError
 
 # RoCEv2 frame overhead on top of the RoCE MTU payload: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12
 # + RETH 16 + ICRC 4 + FCS 4; seed 000's 4174 bytes for a 4096-byte MTU is the same sum.
@@ -209,6 +211,36 @@ def build(
             "target": str(variant.kmax),
         }
     return cfg
+
+
+def configs(
+    topo: Topology, variant: Variant, scale: Scale, static_routes: bool = True
+) -> dict[str, dict]:
+    """Every switch's config, with the topology's `config_db` settings applied over them."""
+    cfgs = {sw: build(topo, sw, variant, scale, static_routes) for sw in topo.switches}
+    for address, value in topo.config_db.items():
+        table, *key, name = address.split("|")
+        pattern = "|".join(key)
+        where = f'config_db."{address}"'
+        if table not in HANDLED_TABLES:
+            raise TopologyError(f"{where}: lossless-ctl does not program a table {table!r}")
+        known = KNOWN_FIELDS.get(table)
+        if known is not None and name not in known:
+            fields = ", ".join(sorted(known))
+            raise TopologyError(f"{where}: {table} has no field {name!r} (known: {fields})")
+        present = [cfg[table] for cfg in cfgs.values() if table in cfg]
+        matched = [entries[k] for entries in present for k in entries if fnmatchcase(k, pattern)]
+        # A table this case does not configure (SFC with sfc=off) takes no setting; a key that
+        # matches nowhere where the table is configured is a mistake.
+        if present and not matched:
+            have = sorted({k for entries in present for k in entries})
+            raise TopologyError(
+                f"{where}: no {table} key matches {pattern!r} (have: {', '.join(have[:8])}"
+                f"{', ...' if len(have) > 8 else ''})"
+            )
+        for entry in matched:
+            entry[name] = value
+    return cfgs
 
 
 def experiment_params(experiment: dict, quick: bool) -> dict:

@@ -143,18 +143,13 @@ class Lab:
 
     def write_configs(self, variant: configdb.Variant) -> dict[str, Path]:
         out = {}
-        for sw in self.topo.switches:
+        cfgs = configdb.configs(
+            self.topo, variant, self.scale, static_routes=self.routing == "static"
+        )
+        for sw, cfg in cfgs.items():
             path = self.config_path(sw)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(
-                json.dumps(
-                    configdb.build(
-                        self.topo, sw, variant, self.scale, static_routes=self.routing == "static"
-                    ),
-                    indent=2,
-                )
-                + "\n"
-            )
+            path.write_text(json.dumps(cfg, indent=2) + "\n")
             out[sw] = path
         return out
 

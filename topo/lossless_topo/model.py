@@ -76,6 +76,9 @@ class Topology:
     hosts: dict[str, Host]
     links: list[Link]
     experiment: dict = field(default_factory=dict)
+    # `config_db`: "TABLE|KEY|FIELD" -> value over every switch's generated config_db.json
+    # (configdb.configs); KEY may be a glob. How lossless-sim's sweeps reach any config field.
+    config_db: dict[str, str] = field(default_factory=dict)
 
     def switch_links(self, switch: str) -> list[tuple[Endpoint, Endpoint, int]]:
         """(local end, remote end, rate) for every port of `switch`, in port order."""
@@ -164,6 +167,7 @@ TOP_FIELDS = {
     "hosts",
     "links",
     "experiment",
+    "config_db",
 }
 SWITCH_FIELDS = {"name", "front_panel_ports"}
 HOST_FIELDS = {"name", "switch", "ip"}
@@ -263,6 +267,25 @@ def _get(data: dict, key: str, path: str, kind: type):
     if kind is int and isinstance(value, bool) or not isinstance(value, kind):
         raise TopologyError(f"{path + '.' if path else ''}{key}: expected {kind.__name__}")
     return value
+
+
+def _config_db(data) -> dict[str, str]:
+    """The topology's config_db settings, each value as config_db.json writes it (a string)."""
+    if not isinstance(data, dict):
+        raise TopologyError('config_db: expected an object of "TABLE|KEY|FIELD": value')
+    out = {}
+    for address, value in data.items():
+        parts = address.split("|")
+        if len(parts) < 3 or not all(parts):
+            raise TopologyError(f'config_db."{address}": expected TABLE|KEY|FIELD')
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, int | float):
+            value = str(value)
+        elif not isinstance(value, str):
+            raise TopologyError(f'config_db."{address}": expected a string, number or boolean')
+        out[address] = value
+    return out
 
 
 def parse(data: dict) -> Topology:
@@ -368,6 +391,7 @@ def parse(data: dict) -> Topology:
         hosts=hosts,
         links=links,
         experiment=experiment,
+        config_db=_config_db(data.get("config_db", {})),
     )
     for s in switches:
         topo.routes(s)  # every host reachable from every switch

@@ -1,8 +1,10 @@
 """PNG plots of a run: queue occupancy and PFC pause timeline per port, latency CDF,
-throughput per flow over time."""
+throughput per flow over time; and of a lossless-sim sweep: a measured value against a swept
+setting."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import matplotlib
@@ -112,3 +114,55 @@ def throughput(results: Results, directory: Path) -> Path | None:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _short(column: str) -> str:
+    """A swept address by its last name: config_db.SFC|*|3-4|threshold -> threshold."""
+    return column.split("|")[-1] if column.startswith("config_db.") else column.split(".")[-1]
+
+
+def sweep(csv_path: Path, directory: Path, x: str, ys: list[str], keys: list[str]) -> list[Path]:
+    """lossless-sim's sweep.csv: each of `ys` against the swept column `x`, one line per
+    combination of the other `keys` (settings, case, measurement params) that vary; a log x
+    axis when x spans more than a decade, categories when x is not numeric."""
+    with csv_path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    varying = [k for k in keys if k != x and len({r[k] for r in rows}) > 1]
+    try:
+        xs = sorted({float(r[x]) for r in rows})
+        position = {v: v for v in xs}
+        numeric = True
+    except ValueError:
+        labels = sorted({r[x] for r in rows})
+        position = {v: float(i) for i, v in enumerate(labels)}
+        numeric = False
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for y in ys:
+        lines: dict[str, list[tuple[float, float]]] = {}
+        for r in rows:
+            if r[y] == "":
+                continue
+            label = ", ".join(f"{_short(k)}={r[k]}" for k in varying)
+            px = position[float(r[x])] if numeric else position[r[x]]
+            lines.setdefault(label, []).append((px, float(r[y])))
+        fig, ax = plt.subplots(figsize=(9, 5.5))
+        for label, points in sorted(lines.items()):
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label or y)
+        if numeric and xs[0] > 0 and xs[-1] / xs[0] > 10:
+            ax.set_xscale("log")
+        if not numeric:
+            ax.set_xticks(list(position.values()), list(position))
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(f"{y} against {_short(x)}")
+        ax.grid(True, which="both", alpha=0.3)
+        if len(lines) > 1:
+            ax.legend(fontsize="x-small")
+        fig.tight_layout()
+        path = directory / f"sweep_{y}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -71,8 +71,7 @@ def write(topo: Topology, out: Path, case: str | None, quick: bool) -> Path:
         raise TopologyError(f"--case {name}: no such case (have: {', '.join(variants)})")
     scale = Scale(NOMINAL, topo.max_rate_mbps())
     (out / "config").mkdir(parents=True, exist_ok=True)
-    for sw in topo.switches:
-        cfg = configdb.build(topo, sw, variants[name], scale)
+    for sw, cfg in configdb.configs(topo, variants[name], scale).items():
         (out / "config" / f"{sw}.config_db.json").write_text(json.dumps(cfg, indent=2) + "\n")
     path = out / "fabric.json"
     path.write_text(json.dumps(fabric(topo, params, name, list(variants)), indent=2) + "\n")

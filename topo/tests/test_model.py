@@ -76,6 +76,8 @@ def test_leafspine_routes_use_both_spines():
         (lambda d: d["experiment"].update(kind="nope"), "experiment.kind: unknown experiment"),
         (lambda d: d["links"][0].update(cable_m=-1), "links[0].cable_m: expected a non-negative"),
         (lambda d: d["links"][0].update(cable_m=1, delay_ns=5), "links[0]: give delay_ns or"),
+        (lambda d: d.update(config_db={"SFC|threshold": 1}), 'config_db."SFC|threshold": expected'),
+        (lambda d: d.update(config_db={"A|b|c": [1]}), 'config_db."A|b|c": expected a string'),
     ],
 )
 def test_bad_topologies_name_the_path(mutate, message):
@@ -269,3 +271,38 @@ def test_simcase_writes_fabric_and_configs_at_nominal_rates(tmp_path):
     )
     assert bad.returncode == 2
     assert "--case nope: no such case (have: ecn=on, ecn=off)" in bad.stderr
+
+
+def sfc_configs(settings: dict, sfc: bool = True) -> dict[str, dict]:
+    data = raw("leafspine-7to1")
+    data["config_db"] = settings
+    topo = model.parse(data)
+    variant = configdb.case_variants(configdb.experiment_params(topo.experiment, True))
+    return configdb.configs(topo, variant[f"sfc={'on' if sfc else 'off'}"], model.Scale(1, 25000))
+
+
+def test_topology_config_db_settings_land_in_every_switch():
+    queues = "SFC|*|3-4|threshold"
+    cfgs = sfc_configs({queues: 1500000, "SFC|GLOBAL|dedup": "per_source", "PORT|*|mtu": 4000})
+    for cfg in cfgs.values():
+        (queue,) = [v for k, v in cfg["SFC"].items() if k.endswith("|3-4")]
+        assert queue["threshold"] == "1500000"
+        assert cfg["SFC"]["GLOBAL"]["dedup"] == "per_source"
+        assert {p["mtu"] for p in cfg["PORT"].values()} == {"4000"}
+    # With sfc=off no switch has an SFC table: the setting has nothing to change.
+    assert all("SFC" not in cfg for cfg in sfc_configs({queues: 1}, sfc=False).values())
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"SFC|*|3-5|threshold": 1}, "no SFC key matches '*|3-5' (have: Ethernet0,"),
+        ({"SFC|GLOBAL|dedupe": 1}, "SFC has no field 'dedupe' (known: dedup,"),
+        ({"SCF|GLOBAL|dedup": 1}, "lossless-ctl does not program a table 'SCF'"),
+    ],
+)
+def test_topology_config_db_mistakes_name_the_setting(settings, message):
+    with pytest.raises(model.TopologyError) as e:
+        sfc_configs(settings)
+    assert str(e.value).startswith(f'config_db."{next(iter(settings))}": ')
+    assert message in str(e.value)

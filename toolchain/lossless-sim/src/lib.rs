@@ -16,6 +16,7 @@ pub mod net;
 pub mod probe;
 pub mod program;
 pub mod results;
+pub mod sweep;
 pub mod tally;
 pub mod tcp;
 pub mod traffic;

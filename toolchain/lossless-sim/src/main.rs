@@ -1,5 +1,6 @@
 //! `lossless-sim run TOPOLOGY.json`: program the topology's switches with the real controller,
-//! then run it in virtual time and write results.json (README.md).
+//! then run it in virtual time and write results.json (README.md); `sweep` and `collect`:
+//! grids of runs (`lossless_sim::sweep`).
 
 use clap::{Parser, Subcommand};
 use lossless_sim::experiment::{
@@ -28,6 +29,11 @@ struct Cli {
 enum Command {
     /// Program every switch of TOPOLOGY with lossless-ctl, then simulate it.
     Run(RunArgs),
+    /// Run a grid of runs over topology, experiment and config_db settings (or emit it for a
+    /// Slurm or Kubernetes cluster); sweep.csv and plots.
+    Sweep(lossless_sim::sweep::SweepArgs),
+    /// Merge the points of a sweep's directory into its sweep.csv and plots.
+    Collect(lossless_sim::sweep::CollectArgs),
 }
 
 #[derive(clap::Args)]
@@ -89,8 +95,11 @@ const ROCE_MTU: usize = 1024;
 const PROGRESS_S: f64 = 2.0;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let Command::Run(args) = cli.command;
+    let args = match Cli::parse().command {
+        Command::Run(args) => args,
+        Command::Sweep(args) => return lossless_sim::sweep::main(&args),
+        Command::Collect(args) => return lossless_sim::sweep::collect_main(&args),
+    };
     match run(&args) {
         Ok(code) => code,
         Err(e) => {

@@ -42,7 +42,7 @@ impl Lab {
         }
     }
 
-    fn python(&self) -> Command {
+    pub(crate) fn python(&self) -> Command {
         let mut cmd = Command::new(&self.python);
         let paths = [self.root.join("control"), self.root.join("topo")];
         let mut joined = std::env::join_paths(paths).unwrap_or_default();

@@ -1,0 +1,467 @@
+//! A sweep file (README.md, "Sweep"): the topology, the settings every point shares, a grid of
+//! settings whose cartesian product gives points, and explicit points. A setting's address is
+//! a JSON path into the topology file (`links.rate_mbps`, `experiment.ecn.kmax`,
+//! `links[8].delay_ns`; a name applied to an array sets it in every element), or
+//! `config_db.TABLE|KEY|FIELD`, which lands in the topology's `config_db` object and is written
+//! over every switch's generated config_db.json (KEY a glob: `SFC|*|3-4|threshold`).
+
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Where a sweep went wrong, located: the sweep file and the JSON path in it, a point, or a
+/// file the sweep reads or writes.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("{file}: {path}: {message}")]
+    At {
+        file: PathBuf,
+        path: String,
+        message: String,
+    },
+    #[error("{file}: point {point} ({settings}): {message}")]
+    Point {
+        file: PathBuf,
+        point: String,
+        settings: String,
+        message: String,
+    },
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl SweepError {
+    pub fn file(path: &Path, message: impl ToString) -> SweepError {
+        SweepError::File {
+            path: path.into(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// One step of a JSON path: a member name, optionally indexed (`links[3]`).
+#[derive(Debug, Clone, PartialEq)]
+struct Step {
+    name: String,
+    index: Option<usize>,
+}
+
+/// Where a setting goes in the topology document.
+#[derive(Debug, Clone, PartialEq)]
+enum Address {
+    /// `config_db.TABLE|KEY|FIELD`: one key of the topology's `config_db` object.
+    ConfigDb(String),
+    Path(Vec<Step>),
+}
+
+const CONFIG_DB: &str = "config_db";
+
+fn parse_address(text: &str) -> Result<Address, String> {
+    if let Some(rest) = text.strip_prefix("config_db.") {
+        let parts: Vec<&str> = rest.split('|').collect();
+        if parts.len() < 3 || parts.iter().any(|p| p.is_empty()) {
+            return Err("expected config_db.TABLE|KEY|FIELD (KEY may be a glob)".into());
+        }
+        return Ok(Address::ConfigDb(rest.to_string()));
+    }
+    let mut steps = Vec::new();
+    for part in text.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((name, idx)) => {
+                let idx = idx
+                    .strip_suffix(']')
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .ok_or_else(|| format!("'{part}': expected NAME[INDEX]"))?;
+                (name, Some(idx))
+            }
+            None => (part, None),
+        };
+        if name.is_empty() {
+            return Err(format!(
+                "'{text}': empty name (expected a JSON path such as links.rate_mbps)"
+            ));
+        }
+        steps.push(Step {
+            name: name.into(),
+            index,
+        });
+    }
+    if steps.len() == 1 && steps[0].name == CONFIG_DB {
+        return Err("expected config_db.TABLE|KEY|FIELD".into());
+    }
+    Ok(Address::Path(steps))
+}
+
+/// Sets `value` at `steps` under `at`. A name met on an array applies to every element; the
+/// last name may be new (the topology's own checks reject a field it does not know).
+fn set_path(cur: &mut Value, steps: &[Step], value: &Value, at: &str) -> Result<(), String> {
+    if let Value::Array(items) = cur {
+        if items.is_empty() {
+            return Err(format!("{at}: an empty array"));
+        }
+        for (i, item) in items.iter_mut().enumerate() {
+            set_path(item, steps, value, &format!("{at}[{i}]"))?;
+        }
+        return Ok(());
+    }
+    let Value::Object(obj) = cur else {
+        return Err(format!("{at}: not an object"));
+    };
+    let step = &steps[0];
+    let here = if at.is_empty() {
+        step.name.clone()
+    } else {
+        format!("{at}.{}", step.name)
+    };
+    if steps.len() == 1 && step.index.is_none() {
+        obj.insert(step.name.clone(), value.clone());
+        return Ok(());
+    }
+    let child = obj
+        .get_mut(&step.name)
+        .ok_or_else(|| format!("{here}: no such field in the topology"))?;
+    let (child, here) = match step.index {
+        Some(i) => {
+            let len = child.as_array().map_or(0, Vec::len);
+            let el = child
+                .as_array_mut()
+                .and_then(|a| a.get_mut(i))
+                .ok_or_else(|| format!("{here}[{i}]: no such element (it has {len})"))?;
+            (el, format!("{here}[{i}]"))
+        }
+        None => (child, here),
+    };
+    if steps.len() == 1 {
+        *child = value.clone();
+        return Ok(());
+    }
+    set_path(child, &steps[1..], value, &here)
+}
+
+fn apply(doc: &mut Value, address: &Address, value: &Value) -> Result<(), String> {
+    match address {
+        Address::ConfigDb(key) => {
+            if !(value.is_string() || value.is_number() || value.is_boolean()) {
+                return Err("a config_db value is a string, number or boolean".into());
+            }
+            let obj = doc.as_object_mut().ok_or("the topology is not an object")?;
+            let table = obj
+                .entry(CONFIG_DB)
+                .or_insert_with(|| Value::Object(Map::new()));
+            let table = table
+                .as_object_mut()
+                .ok_or("config_db: the topology's is not an object")?;
+            table.insert(key.clone(), value.clone());
+            Ok(())
+        }
+        Address::Path(steps) => set_path(doc, steps, value, ""),
+    }
+}
+
+/// A sweep file, parsed and checked against its topology.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    pub file: PathBuf,
+    /// The topology document with the shared settings applied (and `--quick`'s overrides merged
+    /// into its experiment, so that a swept experiment field is not overridden by them).
+    pub base: Value,
+    /// The config cases every point runs (empty: every case of its experiment).
+    pub cases: Vec<String>,
+    pub seed: Option<u64>,
+    /// Each grid or explicit point's settings, in order: the grid's cartesian product (the last
+    /// address varying fastest) and then the explicit points.
+    pub settings: Vec<Vec<(String, Value)>>,
+    /// The swept addresses (grid, then those only explicit points set): the CSV's columns.
+    pub columns: Vec<String>,
+    pub plot: Plot,
+}
+
+/// What the sweep's plots draw: each `y` against the swept address `x`.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Plot {
+    pub x: Option<String>,
+    pub y: Vec<String>,
+}
+
+const FIELDS: &[&str] = &[
+    "topology", "quick", "seed", "cases", "set", "grid", "points", "plot",
+];
+
+/// `"grid"."links.rate_mbps"`-style path of a setting in the sweep file.
+fn member(section: &str, address: &str) -> String {
+    format!("{section}.\"{address}\"")
+}
+
+/// Reads and checks a sweep file: its shape, the topology it names (a path relative to the
+/// sweep file, or the name of one of `topologies`' files), and every setting's address and
+/// value against that topology, before anything runs.
+pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepError> {
+    let text = std::fs::read_to_string(file).map_err(|e| SweepError::file(file, e))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| SweepError::File {
+        path: file.into(),
+        message: format!("({}:{}): {e}", e.line(), e.column()),
+    })?;
+    let at = |path: &str, message: String| SweepError::At {
+        file: file.into(),
+        path: path.into(),
+        message,
+    };
+    let obj = doc
+        .as_object()
+        .ok_or_else(|| SweepError::file(file, "expected an object"))?;
+    for key in obj.keys() {
+        if !FIELDS.contains(&key.as_str()) {
+            return Err(at(
+                key,
+                format!("unknown field (known: {})", FIELDS.join(", ")),
+            ));
+        }
+    }
+    let name = obj
+        .get("topology")
+        .and_then(Value::as_str)
+        .ok_or_else(|| at("topology", "missing, or not a string".into()))?;
+    let relative = file.parent().unwrap_or(Path::new(".")).join(name);
+    let topo_path = if relative.is_file() {
+        relative
+    } else if !name.contains('/') && !name.ends_with(".json") {
+        topologies.join(name).with_extension("json")
+    } else {
+        relative
+    };
+    let topo_text = std::fs::read_to_string(&topo_path)
+        .map_err(|e| at("topology", format!("{}: {e}", topo_path.display())))?;
+    let mut base: Value = serde_json::from_str(&topo_text).map_err(|e| {
+        at(
+            "topology",
+            format!("{}({}:{}): {e}", topo_path.display(), e.line(), e.column()),
+        )
+    })?;
+    let quick = quick
+        || match obj.get("quick") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(at("quick", "expected true or false".into())),
+        };
+    if quick {
+        merge_quick(&mut base);
+    }
+    let seed = match obj.get("seed") {
+        None => None,
+        Some(v) => Some(
+            v.as_u64()
+                .ok_or_else(|| at("seed", "expected a non-negative integer".into()))?,
+        ),
+    };
+    let cases = match obj.get("cases") {
+        None => Vec::new(),
+        Some(v) => v
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .and_then(|a| a.iter().map(|c| c.as_str().map(String::from)).collect())
+            .ok_or_else(|| at("cases", "expected a non-empty array of case names".into()))?,
+    };
+    let section = |key: &str| -> Result<Map<String, Value>, SweepError> {
+        match obj.get(key) {
+            None => Ok(Map::new()),
+            Some(Value::Object(m)) => Ok(m.clone()),
+            Some(_) => Err(at(key, "expected an object of address: value".into())),
+        }
+    };
+    // Each address checked by setting its first value in a copy of the topology.
+    let check =
+        |base: &Value, path: String, address: &str, value: &Value| -> Result<(), SweepError> {
+            let a = parse_address(address).map_err(|m| at(&path, m))?;
+            apply(&mut base.clone(), &a, value).map_err(|m| at(&path, m))
+        };
+    for (address, value) in section("set")? {
+        let path = member("set", &address);
+        let a = parse_address(&address).map_err(|m| at(&path, m))?;
+        apply(&mut base, &a, &value).map_err(|m| at(&path, m))?;
+    }
+    let mut columns = Vec::new();
+    let mut grid: Vec<(String, Vec<Value>)> = Vec::new();
+    for (address, values) in section("grid")? {
+        let path = member("grid", &address);
+        let values = values
+            .as_array()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| at(&path, "expected a non-empty array of values".into()))?;
+        for (i, v) in values.iter().enumerate() {
+            check(&base, format!("{path}[{i}]"), &address, v)?;
+        }
+        columns.push(address.clone());
+        grid.push((address, values.clone()));
+    }
+    let mut settings: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+    if grid.is_empty() && obj.contains_key("points") {
+        settings.clear();
+    }
+    for (address, values) in &grid {
+        settings = settings
+            .into_iter()
+            .flat_map(|s| {
+                values.iter().map(move |v| {
+                    let mut s = s.clone();
+                    s.push((address.clone(), v.clone()));
+                    s
+                })
+            })
+            .collect();
+    }
+    if let Some(points) = obj.get("points") {
+        let points = points
+            .as_array()
+            .ok_or_else(|| at("points", "expected an array of objects".into()))?;
+        for (i, p) in points.iter().enumerate() {
+            let p = p
+                .as_object()
+                .ok_or_else(|| at(&format!("points[{i}]"), "expected an object".into()))?;
+            let mut s = Vec::new();
+            for (address, value) in p {
+                check(&base, format!("points[{i}].\"{address}\""), address, value)?;
+                if !columns.contains(address) {
+                    columns.push(address.clone());
+                }
+                s.push((address.clone(), value.clone()));
+            }
+            settings.push(s);
+        }
+    }
+    let plot: Plot = match obj.get("plot") {
+        None => Plot::default(),
+        Some(p) => serde_json::from_value(p.clone()).map_err(|e| {
+            at(
+                "plot",
+                format!("{e} (expected {{\"x\": ADDRESS, \"y\": [VALUE, ...]}})"),
+            )
+        })?,
+    };
+    if let Some(x) = &plot.x {
+        if !columns.contains(x) {
+            return Err(at(
+                "plot.x",
+                format!("'{x}' is not swept (swept: {})", columns.join(", ")),
+            ));
+        }
+    }
+    Ok(Sweep {
+        file: file.into(),
+        base,
+        cases,
+        seed,
+        settings,
+        columns,
+        plot,
+    })
+}
+
+/// `--quick`: the experiment's `quick` overrides merged into it, as the lab does at run time.
+fn merge_quick(topology: &mut Value) {
+    let Some(exp) = topology
+        .get_mut("experiment")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    if let Some(Value::Object(quick)) = exp.remove("quick") {
+        exp.extend(quick);
+    }
+}
+
+impl Sweep {
+    /// The topology document of one grid or explicit point.
+    pub fn topology(&self, settings: &[(String, Value)]) -> Value {
+        let mut doc = self.base.clone();
+        for (address, value) in settings {
+            // Every address and value was applied to the base on load.
+            let _ = apply(
+                &mut doc,
+                &parse_address(address).expect("checked on load"),
+                value,
+            );
+        }
+        doc
+    }
+}
+
+/// A setting's value as the CSV and the messages print it: strings bare, the rest as JSON.
+pub fn show(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        v => v.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn topo() -> Value {
+        json!({"links": [{"rate_mbps": 1}, {"rate_mbps": 2}], "experiment": {"ecn": {"kmax": 3}}})
+    }
+
+    #[test]
+    fn a_name_on_an_array_sets_every_element_and_an_index_one() {
+        let mut doc = topo();
+        apply(
+            &mut doc,
+            &parse_address("links.rate_mbps").unwrap(),
+            &json!(7),
+        )
+        .unwrap();
+        assert_eq!(doc["links"], json!([{"rate_mbps": 7}, {"rate_mbps": 7}]));
+        apply(
+            &mut doc,
+            &parse_address("links[1].rate_mbps").unwrap(),
+            &json!(9),
+        )
+        .unwrap();
+        assert_eq!(doc["links"], json!([{"rate_mbps": 7}, {"rate_mbps": 9}]));
+        apply(
+            &mut doc,
+            &parse_address("experiment.ecn.kmax").unwrap(),
+            &json!(5),
+        )
+        .unwrap();
+        assert_eq!(doc["experiment"]["ecn"]["kmax"], json!(5));
+    }
+
+    #[test]
+    fn config_db_addresses_keep_dots_and_pipes_in_one_key() {
+        let mut doc = topo();
+        let a = parse_address("config_db.INTERFACE|Ethernet0|10.0.1.1/24|x").unwrap();
+        apply(&mut doc, &a, &json!("1")).unwrap();
+        assert_eq!(
+            doc["config_db"]["INTERFACE|Ethernet0|10.0.1.1/24|x"],
+            json!("1")
+        );
+        assert!(parse_address("config_db.SFC|threshold").is_err());
+        assert!(parse_address("config_db").is_err());
+        assert!(apply(&mut doc, &a, &json!([1])).is_err());
+    }
+
+    #[test]
+    fn paths_that_lead_nowhere_say_where() {
+        let mut doc = topo();
+        let err = |addr: &str| apply(&mut doc.clone(), &parse_address(addr).unwrap(), &json!(1));
+        assert_eq!(
+            err("experiment.nosuch.kmax").unwrap_err(),
+            "experiment.nosuch: no such field in the topology"
+        );
+        assert_eq!(
+            err("links[5].rate_mbps").unwrap_err(),
+            "links[5]: no such element (it has 2)"
+        );
+        assert_eq!(
+            err("links.rate_mbps.x").unwrap_err(),
+            "links[0].rate_mbps: not an object"
+        );
+        assert!(parse_address("links[x].rate_mbps").is_err());
+        assert!(parse_address("links..rate_mbps").is_err());
+        apply(&mut doc, &parse_address("buffer_bytes").unwrap(), &json!(1)).unwrap();
+    }
+}
