@@ -30,8 +30,10 @@ export P4C SWITCH
 # Mininet with the helpers it calls (bridge-utils, iputils-ping), iperf3 for TCP flows,
 # tcpdump for per-port pcaps and ethtool to turn off checksum offloads on veths; FRR (zebra
 # with dplane_fpm_nl, staticd, bgpd, vtysh), the routing daemons that feed the controller's
-# FPM listener.
-APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool frr
+# FPM listener; munge, slurmctld, slurmd and slurm-client for the single-node Slurm cluster
+# lossless-sim's sweep test runs an emitted job array on (toolchain/lossless-sim/tests/sweep.rs).
+APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iperf3 tcpdump ethtool frr \
+	munge slurmctld slurmd slurm-client
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: help build test lint fmt run sim bench bench-routes clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
