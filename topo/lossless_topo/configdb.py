@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 
 from lossless_ctl.buffer_calc import BufferProfile, seed000_profile
 from lossless_ctl.chips import CHIPS
-from lossless_ctl.config_db import HANDLED_TABLES, KNOWN_FIELDS
+from lossless_ctl.config_db import HANDLED_TABLES, KNOWN_FIELDS, parse
 
 from .model import Scale, Topology, TopologyError
 
@@ -240,6 +240,13 @@ def configs(
             )
         for entry in matched:
             entry[name] = value
+    if topo.config_db:
+        # Settings can break what build() guarantees (an SFC threshold under its target): the
+        # controller's own checks, now rather than when a switch is loaded.
+        for sw, cfg in cfgs.items():
+            errors = [str(i) for i in parse(cfg)[1] if i.error]
+            if errors:
+                raise TopologyError(f"config_db: {sw}: {'; '.join(errors)}")
     return cfgs
 
 

@@ -123,37 +123,48 @@ def _short(column: str) -> str:
 
 def sweep(csv_path: Path, directory: Path, x: str, ys: list[str], keys: list[str]) -> list[Path]:
     """lossless-sim's sweep.csv: each of `ys` against the swept column `x`, one line per
-    combination of the other `keys` (settings, case, measurement params) that vary; a log x
-    axis when x spans more than a decade, categories when x is not numeric."""
+    combination of the other `keys` (settings, case, measurement params) that vary; rows that
+    do not set x (an explicit baseline point) as dashed horizontal lines. A log x axis when x
+    spans more than a decade, categories when x is not numeric."""
     with csv_path.open(newline="") as f:
         rows = list(csv.DictReader(f))
     varying = [k for k in keys if k != x and len({r[k] for r in rows}) > 1]
+    given = sorted({r[x] for r in rows if r[x] != ""})
     try:
-        xs = sorted({float(r[x]) for r in rows})
-        position = {v: v for v in xs}
+        position = {v: float(v) for v in given}
         numeric = True
     except ValueError:
-        labels = sorted({r[x] for r in rows})
-        position = {v: float(i) for i, v in enumerate(labels)}
+        position = {v: float(i) for i, v in enumerate(given)}
         numeric = False
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for y in ys:
         lines: dict[str, list[tuple[float, float]]] = {}
+        baselines: dict[str, float] = {}
         for r in rows:
             if r[y] == "":
                 continue
-            label = ", ".join(f"{_short(k)}={r[k]}" for k in varying)
-            px = position[float(r[x])] if numeric else position[r[x]]
-            lines.setdefault(label, []).append((px, float(r[y])))
+            label = ", ".join(f"{_short(k)}={r[k]}" for k in varying if r[k] != "")
+            if r[x] == "":
+                baselines[label] = float(r[y])
+            else:
+                lines.setdefault(label, []).append((position[r[x]], float(r[y])))
         fig, ax = plt.subplots(figsize=(9, 5.5))
         for label, points in sorted(lines.items()):
             points.sort()
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label or y)
-        if numeric and xs[0] > 0 and xs[-1] / xs[0] > 10:
+        for label, value in sorted(baselines.items()):
+            ax.axhline(value, linestyle="--", linewidth=1, color="grey")
+            ax.annotate(
+                label, (0.01, value), xycoords=("axes fraction", "data"), fontsize="x-small"
+            )
+        ticks = sorted(position, key=position.__getitem__)
+        values = [position[t] for t in ticks]
+        if numeric and values and values[0] > 0 and values[-1] / values[0] > 10:
             ax.set_xscale("log")
-        if not numeric:
-            ax.set_xticks(list(position.values()), list(position))
+        if values:
+            ax.set_xticks(values, ticks)
+            ax.minorticks_off()
         ax.set_xlabel(x)
         ax.set_ylabel(y)
         ax.set_title(f"{y} against {_short(x)}")

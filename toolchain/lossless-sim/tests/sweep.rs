@@ -331,3 +331,79 @@ fn a_slurm_array_gives_the_local_sweeps_csv_byte_for_byte() {
     assert_eq!(from_slurm, csv);
     assert!(emitted.join("plots/sweep_p99_latency_us.png").is_file());
 }
+
+#[test]
+fn bad_sweep_files_fail_at_their_json_path_before_anything_runs() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("lossless-sim-sweep-bad-{}", std::process::id()));
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"topology": "prio-2to1", "grid": {"#,
+            "bad.json(1:35): EOF while parsing an object\n",
+        ),
+        (
+            r#"{"topology": "prio-2to1", "gird": {}}"#,
+            "bad.json: gird: unknown field (known: topology,",
+        ),
+        (
+            r#"{"topology": "prio-2to1", "grid": {"links.rate_mbps": 25000}}"#,
+            r#"bad.json: grid."links.rate_mbps": expected a non-empty array of values"#,
+        ),
+        (
+            r#"{"topology": "prio-2to1", "grid": {"experiment.ecn.nosuch.x": [1]}}"#,
+            r#"bad.json: grid."experiment.ecn.nosuch.x"[0]: experiment.ecn.nosuch: no such field"#,
+        ),
+        (
+            r#"{"topology": "prio-2to1", "points": [{"case": 3}]}"#,
+            "bad.json: points[0].case: expected a case name",
+        ),
+        (
+            r#"{"topology": "prio-2to1", "plot": {"x": "links.rate_mbps"}}"#,
+            "bad.json: plot.x: 'links.rate_mbps' is not swept",
+        ),
+        // What only the lab's code knows, found by it for the point before any point runs.
+        (
+            r#"{"topology": "prio-2to1", "grid": {"links.rate_gbps": [25]}}"#,
+            "links[0].rate_gbps: unknown field",
+        ),
+        (
+            r#"{"topology": "prio-2to1", "grid": {"config_db.WRED_PROFILE|*|green_max": [1]}}"#,
+            r#"config_db."WRED_PROFILE|*|green_max": WRED_PROFILE has no field 'green_max'"#,
+        ),
+        (
+            r#"{"topology": "prio-2to1", "cases": ["ecn=maybe"]}"#,
+            "--case ecn=maybe: no such case (have: ecn=on, ecn=off)",
+        ),
+    ];
+    for (i, (text, message)) in cases.iter().enumerate() {
+        let dir = tmp.join(i.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("bad.json");
+        std::fs::write(&file, text).unwrap();
+        let out = dir.join("out");
+        let got = sim()
+            .arg("sweep")
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .arg("--lab")
+            .arg(root())
+            .arg("--pipeline")
+            .arg(pipeline())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        assert_eq!(got.status.code(), Some(2), "{text}: {stderr}");
+        assert!(stderr.contains(message), "{text}: {stderr}");
+        if message.contains("rate_gbps") {
+            assert!(stderr.contains("point 0000 (links.rate_gbps=25, case ecn=on)"));
+        }
+        let ran = std::fs::read_dir(out.join("points"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|p| p.path().join("run.log").exists())
+            .count();
+        assert_eq!(ran, 0, "{text}: a point ran");
+    }
+}

@@ -175,9 +175,14 @@ pub fn plan(
         sweep.cases.clone()
     };
     let mut points = Vec::new();
-    for settings in &sweep.settings {
-        let topology = sweep.topology(settings);
-        for case in &cases {
+    for setting in &sweep.settings {
+        let topology = sweep.topology(&setting.values);
+        let own = if setting.cases.is_empty() {
+            &cases
+        } else {
+            &setting.cases
+        };
+        for case in own {
             let name = format!("{:04}", points.len());
             let pd = point_dir(dir, &name);
             std::fs::create_dir_all(&pd).map_err(|e| SweepError::file(&pd, e))?;
@@ -188,7 +193,7 @@ pub fn plan(
                 name,
                 case: case.clone(),
                 seed,
-                settings: settings.clone(),
+                settings: setting.values.clone(),
             });
         }
     }
@@ -334,9 +339,7 @@ fn sweep(args: &SweepArgs) -> Result<ExitCode, SweepError> {
     let plan = plan(&sweep, &out, &lab, seed, jobs)?;
     let n = plan.points.len();
     eprintln!(
-        "lossless-sim sweep: {n} points ({} settings x {} cases) planned in {}",
-        sweep.settings.len(),
-        n / sweep.settings.len().max(1),
+        "lossless-sim sweep: {n} points planned in {}",
         out.display()
     );
     if let Some(kind) = args.emit {

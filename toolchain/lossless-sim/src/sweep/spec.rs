@@ -171,22 +171,46 @@ pub struct Sweep {
     pub seed: Option<u64>,
     /// Each grid or explicit point's settings, in order: the grid's cartesian product (the last
     /// address varying fastest) and then the explicit points.
-    pub settings: Vec<Vec<(String, Value)>>,
+    pub settings: Vec<Setting>,
     /// The swept addresses (grid, then those only explicit points set): the CSV's columns.
     pub columns: Vec<String>,
     pub plot: Plot,
 }
 
+/// One point of the grid, or an explicit point, before it is run for each of its cases.
+#[derive(Debug, Clone)]
+pub struct Setting {
+    pub values: Vec<(String, Value)>,
+    /// An explicit point's own `case` (empty: the sweep's cases).
+    pub cases: Vec<String>,
+}
+
 /// What the sweep's plots draw: each `y` against the swept address `x`.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Plot {
     pub x: Option<String>,
+    #[serde(default)]
     pub y: Vec<String>,
 }
 
 const FIELDS: &[&str] = &[
     "topology", "quick", "seed", "cases", "set", "grid", "points", "plot",
 ];
+
+/// An explicit point's member naming its config cases rather than a setting.
+const CASE: &str = "case";
+const CASES_EXPECTED: &str = "expected a case name or a non-empty array of them";
+
+fn case_list(v: &Value) -> Option<Vec<String>> {
+    match v {
+        Value::String(s) => Some(vec![s.clone()]),
+        Value::Array(a) if !a.is_empty() => {
+            a.iter().map(|c| c.as_str().map(String::from)).collect()
+        }
+        _ => None,
+    }
+}
 
 /// `"grid"."links.rate_mbps"`-style path of a setting in the sweep file.
 fn member(section: &str, address: &str) -> String {
@@ -198,9 +222,12 @@ fn member(section: &str, address: &str) -> String {
 /// value against that topology, before anything runs.
 pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepError> {
     let text = std::fs::read_to_string(file).map_err(|e| SweepError::file(file, e))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| SweepError::File {
-        path: file.into(),
-        message: format!("({}:{}): {e}", e.line(), e.column()),
+    let doc: Value = serde_json::from_str(&text).map_err(|e| {
+        let what = e.to_string();
+        SweepError::File {
+            path: format!("{}({}:{})", file.display(), e.line(), e.column()).into(),
+            message: what.split(" at line ").next().unwrap_or(&what).to_string(),
+        }
     })?;
     let at = |path: &str, message: String| SweepError::At {
         file: file.into(),
@@ -256,11 +283,7 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
     };
     let cases = match obj.get("cases") {
         None => Vec::new(),
-        Some(v) => v
-            .as_array()
-            .filter(|a| !a.is_empty())
-            .and_then(|a| a.iter().map(|c| c.as_str().map(String::from)).collect())
-            .ok_or_else(|| at("cases", "expected a non-empty array of case names".into()))?,
+        Some(v) => case_list(v).ok_or_else(|| at("cases", CASES_EXPECTED.into()))?,
     };
     let section = |key: &str| -> Result<Map<String, Value>, SweepError> {
         match obj.get(key) {
@@ -294,7 +317,10 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
         columns.push(address.clone());
         grid.push((address, values.clone()));
     }
-    let mut settings: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+    let mut settings: Vec<Setting> = vec![Setting {
+        values: Vec::new(),
+        cases: Vec::new(),
+    }];
     if grid.is_empty() && obj.contains_key("points") {
         settings.clear();
     }
@@ -304,7 +330,7 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
             .flat_map(|s| {
                 values.iter().map(move |v| {
                     let mut s = s.clone();
-                    s.push((address.clone(), v.clone()));
+                    s.values.push((address.clone(), v.clone()));
                     s
                 })
             })
@@ -318,13 +344,21 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
             let p = p
                 .as_object()
                 .ok_or_else(|| at(&format!("points[{i}]"), "expected an object".into()))?;
-            let mut s = Vec::new();
+            let mut s = Setting {
+                values: Vec::new(),
+                cases: Vec::new(),
+            };
             for (address, value) in p {
+                if address == CASE {
+                    s.cases = case_list(value)
+                        .ok_or_else(|| at(&format!("points[{i}].case"), CASES_EXPECTED.into()))?;
+                    continue;
+                }
                 check(&base, format!("points[{i}].\"{address}\""), address, value)?;
                 if !columns.contains(address) {
                     columns.push(address.clone());
                 }
-                s.push((address.clone(), value.clone()));
+                s.values.push((address.clone(), value.clone()));
             }
             settings.push(s);
         }
