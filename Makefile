@@ -36,7 +36,7 @@ APT_PACKAGES := cpp python3-venv iproute2 mininet bridge-utils iputils-ping iper
 	munge slurmctld slurmd slurm-client
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: help build test lint fmt run sim bench bench-routes clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
+.PHONY: help build test lint fmt run sim sweep bench bench-routes clean distclean deps p4 check-p4c ptf ptf-negative test-scale stf \
 	p4sh-test conformance proto soak test-bgp
 
 help:
@@ -45,6 +45,7 @@ help:
 	@echo "make run        build and run the default lab (ROUTING=bgp: FRR on every switch)"
 	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR and switch restart"
 	@echo "make sim        lossless-sim, nominal rates, virtual time: seed 003 quick subset; EXP=seed003 all 40 cases; TOPO=..."
+	@echo "make sweep      lossless-sim sweep SWEEP=file (default: SFC threshold x 25G/100G), J=parallel"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
 	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4"
 	@echo "make soak       60 s (switch time) of PFC storms and lossless incast through p4-switch"
@@ -261,6 +262,13 @@ SIM_QUICK = $(if $(or $(EXP),$(SIM_GIVEN)),$(filter 1,$(QUICK)),1)
 sim: build deps p4
 	$(BIN)/lossless-sim run $(SIM_TOPO) --lab $(CURDIR) --seed $(SEED) --out $(RESULTS)/sim/$(SIM_TOPO) \
 	    $(if $(CASE),--case '$(CASE)') $(if $(SIM_QUICK),--quick)
+
+# lossless-sim sweep (toolchain/lossless-sim/README.md, "Sweep"): SWEEP=file (default: the
+# worked SFC threshold question), J=points at once (default: the cores); results/sweep/NAME/.
+SWEEP ?= toolchain/lossless-sim/sweeps/sfc-threshold.json
+sweep: build deps p4
+	$(BIN)/lossless-sim sweep $(SWEEP) --lab $(CURDIR) \
+	    $(if $(filter command line environment,$(origin SEED)),--seed $(SEED)) --out $(RESULTS)/sweep/$(basename $(notdir $(SWEEP))) $(if $(J),-j $(J))
 
 # Each benchmark writes JSON under results/bench/ with its baseline measured in the same run
 # (a no-op program, the heap scheduler, a linear scan, ...); crates' READMEs explain the figures.
