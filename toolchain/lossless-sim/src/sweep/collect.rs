@@ -2,7 +2,8 @@
 //! The same for a local sweep and for points a cluster ran: nothing in the CSV comes from
 //! where or when a point ran.
 
-use super::{point_dir, read_plan, spec, Plan, SweepError};
+use super::plan::{point_dir, read_plan, Plan, PLAN};
+use super::spec::{self, SweepError};
 use crate::program::Lab;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -199,7 +200,7 @@ fn plots(
         for y in &plan.plot.y {
             if !t.values.contains(y) {
                 return Err(SweepError::file(
-                    &csv.with_file_name(super::PLAN),
+                    &csv.with_file_name(PLAN),
                     format!(
                         "plot.y: '{y}' is not a measured value (have: {})",
                         t.values.join(", ")
@@ -247,7 +248,7 @@ fn plots(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Point;
+    use crate::sweep::plan::Point;
     use serde_json::json;
 
     #[test]

@@ -3,7 +3,8 @@
 //! DIR, the lab checkout and this binary at the same paths (a shared filesystem, or a volume
 //! and an image that hold them there); `lossless-sim collect DIR` merges the results.
 
-use super::{SweepError, Tools};
+use super::plan::Tools;
+use super::spec::SweepError;
 use std::path::{Path, PathBuf};
 
 /// `text` as one word for sh.
