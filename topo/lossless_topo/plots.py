@@ -128,7 +128,17 @@ def sweep(csv_path: Path, directory: Path, x: str, ys: list[str], keys: list[str
     spans more than a decade, categories when x is not numeric."""
     with csv_path.open(newline="") as f:
         rows = list(csv.DictReader(f))
-    varying = [k for k in keys if k != x and len({r[k] for r in rows}) > 1]
+    # The keys that tell lines apart; one that splits the rows as an earlier one does
+    # (remote_pfc with case) says nothing more.
+    varying, seen = [], set()
+    for k in keys:
+        groups: dict[str, set[int]] = {}
+        for i, r in enumerate(rows):
+            groups.setdefault(r[k], set()).add(i)
+        split = frozenset(frozenset(g) for g in groups.values())
+        if k != x and len(groups) > 1 and split not in seen:
+            varying.append(k)
+            seen.add(split)
     given = sorted({r[x] for r in rows if r[x] != ""})
     try:
         position = {v: float(v) for v in given}
