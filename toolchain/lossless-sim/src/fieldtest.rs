@@ -482,7 +482,7 @@ fn ecn_ratio(
             flows.to_string(),
             flows_s,
             format!("{:.1}", ratio * 100.0),
-            roce_q["average_kb"].to_string(),
+            format!("{:.0}", roce_q["average_kb"].as_f64().unwrap_or(0.0)),
             roce_q["peak_kb"].to_string(),
             format!("{:.0}", m.values["cnps_per_s"].as_f64().unwrap_or(0.0)),
             format!(
