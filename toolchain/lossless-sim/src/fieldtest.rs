@@ -18,7 +18,7 @@ use crate::leafspine::{self, Leafspine, Row};
 use crate::net::{Progress, Sim, Stop};
 use crate::results::{table, Measurement};
 use crate::traffic::{NicParams, Sender, START_JITTER_NS};
-use lossless_wire::rocev2::{build_frame, opcode, udp_src_port, Bth, Ext, L3Header, ECN_ECT0};
+use lossless_wire::rocev2::{build_frame, opcode, Bth, Ext};
 use roce_host::perftest::LatReport;
 use serde::Deserialize;
 
@@ -170,11 +170,36 @@ impl Limits<'_> {
     }
 }
 
-fn host(sim: &Sim, field: &str, name: &str) -> Result<usize, ExperimentError> {
-    sim.host_index(name).ok_or(ExperimentError::UnknownHost {
-        field: field.into(),
-        host: name.into(),
-    })
+/// The receiver's host index and the senders' (`field`: where the senders are listed).
+fn hosts(
+    sim: &Sim,
+    receiver: &str,
+    senders: &[String],
+    field: &str,
+) -> Result<(usize, Vec<usize>), ExperimentError> {
+    let host = |field: String, name: &str| {
+        sim.host_index(name).ok_or(ExperimentError::UnknownHost {
+            field,
+            host: name.into(),
+        })
+    };
+    let recv = host("receiver".into(), receiver)?;
+    let senders = senders
+        .iter()
+        .enumerate()
+        .map(|(i, s)| host(format!("{field}[{i}]"), s))
+        .collect::<Result<_, _>>()?;
+    Ok((recv, senders))
+}
+
+impl PartOut {
+    fn new() -> PartOut {
+        PartOut {
+            measurements: Vec::new(),
+            tables: Vec::new(),
+            stop: Stop::Drained,
+        }
+    }
 }
 
 /// Runs the part named by the config case (`latency`, `ecn-ratio`, `cnp-rate`).
@@ -312,15 +337,12 @@ struct WriteBw<'a> {
     size: usize,
 }
 
-/// Fresh endpoints on the incast's hosts (QP numbers from `rng`), one write_bw sender per
-/// sender host, starting at `start` plus a jitter.
-fn setup_write_bw(
-    sim: &mut Sim,
-    w: &WriteBw,
-    nic: &NicParams,
-    start: u64,
-    rng: &mut fastrand::Rng,
-) {
+/// Starts a point [`GAP_NS`] from now, the switches' counters cleared: fresh endpoints on the
+/// incast's hosts (QP numbers from `rng`), one write_bw sender per sender host, each starting
+/// at the point's start plus a jitter. Returns the start.
+fn start_write_bw(sim: &mut Sim, w: &WriteBw, nic: &NicParams, rng: &mut fastrand::Rng) -> u64 {
+    let start = sim.now_ns() + GAP_NS;
+    leafspine::clear_counters(sim);
     let WriteBw {
         senders,
         recv,
@@ -343,6 +365,7 @@ fn setup_write_bw(
         sim.add_sender(s, sender);
         sim.wake_nic(s, at);
     }
+    start
 }
 
 /// Ends a point: the hosts as new, the fabric drained.
@@ -396,31 +419,19 @@ fn ecn_ratio(
     limits: &mut Limits,
 ) -> Result<PartOut, ExperimentError> {
     let part = &ft.ecn_ratio;
-    let recv = host(sim, "receiver", &ft.receiver)?;
-    let senders: Vec<usize> = ft
-        .senders
-        .iter()
-        .enumerate()
-        .map(|(i, s)| host(sim, &format!("senders[{i}]"), s))
-        .collect::<Result<_, _>>()?;
+    let (recv, senders) = hosts(sim, &ft.receiver, &ft.senders, "senders")?;
     let ls = ft.leafspine();
     let (warm, window) = (part.warmup_us * 1000, part.measure_us * 1000);
-    let mut out = PartOut {
-        measurements: Vec::new(),
-        tables: Vec::new(),
-        stop: Stop::Drained,
-    };
+    let mut out = PartOut::new();
     let mut rows = Vec::new();
     for &flows in &part.flows_per_sender {
-        let start = sim.now_ns() + GAP_NS;
-        leafspine::clear_counters(sim);
         let w = WriteBw {
             senders: &senders,
             recv,
             flows,
             size: part.size,
         };
-        setup_write_bw(sim, &w, nic, start, rng);
+        let start = start_write_bw(sim, &w, nic, rng);
         if let Some(s) = limits.run_to(sim, start + warm) {
             out.stop = s;
             break;
@@ -523,19 +534,7 @@ fn ecn_ratio(
 /// A CNP for `to_qpn` on host `to`, from host `from` (its QP `from_qpn`), as roce-host's
 /// notification point builds it.
 fn cnp_frame(sim: &Sim, from: usize, from_qpn: u32, to: usize, to_qpn: u32, dscp: u8) -> Vec<u8> {
-    let (src, dst) = (&sim.hosts[from], &sim.hosts[to]);
-    let l3 = L3Header {
-        dst_mac: src.gateway_mac,
-        src_mac: src.mac,
-        vlan: None,
-        src_ip: src.ip.octets(),
-        dst_ip: dst.ip.octets(),
-        dscp,
-        ecn: ECN_ECT0,
-        ttl: 64,
-        ip_id: 0,
-        udp_src: udp_src_port(from_qpn),
-    };
+    let l3 = crate::probe::l3_header(sim, from, to, dscp, from_qpn);
     let bth = Bth {
         becn: true,
         ..Bth::new(opcode::CNP, to_qpn, 0)
@@ -553,30 +552,18 @@ fn cnp_rate(
     limits: &mut Limits,
 ) -> Result<PartOut, ExperimentError> {
     let part = &ft.cnp_rate;
-    let recv = host(sim, "receiver", &ft.receiver)?;
-    let senders: Vec<usize> = part
-        .senders
-        .iter()
-        .enumerate()
-        .map(|(i, s)| host(sim, &format!("cnp_rate.senders[{i}]"), s))
-        .collect::<Result<_, _>>()?;
+    let (recv, senders) = hosts(sim, &ft.receiver, &part.senders, "cnp_rate.senders")?;
     let (warm, window) = (part.warmup_us * 1000, part.measure_us * 1000);
-    let mut out = PartOut {
-        measurements: Vec::new(),
-        tables: Vec::new(),
-        stop: Stop::Drained,
-    };
+    let mut out = PartOut::new();
     let mut rows = Vec::new();
     for &rate in &part.cnps_per_s {
-        let start = sim.now_ns() + GAP_NS;
-        leafspine::clear_counters(sim);
         let w = WriteBw {
             senders: &senders,
             recv,
             flows: 1,
             size: part.size,
         };
-        setup_write_bw(sim, &w, nic, start, rng);
+        let start = start_write_bw(sim, &w, nic, rng);
         let qpn = |h: usize| sim.hosts[h].nic.as_ref().and_then(|n| n.ep.qpns().next());
         let (Some(s1_qpn), Some(r_qpn)) = (qpn(senders[0]), qpn(recv)) else {
             return Err(ExperimentError::Parse("cnp_rate: cannot connect".into()));
