@@ -220,7 +220,7 @@ def test_link_delay_from_cable_or_ns():
     "name, cases",
     [
         ("prio-2to1", ["ecn=on", "ecn=off"]),
-        ("incast-16to1", ["default", "tuned"]),
+        ("incast-16to1", ["default", "pfc", "tuned"]),
         ("leafspine-7to1", ["sfc=off", "sfc=on"]),
     ],
 )
