@@ -375,9 +375,11 @@ pub fn row_results(
             "p99_latency_us": lat.p99_usec,
             "avg_wire_latency_us": wire_lat.t_avg_usec,
             "p99_wire_latency_us": wire_lat.p99_usec,
+            // The packet generator's PFC refresh packets the pipeline drops by design are not
+            // traffic lost.
             "drops_pipeline": sim.switches.iter().map(|s| {
                 let e = s.core.engine_stats();
-                e.dropped_ingress + e.dropped_egress
+                (e.dropped_ingress + e.dropped_egress).saturating_sub(s.core.counters().pktgen_dropped)
             }).sum::<u64>(),
             "drops_tm": sim.switches.iter().filter_map(|s| s.core.tm()).map(|tm| {
                 tm.stats(sim.now_ns()).ports.iter().map(|p| {
