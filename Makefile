@@ -249,15 +249,17 @@ test-bgp: build deps
 
 # `make sim`: seed 003's representative subset in lossless-sim, quick (leafspine-7to1: 9:1, 4 KB,
 # 8x7 and 256x7, without and with remote PFC, in one run). `make sim EXP=seed003` (or seed000,
-# seed001): that seed's topology, every case in one run, full. `make sim TOPO=... [CASE=ecn=off]
+# seed001): that seed's topology, every case in one run, full; EXP=fieldtest: seed 003's field
+# test and its two phenomena (fieldtest-7to1). `make sim TOPO=... [CASE=ecn=off]
 # [QUICK=1] [SEED=N]`: any topology, every case or one (toolchain/lossless-sim/README.md).
 CASE ?=
 SEED ?= 1
 SIM_EXP_seed000 := incast-16to1
 SIM_EXP_seed001 := prio-2to1
 SIM_EXP_seed003 := leafspine-7to1
+SIM_EXP_fieldtest := fieldtest-7to1
 SIM_GIVEN := $(filter command line environment,$(origin TOPO))
-SIM_TOPO = $(if $(EXP),$(or $(SIM_EXP_$(EXP)),$(error EXP=$(EXP): make sim knows seed000, seed001, seed003)),$(if $(SIM_GIVEN),$(TOPO),leafspine-7to1))
+SIM_TOPO = $(if $(EXP),$(or $(SIM_EXP_$(EXP)),$(error EXP=$(EXP): make sim knows seed000, seed001, seed003, fieldtest)),$(if $(SIM_GIVEN),$(TOPO),leafspine-7to1))
 SIM_QUICK = $(if $(or $(EXP),$(SIM_GIVEN)),$(filter 1,$(QUICK)),1)
 sim: build deps p4
 	$(BIN)/lossless-sim run $(SIM_TOPO) --lab $(CURDIR) --seed $(SEED) --out $(RESULTS)/sim/$(SIM_TOPO) \

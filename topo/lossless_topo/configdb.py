@@ -298,4 +298,18 @@ def case_variants(params: dict) -> dict[str, Variant]:
             )
             for sfc in (False, True)
         }
+    if kind == "fieldtest":
+        # One configuration, seed 003's without remote PFC (DCQCN alone), under three cases:
+        # one per part of the field test, so that each can be run on its own.
+        ek = params["ecn"]
+        parts = ("latency", "ecn_ratio", "cnp_rate")
+        variant = Variant(
+            ecn=True,
+            buffers="dynamic",
+            kmin=ek["kmin"],
+            kmax=ek["kmax"],
+            pmax_percent=ek["pmax_percent"],
+            roce_mtu=max(params[p]["size"] for p in parts),
+        )
+        return {p.replace("_", "-"): variant for p in parts}
     raise ValueError(f"experiment.kind: unknown experiment '{kind}'")

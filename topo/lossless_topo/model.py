@@ -172,6 +172,20 @@ TOP_FIELDS = {
 SWITCH_FIELDS = {"name", "front_panel_ports"}
 HOST_FIELDS = {"name", "switch", "ip"}
 LINK_FIELDS = {"a", "b", "rate_mbps", "cable_m", "delay_ns"}
+# What seed 003's 7-to-1 experiments (remote PFC test, field test) share.
+SEED003_FIELDS = {
+    "kind",
+    "receiver",
+    "senders",
+    "roce_priority",
+    "tcp_priority",
+    "tcp_cc",
+    "ecn",
+    "nic_cnp_interval_ns",
+    "nic_min_rate_mbps",
+    "host_latency_ns",
+    "quick",
+}
 EXPERIMENT_FIELDS = {
     "prio-2to1": {
         "kind",
@@ -199,24 +213,10 @@ EXPERIMENT_FIELDS = {
         "host_latency_ns",
         "quick",
     },
-    "leafspine": {
-        "kind",
-        "receiver",
-        "senders",
-        "roce_priority",
-        "tcp_priority",
-        "mixes",
-        "flows_per_sender",
-        "sizes",
-        "iters",
-        "seconds",
-        "ecn",
-        "sfc_threshold_kmax",
-        "nic_cnp_interval_ns",
-        "nic_min_rate_mbps",
-        "host_latency_ns",
-        "quick",
-    },
+    "leafspine": SEED003_FIELDS
+    | {"mixes", "flows_per_sender", "sizes", "iters", "seconds", "sfc_threshold_kmax"},
+    # Seed 003's "issue in field test" and its two observed phenomena (lossless-sim).
+    "fieldtest": SEED003_FIELDS | {"latency", "ecn_ratio", "cnp_rate"},
 }
 # Nanoseconds of propagation per metre of cable (light in fibre or copper at ~2/3 c).
 NS_PER_METRE = 5

@@ -65,6 +65,7 @@ pub enum Plan {
     Incast(Incast),
     Prio(Prio),
     Leafspine(crate::leafspine::Leafspine),
+    FieldTest(crate::fieldtest::FieldTest),
 }
 
 impl Plan {
@@ -87,6 +88,9 @@ impl Plan {
                 .map_err(|e| ExperimentError::Parse(e.to_string())),
             Some("leafspine") => {
                 crate::leafspine::Leafspine::parse(&fabric.experiment).map(Plan::Leafspine)
+            }
+            Some("fieldtest") => {
+                crate::fieldtest::FieldTest::parse(&fabric.experiment).map(Plan::FieldTest)
             }
             _ => Ok(Plan::Probes),
         }
@@ -217,6 +221,7 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
         format!("{bw_mbps:.2}"),
         format!("{:.2}", lat.t_avg_usec),
         (tm_drops + pipeline_drops).to_string(),
+        xoff.to_string(),
         format!("{completed}/{posted}"),
         failed.to_string(),
     ];
@@ -231,6 +236,7 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
             "Bandwidth (Mbps, nominal)",
             "Latency (us)",
             "Drops",
+            "XOFF at hosts",
             "Messages",
             "QPs failed",
         ],

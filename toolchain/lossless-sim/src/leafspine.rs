@@ -28,6 +28,9 @@ pub struct Leafspine {
     pub senders: Vec<String>,
     pub roce_priority: u8,
     pub tcp_priority: u8,
+    /// The TCP hosts' congestion control: "newreno" (default) or "dctcp" (RFC 8257).
+    #[serde(default)]
+    pub tcp_cc: Option<String>,
     pub mixes: Vec<String>,
     pub flows_per_sender: Vec<u32>,
     pub sizes: Vec<usize>,
@@ -126,7 +129,20 @@ impl Leafspine {
         let ls: Leafspine = serde_json::from_value(doc.clone())
             .map_err(|e| ExperimentError::Parse(e.to_string()))?;
         ls.rows()?;
+        ls.tcp_params()?;
         Ok(ls)
+    }
+
+    /// The TCP hosts' parameters: the lab's port MTU, the TCP priority's DSCP, `tcp_cc`.
+    pub fn tcp_params(&self) -> Result<TcpParams, ExperimentError> {
+        let p = TcpParams::new(HOST_MTU, self.tcp_priority * 8);
+        match self.tcp_cc.as_deref() {
+            None | Some("newreno") => Ok(p),
+            Some("dctcp") => Ok(p.with_dctcp()),
+            Some(other) => Err(ExperimentError::Parse(format!(
+                "tcp_cc: '{other}' is not a congestion control here (newreno, dctcp)"
+            ))),
+        }
     }
 
     /// The rows in the lab's order (size, then flows, then mix).
@@ -160,7 +176,7 @@ impl Leafspine {
 
 /// PFC frames the switches sent since the row started, per switch, counted where they
 /// arrived (switch ports; host NICs are the row's own).
-fn pauses_by_sender(sim: &Sim) -> serde_json::Map<String, serde_json::Value> {
+pub fn pauses_by_sender(sim: &Sim) -> serde_json::Map<String, serde_json::Value> {
     let now = sim.now_ns();
     let mut by = std::collections::BTreeMap::<String, u64>::new();
     for (i, sw) in sim.switches.iter().enumerate() {
@@ -266,7 +282,7 @@ pub fn setup_row(
     let roce_start = start_ns + TCP_LEAD_NS;
     let tcp_rate = rate as u128 * u128::from(row.tcp) / u128::from(row.roce + row.tcp);
     let per_sender = (tcp_rate / senders.len() as u128) as u64;
-    let tcp = TcpParams::new(HOST_MTU, ls.tcp_priority * 8);
+    let tcp = ls.tcp_params()?;
     for (i, &s) in senders.iter().enumerate() {
         let start = roce_start + rng.u64(0..START_JITTER_NS);
         let mut sender = Sender::new(s, row.size, ls.iters, 1, start);
@@ -359,9 +375,11 @@ pub fn row_results(
             "p99_latency_us": lat.p99_usec,
             "avg_wire_latency_us": wire_lat.t_avg_usec,
             "p99_wire_latency_us": wire_lat.p99_usec,
+            // The packet generator's PFC refresh packets the pipeline drops by design are not
+            // traffic lost.
             "drops_pipeline": sim.switches.iter().map(|s| {
                 let e = s.core.engine_stats();
-                e.dropped_ingress + e.dropped_egress
+                (e.dropped_ingress + e.dropped_egress).saturating_sub(s.core.counters().pktgen_dropped)
             }).sum::<u64>(),
             "drops_tm": sim.switches.iter().filter_map(|s| s.core.tm()).map(|tm| {
                 tm.stats(sim.now_ns()).ports.iter().map(|p| {

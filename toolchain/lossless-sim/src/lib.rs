@@ -6,10 +6,12 @@
 //!
 //! [`Core`]: p4_switch::core::Core
 
+pub mod dctcp;
 pub mod des;
 pub mod error;
 pub mod experiment;
 pub mod fabric;
+pub mod fieldtest;
 pub mod leafspine;
 pub mod link;
 pub mod net;

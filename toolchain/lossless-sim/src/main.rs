@@ -10,7 +10,7 @@ use lossless_sim::net::{Progress, Stop};
 use lossless_sim::program::{self, Lab};
 use lossless_sim::results::{table, CaseInfo, Measurement, Results, SimInfo, StatsSample};
 use lossless_sim::traffic::NicParams;
-use lossless_sim::{assemble, leafspine, probe, DEFAULT_PIPELINE_NS};
+use lossless_sim::{assemble, fieldtest, leafspine, probe, DEFAULT_PIPELINE_NS};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -258,6 +258,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
 fn nic_params(args: &RunArgs, plan: &Plan, mtu: usize, dscp: u8) -> NicParams {
     let (exp_cnp, exp_floor) = match plan {
         Plan::Leafspine(ls) => (ls.nic_cnp_interval_ns, ls.nic_min_rate_mbps),
+        Plan::FieldTest(ft) => (ft.nic_cnp_interval_ns, ft.nic_min_rate_mbps),
         _ => (None, None),
     };
     let d = NicParams::new(mtu, dscp);
@@ -294,7 +295,7 @@ fn run_case(
     let mut probes = Vec::new();
     match plan {
         // Their rows run one after another below.
-        Plan::Prio(_) | Plan::Leafspine(_) => {}
+        Plan::Prio(_) | Plan::Leafspine(_) | Plan::FieldTest(_) => {}
         Plan::Probes => {
             probes = probe::all_pairs(sim, case_start, PROBE_GAP_NS, PROBE_DSCP, PROBE_PAYLOAD);
         }
@@ -338,6 +339,20 @@ fn run_case(
         stop: Stop::Drained,
         lost: Vec::new(),
     };
+    if let Plan::FieldTest(ft) = plan {
+        let roce = nic(ROCE_MTU, ft.roce_priority * 8 + leafspine::DSCP_IN_PRIORITY);
+        let mut limits = fieldtest::Limits {
+            time_limit: args.time_limit,
+            max_events: args.max_events,
+            progress: &mut progress,
+        };
+        let part = fieldtest::run_part(sim, ft, &fabric.case, &roce, &mut rng, &mut limits)
+            .map_err(|e| e.to_string())?;
+        out.measurements = part.measurements;
+        out.tables = part.tables;
+        out.stop = part.stop;
+        return Ok(out);
+    }
     if let Plan::Leafspine(ls) = plan {
         let remote_pfc = fabric.case == "sfc=on";
         let roce = nic(ROCE_MTU, ls.roce_priority * 8 + leafspine::DSCP_IN_PRIORITY);

@@ -6,7 +6,9 @@
 //! the virtual clock; README.md.)
 
 use crate::net::Sim;
-use lossless_wire::rocev2::{build_frame, opcode, udp_src_port, Bth, Ext, L3Header, Packet, Reth};
+use lossless_wire::rocev2::{
+    build_frame, opcode, udp_src_port, Bth, Ext, L3Header, Packet, Reth, ECN_ECT0,
+};
 
 /// A probe sent: identified by its destination QP number (the tag) at the receiver.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -22,22 +24,27 @@ pub struct Probe {
     to_index: usize,
 }
 
-/// The probe frame from host `from` to host `to`: RDMA WRITE Only of `payload` bytes.
-pub fn frame(sim: &Sim, from: usize, to: usize, dscp: u8, payload: usize, tag: u32) -> Vec<u8> {
+/// The RoCEv2 headers of a frame from host `from` (QP `qpn`, whose UDP source port it takes)
+/// to host `to` through `from`'s router, ECT(0) as RoCEv2 NICs send with DCQCN.
+pub fn l3_header(sim: &Sim, from: usize, to: usize, dscp: u8, qpn: u32) -> L3Header {
     let (src, dst) = (&sim.hosts[from], &sim.hosts[to]);
-    let l3 = L3Header {
+    L3Header {
         dst_mac: src.gateway_mac,
         src_mac: src.mac,
         vlan: None,
         src_ip: src.ip.octets(),
         dst_ip: dst.ip.octets(),
         dscp,
-        // ECT(0), as RoCEv2 NICs send with DCQCN.
-        ecn: 2,
+        ecn: ECN_ECT0,
         ttl: 64,
         ip_id: 0,
-        udp_src: udp_src_port(tag),
-    };
+        udp_src: udp_src_port(qpn),
+    }
+}
+
+/// The probe frame from host `from` to host `to`: RDMA WRITE Only of `payload` bytes.
+pub fn frame(sim: &Sim, from: usize, to: usize, dscp: u8, payload: usize, tag: u32) -> Vec<u8> {
+    let l3 = l3_header(sim, from, to, dscp, tag);
     let reth = Reth {
         va: 0,
         rkey: 0,

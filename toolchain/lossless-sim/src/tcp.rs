@@ -2,7 +2,11 @@
 //! NewReno (RFC 5681 slow start and congestion avoidance, RFC 6582 fast retransmit and fast
 //! recovery with partial ACKs), RFC 6298 retransmission timeout with exponential backoff,
 //! optional delayed ACKs and optional ECN (RFC 3168: ECT(0) data, ECE echoed until CWR, one
-//! window reduction per window of data). Pure like roce-host's endpoint: time is passed in,
+//! window reduction per window of data), and optional DCTCP (RFC 8257: the sender cuts the window
+//! by alpha / 2 once per window, alpha the marked fraction of bytes per window with g = 1/16,
+//! [`crate::dctcp`]; the receiver sets ECE on an ACK exactly when the segments it acknowledges
+//! were CE-marked, acknowledging at once when that changes under delayed ACKs). Pure like
+//! roce-host's endpoint: time is passed in,
 //! frames (Ethernet/IPv4/TCP, [`lossless_wire::tcp`]) go in through
 //! [`Connection::handle_frame`] and out through [`Connection::poll_tx`], and
 //! [`Connection::next_wakeup`] says when it next has something to do.
@@ -12,6 +16,7 @@
 //! ([`Source`]) is iperf3's: bulk data written at a fixed rate (`-b`) or as fast as the window
 //! lets, for a number of bytes or until stopped.
 
+use crate::dctcp::Alpha;
 use lossless_wire::rocev2::{ECN_CE, ECN_ECT0, ECN_NOT_ECT};
 use lossless_wire::tcp::{self, flags, Header};
 use std::collections::{BTreeMap, VecDeque};
@@ -30,6 +35,8 @@ pub struct TcpParams {
     pub dscp: u8,
     /// ECN: data sent ECT(0), the receiver echoes CE, the sender reduces once per window.
     pub ecn: bool,
+    /// DCTCP (RFC 8257) on both ends; implies `ecn`.
+    pub dctcp: bool,
     /// Delayed ACKs (RFC 5681 4.2): one ACK per two full segments or after `delack_ns`;
     /// out-of-order and duplicate segments are acknowledged at once.
     pub delayed_ack: bool,
@@ -53,12 +60,22 @@ impl TcpParams {
             mss: mtu - IP_TCP_HEADERS,
             dscp,
             ecn: false,
+            dctcp: false,
             delayed_ack: false,
             delack_ns: 40_000_000,
             init_cwnd_segments: 10,
             rto_min_ns: 200_000_000,
             rto_initial_ns: 1_000_000_000,
             rcv_wnd: 6 << 20,
+        }
+    }
+
+    /// The same with DCTCP (and so ECN) on.
+    pub fn with_dctcp(self) -> TcpParams {
+        TcpParams {
+            ecn: true,
+            dctcp: true,
+            ..self
         }
     }
 }
@@ -206,15 +223,18 @@ pub struct Connection {
     /// `ecn_recover`.
     cwr_pending: bool,
     ecn_recover: u64,
+    /// DCTCP's estimate, when on.
+    dctcp: Option<Alpha>,
     rcv_nxt: u64,
     /// Out-of-order data held: start -> end.
     ooo: BTreeMap<u64, u64>,
-    /// Pure ACKs due, with the `rcv_nxt` each acknowledges: one per segment that asked for
-    /// it, so duplicate ACKs reach the peer as duplicates.
-    acks: VecDeque<u64>,
+    /// Pure ACKs due, with the `rcv_nxt` each acknowledges and its ECE: one per segment that
+    /// asked for it, so duplicate ACKs reach the peer as duplicates.
+    acks: VecDeque<(u64, bool)>,
     unacked_segments: u32,
     delack_at: Option<u64>,
-    /// CE arrived and no CWR since: ECE on every ACK.
+    /// RFC 3168: CE arrived and no CWR since, ECE on every ACK. DCTCP: the CE state (the
+    /// last data segment's CE), which every ACK carries.
     ece: bool,
     ip_id: u16,
     stats: TcpStats,
@@ -246,6 +266,7 @@ impl Connection {
             rtt_probe: None,
             cwr_pending: false,
             ecn_recover: 0,
+            dctcp: p.dctcp.then(Alpha::new),
             rcv_nxt: 0,
             ooo: BTreeMap::new(),
             acks: VecDeque::new(),
@@ -276,6 +297,11 @@ impl Connection {
 
     pub fn ssthresh(&self) -> u64 {
         self.ssthresh
+    }
+
+    /// DCTCP's alpha, when DCTCP is on.
+    pub fn dctcp_alpha(&self) -> Option<f64> {
+        self.dctcp.map(|d| d.alpha())
     }
 
     /// Bytes acknowledged by the peer.
@@ -335,7 +361,7 @@ impl Connection {
         }
         if self.delack_at.is_some_and(|t| t <= now) {
             self.delack_at = None;
-            self.acks.push_back(self.rcv_nxt);
+            self.acks.push_back((self.rcv_nxt, self.ece));
         }
     }
 
@@ -404,11 +430,20 @@ impl Connection {
         }
         let ack = ack as u64;
         self.peer_wnd = u64::from(h.window) << WSCALE;
-        if self.p.ecn && h.flags & flags::ECE != 0 && self.snd_una >= self.ecn_recover {
-            // RFC 3168 6.1.2: as for a loss, once per window, without retransmitting.
+        let ece = h.flags & flags::ECE != 0;
+        if let Some(d) = &mut self.dctcp {
+            // RFC 8257 3.3: the window's marked fraction, before its reaction below.
+            d.on_ack(ack - self.snd_una, ece, ack, self.snd_nxt.max(ack));
+        }
+        if self.p.ecn && ece && self.snd_una >= self.ecn_recover {
+            // RFC 3168 6.1.2: as for a loss, once per window, without retransmitting; DCTCP
+            // cuts by alpha / 2 instead of half.
             if !self.in_recovery {
-                let flight = self.snd_max - self.snd_una;
-                self.ssthresh = (flight / 2).max(2 * mss);
+                self.ssthresh = match self.dctcp {
+                    Some(d) => (self.cwnd as f64 * (1.0 - d.alpha() / 2.0)) as u64,
+                    None => (self.snd_max - self.snd_una) / 2,
+                }
+                .max(2 * mss);
                 self.cwnd = self.ssthresh;
                 self.stats.ecn_reductions += 1;
             }
@@ -482,12 +517,26 @@ impl Connection {
     }
 
     fn on_data(&mut self, now: u64, h: &Header, len: u64) {
-        if h.flags & flags::CWR != 0 {
-            self.ece = false;
-        }
-        if h.ecn == ECN_CE {
+        let ce = h.ecn == ECN_CE;
+        if ce {
             self.stats.rx_ce += 1;
-            self.ece = true;
+        }
+        if self.p.dctcp {
+            // RFC 8257 3.2: when the CE state changes, what is held for a delayed ACK is
+            // acknowledged at once with the old state, so every ACK's ECE is its segments'.
+            if ce != self.ece {
+                if self.unacked_segments > 0 {
+                    self.ack_now();
+                }
+                self.ece = ce;
+            }
+        } else {
+            if h.flags & flags::CWR != 0 {
+                self.ece = false;
+            }
+            if ce {
+                self.ece = true;
+            }
         }
         let base = self.addr.irs.wrapping_add(self.rcv_nxt as u32);
         let d = i64::from(h.seq.wrapping_sub(base) as i32);
@@ -525,7 +574,7 @@ impl Connection {
     }
 
     fn ack_now(&mut self) {
-        self.acks.push_back(self.rcv_nxt);
+        self.acks.push_back((self.rcv_nxt, self.ece));
         self.unacked_segments = 0;
         self.delack_at = None;
     }
@@ -563,8 +612,9 @@ impl Connection {
             (self.snd_una, len as usize, true)
         } else if let Some((off, len)) = self.next_data(now) {
             (off, len, off < self.snd_max)
-        } else if let Some(ack) = self.acks.pop_front() {
-            self.build(out, self.snd_nxt, 0, ECN_NOT_ECT, 0, ack);
+        } else if let Some((ack, ece)) = self.acks.pop_front() {
+            let extra = if ece { flags::ECE } else { 0 };
+            self.build(out, self.snd_nxt, 0, ECN_NOT_ECT, extra, ack);
             self.stats.tx_acks += 1;
             return true;
         } else {
@@ -602,9 +652,10 @@ impl Connection {
         let mut fl = flags::ACK | extra;
         if len > 0 {
             fl |= flags::PSH;
-        }
-        if self.ece {
-            fl |= flags::ECE;
+            // A data segment's ACK carries the present state; a pure ACK its own.
+            if self.ece {
+                fl |= flags::ECE;
+            }
         }
         let h = Header {
             dst_mac: self.addr.dst_mac,
@@ -646,6 +697,10 @@ mod tests {
         sent: Vec<(u64, u32)>,
         /// Sequence numbers (on the wire) of a's data segments to drop once.
         drop_seq: Vec<u32>,
+        /// ... and to mark CE on the way.
+        mark_seq: Vec<u32>,
+        /// b's pure ACKs: (acknowledged sequence on the wire, ECE).
+        acks: Vec<(u32, bool)>,
         now: u64,
     }
 
@@ -669,6 +724,8 @@ mod tests {
             wire: Vec::new(),
             sent: Vec::new(),
             drop_seq: Vec::new(),
+            mark_seq: Vec::new(),
+            acks: Vec::new(),
             now: 0,
         }
     }
@@ -685,10 +742,15 @@ mod tests {
                         self.drop_seq.remove(i);
                         continue;
                     }
+                    if self.mark_seq.contains(&seg.header.seq) {
+                        lossless_wire::rocev2::mark_ce(buf);
+                    }
                 }
                 self.wire.push((now + DELAY, true, buf.clone()));
             }
             while self.b.poll_tx(now, buf) {
+                let h = tcp::parse(buf).unwrap().unwrap().header;
+                self.acks.push((h.ack, h.flags & flags::ECE != 0));
                 self.wire.push((now + DELAY, false, buf.clone()));
             }
         }
@@ -818,5 +880,79 @@ mod tests {
         pipe.run(u64::MAX);
         assert_eq!(pipe.b.stats().rx_bytes, 100 * mss);
         assert_eq!(pipe.a.stats().ecn_reductions, 1, "CWR stopped the echo");
+    }
+
+    #[test]
+    fn dctcp_cuts_the_window_by_alpha_over_two_once_per_window() {
+        let p = TcpParams::new(1500, 0).with_dctcp();
+        let mss = p.mss as u64;
+        let mut pipe = pair(p, 200 * mss);
+        // Segment 30: the first of round 2 (10, 20, 40 segments per round in slow start).
+        let seq = pipe.a.addressing().iss.wrapping_add((30 * mss) as u32);
+        pipe.mark_seq.push(seq);
+        pipe.run(3 * RTT - 1);
+        assert_eq!(pipe.a.cwnd(), 40 * mss);
+        pipe.run(3 * RTT);
+        // Windows close at the first ACK beyond their end: at RTT (1 segment, none marked),
+        // at 2 RTT (10, none), at 3 RTT with segment 30's ACK (20 segments, 1 marked).
+        let g = crate::dctcp::G;
+        let alpha = (1.0 - g) * ((1.0 - g) * ((1.0 - g) * 1.0)) + g * (1.0 / 20.0);
+        assert_eq!(pipe.a.dctcp_alpha(), Some(alpha));
+        let cut = ((40 * mss) as f64 * (1.0 - alpha / 2.0)) as u64;
+        assert_eq!(pipe.a.ssthresh(), cut);
+        assert_eq!(pipe.a.stats().ecn_reductions, 1);
+        pipe.run(u64::MAX);
+        assert_eq!(pipe.b.stats().rx_bytes, 200 * mss);
+        assert_eq!(pipe.a.stats().ecn_reductions, 1, "one mark, one cut");
+    }
+
+    #[test]
+    fn dctcp_receiver_echoes_exactly_the_marked_segments_under_delayed_acks() {
+        let mut p = TcpParams::new(1500, 0).with_dctcp();
+        p.delayed_ack = true;
+        let mss = p.mss as u64;
+        let mut pipe = pair(p, 120 * mss);
+        let iss = pipe.a.addressing().iss;
+        // Runs of marks of every length against two-segment delayed ACKs.
+        let marked: Vec<u64> = vec![3, 10, 11, 20, 21, 22, 40, 41, 42, 43, 77, 100, 119];
+        pipe.mark_seq = marked
+            .iter()
+            .map(|&k| iss.wrapping_add((k * mss) as u32))
+            .collect();
+        pipe.run(u64::MAX);
+        assert_eq!(pipe.b.stats().rx_bytes, 120 * mss);
+        assert_eq!(pipe.b.stats().rx_ce, marked.len() as u64);
+        // Every ACK covers segments of one CE state, and says which.
+        let mut covered = 0u64;
+        for &(ack, ece) in &pipe.acks {
+            let upto = u64::from(ack.wrapping_sub(iss)) / mss;
+            for k in covered..upto {
+                assert_eq!(marked.contains(&k), ece, "segment {k} in the ACK of {upto}");
+            }
+            covered = covered.max(upto);
+        }
+        assert_eq!(covered, 120);
+        assert!(pipe.acks.len() < 120, "ACKs were delayed");
+    }
+
+    #[test]
+    fn dctcp_alpha_settles_at_the_marked_fraction() {
+        let p = TcpParams::new(1500, 0).with_dctcp();
+        let mss = p.mss as u64;
+        let segments = 20_000u64;
+        let mut pipe = pair(p, segments * mss);
+        let iss = pipe.a.addressing().iss;
+        // One segment in four marked, whatever the window.
+        pipe.mark_seq = (0..segments)
+            .filter(|k| k % 4 == 0)
+            .map(|k| iss.wrapping_add((k * mss) as u32))
+            .collect();
+        pipe.run(u64::MAX);
+        let alpha = pipe.a.dctcp_alpha().unwrap();
+        assert!((alpha - 0.25).abs() < 0.03, "alpha {alpha}");
+        assert_eq!(pipe.b.stats().rx_bytes, segments * mss);
+        let s = pipe.a.stats();
+        assert_eq!((s.retransmits, s.timeouts), (0, 0));
+        assert!(s.ecn_reductions > 100, "{s:?}");
     }
 }

@@ -1,6 +1,8 @@
 //! Seed 000's 16:1 incast at 100G through lossless.p4, with roce-host's endpoints on the virtual
 //! clock: the buffer-calc tuned profile with PFC drops nothing on the lossless priority and
-//! pauses the senders; the default buffers without PFC drop (issue 17's losslessness check).
+//! pauses the senders; the default buffers without PFC drop (issue 17's losslessness check);
+//! PFC on the default buffers (one MTU of xoff headroom) pauses the senders and drops less,
+//! but not nothing: more than an MTU arrives while the pause takes effect.
 //!
 //! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
 
@@ -36,4 +38,13 @@ fn pfc_makes_the_100g_incast_lossless() {
     // Drops cost retransmission timeouts: the lossy incast's messages take far longer.
     let lat = |v: &serde_json::Value| v["latency_avg_us_nominal"].as_f64().unwrap();
     assert!(lat(&default) > 5.0 * lat(&tuned), "{default} vs {tuned}");
+    let pfc = incast("pfc");
+    let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap();
+    assert_eq!(pfc["messages_completed"], 160, "{pfc}");
+    assert!(n(&pfc, "pfc_xoff_rx") > 0, "{pfc}");
+    assert!(n(&pfc, "drops_lossless") > 0, "{pfc}");
+    assert!(
+        n(&pfc, "drops_lossless") < n(&default, "drops_lossless"),
+        "{pfc} vs {default}"
+    );
 }
