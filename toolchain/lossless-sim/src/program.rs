@@ -132,6 +132,9 @@ fn ctl_all(lab: &Lab, calls: Vec<(String, Vec<String>)>) -> Result<Vec<String>, 
             .python()
             .args(["-m", "lossless_ctl.cli"])
             .args(&args)
+            // A call that hangs is stopped with SIGABRT, on which Python prints every thread's
+            // stack: the hang seen under load (README, Missing) then shows where it waits.
+            .env("PYTHONFAULTHANDLER", "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -175,8 +178,7 @@ fn ctl_all(lab: &Lab, calls: Vec<(String, Vec<String>)>) -> Result<Vec<String>, 
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 Ok(None) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
+                    abort_with_stacks(&mut child);
                     break Err(format!("did not finish in {} s", CTL_TIMEOUT.as_secs()));
                 }
                 Err(e) => break Err(e.to_string()),
@@ -200,6 +202,24 @@ fn ctl_all(lab: &Lab, calls: Vec<(String, Vec<String>)>) -> Result<Vec<String>, 
             output: failed.join("\n"),
         })
     }
+}
+
+/// Stops a hung lossless-ctl: SIGABRT first, so that its faulthandler writes the threads'
+/// stacks to the stderr we collect, then SIGKILL if it has not gone within two seconds.
+fn abort_with_stacks(child: &mut std::process::Child) {
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
+        unsafe { libc::kill(pid, libc::SIGABRT) };
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// A switch's core where its P4Runtime server reaches it: in the slot while virtual time
