@@ -209,6 +209,15 @@ struct Slot {
     core: Option<Core>,
     /// Where virtual time stands.
     now_ns: u64,
+    /// The server's PacketIn sink, kept so that a core built anew for a later case
+    /// ([`reprogram`]) gets it too: the server installs it once, when it starts.
+    cpu_sink: Option<Arc<CpuSink>>,
+}
+
+/// A sink for one core that passes its PacketIns to the server's.
+fn forward(sink: &Arc<CpuSink>) -> CpuSink {
+    let sink = sink.clone();
+    Box::new(move |frame| sink(frame))
 }
 
 /// A simulated switch as its P4Runtime server sees it.
@@ -231,9 +240,12 @@ impl Dataplane for Stopped {
         }
     }
     fn set_cpu_sink(&self, sink: CpuSink) {
-        if let Some(core) = &mut lock(&self.slot).core {
-            core.set_cpu_sink(sink);
+        let sink = Arc::new(sink);
+        let mut slot = lock(&self.slot);
+        if let Some(core) = &mut slot.core {
+            core.set_cpu_sink(forward(&sink));
         }
+        slot.cpu_sink = Some(sink);
     }
     /// A PacketOut enters now; what it produces leaves when virtual time goes on.
     fn inject_cpu(&self, frame: Vec<u8>) {
@@ -259,6 +271,17 @@ pub struct Servers {
 }
 
 impl Servers {
+    /// Gives `core` the PacketIn sink of the `i`th switch's server.
+    fn install_sink(&self, i: usize, core: &mut Core) {
+        let sink = self
+            .served
+            .get(i)
+            .and_then(|(slot, _)| lock(slot).cpu_sink.clone());
+        if let Some(sink) = sink {
+            core.set_cpu_sink(forward(&sink));
+        }
+    }
+
     /// Starts the servers with the cores in (a server installs its CPU sink on its core).
     fn start(fabric: &Fabric, cores: Vec<Core>) -> Result<Servers, ProgramError> {
         let mut served = Vec::new();
@@ -266,6 +289,7 @@ impl Servers {
             let slot = Arc::new(Mutex::new(Slot {
                 core: Some(core),
                 now_ns: 0,
+                cpu_sink: None,
             }));
             let dp = Arc::new(Stopped {
                 slot: slot.clone(),
@@ -509,7 +533,9 @@ pub fn reprogram(
         ]
     })?;
     let mut report = Vec::new();
-    for ((s, mut core), ctl_output) in fabric.switches.iter().zip(cores).zip(outputs) {
+    for (i, ((s, mut core), ctl_output)) in
+        fabric.switches.iter().zip(cores).zip(outputs).enumerate()
+    {
         let path = &ports_json(dir, &s.name);
         let read = |p: &Path| {
             std::fs::read_to_string(p).map_err(|e| ProgramError::PortConfig {
@@ -542,6 +568,8 @@ pub fn reprogram(
         .map_err(|e| fresh(&e))?;
         fresh_core.defer_transmit();
         fresh_core.set_pktgen(now, pktgen).map_err(|e| fresh(&e))?;
+        // The server installed its PacketIn sink on the switch's first core only.
+        servers.install_sink(i, &mut fresh_core);
         sim.switches[sw].core = fresh_core;
         report.push(Reprogrammed {
             switch: s.name.clone(),

@@ -466,3 +466,52 @@ fn bad_input(topo: serde_json::Value, message: &str) {
     assert!(stderr.contains(message), "{stderr}");
     assert!(!out.join("results.json").exists());
 }
+
+/// An ARP request from host `from` for its gateway, built field by field (RFC 826).
+fn arp_request(sim: &Sim, from: usize, gateway: std::net::Ipv4Addr) -> Vec<u8> {
+    let h = &sim.hosts[from];
+    let mut f = vec![0xff; 6];
+    f.extend_from_slice(&h.mac);
+    f.extend_from_slice(&[0x08, 0x06]);
+    f.extend_from_slice(&[0, 1, 0x08, 0x00, 6, 4, 0, 1]);
+    f.extend_from_slice(&h.mac);
+    f.extend_from_slice(&h.ip.octets());
+    f.extend_from_slice(&[0; 6]);
+    f.extend_from_slice(&gateway.octets());
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+fn packet_ins_reach_the_server_in_a_case_after_the_first() {
+    // lossless.p4 punts ARP to the CPU port; the switch hands it to its P4Runtime server's
+    // sink (counted in cpu_packet_in) or, with no sink, counts an unknown egress port.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-packetin");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("topology.json");
+    let topo = one_switch("packetin", 100_000, &[0, 0]);
+    std::fs::write(&file, topo.to_string()).unwrap();
+    let lab = lab();
+    let fabric = program::prepare(&lab, &file, Some("pfc"), false, &dir).unwrap();
+    let gateway = fabric.hosts[0].gateway;
+    let (switches, servers) = program::program(&lab, &fabric, &dir).unwrap();
+    let mut sim = assemble(&fabric, switches, PIPELINE_NS).unwrap();
+    let punted = |sim: &Sim| {
+        let c = sim.switches[0].core.counters();
+        (c.cpu_packet_in, c.unknown_egress_port)
+    };
+    let arp = arp_request(&sim, 0, gateway);
+    sim.host_send(0, 0, arp.clone());
+    run(&mut sim, Some(100_000));
+    assert_eq!(punted(&sim), (1, 0), "first case");
+    // The second case, as `run` reprograms it: a new core around the reprogrammed pipeline.
+    let next = dir.join("cases/nopfc");
+    let second = program::prepare(&lab, &file, Some("nopfc"), false, &next).unwrap();
+    program::reprogram(&lab, &servers, &second, &next, &mut sim).unwrap();
+    sim.start_pktgens();
+    let now = sim.now_ns();
+    sim.host_send(0, now, arp);
+    run(&mut sim, Some(now + 100_000));
+    assert_eq!(punted(&sim), (1, 0), "second case (its core counts from 0)");
+}
