@@ -13,11 +13,14 @@ pub mod fabric;
 pub mod leafspine;
 pub mod link;
 pub mod net;
+pub mod pcap;
+pub mod plots;
 pub mod probe;
 pub mod program;
 pub mod results;
 pub mod tally;
 pub mod tcp;
+pub mod timeline;
 pub mod traffic;
 
 use fabric::{parse_mac, Fabric};

@@ -42,7 +42,8 @@ impl Lab {
         }
     }
 
-    fn python(&self) -> Command {
+    /// The lab's Python with its control/ and topo/ packages importable.
+    pub(crate) fn python(&self) -> Command {
         let mut cmd = Command::new(&self.python);
         let paths = [self.root.join("control"), self.root.join("topo")];
         let mut joined = std::env::join_paths(paths).unwrap_or_default();
@@ -79,7 +80,8 @@ pub enum ProgramError {
     Fabric(#[from] crate::fabric::FabricError),
 }
 
-fn run(what: String, lab: &Lab, cmd: &mut Command) -> Result<Output, ProgramError> {
+/// Runs one of the lab's tools to its end; its output, or its error with what it printed.
+pub(crate) fn run(what: String, lab: &Lab, cmd: &mut Command) -> Result<Output, ProgramError> {
     let out = cmd.output().map_err(|source| ProgramError::Spawn {
         what: what.clone(),
         python: lab.python.clone(),
