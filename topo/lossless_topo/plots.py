@@ -1,10 +1,20 @@
 """PNG plots of a run: queue occupancy and PFC pause timeline per port, latency CDF,
-throughput per flow over time; and of a lossless-sim sweep: a measured value against a swept
-setting."""
+throughput per flow over time, shared buffer use, PFC frames sent and received, and per-queue
+buffer usage (Current/Peak/Average, as seed 003 prints it); and of a lossless-sim sweep: a
+measured value against a swept setting.
+
+`python -m lossless_topo.plots RESULTS.json [--out DIR]` draws them from a results.json,
+`make run`'s or lossless-sim's (which runs it after a run; with several config cases, each
+case's plots also go to DIR/cases/NAME/).
+"""
 
 from __future__ import annotations
 
+import argparse
 import csv
+import dataclasses
+import json
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -12,17 +22,31 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display in namespaces or CI
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .results import Results, queue_series  # noqa: E402
+from .results import (  # noqa: E402
+    PFC_KINDS,
+    Results,
+    buffer_series,
+    pfc_series,
+    port_buffer_series,
+    queue_series,
+    queue_usage,
+)
 
 
 def write_all(results: Results, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for fn in (queues, latency_cdf, throughput):
+    for fn in (queues, latency_cdf, throughput, buffer_use, pfc_frames, queue_usage_bars):
         path = fn(results, directory)
         if path is not None:
             written.append(path)
     return written
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 # The deepest queues drawn in the occupancy panel; a fabric has dozens that carried a frame.
@@ -63,10 +87,7 @@ def queues(results: Results, directory: Path) -> Path | None:
     ax_pause.set_xlabel("time (s, lab clock)")
     ax_pause.set_title("PFC pause timeline per port and queue")
     fig.tight_layout()
-    path = directory / "queues_pfc.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, directory / "queues_pfc.png")
 
 
 def latency_cdf(results: Results, directory: Path) -> Path | None:
@@ -86,10 +107,7 @@ def latency_cdf(results: Results, directory: Path) -> Path | None:
     ax.legend(fontsize="small")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    path = directory / "latency_cdf.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, directory / "latency_cdf.png")
 
 
 def throughput(results: Results, directory: Path) -> Path | None:
@@ -110,10 +128,151 @@ def throughput(results: Results, directory: Path) -> Path | None:
     axes[-1, 0].set_xlabel("time (s)")
     fig.suptitle(f"{results.topology}: throughput per flow")
     fig.tight_layout()
-    path = directory / "throughput.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, directory / "throughput.png")
+
+
+# The ports drawn in the buffer and PFC panels, the busiest first.
+MAX_PORT_SERIES = 10
+
+
+def buffer_use(results: Results, directory: Path) -> Path | None:
+    """Shared buffer in use per switch over time; below, what the busiest ports hold."""
+    switches = {k: v for k, v in buffer_series(results.stats).items() if any(v["used_bytes"])}
+    if not switches:
+        return None
+    ports = port_buffer_series(results.stats)
+    busiest = sorted(ports, key=lambda k: max(ports[k]["used_bytes"]), reverse=True)
+    busiest = sorted(busiest[:MAX_PORT_SERIES])
+    fig, (ax_sw, ax_port) = plt.subplots(2, 1, sharex=True, figsize=(10, 8))
+    for name, s in sorted(switches.items()):
+        ax_sw.plot(s["t"], [b / 1024 for b in s["used_bytes"]], label=name)
+    ax_sw.set_ylabel("shared buffer in use (KB)")
+    ax_sw.set_title(f"{results.topology}: buffer use per switch")
+    ax_sw.legend(fontsize="small", loc="upper right")
+    for name in busiest:
+        s = ports[name]
+        ax_port.plot(s["t"], [b / 1024 for b in s["used_bytes"]], label=name)
+    if busiest:
+        ax_port.legend(fontsize="small", loc="upper right")
+    else:
+        ax_port.text(0.5, 0.5, "no per-port figures", ha="center", transform=ax_port.transAxes)
+    ax_port.set_ylabel("buffer held by the port (KB)")
+    ax_port.set_xlabel("time (s)")
+    ax_port.set_title(f"the {len(busiest)} ports that held most")
+    fig.tight_layout()
+    return _save(fig, directory / "buffer.png")
+
+
+def pfc_frames(results: Results, directory: Path) -> Path | None:
+    """PFC frames sent (above) and received (below) per port and priority, counted from the
+    start: XOFF solid, XON dashed."""
+    series = pfc_series(results.stats)
+    if not series:
+        return None
+    busiest = sorted(series, key=lambda k: sum(max(series[k][x]) for x in PFC_KINDS), reverse=True)
+    busiest = sorted(busiest[:MAX_PORT_SERIES])
+    fig, (ax_tx, ax_rx) = plt.subplots(2, 1, sharex=True, figsize=(10, 8))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, name in enumerate(busiest):
+        s = series[name]
+        c = colors[i % len(colors)]
+        for ax, xoff, xon in (
+            (ax_tx, "pfc_xoff_tx", "pfc_xon_tx"),
+            (ax_rx, "pfc_xoff_rx", "pfc_xon_rx"),
+        ):
+            if any(s[xoff]) or any(s[xon]):
+                ax.step(s["t"], s[xoff], where="post", color=c, label=f"{name} XOFF")
+                ax.step(s["t"], s[xon], where="post", color=c, linestyle="--", label=f"{name} XON")
+    for ax, what in ((ax_tx, "sent"), (ax_rx, "received")):
+        ax.set_ylabel(f"PFC frames {what}")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="x-small", loc="upper left")
+        else:
+            ax.text(0.5, 0.5, f"no PFC frame {what}", ha="center", transform=ax.transAxes)
+    ax_tx.set_title(
+        f"{results.topology}: PFC frames per port and priority (XOFF solid, XON dashed)"
+    )
+    ax_rx.set_xlabel("time (s)")
+    fig.tight_layout()
+    return _save(fig, directory / "pfc_frames.png")
+
+
+# The ports whose queues are drawn as seed 003's table, the deepest first.
+MAX_USAGE_PORTS = 4
+
+
+def queue_usage_bars(results: Results, directory: Path) -> Path | None:
+    """Seed 003's 'Buffer Usage on each Queue' (Current/Peak/Average, cells/KB) at the ports
+    with the highest peaks, from each switch's last full statistics (those with averages)."""
+    last: dict[str, dict] = {}
+    for s in results.stats:
+        if any("avg_cells" in q for p in s.stats.get("ports", []) for q in p.get("queues", [])):
+            last[s.switch] = s.stats
+    rows = [(sw, u) for sw, stats in sorted(last.items()) for u in queue_usage(stats)]
+    peaks: dict[tuple[str, int], int] = {}
+    for sw, u in rows:
+        key = (sw, u["port"])
+        peaks[key] = max(peaks.get(key, 0), u["peak_cells"])
+    ports = sorted((k for k in peaks if peaks[k]), key=lambda k: (-peaks[k], k))[:MAX_USAGE_PORTS]
+    if not ports:
+        return None
+    fig, axes = plt.subplots(len(ports), 1, figsize=(13, 3.2 * len(ports)), squeeze=False)
+    for ax, (sw, port) in zip(axes[:, 0], ports, strict=True):
+        usage = sorted(
+            (u for s, u in rows if (s, u["port"]) == (sw, port)), key=lambda u: u["queue"]
+        )
+        xs = [u["queue"] for u in usage]
+        for i, (what, label) in enumerate(
+            (("current", "Current"), ("peak", "Peak"), ("average", "Average"))
+        ):
+            kb = [u[f"{what}_kb"] for u in usage]
+            ax.bar([x + (i - 1) * 0.27 for x in xs], kb, width=0.27, label=label)
+        table = [f"{'QueueIndex':<12}{'Current':<14}{'Peak':<14}Average"] + [
+            f"{u['queue']:<12}"
+            + "".join(
+                f"{u[f'{k}_cells']}/{u[f'{k}_kb']}".ljust(14)
+                for k in ("current", "peak", "average")
+            ).rstrip()
+            for u in usage
+            if u["peak_cells"]
+        ]
+        ax.text(
+            1.01,
+            1.0,
+            "\n".join(table),
+            transform=ax.transAxes,
+            va="top",
+            family="monospace",
+            fontsize="x-small",
+        )
+        ax.set_xticks(xs)
+        ax.set_xlabel("queue")
+        ax.set_ylabel("KB")
+        ax.set_title(
+            f"{sw} port {port}: buffer usage on each queue (cells/KBytes)", fontsize="small"
+        )
+        ax.legend(fontsize="x-small", loc="upper left")
+    # The right quarter holds each port's table.
+    fig.tight_layout(rect=(0, 0, 0.75, 1))
+    return _save(fig, directory / "queue_usage.png")
+
+
+def split_cases(results: Results, cases: list[dict]) -> list[Results]:
+    """lossless-sim's run of several config cases, one Results per case: its measurements
+    (`measurements`: how many, in order) and the samples of its stretch of virtual time."""
+    out, first = [], 0
+    for case in cases:
+        n = case.get("measurements", 0)
+        start, end = case["start_ns"] / 1e9, case["end_ns"] / 1e9
+        out.append(
+            dataclasses.replace(
+                results,
+                measurements=results.measurements[first : first + n],
+                stats=[s for s in results.stats if start <= s.t <= end],
+            )
+        )
+        first += n
+    return out
 
 
 def _short(column: str) -> str:
@@ -182,8 +341,38 @@ def sweep(csv_path: Path, directory: Path, x: str, ys: list[str], keys: list[str
         if len(lines) > 1:
             ax.legend(fontsize="x-small")
         fig.tight_layout()
-        path = directory / f"sweep_{y}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, directory / f"sweep_{y}.png"))
     return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m lossless_topo.plots", description="PNG plots of a results.json"
+    )
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--out", type=Path, help="directory (default: the results' own)")
+    args = ap.parse_args(argv)
+    try:
+        doc = json.loads(args.results.read_text())
+        sim = doc.pop("sim", None) or {}
+        results = Results.from_doc(doc)
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        print(f"lossless_topo.plots: {args.results}: {e}", file=sys.stderr)
+        return 2
+    out = args.out or args.results.parent
+    cases = sim.get("cases", [])
+    if len(cases) > 1:
+        # The cases side by side where they compare; each case's own timelines apart, as
+        # virtual time idles between them.
+        written = [p for p in [latency_cdf(results, out)] if p is not None]
+        for case, part in zip(cases, split_cases(results, cases), strict=True):
+            written += write_all(part, out / "cases" / case["name"])
+    else:
+        written = write_all(results, out)
+    for p in written:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -48,6 +48,8 @@ QUEUE_FIELDS = (
     "depth_cells",
     "peak_bytes",
     "peak_cells",
+    "avg_bytes",
+    "avg_cells",
     "paused",
     "paused_ns",
     "tx_bytes",
@@ -179,6 +181,61 @@ def queue_series(samples: list[StatsSample]) -> dict[str, dict[str, list]]:
     }
 
 
+def buffer_series(samples: list[StatsSample]) -> dict[str, dict[str, list]]:
+    """Per switch: times and shared buffer bytes in use."""
+    out: dict[str, dict[str, list]] = {}
+    for s in samples:
+        buf = s.stats.get("buffer", {})
+        if "used_cells" not in buf:
+            continue
+        entry = out.setdefault(s.switch, {"t": [], "used_bytes": []})
+        entry["t"].append(s.t)
+        entry["used_bytes"].append(buf["used_cells"] * buf.get("cell_bytes", 1))
+    return out
+
+
+def port_buffer_series(samples: list[StatsSample]) -> dict[str, dict[str, list]]:
+    """Per `switch port P` whose samples carry `used_cells`: times and bytes held."""
+    out: dict[str, dict[str, list]] = {}
+    for s in samples:
+        cell = s.stats.get("buffer", {}).get("cell_bytes", 1)
+        for port in s.stats.get("ports", []):
+            if "used_cells" in port:
+                entry = out.setdefault(
+                    f"{s.switch} port {port['port']}", {"t": [], "used_bytes": []}
+                )
+                entry["t"].append(s.t)
+                entry["used_bytes"].append(port["used_cells"] * cell)
+    return {k: v for k, v in out.items() if any(v["used_bytes"])}
+
+
+# lossless-sim's timeline samples count each port's PFC frames per priority, from the case's
+# start (left out while all are 0).
+PFC_KINDS = ("pfc_xoff_tx", "pfc_xon_tx", "pfc_xoff_rx", "pfc_xon_rx")
+
+
+def pfc_series(samples: list[StatsSample]) -> dict[str, dict[str, list]]:
+    """Per `switch port P prio N` that sent or received PFC: times and the frames so far of
+    each kind (XOFF/XON sent/received)."""
+    out: dict[str, dict[str, list]] = {}
+    none = [0] * 8
+    for s in samples:
+        if "since_ns" in s.stats:
+            continue  # a traffic manager's full statistics, which count no PFC frame sent
+        for port in s.stats.get("ports", []):
+            counted = any(k in port for k in PFC_KINDS)
+            for prio in range(8):
+                key = f"{s.switch} port {port['port']} prio {prio}"
+                # A port's counts are left out while they are all 0.
+                if not counted and key not in out:
+                    continue
+                entry = out.setdefault(key, {"t": [], **{k: [] for k in PFC_KINDS}})
+                entry["t"].append(s.t)
+                for k in PFC_KINDS:
+                    entry[k].append(port.get(k, none)[prio])
+    return {k: v for k, v in out.items() if any(any(v[kind]) for kind in PFC_KINDS)}
+
+
 def queue_usage(stats: dict) -> list[dict]:
     """Seed 003's 'Buffer Usage on each Queue': current/peak/average per queue, cells/KB."""
     rows = []
@@ -264,7 +321,12 @@ class Results:
 
     @classmethod
     def read(cls, path: Path) -> Results:
-        doc = json.loads(path.read_text())
+        return cls.from_doc(json.loads(path.read_text()))
+
+    @classmethod
+    def from_doc(cls, doc: dict) -> Results:
+        """From results.json's members (lossless-sim's `sim` member is not one of them)."""
+        doc = {**doc}
         doc["measurements"] = [Measurement(**m) for m in doc["measurements"]]
         doc["stats"] = [StatsSample(**s) for s in doc["stats"]]
         return cls(**doc)

@@ -21,9 +21,11 @@ from lossless_topo.results import (
     Results,
     StatsPoller,
     StatsSample,
+    buffer_series,
     drops,
     iperf3_throughput,
     latency_samples_from_csv,
+    pfc_series,
     queue_avg_bytes,
     queue_series,
     queue_usage,
@@ -130,7 +132,9 @@ def test_results_round_trip(tmp_path):
 def test_plots_are_png_files(tmp_path):
     written = plots.write_all(make_results(), tmp_path)
     assert sorted(p.name for p in written) == [
+        "buffer.png",
         "latency_cdf.png",
+        "queue_usage.png",
         "queues_pfc.png",
         "throughput.png",
     ]
@@ -184,3 +188,81 @@ def test_poller_keeps_a_bounded_timeline_of_compacted_stats():
                 assert (
                     q["tx_packets"] or q["depth_bytes"] or q["paused"] or any(q["drops"].values())
                 )
+
+
+def sim_sample(t_ns: int, used_cells: int, xoff_tx: int, xon_tx: int, depth: int) -> dict:
+    """One lossless-sim timeline sample of switch s1 (its `stats` member), port 2 priority 3."""
+    counts = [0] * 8
+    port = {
+        "port": 2,
+        "used_cells": depth // 256,
+        "queues": [
+            {"queue": 3, "depth_bytes": depth, "depth_cells": depth // 256, "paused": False}
+        ],
+    }
+    if xoff_tx or xon_tx:  # left out while all are 0
+        port["pfc_xoff_tx"] = [xoff_tx if p == 3 else 0 for p in range(8)]
+        port["pfc_xon_tx"] = [xon_tx if p == 3 else 0 for p in range(8)]
+        port["pfc_xoff_rx"] = counts
+        port["pfc_xon_rx"] = counts
+    return {
+        "t": t_ns / 1e9,
+        "switch": "s1",
+        "stats": {
+            "time_ns": t_ns,
+            "buffer": {"cell_bytes": 256, "total_cells": 1000, "used_cells": used_cells},
+            "ports": [port],
+        },
+    }
+
+
+def test_pfc_and_buffer_series_from_sim_samples():
+    samples = [
+        StatsSample(**sim_sample(t, u, x, n, d))
+        for t, u, x, n, d in [(0, 0, 0, 0, 0), (1000, 4, 1, 0, 1024), (2000, 0, 1, 1, 0)]
+    ]
+    pfc = pfc_series(samples)
+    assert list(pfc) == ["s1 port 2 prio 3"]
+    # from the first sample with a PFC frame counted
+    assert pfc["s1 port 2 prio 3"]["t"] == [1e-6, 2e-6]
+    assert pfc["s1 port 2 prio 3"]["pfc_xoff_tx"] == [1, 1]
+    assert pfc["s1 port 2 prio 3"]["pfc_xon_tx"] == [0, 1]
+    assert buffer_series(samples)["s1"]["used_bytes"] == [0, 1024, 0]
+
+
+def test_plots_of_a_sim_run_per_case(tmp_path):
+    """`python -m lossless_topo.plots` on a lossless-sim results.json of two cases: the
+    latency CDF of both, and each case's own plots from its measurements and stretch of time."""
+    doc = {
+        "topology": "t",
+        "experiment": "incast",
+        "seed": "000",
+        "scale": {"factor": 1},
+        "switch": "lossless-sim",
+        "missing_features": [],
+        "measurements": [
+            {"case": c, "params": {}, "values": {}, "latency_us": [1.0, 2.0, 4.0], "throughput": {}}
+            for c in ("a", "b")
+        ],
+        "stats": [sim_sample(t, 4, 1, 0, 1024) for t in (0, 1000, 2000)]
+        + [sim_sample(t, 0, 0, 0, 2048) for t in (10_000, 11_000)],
+        "tables": [],
+        "sim": {
+            "cases": [
+                {"name": "a", "start_ns": 0, "end_ns": 5000, "measurements": 1},
+                {"name": "b", "start_ns": 10_000, "end_ns": 11_000, "measurements": 1},
+            ]
+        },
+    }
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    assert plots.main([str(path)]) == 0
+    assert (tmp_path / "latency_cdf.png").exists()
+    a = sorted(p.name for p in (tmp_path / "cases" / "a").iterdir())
+    b = sorted(p.name for p in (tmp_path / "cases" / "b").iterdir())
+    assert a == ["buffer.png", "latency_cdf.png", "pfc_frames.png", "queues_pfc.png"]
+    # case b sent no PFC frame and its buffer stayed empty
+    assert b == ["latency_cdf.png", "queues_pfc.png"]
+    for p in (tmp_path / "cases").rglob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plots.main([str(tmp_path / "missing.json")]) == 2

@@ -15,12 +15,15 @@ pub mod fieldtest;
 pub mod leafspine;
 pub mod link;
 pub mod net;
+pub mod pcap;
+pub mod plots;
 pub mod probe;
 pub mod program;
 pub mod results;
 pub mod sweep;
 pub mod tally;
 pub mod tcp;
+pub mod timeline;
 pub mod traffic;
 
 use fabric::{parse_mac, Fabric};

@@ -9,8 +9,9 @@ use lossless_sim::experiment::{
 use lossless_sim::net::{Progress, Stop};
 use lossless_sim::program::{self, Lab};
 use lossless_sim::results::{table, CaseInfo, Measurement, Results, SimInfo, StatsSample};
+use lossless_sim::timeline::Timeline;
 use lossless_sim::traffic::NicParams;
-use lossless_sim::{assemble, fieldtest, leafspine, probe, DEFAULT_PIPELINE_NS};
+use lossless_sim::{assemble, fieldtest, leafspine, pcap, plots, probe, DEFAULT_PIPELINE_NS};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -77,6 +78,17 @@ struct RunArgs {
     /// The compiled pipeline directory (default: LAB/build/p4).
     #[arg(long)]
     pipeline: Option<PathBuf>,
+    /// Sample the switches' queues, buffers and PFC frames every this many microseconds of
+    /// virtual time, into results.json's `stats` (each case's grid coarsens past 500 samples).
+    #[arg(long, value_name = "US", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    sample_us: u64,
+    /// Capture switch ports into OUT/pcap/SWITCH-portN.pcap, stamped with virtual time:
+    /// `all`, or a comma-separated list of SWITCH and SWITCH:PORT.
+    #[arg(long, value_name = "PORTS")]
+    pcap: Option<String>,
+    /// Write no PNG plots (they come from the lab's lossless_topo.plots).
+    #[arg(long)]
+    no_plots: bool,
 }
 
 /// Probes: RoCE priority 3 (DSCP 24), 1 KB, one every 10 us so that none meets another.
@@ -147,11 +159,31 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         program::program(&lab, &fabric, &args.out).map_err(|e| e.to_string())?;
     let mut sim =
         assemble(&fabric, switches, args.pipeline_latency_ns).map_err(|e| e.to_string())?;
+    let names: Vec<String> = sim.switches.iter().map(|s| s.name.clone()).collect();
+    sim.timeline = Some(Timeline::new(args.sample_us * 1000, names.len()));
+    if let Some(spec) = &args.pcap {
+        let ports: Vec<(String, Vec<u32>)> = sim
+            .switches
+            .iter()
+            .map(|s| (s.name.clone(), s.port_map().keys().copied().collect()))
+            .collect();
+        let chosen = pcap::select(spec, &ports).map_err(|e| e.to_string())?;
+        let capture = pcap::Capture::create(
+            &args.out.join("pcap"),
+            &names,
+            &chosen,
+            args.pipeline_latency_ns,
+        )
+        .map_err(|e| e.to_string())?;
+        sim.capture = Some(capture);
+    }
     let plan = Plan::of(&fabric).map_err(|e| e.to_string())?;
     let mut measurements = Vec::new();
     let mut tables = Vec::new();
     let mut lost = Vec::new();
     let mut infos = Vec::new();
+    // Every switch's traffic manager at the end of each case (Current/Peak/Average).
+    let mut ends = Vec::new();
     let mut stop = Stop::Drained;
     for (i, case) in cases.iter().enumerate() {
         let mut reprogrammed = Vec::new();
@@ -173,12 +205,17 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             sim.start_pktgens();
         }
         let start_ns = sim.now_ns();
+        if let Some(tl) = &mut sim.timeline {
+            tl.start_case(start_ns);
+        }
         let out = run_case(&mut sim, &plan, &fabric, args)?;
+        ends.extend(tm_stats(&sim));
         infos.push(CaseInfo {
             name: case.clone(),
             start_ns,
             end_ns: sim.now_ns(),
             reprogrammed,
+            measurements: out.measurements.len(),
         });
         measurements.extend(out.measurements);
         tables.extend(out.tables);
@@ -203,18 +240,29 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         Stop::Drained | Stop::Finished => {}
     }
     let now = sim.now_ns();
-    let stats = sim
-        .switches
-        .iter()
-        .filter_map(|s| {
-            let tm = s.core.tm()?;
-            Some(StatsSample {
-                t: now as f64 / 1e9,
-                switch: s.name.clone(),
-                stats: serde_json::to_value(tm.stats(now)).ok()?,
-            })
-        })
-        .collect();
+    sim.sample_now();
+    let mut stats = sim
+        .timeline
+        .as_ref()
+        .map_or_else(Vec::new, |tl| tl.samples(&names));
+    stats.extend(ends);
+    // In time order, each case's end after the timeline's samples up to it.
+    stats.sort_by(|a, b| a.t.total_cmp(&b.t));
+    // An output that could not be written fails the run (exit 1) after results.json.
+    let mut failed = false;
+    if let Some(capture) = sim.capture.take() {
+        match capture.finish() {
+            Ok(files) => eprintln!(
+                "lossless-sim: wrote {} capture files in {}",
+                files.len(),
+                args.out.join("pcap").display()
+            ),
+            Err(e) => {
+                eprintln!("lossless-sim: {e}");
+                failed = true;
+            }
+        }
+    }
     let nominal = fabric.links.iter().map(|l| l.rate_mbps).max().unwrap_or(0);
     let results = Results {
         topology: fabric.topology.clone(),
@@ -225,7 +273,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         seed: fabric.seed.clone(),
         scale: serde_json::json!({"factor": 1, "nominal_mbps": nominal, "lab_mbps": nominal}),
         switch: "lossless-sim (p4-switch core)".into(),
-        missing_features: vec!["plots and pcap files".into()],
+        missing_features: Vec::new(),
         measurements,
         stats,
         tables,
@@ -244,14 +292,42 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         .write(&args.out)
         .map_err(|e| format!("{}: {e}", args.out.join("results.json").display()))?;
     eprintln!("lossless-sim: wrote {}", path.display());
+    if !args.no_plots {
+        match plots::write(&lab, &path) {
+            Ok(pngs) => eprintln!("lossless-sim: plots: {}", pngs.join(", ")),
+            Err(e) => {
+                eprintln!("lossless-sim: {e}");
+                failed = true;
+            }
+        }
+    }
     if partial {
         return Ok(ExitCode::from(3));
+    }
+    if failed {
+        return Ok(ExitCode::from(1));
     }
     if !lost.is_empty() {
         eprintln!("lossless-sim: not delivered: {}", lost.join(", "));
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every switch's traffic-manager statistics now, as results.json's `stats` hold them.
+fn tm_stats(sim: &lossless_sim::net::Sim) -> Vec<StatsSample> {
+    let now = sim.now_ns();
+    sim.switches
+        .iter()
+        .filter_map(|s| {
+            let tm = s.core.tm()?;
+            Some(StatsSample {
+                t: now as f64 / 1e9,
+                switch: s.name.clone(),
+                stats: serde_json::to_value(tm.stats(now)).ok()?,
+            })
+        })
+        .collect()
 }
 
 /// The NICs' parameters: the command line's, else the experiment's, else roce-host's.

@@ -11,7 +11,9 @@
 
 use crate::des::EventQueue;
 use crate::link::LinkSpec;
+use crate::pcap::Capture;
 use crate::tcp::Connection;
+use crate::timeline::Timeline;
 use crate::traffic::{PingPong, Sender};
 use p4_switch::core::{Core, TxBatch};
 use roce_host::Endpoint;
@@ -256,6 +258,10 @@ pub struct Sim {
     /// Switch wake-ups in `queue` (current or stale): when they are all it holds, only timers
     /// are left.
     wakes_queued: usize,
+    /// Queue, buffer and PFC timelines, when recorded.
+    pub timeline: Option<Timeline>,
+    /// Capture files of switch ports, when asked for.
+    pub capture: Option<Capture>,
 }
 
 /// Spare host frame buffers kept (about what the fabric holds in flight at once).
@@ -365,6 +371,10 @@ impl Sim {
             let Some((t, ev)) = self.queue.pop() else {
                 return Stop::Drained;
             };
+            if let Some(tl) = &mut self.timeline {
+                let switches = &self.switches;
+                tl.before(t, || switches.iter().map(|s| &s.core));
+            }
             self.now_ns = t;
             self.events += 1;
             self.handle(ev);
@@ -381,6 +391,13 @@ impl Sim {
         let now = self.now_ns;
         match ev {
             Event::SwitchRx { sw, port, frame } => {
+                // Stamped when its last bit arrived, before the pipeline's latency.
+                let stamp = if is_mac_control(&frame) {
+                    now
+                } else {
+                    now.saturating_sub(self.switches[sw].pipeline_ns)
+                };
+                self.tap(sw, port, false, stamp, &frame);
                 let core = &mut self.switches[sw].core;
                 // The engine runs the packet in this buffer (no copy per hop).
                 core.receive_buf(now, port, frame);
@@ -446,6 +463,25 @@ impl Sim {
             && self.switches.iter().all(|s| !s.core.holds_packets())
     }
 
+    /// Shows a frame switch `sw` sent (`tx`, at `stamp_ns`, now) or received on `port` (its
+    /// last bit at `stamp_ns`) to the timeline and the capture.
+    fn tap(&mut self, sw: usize, port: u32, tx: bool, stamp_ns: u64, frame: &[u8]) {
+        if let Some(tl) = &mut self.timeline {
+            tl.frame(sw, port, tx, frame);
+        }
+        if let Some(c) = &mut self.capture {
+            c.record(sw, port, stamp_ns, frame, self.now_ns);
+        }
+    }
+
+    /// Samples the timeline up to the present, included (at the end of a run).
+    pub fn sample_now(&mut self) {
+        if let Some(tl) = &mut self.timeline {
+            let switches = &self.switches;
+            tl.before(self.now_ns + 1, || switches.iter().map(|s| &s.core));
+        }
+    }
+
     /// Lets virtual time pass idle to `t` (what is due before it happens first).
     pub fn idle_until(&mut self, t: u64) {
         self.run(Some(t), None, &mut |_| {});
@@ -472,8 +508,16 @@ impl Sim {
         if let Some(mut batch) = s.core.take_tx(&mut spare) {
             for (port, frame) in batch.drain(..) {
                 let s = &self.switches[sw];
-                let number = s.ports.iter().find(|(p, _)| Arc::ptr_eq(p, &port));
-                match number.and_then(|(_, n)| s.peers.get(n)).copied() {
+                let number = s
+                    .ports
+                    .iter()
+                    .find(|(p, _)| Arc::ptr_eq(p, &port))
+                    .map(|(_, n)| *n);
+                if let Some(n) = number {
+                    self.tap(sw, n, true, now, &frame);
+                }
+                let s = &self.switches[sw];
+                match number.and_then(|n| s.peers.get(&n)).copied() {
                     Some(peer) => {
                         let at = (now as u128 * peer.link.rate_bps as u128
                             + peer.link.frame_units(frame.len()))

@@ -42,6 +42,7 @@ impl Lab {
         }
     }
 
+    /// The lab's Python with its control/ and topo/ packages importable.
     pub(crate) fn python(&self) -> Command {
         let mut cmd = Command::new(&self.python);
         let paths = [self.root.join("control"), self.root.join("topo")];
@@ -79,7 +80,8 @@ pub enum ProgramError {
     Fabric(#[from] crate::fabric::FabricError),
 }
 
-fn run(what: String, lab: &Lab, cmd: &mut Command) -> Result<Output, ProgramError> {
+/// Runs one of the lab's tools to its end; its output, or its error with what it printed.
+pub(crate) fn run(what: String, lab: &Lab, cmd: &mut Command) -> Result<Output, ProgramError> {
     let out = cmd.output().map_err(|source| ProgramError::Spawn {
         what: what.clone(),
         python: lab.python.clone(),
@@ -229,6 +231,15 @@ struct Slot {
     core: Option<Core>,
     /// Where virtual time stands.
     now_ns: u64,
+    /// The server's PacketIn sink, kept so that a core built anew for a later case
+    /// ([`reprogram`]) gets it too: the server installs it once, when it starts.
+    cpu_sink: Option<Arc<CpuSink>>,
+}
+
+/// A sink for one core that passes its PacketIns to the server's.
+fn forward(sink: &Arc<CpuSink>) -> CpuSink {
+    let sink = sink.clone();
+    Box::new(move |frame| sink(frame))
 }
 
 /// A simulated switch as its P4Runtime server sees it.
@@ -251,9 +262,12 @@ impl Dataplane for Stopped {
         }
     }
     fn set_cpu_sink(&self, sink: CpuSink) {
-        if let Some(core) = &mut lock(&self.slot).core {
-            core.set_cpu_sink(sink);
+        let sink = Arc::new(sink);
+        let mut slot = lock(&self.slot);
+        if let Some(core) = &mut slot.core {
+            core.set_cpu_sink(forward(&sink));
         }
+        slot.cpu_sink = Some(sink);
     }
     /// A PacketOut enters now; what it produces leaves when virtual time goes on.
     fn inject_cpu(&self, frame: Vec<u8>) {
@@ -279,6 +293,17 @@ pub struct Servers {
 }
 
 impl Servers {
+    /// Gives `core` the PacketIn sink of the `i`th switch's server.
+    fn install_sink(&self, i: usize, core: &mut Core) {
+        let sink = self
+            .served
+            .get(i)
+            .and_then(|(slot, _)| lock(slot).cpu_sink.clone());
+        if let Some(sink) = sink {
+            core.set_cpu_sink(forward(&sink));
+        }
+    }
+
     /// Starts the servers with the cores in (a server installs its CPU sink on its core).
     fn start(fabric: &Fabric, cores: Vec<Core>) -> Result<Servers, ProgramError> {
         let mut served = Vec::new();
@@ -286,6 +311,7 @@ impl Servers {
             let slot = Arc::new(Mutex::new(Slot {
                 core: Some(core),
                 now_ns: 0,
+                cpu_sink: None,
             }));
             let dp = Arc::new(Stopped {
                 slot: slot.clone(),
@@ -464,12 +490,17 @@ fn engine_config() -> SwitchConfig {
     }
 }
 
-/// How one switch was reprogrammed for a case: what `lossless-ctl load --reconcile
-/// --read-back` printed.
+/// How one switch was reprogrammed for a case, from what `lossless-ctl load --reconcile
+/// --read-back` printed. The whole output, which has wall-clock timings, goes to `log` in the
+/// case's directory, so that results.json stays a function of the inputs.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reprogrammed {
     pub switch: String,
-    pub ctl_output: String,
+    /// The switch already ran this pipeline, so reconcile wrote only the difference.
+    pub pipeline_kept: bool,
+    /// Read-back found exactly what the case's config_db.json describes.
+    pub read_back_exact: bool,
+    pub log: String,
 }
 
 /// Reprograms the running switches of `sim` for another case, as the lab's runner does between
@@ -529,7 +560,9 @@ pub fn reprogram(
         ]
     })?;
     let mut report = Vec::new();
-    for ((s, mut core), ctl_output) in fabric.switches.iter().zip(cores).zip(outputs) {
+    for (i, ((s, mut core), ctl_output)) in
+        fabric.switches.iter().zip(cores).zip(outputs).enumerate()
+    {
         let path = &ports_json(dir, &s.name);
         let read = |p: &Path| {
             std::fs::read_to_string(p).map_err(|e| ProgramError::PortConfig {
@@ -562,14 +595,27 @@ pub fn reprogram(
         .map_err(|e| fresh(&e))?;
         fresh_core.defer_transmit();
         fresh_core.set_pktgen(now, pktgen).map_err(|e| fresh(&e))?;
+        // The server installed its PacketIn sink on the switch's first core only.
+        servers.install_sink(i, &mut fresh_core);
         sim.switches[sw].core = fresh_core;
+        let log = format!("{}.reprogram.log", s.name);
+        std::fs::write(dir.join(&log), &ctl_output).map_err(|e| ProgramError::PortConfig {
+            path: dir.join(&log),
+            message: e.to_string(),
+        })?;
         report.push(Reprogrammed {
             switch: s.name.clone(),
-            ctl_output,
+            pipeline_kept: ctl_output.contains(PIPELINE_KEPT),
+            read_back_exact: ctl_output.contains(READ_BACK_EXACT),
+            log,
         });
     }
     Ok(report)
 }
+
+/// lossless-ctl's lines for a pipeline it did not set again, and for a read-back that matched.
+const PIPELINE_KEPT: &str = "pipeline kept: the switch runs this pipeline already";
+const READ_BACK_EXACT: &str = "read-back: the switch holds exactly what the config describes";
 
 fn ports_json(dir: &Path, switch: &str) -> PathBuf {
     dir.join(format!("{switch}.ports.json"))

@@ -45,6 +45,8 @@ pub struct CaseInfo {
     pub start_ns: u64,
     pub end_ns: u64,
     pub reprogrammed: Vec<crate::program::Reprogrammed>,
+    /// How many of results.json's measurements, in order, are this case's.
+    pub measurements: usize,
 }
 
 #[derive(Debug, Serialize)]

@@ -8,7 +8,8 @@
 use lossless_sim::net::{Sim, Stop};
 use lossless_sim::program::{self, Lab};
 use lossless_sim::tcp::{Addressing, Source, TcpParams};
-use lossless_sim::{assemble, probe};
+use lossless_sim::timeline::Timeline;
+use lossless_sim::{assemble, pcap, probe};
 use lossless_wire::pfc::MacControl;
 use std::path::Path;
 use std::process::Command;
@@ -465,4 +466,305 @@ fn bad_input(topo: serde_json::Value, message: &str) {
     assert_eq!(got.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(message), "{stderr}");
     assert!(!out.join("results.json").exists());
+}
+
+/// An ARP request from host `from` for its gateway, built field by field (RFC 826).
+fn arp_request(sim: &Sim, from: usize, gateway: std::net::Ipv4Addr) -> Vec<u8> {
+    let h = &sim.hosts[from];
+    let mut f = vec![0xff; 6];
+    f.extend_from_slice(&h.mac);
+    f.extend_from_slice(&[0x08, 0x06]);
+    f.extend_from_slice(&[0, 1, 0x08, 0x00, 6, 4, 0, 1]);
+    f.extend_from_slice(&h.mac);
+    f.extend_from_slice(&h.ip.octets());
+    f.extend_from_slice(&[0; 6]);
+    f.extend_from_slice(&gateway.octets());
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+fn packet_ins_reach_the_server_in_a_case_after_the_first() {
+    // lossless.p4 punts ARP to the CPU port; the switch hands it to its P4Runtime server's
+    // sink (counted in cpu_packet_in) or, with no sink, counts an unknown egress port.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-packetin");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("topology.json");
+    let topo = one_switch("packetin", 100_000, &[0, 0]);
+    std::fs::write(&file, topo.to_string()).unwrap();
+    let lab = lab();
+    let fabric = program::prepare(&lab, &file, Some("pfc"), false, &dir).unwrap();
+    let gateway = fabric.hosts[0].gateway;
+    let (switches, servers) = program::program(&lab, &fabric, &dir).unwrap();
+    let mut sim = assemble(&fabric, switches, PIPELINE_NS).unwrap();
+    let punted = |sim: &Sim| {
+        let c = sim.switches[0].core.counters();
+        (c.cpu_packet_in, c.unknown_egress_port)
+    };
+    let arp = arp_request(&sim, 0, gateway);
+    sim.host_send(0, 0, arp.clone());
+    run(&mut sim, Some(100_000));
+    assert_eq!(punted(&sim), (1, 0), "first case");
+    // The second case, as `run` reprograms it: a new core around the reprogrammed pipeline.
+    let next = dir.join("cases/nopfc");
+    let second = program::prepare(&lab, &file, Some("nopfc"), false, &next).unwrap();
+    program::reprogram(&lab, &servers, &second, &next, &mut sim).unwrap();
+    sim.start_pktgens();
+    let now = sim.now_ns();
+    sim.host_send(0, now, arp);
+    run(&mut sim, Some(now + 100_000));
+    assert_eq!(punted(&sim), (1, 0), "second case (its core counts from 0)");
+}
+
+/// The timeline's samples of switch 0 (`s1`) recorded so far, up to the present.
+fn timeline(sim: &mut Sim) -> Vec<serde_json::Value> {
+    sim.sample_now();
+    let tl = sim.timeline.as_ref().expect("a timeline");
+    tl.samples(&["s1".to_string()])
+        .into_iter()
+        .map(|s| {
+            assert_eq!(s.switch, "s1");
+            assert_eq!(s.t, s.stats["time_ns"].as_u64().unwrap() as f64 / 1e9);
+            s.stats
+        })
+        .collect()
+}
+
+/// Switch port `port` in a timeline sample (null when it was not written).
+fn port_of(sample: &serde_json::Value, port: u32) -> &serde_json::Value {
+    sample["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["port"] == port)
+        .unwrap_or(&serde_json::Value::Null)
+}
+
+#[test]
+fn timeline_of_a_two_to_one_grows_at_the_rate_difference() {
+    // As two_to_one_at_line_rate_...: one 1226-byte frame (100 ns on the line) more in the
+    // queue to h3 every 100 ns, so 10 more every 1 us sample, in bytes and in cells.
+    let mut sim = simulate(one_switch("tl2to1", 100_000, &[0, 0, 0]), "nopfc");
+    sim.timeline = Some(Timeline::new(1_000, 1));
+    let payload = 1226 - 74;
+    stream(&mut sim, 0, 2, 24, payload, 2000);
+    stream(&mut sim, 1, 2, 24, payload, 2000);
+    run(&mut sim, Some(120_500));
+    let samples = timeline(&mut sim);
+    let times: Vec<u64> = samples
+        .iter()
+        .map(|s| s["time_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(times, (0..=120).map(|k| k * 1_000).collect::<Vec<_>>());
+    let cell = samples[0]["buffer"]["cell_bytes"].as_u64().unwrap();
+    let frame_cells = 1226u64.div_ceil(cell);
+    let depth = |s: &serde_json::Value| {
+        let q = &port_of(s, 3)["queues"];
+        let q3 = q.as_array().unwrap().iter().find(|q| q["queue"] == 3);
+        (
+            q3.map_or(0, |q| q["depth_bytes"].as_u64().unwrap()),
+            q3.map_or(0, |q| q["depth_cells"].as_u64().unwrap()),
+            port_of(s, 3)["used_cells"].as_u64().unwrap(),
+            s["buffer"]["used_cells"].as_u64().unwrap(),
+        )
+    };
+    for w in samples[20..].windows(2) {
+        let (a, b) = (depth(&w[0]), depth(&w[1]));
+        assert_eq!(b.0 - a.0, 10 * 1226, "{a:?} -> {b:?}");
+        assert_eq!(b.1 - a.1, 10 * frame_cells, "{a:?} -> {b:?}");
+        assert_eq!(b.2 - a.2, 10 * frame_cells, "port's buffer {a:?} -> {b:?}");
+        assert_eq!(
+            b.3 - a.3,
+            10 * frame_cells,
+            "switch's buffer {a:?} -> {b:?}"
+        );
+    }
+    assert!(samples.iter().all(|s| !port_of(s, 3)["queues"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|q| q["paused"] == true)));
+}
+
+#[test]
+fn pause_timeline_follows_the_xoff_received() {
+    // h1's XOFF for priority 3, 1000 quanta at 25G (20.48 us), reaches the switch at 24 + 50
+    // ns: queue 3 of port 1 is paused at every 1 us sample in [74, 74 + 20 480) and no other,
+    // and port 1 has counted one XOFF received from 74 on.
+    const PAUSE_NS: u64 = 20_480;
+    let d = 50;
+    let mut sim = simulate(one_switch("tlpause25g", 25_000, &[d, d]), "pfc");
+    sim.timeline = Some(Timeline::new(1_000, 1));
+    let xoff = MacControl::pfc_xoff(1 << 3, 1000).encode(sim.hosts[0].mac);
+    sim.host_send(0, 0, xoff);
+    let f = probe::frame(&sim, 1, 0, 24, 1024, 9);
+    sim.host_send(1, 100, f);
+    run(&mut sim, Some(40_000));
+    let arrival = frame_ns(60, 25) + d;
+    let samples = timeline(&mut sim);
+    let paused_samples = samples.iter().filter(|s| {
+        port_of(s, 1)["queues"]
+            .as_array()
+            .is_some_and(|q| q.iter().any(|q| q["queue"] == 3 && q["paused"] == true))
+    });
+    assert!(paused_samples.count() >= 2);
+    for s in &samples {
+        let t = s["time_ns"].as_u64().unwrap();
+        let port = port_of(s, 1);
+        let paused = port["queues"]
+            .as_array()
+            .is_some_and(|q| q.iter().any(|q| q["queue"] == 3 && q["paused"] == true));
+        assert_eq!(paused, (arrival..arrival + PAUSE_NS).contains(&t), "at {t}");
+        // Counts are left out while 0, ports while they hold nothing.
+        let count = |k: &str| port[k][3].as_u64().unwrap_or(0);
+        assert_eq!(count("pfc_xoff_rx"), u64::from(t >= arrival), "at {t}");
+        assert_eq!(
+            (count("pfc_xon_rx"), count("pfc_xoff_tx")),
+            (0, 0),
+            "at {t}"
+        );
+    }
+}
+
+#[test]
+fn pfc_timeline_counts_the_frames_the_hosts_receive() {
+    // Two plain NICs (they do not stop) at 100G into one port on priority 3 with PFC: the
+    // switch sends XOFF to both, renews it, and XON once the queue has drained. The timeline's
+    // XOFF/XON sent per port at every 1 us sample is the number of PFC frames of that kind the
+    // host behind the port received, counted by when they were sent (arrival - 6 ns on the
+    // line, no propagation).
+    let mut sim = simulate(one_switch("tlpfc", 100_000, &[0, 0, 0]), "pfc");
+    sim.timeline = Some(Timeline::new(1_000, 1));
+    let payload = 1226 - 74;
+    stream(&mut sim, 0, 2, 24, payload, 2000);
+    stream(&mut sim, 1, 2, 24, payload, 2000);
+    run(&mut sim, Some(3_000_000));
+    let samples = timeline(&mut sim);
+    assert_eq!(frame_ns(60, 100), 6);
+    for host in 0..2 {
+        let port = host as u32 + 1;
+        let sent: Vec<(u64, bool)> = sim.hosts[host]
+            .rx
+            .iter()
+            .filter_map(|(t, f)| match MacControl::decode(f) {
+                Ok(Some(MacControl::Pfc {
+                    class_enable,
+                    quanta,
+                })) => {
+                    assert_eq!(class_enable, 1 << 3);
+                    Some((t - 6, quanta[3] > 0))
+                }
+                _ => None,
+            })
+            .collect();
+        let xoffs = sent.iter().filter(|s| s.1).count();
+        assert!(xoffs >= 2, "h{}: {sent:?}", host + 1);
+        assert!(!sent.last().unwrap().1, "the last is an XON: {sent:?}");
+        for s in &samples {
+            let t = s["time_ns"].as_u64().unwrap();
+            let p = port_of(s, port);
+            let count = |xoff: bool| sent.iter().filter(|&&(at, x)| at <= t && x == xoff).count();
+            let got = |k: &str| p[k][3].as_u64().unwrap_or(0) as usize;
+            assert_eq!(got("pfc_xoff_tx"), count(true), "port {port} at {t}");
+            assert_eq!(got("pfc_xon_tx"), count(false), "port {port} at {t}");
+        }
+    }
+}
+
+#[test]
+fn pcap_files_carry_the_frames_at_their_virtual_times() {
+    // One frame h1 -> h2 across one switch at 100G (as one_message_across_one_switch_at_100g):
+    // sent at 1000, its last bit reaches port 1 after 89 + 37 ns, it leaves port 2 after the
+    // pipeline's 500 ns; stamped in ns (magic 0xa1b23c4d), cut to 128 bytes.
+    let mut sim = simulate(one_switch("pcap100g", 100_000, &[37, 113]), "pfc");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-pcap");
+    let _ = std::fs::remove_dir_all(&dir);
+    let ports = vec![("s1".to_string(), vec![1, 2])];
+    let chosen = pcap::select("s1:1,s1", &ports).unwrap();
+    assert_eq!(chosen, vec![(0, 1), (0, 2)]);
+    let names = ["s1".to_string()];
+    sim.capture = Some(pcap::Capture::create(&dir, &names, &chosen, PIPELINE_NS).unwrap());
+    let f = probe::frame(&sim, 0, 1, 24, 1024, 7);
+    sim.host_send(0, 1_000, f.clone());
+    run(&mut sim, Some(100_000));
+    let files = sim.capture.take().unwrap().finish().unwrap();
+    assert_eq!(
+        files,
+        vec![dir.join("s1-port1.pcap"), dir.join("s1-port2.pcap")]
+    );
+    let read = |name: &str| {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        assert_eq!(
+            u32::from_le_bytes(bytes[..4].try_into().unwrap()),
+            0xa1b2_3c4d
+        );
+        let mut r = pcap_file::pcap::PcapReader::new(&bytes[..]).unwrap();
+        let mut out = Vec::new();
+        while let Some(p) = r.next_packet() {
+            let p = p.unwrap();
+            out.push((p.timestamp.as_nanos() as u64, p.orig_len, p.data.to_vec()));
+        }
+        out
+    };
+    let rx = read("s1-port1.pcap");
+    let out_frame = &sim.hosts[1].rx[0].1;
+    assert_eq!(rx, vec![(1_000 + 89 + 37, 1098, f[..128].to_vec())]);
+    let tx = read("s1-port2.pcap");
+    assert_eq!(
+        tx,
+        vec![(
+            1_000 + 89 + 37 + PIPELINE_NS,
+            1098,
+            out_frame[..128].to_vec()
+        )]
+    );
+    assert_eq!(sim.hosts[1].rx[0].0, tx[0].0 + 89 + 113);
+    let bad = pcap::select("s1:9", &ports).unwrap_err().to_string();
+    assert_eq!(bad, "--pcap s1:9: 's1:9': s1 has no port 9");
+    let bad = pcap::select("s2", &ports).unwrap_err().to_string();
+    assert_eq!(bad, "--pcap s2: 's2': no switch 's2'");
+}
+
+#[test]
+fn a_run_writes_results_plots_and_pcaps() {
+    // seed 000's incast, quick, both cases (tuned with PFC, default without): the lab's
+    // plotting module draws the latency CDF of both and each case's timelines apart.
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-outputs");
+    let _ = std::fs::remove_dir_all(&out);
+    let doc = common::run_ok(
+        "incast-16to1",
+        &["--quick", "--pcap", "s1:1", "--sample-us", "5"],
+        &out,
+    );
+    let png = |p: &Path| {
+        let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", p.display());
+    };
+    png(&out.join("latency_cdf.png"));
+    let cases = doc["sim"]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for case in cases {
+        let dir = out.join("cases").join(case["name"].as_str().unwrap());
+        for name in ["latency_cdf", "queues_pfc", "buffer", "queue_usage"] {
+            png(&dir.join(format!("{name}.png")));
+        }
+        assert_eq!(case["measurements"], 1);
+    }
+    // PFC fires only with the tuned profile (the first case).
+    png(&out.join("cases/tuned/pfc_frames.png"));
+    assert!(!out.join("cases/default/pfc_frames.png").exists());
+    // The timeline: 5 us apart (or a multiple, once coarsened); between its samples, each
+    // case's end (the traffic manager's full statistics, with their counting window).
+    let stats = doc["stats"].as_array().unwrap();
+    let times: Vec<u64> = stats
+        .iter()
+        .filter(|s| s["stats"]["since_ns"].is_null())
+        .filter_map(|s| s["stats"]["time_ns"].as_u64())
+        .collect();
+    assert!(times.len() > 100, "{} samples", times.len());
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    assert!(times.iter().all(|t| t % 5_000 == 0));
+    let bytes = std::fs::read(out.join("pcap/s1-port1.pcap")).unwrap();
+    assert!(bytes.len() > 24 + 16, "frames captured on s1 port 1");
 }

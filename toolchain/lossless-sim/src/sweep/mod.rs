@@ -99,6 +99,8 @@ pub fn run_point(dir: &Path, plan: &Plan, i: usize, tools: &Tools) -> Result<(),
         .arg(&tools.lab)
         .arg("--pipeline")
         .arg(&tools.pipeline)
+        // The sweep draws its own plots from sweep.csv; a point's would cost seconds each.
+        .arg("--no-plots")
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err)
