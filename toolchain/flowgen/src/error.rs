@@ -7,6 +7,7 @@ use std::path::Path;
 use switch_ports::PortError;
 
 use crate::profile::ProfileError;
+use crate::template::FrameError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -30,6 +31,13 @@ pub enum Error {
     /// `flows.yaml: cap_info[0].name: x.pcap: record 3`.
     #[error("{at}: {message}")]
     Template { at: String, message: String },
+    /// A template packet whose headers flowgen cannot rewrite; `at` as for `Template`.
+    #[error("{at}: {source}")]
+    Frame {
+        at: String,
+        #[source]
+        source: FrameError,
+    },
     /// A run or benchmark setting that cannot be met; `at` is the option (`--active-flows`).
     #[error("{at}: {message}")]
     Setting { at: String, message: String },
