@@ -7,7 +7,6 @@ use std::path::Path;
 use switch_ports::PortError;
 
 use crate::profile::ProfileError;
-use crate::template::FrameError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -76,4 +75,25 @@ impl Error {
             message: message.into(),
         }
     }
+}
+
+/// Why a template packet cannot be generated from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("{0}-byte frame is shorter than an Ethernet header")]
+    Short(usize),
+    #[error("IPv6 templates are not supported")]
+    Ipv6,
+    #[error("ethertype {0:#06x} is not IPv4")]
+    Ethertype(u16),
+    #[error("truncated or malformed IPv4 header")]
+    BadIpv4,
+    #[error("IPv4 header length {ihl} / total length {total} do not fit the {len}-byte packet")]
+    Ipv4Length {
+        ihl: usize,
+        total: usize,
+        len: usize,
+    },
+    #[error("{0}-byte transport segment is truncated")]
+    Transport(usize),
 }

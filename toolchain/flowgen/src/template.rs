@@ -12,7 +12,7 @@ use std::path::Path;
 use lossless_wire::rocev2::{self, Bth, Ext, L3Header, Reth};
 use switch_ports::pcap;
 
-use crate::error::Error;
+use crate::error::{Error, FrameError};
 use crate::profile::{Builtin, BuiltinKind, CapInfo, Source};
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -228,27 +228,6 @@ struct Parsed {
     ip_off: usize,
     l4_off: usize,
     l4: L4,
-}
-
-/// Why a template packet cannot be generated from.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FrameError {
-    #[error("{0}-byte frame is shorter than an Ethernet header")]
-    Short(usize),
-    #[error("IPv6 templates are not supported")]
-    Ipv6,
-    #[error("ethertype {0:#06x} is not IPv4")]
-    Ethertype(u16),
-    #[error("truncated or malformed IPv4 header")]
-    BadIpv4,
-    #[error("IPv4 header length {ihl} / total length {total} do not fit the {len}-byte packet")]
-    Ipv4Length {
-        ihl: usize,
-        total: usize,
-        len: usize,
-    },
-    #[error("{0}-byte transport segment is truncated")]
-    Transport(usize),
 }
 
 /// Locates the IPv4 and transport headers of an Ethernet frame (one optional VLAN tag).
