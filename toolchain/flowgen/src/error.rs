@@ -30,6 +30,13 @@ pub enum Error {
     /// `flows.yaml: cap_info[0].name: x.pcap: record 3`.
     #[error("{at}: {message}")]
     Template { at: String, message: String },
+    /// A template packet whose headers flowgen cannot rewrite; `at` as for `Template`.
+    #[error("{at}: {source}")]
+    Frame {
+        at: String,
+        #[source]
+        source: FrameError,
+    },
     /// A run or benchmark setting that cannot be met; `at` is the option (`--active-flows`).
     #[error("{at}: {message}")]
     Setting { at: String, message: String },
@@ -68,4 +75,25 @@ impl Error {
             message: message.into(),
         }
     }
+}
+
+/// Why a template packet cannot be generated from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("{0}-byte frame is shorter than an Ethernet header")]
+    Short(usize),
+    #[error("IPv6 templates are not supported")]
+    Ipv6,
+    #[error("ethertype {0:#06x} is not IPv4")]
+    Ethertype(u16),
+    #[error("truncated or malformed IPv4 header")]
+    BadIpv4,
+    #[error("IPv4 header length {ihl} / total length {total} do not fit the {len}-byte packet")]
+    Ipv4Length {
+        ihl: usize,
+        total: usize,
+        len: usize,
+    },
+    #[error("{0}-byte transport segment is truncated")]
+    Transport(usize),
 }

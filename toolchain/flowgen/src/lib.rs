@@ -15,4 +15,4 @@ pub mod run;
 pub mod sched;
 pub mod template;
 
-pub use error::Error;
+pub use error::{Error, FrameError};

@@ -50,6 +50,46 @@ impl ProfileError {
     }
 }
 
+/// A value its field does not allow. Checked during deserialization, so serde_yaml and
+/// `serde_path_to_error` add the field's path and position around this message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FieldError {
+    #[error("must be a whole number, got {0}")]
+    NotWhole(f64),
+    #[error("must be a number greater than 0, got {0}")]
+    NotPositive(f64),
+    #[error("must be a number of at least 0, got {0}")]
+    Negative(f64),
+    #[error("clients_end {end} is below clients_start {start}")]
+    ClientsReversed { start: Ipv4Addr, end: Ipv4Addr },
+    #[error("servers_end {end} is below servers_start {start}")]
+    ServersReversed { start: Ipv4Addr, end: Ipv4Addr },
+    #[error("must be a power of two from 2 to 1048576, got {0}")]
+    Buckets(u64),
+    #[error("must be from 1 to 8, got {0}")]
+    Levels(u64),
+    #[error("give either name (a pcap file) or builtin, not both")]
+    BothSources,
+    #[error("needs name (a pcap file) or builtin")]
+    NoSource,
+    #[error("w must be at least 1")]
+    ZeroWeight,
+    #[error("packets must be at least 1")]
+    NoPackets,
+    #[error("a tcp flow needs at least 4 packets (SYN, SYN-ACK, ACK, FIN), got {0}")]
+    ShortTcp(u16),
+    #[error("frame_size {size} is outside {min}..9216 bytes for a {kind} flow")]
+    FrameSize {
+        size: u16,
+        min: usize,
+        kind: BuiltinKind,
+    },
+    #[error("dscp must be 0..63, got {0}")]
+    Dscp(u8),
+    #[error("{0:?} is not a MAC address like 02:00:00:00:00:01")]
+    Mac(String),
+}
+
 /// The whole profile: one generator, an optional timer-wheel tuning and the flow templates.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,7 +105,7 @@ pub struct Profile {
 
 /// Checks a number while serde_yaml still knows where it stands, so the error carries the
 /// value's own line and column (a `try_from` check would run after, and point at the mapping).
-struct Checked<T>(fn(f64) -> Result<T, String>);
+struct Checked<T>(fn(f64) -> Result<T, FieldError>);
 
 impl<T> serde::de::Visitor<'_> for Checked<T> {
     type Value = T;
@@ -84,11 +124,11 @@ impl<T> serde::de::Visitor<'_> for Checked<T> {
 }
 
 /// A whole number from a YAML number.
-fn whole(v: f64) -> Result<u64, String> {
+fn whole(v: f64) -> Result<u64, FieldError> {
     if v.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&v) {
         Ok(v as u64)
     } else {
-        Err(format!("must be a whole number, got {v}"))
+        Err(FieldError::NotWhole(v))
     }
 }
 
@@ -116,12 +156,12 @@ fn default_duration() -> Positive {
 pub struct Positive(pub f64);
 
 impl TryFrom<f64> for Positive {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
+    type Error = FieldError;
+    fn try_from(v: f64) -> Result<Self, FieldError> {
         if v.is_finite() && v > 0.0 {
             Ok(Positive(v))
         } else {
-            Err(format!("must be a number greater than 0, got {v}"))
+            Err(FieldError::NotPositive(v))
         }
     }
 }
@@ -131,12 +171,12 @@ impl TryFrom<f64> for Positive {
 pub struct NonNegative(pub f64);
 
 impl TryFrom<f64> for NonNegative {
-    type Error = String;
-    fn try_from(v: f64) -> Result<Self, String> {
+    type Error = FieldError;
+    fn try_from(v: f64) -> Result<Self, FieldError> {
         if v.is_finite() && v >= 0.0 {
             Ok(NonNegative(v))
         } else {
-            Err(format!("must be a number of at least 0, got {v}"))
+            Err(FieldError::Negative(v))
         }
     }
 }
@@ -201,19 +241,19 @@ fn zero_addr() -> Ipv4Addr {
 }
 
 impl TryFrom<RawGenerator> for Generator {
-    type Error = String;
-    fn try_from(r: RawGenerator) -> Result<Self, String> {
+    type Error = FieldError;
+    fn try_from(r: RawGenerator) -> Result<Self, FieldError> {
         if u32::from(r.clients_end) < u32::from(r.clients_start) {
-            return Err(format!(
-                "clients_end {} is below clients_start {}",
-                r.clients_end, r.clients_start
-            ));
+            return Err(FieldError::ClientsReversed {
+                start: r.clients_start,
+                end: r.clients_end,
+            });
         }
         if u32::from(r.servers_end) < u32::from(r.servers_start) {
-            return Err(format!(
-                "servers_end {} is below servers_start {}",
-                r.servers_end, r.servers_start
-            ));
+            return Err(FieldError::ServersReversed {
+                start: r.servers_start,
+                end: r.servers_end,
+            });
         }
         Ok(Generator {
             distribution: r.distribution,
@@ -275,12 +315,12 @@ fn default_bucket_time() -> Positive {
 pub struct Buckets(pub u32);
 
 impl TryFrom<u64> for Buckets {
-    type Error = String;
-    fn try_from(v: u64) -> Result<Self, String> {
+    type Error = FieldError;
+    fn try_from(v: u64) -> Result<Self, FieldError> {
         if v.is_power_of_two() && (2..=1 << 20).contains(&v) {
             Ok(Buckets(v as u32))
         } else {
-            Err(format!("must be a power of two from 2 to 1048576, got {v}"))
+            Err(FieldError::Buckets(v))
         }
     }
 }
@@ -290,12 +330,12 @@ impl TryFrom<u64> for Buckets {
 pub struct Levels(pub u32);
 
 impl TryFrom<u64> for Levels {
-    type Error = String;
-    fn try_from(v: u64) -> Result<Self, String> {
+    type Error = FieldError;
+    fn try_from(v: u64) -> Result<Self, FieldError> {
         if (1..=8).contains(&v) {
             Ok(Levels(v as u32))
         } else {
-            Err(format!("must be from 1 to 8, got {v}"))
+            Err(FieldError::Levels(v))
         }
     }
 }
@@ -336,18 +376,16 @@ struct RawCapInfo {
 }
 
 impl TryFrom<RawCapInfo> for CapInfo {
-    type Error = String;
-    fn try_from(r: RawCapInfo) -> Result<Self, String> {
+    type Error = FieldError;
+    fn try_from(r: RawCapInfo) -> Result<Self, FieldError> {
         let source = match (r.name, r.builtin) {
             (Some(p), None) => Source::Pcap(p),
             (None, Some(b)) => Source::Builtin(b),
-            (Some(_), Some(_)) => {
-                return Err("give either name (a pcap file) or builtin, not both".into())
-            }
-            (None, None) => return Err("needs name (a pcap file) or builtin".into()),
+            (Some(_), Some(_)) => return Err(FieldError::BothSources),
+            (None, None) => return Err(FieldError::NoSource),
         };
         if r.w == 0 {
-            return Err("w must be at least 1".into());
+            return Err(FieldError::ZeroWeight);
         }
         Ok(CapInfo {
             source,
@@ -452,26 +490,24 @@ impl BuiltinKind {
 }
 
 impl TryFrom<RawBuiltin> for Builtin {
-    type Error = String;
-    fn try_from(r: RawBuiltin) -> Result<Self, String> {
+    type Error = FieldError;
+    fn try_from(r: RawBuiltin) -> Result<Self, FieldError> {
         if r.packets == 0 {
-            return Err("packets must be at least 1".into());
+            return Err(FieldError::NoPackets);
         }
         if r.kind == BuiltinKind::Tcp && r.packets < 4 {
-            return Err(format!(
-                "a tcp flow needs at least 4 packets (SYN, SYN-ACK, ACK, FIN), got {}",
-                r.packets
-            ));
+            return Err(FieldError::ShortTcp(r.packets));
         }
         let min = r.kind.min_frame();
         if (r.frame_size as usize) < min || r.frame_size as usize > 9216 {
-            return Err(format!(
-                "frame_size {} is outside {min}..9216 bytes for a {} flow",
-                r.frame_size, r.kind
-            ));
+            return Err(FieldError::FrameSize {
+                size: r.frame_size,
+                min,
+                kind: r.kind,
+            });
         }
         if r.dscp > 63 {
-            return Err(format!("dscp must be 0..63, got {}", r.dscp));
+            return Err(FieldError::Dscp(r.dscp));
         }
         Ok(Builtin {
             kind: r.kind,
@@ -492,19 +528,19 @@ impl TryFrom<RawBuiltin> for Builtin {
 pub struct Mac(pub [u8; 6]);
 
 impl TryFrom<String> for Mac {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
+    type Error = FieldError;
+    fn try_from(s: String) -> Result<Self, FieldError> {
         let mut out = [0u8; 6];
         let mut parts = s.split(':');
         for byte in out.iter_mut() {
             let p = parts.next().unwrap_or("");
-            *byte = u8::from_str_radix(p, 16)
-                .ok()
-                .filter(|_| p.len() == 2)
-                .ok_or_else(|| format!("{s:?} is not a MAC address like 02:00:00:00:00:01"))?;
+            match u8::from_str_radix(p, 16) {
+                Ok(b) if p.len() == 2 => *byte = b,
+                _ => return Err(FieldError::Mac(s)),
+            }
         }
         if parts.next().is_some() {
-            return Err(format!("{s:?} is not a MAC address like 02:00:00:00:00:01"));
+            return Err(FieldError::Mac(s));
         }
         Ok(Mac(out))
     }

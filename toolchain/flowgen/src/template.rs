@@ -12,7 +12,7 @@ use std::path::Path;
 use lossless_wire::rocev2::{self, Bth, Ext, L3Header, Reth};
 use switch_ports::pcap;
 
-use crate::error::Error;
+use crate::error::{Error, FrameError};
 use crate::profile::{Builtin, BuiltinKind, CapInfo, Source};
 
 const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -152,7 +152,7 @@ impl Template {
                 Source::Pcap(p) => format!("{yaml_path}.name: {}: record {}", p.display(), i + 1),
                 Source::Builtin(_) => format!("{yaml_path}.builtin: packet {}", i + 1),
             };
-            let parsed = parse(&frame).map_err(|e| Error::template(at(), e))?;
+            let parsed = parse(&frame).map_err(|source| Error::Frame { at: at(), source })?;
             let src: [u8; 4] = slice4(&frame, parsed.ip_off + 12);
             let dst: [u8; 4] = slice4(&frame, parsed.ip_off + 16);
             let (client, server) = *client_server.get_or_insert((src, dst));
@@ -231,12 +231,9 @@ struct Parsed {
 }
 
 /// Locates the IPv4 and transport headers of an Ethernet frame (one optional VLAN tag).
-fn parse(frame: &[u8]) -> Result<Parsed, String> {
+fn parse(frame: &[u8]) -> Result<Parsed, FrameError> {
     if frame.len() < 14 {
-        return Err(format!(
-            "{}-byte frame is shorter than an Ethernet header",
-            frame.len()
-        ));
+        return Err(FrameError::Short(frame.len()));
     }
     let (ip_off, ethertype) = match be16(frame, 12) {
         ETHERTYPE_VLAN if frame.len() >= 18 => (18, be16(frame, 16)),
@@ -244,20 +241,21 @@ fn parse(frame: &[u8]) -> Result<Parsed, String> {
     };
     match ethertype {
         ETHERTYPE_IPV4 => {}
-        ETHERTYPE_IPV6 => return Err("IPv6 templates are not supported".into()),
-        t => return Err(format!("ethertype {t:#06x} is not IPv4")),
+        ETHERTYPE_IPV6 => return Err(FrameError::Ipv6),
+        t => return Err(FrameError::Ethertype(t)),
     }
     let ip = &frame[ip_off.min(frame.len())..];
     if ip.len() < 20 || ip[0] >> 4 != 4 {
-        return Err("truncated or malformed IPv4 header".into());
+        return Err(FrameError::BadIpv4);
     }
     let ihl = (ip[0] & 0xf) as usize * 4;
     let total = be16(ip, 2) as usize;
     if ihl < 20 || total < ihl || total > ip.len() {
-        return Err(format!(
-            "IPv4 header length {ihl} / total length {total} do not fit the {}-byte packet",
-            ip.len()
-        ));
+        return Err(FrameError::Ipv4Length {
+            ihl,
+            total,
+            len: ip.len(),
+        });
     }
     let fragmented = be16(ip, 6) & 0x3fff != 0;
     let l4_off = ip_off + ihl;
@@ -265,9 +263,7 @@ fn parse(frame: &[u8]) -> Result<Parsed, String> {
     let l4 = match ip[9] {
         PROTO_UDP if !fragmented && seg >= 8 => L4::Udp,
         PROTO_TCP if !fragmented && seg >= 20 => L4::Tcp,
-        PROTO_UDP | PROTO_TCP if !fragmented => {
-            return Err(format!("{seg}-byte transport segment is truncated"))
-        }
+        PROTO_UDP | PROTO_TCP if !fragmented => return Err(FrameError::Transport(seg)),
         _ => L4::Other,
     };
     Ok(Parsed { ip_off, l4_off, l4 })

@@ -3,15 +3,18 @@
 //! grids of runs (`lossless_sim::sweep`).
 
 use clap::{Parser, Subcommand};
+use lossless_sim::error::ExperimentError;
 use lossless_sim::experiment::{
     incast_results, prio_case_results, prio_table, setup_incast, setup_prio_case, Plan,
 };
 use lossless_sim::net::{Progress, Stop};
-use lossless_sim::program::{self, Lab};
+use lossless_sim::program::{self, Lab, ProgramError};
 use lossless_sim::results::{table, CaseInfo, Measurement, Results, SimInfo, StatsSample};
 use lossless_sim::timeline::Timeline;
 use lossless_sim::traffic::NicParams;
-use lossless_sim::{assemble, fieldtest, leafspine, pcap, plots, probe, DEFAULT_PIPELINE_NS};
+use lossless_sim::{
+    assemble, fieldtest, leafspine, pcap, plots, probe, BuildError, DEFAULT_PIPELINE_NS,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -121,6 +124,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// Why a run stopped before its results were written (printed after `lossless-sim: `).
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    #[error(transparent)]
+    Program(#[from] ProgramError),
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error(transparent)]
+    Experiment(#[from] ExperimentError),
+    #[error(transparent)]
+    Pcap(#[from] lossless_sim::pcap::PcapError),
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// What one config case of a run gave.
 struct CaseOut {
     measurements: Vec<Measurement>,
@@ -136,14 +158,13 @@ impl CaseOut {
     }
 }
 
-fn run(args: &RunArgs) -> Result<ExitCode, String> {
+fn run(args: &RunArgs) -> Result<ExitCode, RunError> {
     let mut lab = Lab::at(&args.lab);
     if let Some(p) = &args.pipeline {
         lab.pipeline = p.clone();
     }
     let topology = resolve_topology(&lab, &args.topology);
-    let fabric = program::prepare(&lab, &topology, args.case.as_deref(), args.quick, &args.out)
-        .map_err(|e| e.to_string())?;
+    let fabric = program::prepare(&lab, &topology, args.case.as_deref(), args.quick, &args.out)?;
     // Without --case every case of the experiment, in the order the lab's runner loads them.
     let cases = match &args.case {
         Some(c) => vec![c.clone()],
@@ -155,10 +176,8 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         fabric.case,
         fabric.switches.len()
     );
-    let (switches, servers) =
-        program::program(&lab, &fabric, &args.out).map_err(|e| e.to_string())?;
-    let mut sim =
-        assemble(&fabric, switches, args.pipeline_latency_ns).map_err(|e| e.to_string())?;
+    let (switches, servers) = program::program(&lab, &fabric, &args.out)?;
+    let mut sim = assemble(&fabric, switches, args.pipeline_latency_ns)?;
     let names: Vec<String> = sim.switches.iter().map(|s| s.name.clone()).collect();
     sim.timeline = Some(Timeline::new(args.sample_us * 1000, names.len()));
     if let Some(spec) = &args.pcap {
@@ -167,17 +186,16 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             .iter()
             .map(|s| (s.name.clone(), s.port_map().keys().copied().collect()))
             .collect();
-        let chosen = pcap::select(spec, &ports).map_err(|e| e.to_string())?;
+        let chosen = pcap::select(spec, &ports)?;
         let capture = pcap::Capture::create(
             &args.out.join("pcap"),
             &names,
             &chosen,
             args.pipeline_latency_ns,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         sim.capture = Some(capture);
     }
-    let plan = Plan::of(&fabric).map_err(|e| e.to_string())?;
+    let plan = Plan::of(&fabric)?;
     let mut measurements = Vec::new();
     let mut tables = Vec::new();
     let mut lost = Vec::new();
@@ -193,15 +211,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             sim.reset_hosts();
             sim.idle_until(sim.now_ns().next_multiple_of(CASE_ALIGN_NS));
             let next = args.out.join("cases").join(case);
-            fabric = program::prepare(&lab, &topology, Some(case), args.quick, &next)
-                .map_err(|e| e.to_string())?;
+            fabric = program::prepare(&lab, &topology, Some(case), args.quick, &next)?;
             eprintln!(
                 "lossless-sim: case {case}: reprogramming {} switches with lossless-ctl load --reconcile at virtual {:.3} ms",
                 fabric.switches.len(),
                 sim.now_ns() as f64 / 1e6
             );
-            reprogrammed = program::reprogram(&lab, &servers, &fabric, &next, &mut sim)
-                .map_err(|e| e.to_string())?;
+            reprogrammed = program::reprogram(&lab, &servers, &fabric, &next, &mut sim)?;
             sim.start_pktgens();
         }
         let start_ns = sim.now_ns();
@@ -288,9 +304,10 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             virtual_time_ns: now,
         },
     };
-    let path = results
-        .write(&args.out)
-        .map_err(|e| format!("{}: {e}", args.out.join("results.json").display()))?;
+    let path = results.write(&args.out).map_err(|source| RunError::Write {
+        path: args.out.join("results.json"),
+        source,
+    })?;
     eprintln!("lossless-sim: wrote {}", path.display());
     if !args.no_plots {
         match plots::write(&lab, &path) {
@@ -360,7 +377,7 @@ fn run_case(
     plan: &Plan,
     fabric: &lossless_sim::fabric::Fabric,
     args: &RunArgs,
-) -> Result<CaseOut, String> {
+) -> Result<CaseOut, RunError> {
     let nic = |mtu: usize, dscp: u8| nic_params(args, plan, mtu, dscp);
     leafspine::clear_counters(sim);
     for (i, s) in sim.switches.iter_mut().enumerate() {
@@ -382,8 +399,7 @@ fn run_case(
                 &nic(inc.roce_mtu, inc.priority * 8),
                 case_start,
                 &mut rng,
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
         }
     }
     let end_ns = args
@@ -422,8 +438,7 @@ fn run_case(
             max_events: args.max_events,
             progress: &mut progress,
         };
-        let part = fieldtest::run_part(sim, ft, &fabric.case, &roce, &mut rng, &mut limits)
-            .map_err(|e| e.to_string())?;
+        let part = fieldtest::run_part(sim, ft, &fabric.case, &roce, &mut rng, &mut limits)?;
         out.measurements = part.measurements;
         out.tables = part.tables;
         out.stop = part.stop;
@@ -433,11 +448,10 @@ fn run_case(
         let remote_pfc = fabric.case == "sfc=on";
         let roce = nic(ROCE_MTU, ls.roce_priority * 8 + leafspine::DSCP_IN_PRIORITY);
         let mut rows = Vec::new();
-        for row in ls.rows().map_err(|e| e.to_string())? {
+        for row in ls.rows()? {
             let start = sim.now_ns() + CASE_GAP_NS;
             leafspine::clear_counters(sim);
-            leafspine::setup_row(sim, ls, &row, &roce, start, &mut rng)
-                .map_err(|e| e.to_string())?;
+            leafspine::setup_row(sim, ls, &row, &roce, start, &mut rng)?;
             out.stop = sim.run(args.time_limit, args.max_events, &mut progress);
             let m = leafspine::row_results(sim, ls, &row, remote_pfc, start);
             let avg = m.values["avg_latency_us"].as_f64().unwrap_or(0.0);
@@ -492,8 +506,7 @@ fn run_case(
         let mut rows = Vec::new();
         for case in &prio.cases {
             let start = sim.now_ns() + CASE_GAP_NS;
-            setup_prio_case(sim, prio, case, &nic(ROCE_MTU, 0), start)
-                .map_err(|e| e.to_string())?;
+            setup_prio_case(sim, prio, case, &nic(ROCE_MTU, 0), start)?;
             out.stop = sim.run(args.time_limit, args.max_events, &mut progress);
             if out.partial() {
                 break;

@@ -728,8 +728,8 @@ fn pcap_files_carry_the_frames_at_their_virtual_times() {
 
 #[test]
 fn a_run_writes_results_plots_and_pcaps() {
-    // seed 000's incast, quick, both cases (tuned with PFC, default without): the lab's
-    // plotting module draws the latency CDF of both and each case's timelines apart.
+    // seed 000's incast, quick, its three cases (default, tuned, pfc): the lab's plotting
+    // module draws the latency CDF of all and each case's timelines apart.
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-outputs");
     let _ = std::fs::remove_dir_all(&out);
     let doc = common::run_ok(
@@ -743,7 +743,7 @@ fn a_run_writes_results_plots_and_pcaps() {
     };
     png(&out.join("latency_cdf.png"));
     let cases = doc["sim"]["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 2);
+    assert_eq!(cases.len(), 3);
     for case in cases {
         let dir = out.join("cases").join(case["name"].as_str().unwrap());
         for name in ["latency_cdf", "queues_pfc", "buffer", "queue_usage"] {

@@ -64,7 +64,6 @@ impl Ctx<'_> {
                 if b.parser {
                     return unsupported(s.span, "`exit` in a parser");
                 }
-                self.exit_copy_outs(b)?;
                 b.push("exit", vec![]);
                 Ok(())
             }
@@ -93,17 +92,6 @@ impl Ctx<'_> {
                 Ok(())
             }
         }
-    }
-
-    /// The copy-outs of the sub-controls being inlined (innermost first), which `exit`
-    /// performs before ending the pipeline.
-    pub fn exit_copy_outs(&mut self, b: &mut Body) -> R<()> {
-        for frame in self.ctl_copy_outs.clone().iter().rev() {
-            for (dst, tmp, span) in frame {
-                self.copy(b, dst, tmp, *span)?;
-            }
-        }
-        Ok(())
     }
 
     /// `dst = rhs` for any type.

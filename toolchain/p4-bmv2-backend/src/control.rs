@@ -4,8 +4,7 @@
 //! straight-line statements becomes a hidden table with one hidden action (p4c's `tbl_act`),
 //! `if` a conditional, `t.apply()` the table, `if (t.apply().hit)` the table with `__HIT__`/
 //! `__MISS__` successors, `switch (t.apply().action_run)` the table with per-action
-//! successors. A sub-control's apply is lowered in place with its own name prefix and its
-//! `return` continuing after the call; `exit` ends the pipeline.
+//! successors; `exit` ends the pipeline. `p4-midend` inlined sub-controls.
 
 use crate::expr::has_table_hit;
 use crate::layout::Place;
@@ -16,8 +15,8 @@ use num_bigint::BigInt;
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{
-    ActionRef, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Param, Program, Stmt, StmtKind,
-    SwitchLabel, TableField, Type, Value,
+    ActionRef, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, SwitchLabel,
+    TableField, Type, Value,
 };
 use p4_syntax::ast::{BinOp, UnOp};
 use p4_syntax::Span;
@@ -252,12 +251,8 @@ impl Ctx<'_> {
     fn lower_ctl(&mut self, s: &Stmt, k: Next, ret: Next) -> R<Next> {
         match &s.kind {
             StmtKind::Block(b) => self.lower_block(&b.stmts, k, ret),
-            StmtKind::Exit => {
-                // `exit` in a sub-control still copies its (and its callers') arguments out.
-                let mut b = Body::new(false);
-                self.exit_copy_outs(&mut b)?;
-                self.action_node(b, None)
-            }
+            // `p4-midend`'s `control-inline` put the copy-outs of the controls it leaves first.
+            StmtKind::Exit => Ok(None),
             StmtKind::Return(_) => Ok(ret),
             StmtKind::If(c, t, e) => {
                 let tn = self.lower_block(std::slice::from_ref(t), k.clone(), ret.clone())?;
@@ -334,7 +329,8 @@ impl Ctx<'_> {
                 };
                 match &recv.ty {
                     Type::Table(t) => self.table_node(*t, e.span, Succ::Plain(k)),
-                    Type::Control(..) => self.inline_control(recv, c, e.span, k),
+                    // `p4-midend`'s `control-inline` inlines the applies of control instances.
+                    Type::Control(..) => unsupported(e.span, "apply() of this control"),
                     _ => unsupported(e.span, "apply() of this value"),
                 }
             }
@@ -493,134 +489,6 @@ impl Ctx<'_> {
         self.action_node(pre, next)
     }
 
-    /// Lowers `sub.apply(args)` in place: the sub-control's parameters are bound to the
-    /// argument places (in/out arguments copied through temporaries).
-    fn inline_control(&mut self, recv: &Expr, c: &Call, span: Span, k: Next) -> R<Next> {
-        let ExprKind::Ref(r) = &recv.kind else {
-            return unsupported(span, "apply() of a control that is not an instance");
-        };
-        let inst = &self.frame.blocks.get(r).copied().unwrap_or(*r);
-        let (prefix, ctl) = match (self.frame.env.get(r).cloned(), &self.p.decl(*inst).kind) {
-            (
-                Some(Bind::Named(n)),
-                DeclKind::Instance {
-                    ty: Type::Control(t, _),
-                    ..
-                },
-            ) => match &self.p.ty(*t).kind {
-                p4_sema::ir::TypeDeclKind::Block {
-                    implementation: Some(d),
-                    ..
-                } => (n, *d),
-                _ => return unsupported(span, "this control type"),
-            },
-            _ => return unsupported(span, "apply() of this control"),
-        };
-        let DeclKind::Control { apply, params, .. } = &self.p.decl(ctl).kind else {
-            return unsupported(span, "not a control");
-        };
-        // Arguments are bound in the caller's frame.
-        let mut pre = Body::new(false);
-        let mut bound = self.ctor_binds(*inst, ctl)?;
-        let mut copy_out = Vec::new();
-        for (prm, a) in params.iter().zip(&c.args) {
-            let Some(a) = a else {
-                return unsupported(span, "an omitted argument");
-            };
-            let b = self.control_arg(&mut pre, prm, a, &mut copy_out)?;
-            bound.push((prm.decl, b));
-        }
-        let blocks = self.ctor_blocks(*inst, ctl);
-        let outer = std::mem::take(&mut self.frame);
-        let r = (|| {
-            self.enter_block(ctl, &prefix, &bound)?;
-            self.frame.blocks = blocks;
-            self.declare_locals(ctl)?;
-            let mut post = Body::new(false);
-            for (dst, tmp, sp) in &copy_out {
-                self.copy(&mut post, dst, tmp, *sp)?;
-            }
-            let after = self.action_node(post, k)?;
-            self.ctl_copy_outs.push(copy_out.clone());
-            let entry = self.lower_block(&apply.stmts, after.clone(), after);
-            self.ctl_copy_outs.pop();
-            self.local_inits(ctl, entry?)
-        })();
-        self.frame = outer;
-        let entry = r?;
-        self.action_node(pre, entry)
-    }
-
-    /// The constructor parameters of `ctl` that instance `inst` binds to control instances,
-    /// with those instances.
-    fn ctor_blocks(&self, inst: DeclId, ctl: DeclId) -> HashMap<DeclId, DeclId> {
-        let p = self.p;
-        let (DeclKind::Instance { args, .. }, DeclKind::Control { ctor_params, .. }) =
-            (&p.decl(inst).kind, &p.decl(ctl).kind)
-        else {
-            return HashMap::new();
-        };
-        let mut out = HashMap::new();
-        for (prm, a) in ctor_params.iter().zip(args) {
-            if let Some(Expr {
-                kind: ExprKind::Ref(d),
-                ..
-            }) = a
-            {
-                let d = self.frame.blocks.get(d).copied().unwrap_or(*d);
-                if let DeclKind::Instance {
-                    ty: Type::Control(..),
-                    ..
-                } = p.decl(d).kind
-                {
-                    out.insert(prm.decl, d);
-                }
-            }
-        }
-        out
-    }
-
-    fn control_arg(
-        &mut self,
-        pre: &mut Body,
-        prm: &Param,
-        a: &Expr,
-        copy_out: &mut Vec<(Place, Place, Span)>,
-    ) -> R<Bind> {
-        use p4_syntax::ast::Direction;
-        // Headers and structs are passed by reference when the argument is a storage
-        // location: p4c's inliner does the same once copies are proven unnecessary.
-        let aggregate = matches!(
-            a.ty,
-            Type::Struct(_) | Type::Header(_) | Type::Stack(..) | Type::HeaderUnion(_)
-        );
-        if let Type::Extern(..) = a.ty {
-            if let ExprKind::Ref(d) = &a.kind {
-                if let Some(b) = self.frame.env.get(d) {
-                    return Ok(b.clone());
-                }
-            }
-            return unsupported(a.span, "this extern argument");
-        }
-        match prm.dir {
-            Some(Direction::InOut) if aggregate => Ok(Bind::Place(self.place(pre, a)?)),
-            Some(Direction::In) | None => {
-                let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
-                self.assign_expr(pre, &tmp, a)?;
-                Ok(Bind::Place(tmp))
-            }
-            Some(dir) => {
-                let dst = self.place(pre, a)?;
-                let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
-                if dir == Direction::InOut {
-                    self.copy(pre, &tmp, &dst, a.span)?;
-                }
-                copy_out.push((dst, tmp.clone(), a.span));
-                Ok(Bind::Place(tmp))
-            }
-        }
-    }
-
     /// The JSON action for an action of a table (emitted once per control instance): its
     /// directionless parameters are action data; `p4-midend`'s `table-actions` made an action
     /// of its own for each binding of directional ones.
@@ -716,7 +584,7 @@ impl Ctx<'_> {
             );
             keys.push(j::TableKey {
                 match_type: mt,
-                name: Some(crate::p4info::key_name(self, k)),
+                name: Some(k.control_plane_name(p)),
                 target,
                 mask: kmask,
             });

@@ -5,13 +5,13 @@
 //! 1. `layout`: the V1Switch package's parameters become header instances (`hdr.ipv4` →
 //!    `ipv4`), the `scalars` metadata header (`meta.x` → `scalars.userMetadata.x`, locals) and
 //!    `standard_metadata`; every P4 l-value maps to a [`layout::Place`].
-//! 2. `parser`: parser states to parse states; `extract`, `lookahead`, `advance`, `verify`,
+//! 2. `parser`: parser states to parse states (`p4-midend` inlined sub-parsers); `extract`, `lookahead`, `advance`, `verify`,
 //!    assignments; select keysets to value/mask transitions (ranges expanded into masks as
 //!    p4c's `ReplaceSelectRange` does), value sets.
 //! 3. `control`: each control's apply block to a graph of tables and conditionals; straight-
 //!    line code between them becomes hidden one-action tables (p4c's `tbl_act`), `hit`/`miss`
-//!    and `switch (t.apply().action_run)` become `next_tables`, sub-controls are inlined with
-//!    their own name prefix, `return` jumps to the control's continuation, `exit` ends it.
+//!    and `switch (t.apply().action_run)` become `next_tables`, `return` jumps to the
+//!    control's continuation, `exit` ends it (`p4-midend` inlined sub-controls).
 //! 4. `body`: statements to primitives (`p4-midend` inlined the calls of actions and
 //!    functions and lowered `return`), `if` inside actions as `_jump_if_zero`, v1model externs
 //!    as bmv2 primitives.
@@ -103,13 +103,10 @@ pub(crate) enum Bind {
     Named(String),
 }
 
-/// One control or parser instance being lowered: its name prefix and bindings.
+/// The parser or control being lowered: what its names are bound to.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Frame {
-    pub prefix: String,
     pub env: HashMap<DeclId, Bind>,
-    /// Constructor parameters bound to a control instance (`C2(c1) c2;`): the instance.
-    pub blocks: HashMap<DeclId, DeclId>,
 }
 
 pub(crate) struct Ctx<'p> {
@@ -119,7 +116,7 @@ pub(crate) struct Ctx<'p> {
     pub errors: Vec<Unsupported>,
     pub lay: layout::Layout,
     pub frame: Frame,
-    /// Emitted actions by (instance prefix, action, bound directional arguments).
+    /// Emitted actions by control-plane name and declaration.
     pub action_keys: HashMap<String, (String, i64)>,
     pub names: HashMap<String, u32>,
     /// Field lists for `@field_list(N)` indices, by N.
@@ -135,8 +132,6 @@ pub(crate) struct Ctx<'p> {
     /// Subexpressions (by address in the program) already computed into a place: operands
     /// that apply a table, evaluated by graph nodes before the rest of their expression.
     pub hoisted: HashMap<*const ir::Expr, layout::Place>,
-    /// Per sub-control being inlined (innermost last), its arguments' copy-outs.
-    pub ctl_copy_outs: Vec<Vec<(layout::Place, layout::Place, Span)>>,
     /// The parser's state that raises error.NoMatch, once a select without `default` needs it.
     pub no_match_state: Option<String>,
 }
@@ -158,7 +153,6 @@ impl<'p> Ctx<'p> {
             pipe: j::Pipeline::default(),
             std_meta: None,
             hoisted: HashMap::new(),
-            ctl_copy_outs: Vec::new(),
             no_match_state: None,
         }
     }
@@ -217,18 +211,18 @@ impl<'p> Ctx<'p> {
             .map(|(i, e)| (e.clone(), i as i64))
             .collect();
         // Parser.
-        self.enter_block(blocks[0], "", &[])?;
+        self.enter_block(blocks[0])?;
         self.lower_parser(blocks[0])?;
         // Verify checksum, ingress, egress, compute checksum, deparser.
-        self.enter_block(blocks[1], "", &[])?;
+        self.enter_block(blocks[1])?;
         self.lower_checksums(blocks[1], true)?;
         for (i, name) in [(2, "ingress"), (3, "egress")] {
-            self.enter_block(blocks[i], "", &[])?;
+            self.enter_block(blocks[i])?;
             self.lower_pipeline(blocks[i], name)?;
         }
-        self.enter_block(blocks[4], "", &[])?;
+        self.enter_block(blocks[4])?;
         self.lower_checksums(blocks[4], false)?;
-        self.enter_block(blocks[5], "", &[])?;
+        self.enter_block(blocks[5])?;
         self.lower_deparser(blocks[5])?;
         self.finish_layout();
         self.finish_meters();
@@ -287,35 +281,9 @@ impl<'p> Ctx<'p> {
         }
     }
 
-    /// Bindings of a parser or control instance's constructor parameters to its arguments,
-    /// evaluated in the current frame: compile-time constants, or instances passed by name.
-    pub(crate) fn ctor_binds(&mut self, inst: DeclId, block: DeclId) -> R<Vec<(DeclId, Bind)>> {
-        let p = self.p;
-        let ((DeclKind::Instance { args, .. }, DeclKind::Parser { ctor_params, .. })
-        | (DeclKind::Instance { args, .. }, DeclKind::Control { ctor_params, .. })) =
-            (&p.decl(inst).kind, &p.decl(block).kind)
-        else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for (prm, a) in ctor_params.iter().zip(args) {
-            let Some(a) = a else { continue };
-            let bind = match &a.kind {
-                ExprKind::Const(v) => Bind::Value(expr::value_tv(v, a.span)?),
-                ExprKind::Ref(d) => match self.frame.env.get(d) {
-                    Some(b @ (Bind::Named(_) | Bind::Value(_))) => b.clone(),
-                    _ => return unsupported(a.span, "this constructor argument"),
-                },
-                _ => return unsupported(a.span, "this constructor argument"),
-            };
-            out.push((prm.decl, bind));
-        }
-        Ok(out)
-    }
-
     /// Starts lowering a parser or control: binds its parameters to the layout's roots and its
-    /// local instances, tables and actions to their names under `prefix`.
-    fn enter_block(&mut self, d: DeclId, prefix: &str, bound: &[(DeclId, Bind)]) -> R<()> {
+    /// local instances, tables and actions to their names under the block's name.
+    fn enter_block(&mut self, d: DeclId) -> R<()> {
         let decl = self.p.decl(d);
         let (params, locals) = match &decl.kind {
             DeclKind::Parser { params, locals, .. } | DeclKind::Control { params, locals, .. } => {
@@ -323,23 +291,11 @@ impl<'p> Ctx<'p> {
             }
             _ => return unsupported(decl.span, "not a parser or control"),
         };
-        let prefix = if prefix.is_empty() {
-            self.cp_name("", d)
-        } else {
-            prefix.to_string()
-        };
-        self.frame = Frame {
-            prefix: prefix.clone(),
-            ..Frame::default()
-        };
-        for (id, b) in bound {
-            self.frame.env.insert(*id, b.clone());
-        }
-        if bound.is_empty() {
-            for prm in params {
-                let b = self.root_binding(&prm.ty, prm.decl)?;
-                self.frame.env.insert(prm.decl, b);
-            }
+        let prefix = self.cp_name("", d);
+        self.frame = Frame::default();
+        for prm in params {
+            let b = self.root_binding(&prm.ty, prm.decl)?;
+            self.frame.env.insert(prm.decl, b);
         }
         for &l in locals {
             let name = self.cp_name(&prefix, l);

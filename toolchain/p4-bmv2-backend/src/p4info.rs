@@ -9,7 +9,7 @@ use crate::{Bind, Ctx, R};
 use num_traits::ToPrimitive;
 use p4_bmv2_json as j;
 use p4_p4info as m;
-use p4_sema::ir::{self, DeclId, DeclKind, Expr, ExprKind, Type, TypeDeclKind, Value};
+use p4_sema::ir::{self, DeclId, DeclKind, ExprKind, Type, TypeDeclKind};
 use p4_syntax::ast;
 use std::collections::{HashMap, HashSet};
 
@@ -331,40 +331,6 @@ pub(crate) fn action(cx: &mut Ctx, name: &str, d: DeclId, with_params: bool) {
     });
 }
 
-/// A key's control-plane name: its `@name`, else the expression as p4c prints it.
-pub(crate) fn key_name(cx: &Ctx, k: &ir::KeyElement) -> String {
-    if let Some(n) = ast::find_annotation(&k.annotations, "name").and_then(|a| a.string_arg()) {
-        return n.to_string();
-    }
-    print(cx.p, &k.expr)
-}
-
-fn print(p: &ir::Program, e: &Expr) -> String {
-    match &e.kind {
-        ExprKind::Ref(d) => p.decl(*d).name.clone(),
-        ExprKind::Field(b, i) => {
-            let f = p
-                .fields(&b.ty)
-                .and_then(|fs| fs.get(*i))
-                .map(|f| f.name.clone())
-                .unwrap_or_default();
-            format!("{}.{f}", print(p, b))
-        }
-        ExprKind::Index(b, i) => format!("{}[{}]", print(p, b), print(p, i)),
-        ExprKind::Slice(b, h, l) => format!("{}[{h}:{l}]", print(p, b)),
-        ExprKind::Const(Value::Int(v)) => v.to_string(),
-        ExprKind::Cast(x) => print(p, x),
-        ExprKind::Call(c) => match &c.target {
-            // p4c names a validity key after the `$valid$` field bmv2 matches on.
-            ir::CallTarget::Builtin(r, ir::Builtin::IsValid) => {
-                format!("{}.$valid$", print(p, r))
-            }
-            _ => "expr".into(),
-        },
-        _ => "expr".into(),
-    }
-}
-
 fn match_kind(name: &str) -> m::MatchKind {
     match name {
         "exact" => m::MatchKind::Exact,
@@ -387,7 +353,7 @@ pub(crate) fn table(cx: &mut Ctx, t: DeclId, name: &str, jt: &j::Table) {
         let kind = match_kind(&k.match_kind);
         let ty = cx.cp.ty(p, &k.expr.ty);
         match_fields.push(m::MatchField {
-            name: key_name(cx, k),
+            name: k.control_plane_name(p),
             ty,
             kind,
             annotations: annotations(&k.annotations)

@@ -17,14 +17,6 @@ use p4_sema::ir::{
 };
 use p4_syntax::ast::BinOp;
 
-/// How the states of the parser being lowered are named: the inlined sub-parser's prefix and
-/// where its `accept` continues (`None`: the top-level parser accepts).
-#[derive(Default)]
-struct Names {
-    prefix: String,
-    accept: Option<String>,
-}
-
 /// What ends a state: the parser's transition, or a jump to a state made while lowering.
 enum Tail<'a> {
     Ir(&'a Transition),
@@ -40,21 +32,13 @@ fn flatten(stmts: &[Stmt], out: &mut Vec<Stmt>) {
     }
 }
 
-/// `sub.apply(args)` of a parser instance, as a statement.
-fn sub_parser_call(s: &Stmt) -> Option<(DeclId, &p4_sema::ir::Call)> {
+/// `p.apply(args);` of a parser instance.
+fn applies_parser(s: &Stmt) -> bool {
     let StmtKind::Call(e) = &s.kind else {
-        return None;
+        return false;
     };
-    let ExprKind::Call(c) = &e.kind else {
-        return None;
-    };
-    match &c.target {
-        CallTarget::Apply(recv) => match (&recv.kind, &recv.ty) {
-            (ExprKind::Ref(d), p4_sema::ir::Type::Parser(..)) => Some((*d, c)),
-            _ => None,
-        },
-        _ => None,
-    }
+    matches!(&e.kind, ExprKind::Call(c)
+        if matches!(&c.target, CallTarget::Apply(r) if matches!(r.ty, p4_sema::ir::Type::Parser(..))))
 }
 
 /// Primitives of a parser state as parser ops (`extract`, `set`, `verify`, ... or `primitive`).
@@ -93,7 +77,7 @@ type Part = (BigInt, BigInt);
 impl Ctx<'_> {
     pub fn lower_parser(&mut self, d: DeclId) -> R<()> {
         let mut out = Vec::new();
-        self.parser_states(d, &Names::default(), &mut out)?;
+        self.parser_states(d, &mut out)?;
         for (i, st) in out.iter_mut().enumerate() {
             st.id = i as i64;
         }
@@ -106,9 +90,8 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// The states of a parser (the top-level one, or a sub-parser inlined under a prefix whose
-    /// `accept` continues in the caller).
-    fn parser_states(&mut self, d: DeclId, names: &Names, out: &mut Vec<j::ParseState>) -> R<()> {
+    /// The states of the parser (`p4-midend`'s `subparser-inline` inlined its sub-parsers).
+    fn parser_states(&mut self, d: DeclId, out: &mut Vec<j::ParseState>) -> R<()> {
         let p = self.p;
         let DeclKind::Parser { states, locals, .. } = &p.decl(d).kind else {
             return unsupported(p.decl(d).span, "not a parser");
@@ -116,7 +99,9 @@ impl Ctx<'_> {
         for &l in locals {
             match &p.decl(l).kind {
                 DeclKind::ValueSet { elem, size } => {
-                    let name = self.cp_name(&self.frame.prefix.clone(), l);
+                    let Some(Bind::Named(name)) = self.frame.env.get(&l).cloned() else {
+                        return unsupported(p.decl(l).span, "a value set outside its parser");
+                    };
                     let w = p.width_of(elem).unwrap_or(0) as u32;
                     let id = self.json.parse_vsets.len() as i64;
                     self.json.parse_vsets.push(j::ParseVset {
@@ -132,10 +117,6 @@ impl Ctx<'_> {
                     let pl = self.local_place(l)?;
                     self.frame.env.insert(l, Bind::Place(pl));
                 }
-                DeclKind::Instance {
-                    ty: p4_sema::ir::Type::Parser(..),
-                    ..
-                } => {}
                 DeclKind::Instance { .. } => {
                     return unsupported(p.decl(l).span, "this instance inside a parser");
                 }
@@ -147,20 +128,18 @@ impl Ctx<'_> {
             let DeclKind::State { stmts, transition } = &decl.kind else {
                 continue;
             };
-            let name = format!("{}{}", names.prefix, decl.name);
-            self.state(name, stmts, Tail::Ir(transition), names, out)?;
+            self.state(decl.name.clone(), stmts, Tail::Ir(transition), out)?;
         }
         Ok(())
     }
 
-    /// One state; a sub-parser call splits it: the statements before the call, the
-    /// sub-parser's states, then a continuation state with the rest.
+    /// One state; an `if` splits it: the statements before it, a state per branch, then a
+    /// continuation state with the rest.
     fn state(
         &mut self,
         name: String,
         stmts: &[Stmt],
         tail: Tail,
-        names: &Names,
         out: &mut Vec<j::ParseState>,
     ) -> R<()> {
         // Flatten blocks first: they only scope names.
@@ -169,13 +148,13 @@ impl Ctx<'_> {
         let stmts = &flat[..];
         let call = stmts
             .iter()
-            .position(|s| sub_parser_call(s).is_some() || matches!(s.kind, StmtKind::If(..)));
+            .position(|s| matches!(s.kind, StmtKind::If(..)) || applies_parser(s));
         let before = &stmts[..call.unwrap_or(stmts.len())];
         let mut b = Body::new(true);
         self.stmts(&mut b, before)?;
         let Some(k) = call else {
             let (transition_key, transitions) = match tail {
-                Tail::Ir(t) => self.transitions(&mut b, t, &name, names, out)?,
+                Tail::Ir(t) => self.transitions(&mut b, t, &name, out)?,
                 Tail::Goto(n) => (
                     vec![],
                     vec![j::Transition {
@@ -230,79 +209,23 @@ impl Ctx<'_> {
                 tn,
                 std::slice::from_ref(then),
                 Tail::Goto(cont.clone()),
-                names,
                 out,
             )?;
             let els: Vec<Stmt> = els.iter().map(|e| (**e).clone()).collect();
-            self.state(en, &els, Tail::Goto(cont.clone()), names, out)?;
-            return self.state(cont, &stmts[k + 1..], tail, names, out);
+            self.state(en, &els, Tail::Goto(cont.clone()), out)?;
+            return self.state(cont, &stmts[k + 1..], tail, out);
         }
-        let Some((inst, c)) = sub_parser_call(&stmts[k]) else {
-            unreachable!("position found a call or an if")
-        };
-        let p = self.p;
-        let sub = match &p.decl(inst).kind {
-            DeclKind::Instance {
-                ty: p4_sema::ir::Type::Parser(t, _),
-                ..
-            } => match &p.ty(*t).kind {
-                p4_sema::ir::TypeDeclKind::Block {
-                    implementation: Some(d),
-                    ..
-                } => *d,
-                _ => return unsupported(stmts[k].span, "this parser type"),
-            },
-            _ => return unsupported(stmts[k].span, "apply() of this parser"),
-        };
-        let DeclKind::Parser { params, .. } = &p.decl(sub).kind else {
-            return unsupported(stmts[k].span, "not a parser");
-        };
-        for (d, bind) in self.ctor_binds(inst, sub)? {
-            self.frame.env.insert(d, bind);
-        }
-        // Arguments: `in` ones copied, the others passed by reference (p4c's inliner removes
-        // the copies of those it can prove unaliased).
-        for (prm, a) in params.iter().zip(&c.args) {
-            let Some(a) = a else {
-                return unsupported(stmts[k].span, "an omitted argument");
-            };
-            let bind = if let p4_sema::ir::Type::Extern(..) = prm.ty {
-                Bind::Packet
-            } else if prm.dir == Some(p4_syntax::ast::Direction::In) || prm.dir.is_none() {
-                let tmp = self.fresh_place(&prm.name, &prm.ty, a.span)?;
-                self.assign_expr(&mut b, &tmp, a)?;
-                Bind::Place(tmp)
-            } else {
-                Bind::Place(self.place(&mut b, a)?)
-            };
-            self.frame.env.insert(prm.decl, bind);
-        }
-        let inst_name = p.decl(inst).name.clone();
-        let sub_prefix = self.fresh(&format!("{}{inst_name}", names.prefix));
-        let cont = self.fresh(&format!("{name}_cont"));
-        out.push(j::ParseState {
-            name,
-            id: 0,
-            parser_ops: parser_ops(b),
-            transition_key: vec![],
-            transitions: vec![j::Transition {
-                kind: j::TransitionKind::Default,
-                next_state: Some(format!("{sub_prefix}.start")),
-            }],
-        });
-        let sub_names = Names {
-            prefix: format!("{sub_prefix}."),
-            accept: Some(cont.clone()),
-        };
-        self.parser_states(sub, &sub_names, out)?;
-        self.state(cont, &stmts[k + 1..], tail, names, out)
+        // `p4-midend`'s `subparser-inline` inlines the calls it finds outside `if`s.
+        unsupported(
+            stmts[k].span,
+            "apply() of a parser inside an `if` of a state",
+        )
     }
 
-    fn state_name(&self, s: &StateRef, names: &Names) -> Option<String> {
+    fn state_name(&self, s: &StateRef) -> Option<String> {
         match s {
-            StateRef::Accept => names.accept.clone(),
-            StateRef::Reject => None,
-            StateRef::State(d) => Some(format!("{}{}", names.prefix, self.p.decl(*d).name)),
+            StateRef::Accept | StateRef::Reject => None,
+            StateRef::State(d) => Some(self.p.decl(*d).name.clone()),
         }
     }
 
@@ -314,7 +237,6 @@ impl Ctx<'_> {
         b: &mut Body,
         t: &Transition,
         state: &str,
-        names: &Names,
         out: &mut Vec<j::ParseState>,
     ) -> R<(Vec<Tv>, Vec<j::Transition>)> {
         match t {
@@ -322,7 +244,7 @@ impl Ctx<'_> {
                 vec![],
                 vec![j::Transition {
                     kind: j::TransitionKind::Default,
-                    next_state: self.state_name(s, names),
+                    next_state: self.state_name(s),
                 }],
             )),
             Transition::Select { exprs, cases, span } => {
@@ -356,7 +278,7 @@ impl Ctx<'_> {
                     state,
                     span: *span,
                 };
-                let trans = self.select_cases(&sel, cases, names, out)?;
+                let trans = self.select_cases(&sel, cases, out)?;
                 Ok((key, trans))
             }
         }
@@ -372,12 +294,11 @@ impl Ctx<'_> {
         &mut self,
         sel: &Select,
         cases: &[SelectCase],
-        names: &Names,
         out: &mut Vec<j::ParseState>,
     ) -> R<Vec<j::Transition>> {
         let mut trans = Vec::new();
         for (i, c) in cases.iter().enumerate() {
-            let next_state = self.state_name(&c.state, names);
+            let next_state = self.state_name(&c.state);
             if let Some(n) = self.value_set_name(&c.keyset) {
                 trans.push(j::Transition {
                     kind: j::TransitionKind::ParseVset {
@@ -416,7 +337,7 @@ impl Ctx<'_> {
             if !sets.is_empty() {
                 let rest = &cases[i + 1..];
                 let miss = self.fresh(&format!("{}_vset_miss", sel.state));
-                let mut later = self.select_cases(sel, rest, names, out)?;
+                let mut later = self.select_cases(sel, rest, out)?;
                 out.push(j::ParseState {
                     name: miss.clone(),
                     id: 0,

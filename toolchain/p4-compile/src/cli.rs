@@ -23,6 +23,25 @@ pub struct Options {
     pub input: PathBuf,
 }
 
+/// A command line that cannot be run; main prints it as `error: ...` above the usage line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CliError {
+    #[error("{0} needs a value")]
+    MissingValue(String),
+    #[error("unsupported target '{0}' (only bmv2)")]
+    Target(String),
+    #[error("unsupported architecture '{0}' (only v1model)")]
+    Arch(String),
+    #[error("unsupported language '{0}' (only p4-16)")]
+    Language(String),
+    #[error("unknown option '{0}'")]
+    UnknownOption(String),
+    #[error("more than one input file ('{0}')")]
+    SecondInput(String),
+    #[error("no input file")]
+    NoInput,
+}
+
 pub enum Parsed {
     Run(Options),
     Help(String),
@@ -57,7 +76,7 @@ const IGNORED_WITH_VALUE: &[&str] = &[
 ];
 const IGNORED_FLAGS: &[&str] = &["-v", "--Wdisable", "--Werror", "--disable-annotations"];
 
-pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
+pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
     let mut o = Options {
         bm2_ss: prog_name(args) == "p4c-bm2-ss",
         ..Options::default()
@@ -72,14 +91,14 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
             Some((k, v)) if a.starts_with("--") => (k.to_string(), Some(v.to_string())),
             _ => (a.clone(), None),
         };
-        let mut value = |what: &str| -> Result<String, String> {
+        let mut value = |what: &str| -> Result<String, CliError> {
             if let Some(v) = inline.clone() {
                 return Ok(v);
             }
             let v = args
                 .get(i)
                 .cloned()
-                .ok_or_else(|| format!("{what} needs a value"))?;
+                .ok_or_else(|| CliError::MissingValue(what.to_string()))?;
             i += 1;
             Ok(v)
         };
@@ -88,19 +107,19 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
             "--target" | "-b" => {
                 let t = value("--target")?;
                 if t != "bmv2" && t != "bmv2-ss" {
-                    return Err(format!("unsupported target '{t}' (only bmv2)"));
+                    return Err(CliError::Target(t));
                 }
             }
             "--arch" | "-a" => {
                 let t = value("--arch")?;
                 if t != "v1model" {
-                    return Err(format!("unsupported architecture '{t}' (only v1model)"));
+                    return Err(CliError::Arch(t));
                 }
             }
             "--std" | "-x" => {
                 let s = value("--std")?;
                 if s != "p4-16" && s != "p4_16" {
-                    return Err(format!("unsupported language '{s}' (only p4-16)"));
+                    return Err(CliError::Language(s));
                 }
             }
             "-o" => o.output = Some(PathBuf::from(value("-o")?)),
@@ -129,16 +148,18 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, String> {
             k if k.starts_with("-D") && k.len() > 2 => o.macros.push(a.clone()),
             k if k.starts_with("-U") && k.len() > 2 => o.macros.push(a.clone()),
             k if k.starts_with("-o") && k.len() > 2 => o.output = Some(PathBuf::from(&a[2..])),
-            k if k.starts_with('-') && k.len() > 1 => return Err(format!("unknown option '{a}'")),
+            k if k.starts_with('-') && k.len() > 1 => {
+                return Err(CliError::UnknownOption(a.clone()))
+            }
             _ => {
                 if input.is_some() {
-                    return Err(format!("more than one input file ('{a}')"));
+                    return Err(CliError::SecondInput(a.clone()));
                 }
                 input = Some(PathBuf::from(a));
             }
         }
     }
-    o.input = input.ok_or("no input file")?;
+    o.input = input.ok_or(CliError::NoInput)?;
     Ok(Parsed::Run(o))
 }
 
@@ -148,7 +169,7 @@ mod tests {
 
     fn run(args: &[&str]) -> Result<Options, String> {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        match parse_args(&v)? {
+        match parse_args(&v).map_err(|e| e.to_string())? {
             Parsed::Run(o) => Ok(o),
             Parsed::Help(_) | Parsed::ListPasses => Err("help".into()),
         }

@@ -144,6 +144,10 @@ fn short_circuit_program() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/stf/parser_short_circuit.p4")
 }
 
+fn ctor_args_program() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/stf/ctor_args.p4")
+}
+
 fn control_short_circuit_program() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/stf/short_circuit.p4")
 }
@@ -166,12 +170,14 @@ fn list_passes_names_the_pipeline_in_order() {
             "parse",
             "check",
             "control-locals",
+            "subparser-inline",
             "side-effects",
             "parser-side-effects",
             "parser-inline",
             "parser-fold",
             "inline",
             "table-actions",
+            "control-inline",
             "bmv2"
         ]
     );
@@ -187,6 +193,7 @@ fn dump_after_each_pass_is_p4_that_checks_again() {
     let mut programs = good_programs();
     programs.push(short_circuit_program());
     programs.push(control_short_circuit_program());
+    programs.push(ctor_args_program());
     let mut failures = Vec::new();
     for pass in pass_names() {
         for f in &programs {
@@ -284,4 +291,30 @@ fn parser_passes_hoist_then_inline_the_calls() {
         text.contains("if (!(tmp_0)) {\n            tmp_0 = count(n2, hdr.h.b);"),
         "{text}"
     );
+}
+
+/// `control-inline` leaves no apply of a control: each apply site has its own copies of the
+/// callee's table and action under the hierarchical control-plane name, the constructor
+/// argument in place of its parameter, and the argument copied in and out.
+#[test]
+fn control_inline_copies_the_callee_per_apply() {
+    let f = ctor_args_program();
+    let out = p4_compile(
+        f.parent().unwrap(),
+        &["--dump-after", "control-inline", f.to_str().unwrap()],
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let start = text.find("control I(").expect("control I");
+    let ingress = text[start..].split("\ncontrol ").next().unwrap();
+    assert!(!ingress.contains(".apply(hdr"), "{ingress}");
+    assert!(!ingress.contains("Add("), "{ingress}");
+    for name in ["add1.t", "add1.add", "add16.t", "add16.add"] {
+        assert!(
+            ingress.contains(&format!("@name(\"{name}\")")),
+            "{name}: {ingress}"
+        );
+    }
+    assert!(ingress.contains("+ 8w16"), "{ingress}");
+    assert!(ingress.contains("hdr.h.b = "), "copy-out: {ingress}");
 }

@@ -2,7 +2,7 @@
 //! assignments and blocks.
 
 use p4_sema::ir::{Block, Decl, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type};
-use p4_syntax::ast::UnOp;
+use p4_syntax::ast::{self, UnOp};
 use p4_syntax::Span;
 use std::collections::HashSet;
 
@@ -97,4 +97,19 @@ pub(crate) fn block(stmts: Vec<Stmt>, span: Span) -> Stmt {
         }),
         span,
     )
+}
+
+/// `@name("name")`: the control-plane name a copy keeps (a leading `.` makes it absolute).
+pub(crate) fn name_annotation(name: &str, span: Span) -> ast::Annotation {
+    ast::Annotation {
+        name: ast::Ident {
+            name: "name".into(),
+            span,
+        },
+        body: ast::AnnotationBody::Exprs(vec![ast::Expr {
+            kind: ast::ExprKind::Str(name.into()),
+            span,
+        }]),
+        span,
+    }
 }

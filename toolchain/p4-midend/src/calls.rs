@@ -17,8 +17,8 @@ use crate::build::{assign, block, not, stmt, var_ref};
 use crate::hoist::{Hoister, Mode};
 use crate::visit::{locals_mut, stmt_exprs_mut, stmts_mut, stmts_owned};
 use p4_sema::ir::{
-    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type,
-    Value,
+    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind,
+    SwitchLabel, Type, Value,
 };
 use p4_syntax::ast::Direction;
 use p4_syntax::Span;
@@ -112,7 +112,7 @@ fn branch(p: &mut Program, h: &mut Hoister, s: Stmt, depth: usize) -> Stmt {
 
 /// The run-time indices of the l-value `e` saved into temporaries declared in `out`, so that
 /// `e` denotes the same place after a call that changes what they read.
-fn pin_indices(p: &mut Program, h: &mut Hoister, e: &mut Expr, out: &mut Vec<Stmt>) {
+pub(crate) fn pin_indices(p: &mut Program, h: &mut Hoister, e: &mut Expr, out: &mut Vec<Stmt>) {
     match &mut e.kind {
         ExprKind::Field(b, _) | ExprKind::Slice(b, _, _) | ExprKind::StackProp(b, _) => {
             pin_indices(p, h, b, out)
@@ -318,7 +318,7 @@ fn callee(c: &Call) -> Option<DeclId> {
 /// Every `exit` in `s` preceded by `copy_out`: leaving the pipeline still copies the callee's
 /// `out`/`inout` arguments back, as the specification says. An `exit` of a callee inlined
 /// inside this one already has that callee's copy-outs before it, so the innermost run first.
-fn copy_out_before_exit(s: Stmt, copy_out: &[Stmt]) -> Stmt {
+pub(crate) fn copy_out_before_exit(s: Stmt, copy_out: &[Stmt]) -> Stmt {
     stmts_owned(s, &mut |s| match s.kind {
         StmtKind::Exit => {
             let mut v = copy_out.to_vec();
@@ -379,8 +379,9 @@ fn written(stmts: &mut [Stmt]) -> HashSet<DeclId> {
 }
 
 /// The body's own declarations copied under fresh names (each inlined copy has its own), and
-/// every reference to a parameter or local renamed through `map`.
-fn rename_locals(
+/// every reference to a parameter or local renamed through `map` (or replaced by its
+/// expression in `consts`); see [`subst_expr`].
+pub(crate) fn rename_locals(
     p: &mut Program,
     h: &mut Hoister,
     mut stmts: Vec<Stmt>,
@@ -398,35 +399,68 @@ fn rename_locals(
         p.decls.push(decl);
         map.insert(d, id);
     }
-    let mut subst = |e: &mut Expr| {
-        if let ExprKind::Ref(d) = &mut e.kind {
-            if let Some(n) = map.get(d) {
-                *d = *n;
-            } else if let Some(c) = consts.get(d) {
-                *e = Expr {
-                    span: e.span,
-                    ..c.clone()
-                };
-            }
-        }
-    };
     for s in &mut stmts {
         locals_mut(s, &mut |d| {
             if let Some(n) = map.get(d) {
                 *d = *n;
             }
         });
-        stmt_exprs_mut(s, &mut subst);
+        stmt_exprs_mut(s, &mut |e| subst_expr(e, map, consts));
+        stmts_mut(s, &mut |s| {
+            if let StmtKind::Switch(_, cases) = &mut s.kind {
+                for c in cases {
+                    if let SwitchLabel::Action(a) = &mut c.label {
+                        *a = map.get(a).copied().unwrap_or(*a);
+                    }
+                }
+            }
+        });
     }
     for &id in map.values() {
         if let DeclKind::Var {
             init: Some(init), ..
         } = &mut p.decls[id.0 as usize].kind
         {
-            crate::visit::expr_mut(init, &mut subst);
+            crate::visit::expr_mut(init, &mut |e| subst_expr(e, map, consts));
         }
     }
     stmts
+}
+
+/// `e` with every declaration in `map` (variables, parameters, and for an inlined control its
+/// tables and actions, in references, table applies, action calls and types) renamed, and every
+/// reference to one in `consts` replaced by that expression.
+pub(crate) fn subst_expr(
+    e: &mut Expr,
+    map: &HashMap<DeclId, DeclId>,
+    consts: &HashMap<DeclId, Expr>,
+) {
+    let id = |d: &mut DeclId| *d = map.get(d).copied().unwrap_or(*d);
+    crate::visit::expr_mut(e, &mut |e| {
+        match &mut e.ty {
+            Type::Table(d) | Type::TableApply(d) | Type::ActionEnum(d) => id(d),
+            _ => {}
+        }
+        match &mut e.kind {
+            ExprKind::Ref(d) => {
+                if let Some(n) = map.get(d) {
+                    *d = *n;
+                } else if let Some(c) = consts.get(d) {
+                    *e = Expr {
+                        span: e.span,
+                        ..c.clone()
+                    };
+                }
+            }
+            ExprKind::TableApply(d, _) => id(d),
+            ExprKind::Call(c) => {
+                if let CallTarget::Action(d) = &mut c.target {
+                    id(d)
+                }
+            }
+            _ => {}
+        }
+    });
 }
 
 fn has_return(s: &Stmt) -> bool {

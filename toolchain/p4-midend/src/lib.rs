@@ -7,6 +7,7 @@
 
 mod build;
 mod calls;
+pub mod control_inline;
 pub mod control_locals;
 mod hoist;
 pub mod inline;
@@ -14,6 +15,7 @@ pub mod parser_fold;
 pub mod parser_inline;
 pub mod parser_side_effects;
 pub mod side_effects;
+pub mod subparser_inline;
 pub mod table_actions;
 mod visit;
 
@@ -29,16 +31,22 @@ pub struct Pass {
     pub run: fn(&mut Program),
 }
 
-/// The midend's passes in the order they run. `side-effects` runs before the parser passes so
-/// that the function bodies `parser-inline` copies have their own side effects ordered already.
+/// The midend's passes in the order they run. `subparser-inline` runs first so that the
+/// parser passes see the copies of sub-parsers' states with their constructor arguments in
+/// place. `side-effects` runs before the parser passes so that the function bodies
+/// `parser-inline` copies have their own side effects ordered already. `control-inline` runs
+/// last: an `exit` in a sub-control's body or actions then already has the copy-outs of the
+/// actions it leaves before it, and the control's copy-outs go after those.
 pub const PASSES: &[Pass] = &[
     control_locals::PASS,
+    subparser_inline::PASS,
     side_effects::PASS,
     parser_side_effects::PASS,
     parser_inline::PASS,
     parser_fold::PASS,
     inline::PASS,
     table_actions::PASS,
+    control_inline::PASS,
 ];
 
 /// Runs every pass of [`PASSES`] in order.

@@ -7,6 +7,7 @@
 //! action of the list. A `return` left in any action becomes a flag (see `calls`), so the
 //! lowering needs no jumps for it.
 
+use crate::build::name_annotation;
 use crate::calls::{inline_action_args, lower_returns};
 use crate::hoist::{Hoister, Mode};
 use crate::visit::stmts_mut;
@@ -14,7 +15,7 @@ use crate::Pass;
 use p4_sema::ir::{
     ActionRef, Block, Decl, DeclId, DeclKind, Expr, Program, StmtKind, SwitchLabel, Type,
 };
-use p4_syntax::ast::{self, find_annotation};
+use p4_syntax::ast::find_annotation;
 use std::collections::HashMap;
 
 pub const PASS: Pass = Pass {
@@ -155,18 +156,4 @@ fn specialize(p: &mut Program, h: &mut Hoister, ctl: DeclId, ar: &ActionRef) -> 
         },
     });
     Some(id)
-}
-
-fn name_annotation(name: &str, span: p4_syntax::Span) -> ast::Annotation {
-    ast::Annotation {
-        name: ast::Ident {
-            name: "name".into(),
-            span,
-        },
-        body: ast::AnnotationBody::Exprs(vec![ast::Expr {
-            kind: ast::ExprKind::Str(name.into()),
-            span,
-        }]),
-        span,
-    }
 }

@@ -649,6 +649,42 @@ impl Expr {
     }
 }
 
+impl KeyElement {
+    /// The key's control-plane name: its `@name`, else the expression as p4c prints it.
+    pub fn control_plane_name(&self, p: &Program) -> String {
+        if let Some(n) =
+            p4_syntax::ast::find_annotation(&self.annotations, "name").and_then(|a| a.string_arg())
+        {
+            return n.to_string();
+        }
+        key_text(p, &self.expr)
+    }
+}
+
+fn key_text(p: &Program, e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Ref(d) => p.decl(*d).name.clone(),
+        ExprKind::Field(b, i) => {
+            let f = p
+                .fields(&b.ty)
+                .and_then(|fs| fs.get(*i))
+                .map(|f| f.name.clone())
+                .unwrap_or_default();
+            format!("{}.{f}", key_text(p, b))
+        }
+        ExprKind::Index(b, i) => format!("{}[{}]", key_text(p, b), key_text(p, i)),
+        ExprKind::Slice(b, h, l) => format!("{}[{h}:{l}]", key_text(p, b)),
+        ExprKind::Const(Value::Int(v)) => v.to_string(),
+        ExprKind::Cast(x) => key_text(p, x),
+        ExprKind::Call(c) => match &c.target {
+            // p4c names a validity key after the `$valid$` field bmv2 matches on.
+            CallTarget::Builtin(r, Builtin::IsValid) => format!("{}.$valid$", key_text(p, r)),
+            _ => "expr".into(),
+        },
+        _ => "expr".into(),
+    }
+}
+
 impl Program {
     /// Calls `f` on every expression of the program, outer expressions before their operands.
     /// Local variables are visited through their declarations, not their statements.
