@@ -7,7 +7,7 @@ use crate::fabric::Fabric;
 use crate::net::Sim;
 use crate::results::{table, Measurement};
 use crate::tally::{tally, Tally};
-use crate::traffic::{NicParams, PingPong, Sender, START_JITTER_NS};
+use crate::traffic::{NicParams, PingPong, Sender, START_JITTER_NS, TX_DEPTH};
 use roce_host::perftest::{BwReport, LatReport};
 use serde::Deserialize;
 
@@ -31,8 +31,6 @@ pub struct IncastCase {
     pub pfc: bool,
 }
 
-/// perftest's default tx-depth (WRITEs in flight per QP), as the lab's write_bw runs.
-pub const TX_DEPTH: u32 = 128;
 /// The prio-2to1 section (seed 001): write_lat alone and beside write_bw, per case.
 #[derive(Debug, Deserialize)]
 pub struct Prio {

@@ -13,11 +13,10 @@
 //!   goodput, against the CNPs it took per second.
 
 use crate::error::ExperimentError;
-use crate::experiment::TX_DEPTH;
 use crate::leafspine::{self, Leafspine, Row};
 use crate::net::{Progress, Sim, Stop};
 use crate::results::{table, Measurement};
-use crate::traffic::{NicParams, Sender, START_JITTER_NS};
+use crate::traffic::{NicParams, Sender, START_JITTER_NS, TX_DEPTH};
 use lossless_wire::rocev2::{build_frame, opcode, Bth, Ext};
 use roce_host::perftest::LatReport;
 use serde::Deserialize;

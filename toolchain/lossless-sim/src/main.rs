@@ -9,8 +9,8 @@ use lossless_sim::experiment::{
 };
 use lossless_sim::net::{Progress, Stop};
 use lossless_sim::program::{self, Lab, ProgramError};
-use lossless_sim::results::{table, CaseInfo, Measurement, Results, SimInfo, StatsSample};
-use lossless_sim::timeline::Timeline;
+use lossless_sim::results::{table, CaseInfo, Measurement, Results, SimInfo};
+use lossless_sim::timeline::{StatsSample, Timeline};
 use lossless_sim::traffic::NicParams;
 use lossless_sim::{
     assemble, fieldtest, leafspine, pcap, plots, probe, BuildError, DEFAULT_PIPELINE_NS,

@@ -5,6 +5,7 @@
 
 use crate::fabric::{Fabric, SwitchSpec};
 use crate::net::{Sim, SimPort};
+use crate::results::Reprogrammed;
 use p4_switch::core::{Core, CpuSink};
 use p4_switch::grpc::GrpcServer;
 use p4_switch::pktgen::parse_port_config;
@@ -488,19 +489,6 @@ fn engine_config() -> SwitchConfig {
         priority_queues: PRIORITY_QUEUES,
         ..SwitchConfig::default()
     }
-}
-
-/// How one switch was reprogrammed for a case, from what `lossless-ctl load --reconcile
-/// --read-back` printed. The whole output, which has wall-clock timings, goes to `log` in the
-/// case's directory, so that results.json stays a function of the inputs.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Reprogrammed {
-    pub switch: String,
-    /// The switch already ran this pipeline, so reconcile wrote only the difference.
-    pub pipeline_kept: bool,
-    /// Read-back found exactly what the case's config_db.json describes.
-    pub read_back_exact: bool,
-    pub log: String,
 }
 
 /// Reprograms the running switches of `sim` for another case, as the lab's runner does between

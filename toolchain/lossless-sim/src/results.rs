@@ -2,6 +2,7 @@
 //! `sim` member for what only a simulation has. Nothing in it depends on the wall clock, so one
 //! seed gives one file, byte for byte.
 
+use crate::timeline::StatsSample;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -12,14 +13,6 @@ pub struct Measurement {
     pub values: serde_json::Value,
     pub latency_us: Vec<f64>,
     pub throughput: serde_json::Map<String, serde_json::Value>,
-}
-
-/// One reading of one switch's traffic-manager statistics; `t` in virtual seconds.
-#[derive(Debug, Serialize)]
-pub struct StatsSample {
-    pub t: f64,
-    pub switch: String,
-    pub stats: serde_json::Value,
 }
 
 #[derive(Debug, Serialize)]
@@ -44,7 +37,7 @@ pub struct CaseInfo {
     pub name: String,
     pub start_ns: u64,
     pub end_ns: u64,
-    pub reprogrammed: Vec<crate::program::Reprogrammed>,
+    pub reprogrammed: Vec<Reprogrammed>,
     /// How many of results.json's measurements, in order, are this case's.
     pub measurements: usize,
 }
@@ -98,4 +91,17 @@ pub fn table(title: &str, header: &[&str], rows: &[Vec<String>]) -> String {
             .map(|r| line(r.iter().map(String::as_str).collect())),
     );
     out.join("\n")
+}
+
+/// How one switch was reprogrammed for a case, from what `lossless-ctl load --reconcile
+/// --read-back` printed. The whole output, which has wall-clock timings, goes to `log` in the
+/// case's directory, so that results.json stays a function of the inputs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reprogrammed {
+    pub switch: String,
+    /// The switch already ran this pipeline, so reconcile wrote only the difference.
+    pub pipeline_kept: bool,
+    /// Read-back found exactly what the case's config_db.json describes.
+    pub read_back_exact: bool,
+    pub log: String,
 }

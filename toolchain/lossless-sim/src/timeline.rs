@@ -8,10 +8,17 @@
 //! for many grid points, e.g. between two cases) is recorded by its first and last grid point
 //! only, which hold the same state.
 
-use crate::results::StatsSample;
 use lossless_wire::pfc::MacControl;
 use p4_switch::core::Core;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// One reading of one switch's traffic-manager statistics; `t` in virtual seconds.
+#[derive(Debug, serde::Serialize)]
+pub struct StatsSample {
+    pub t: f64,
+    pub switch: String,
+    pub stats: serde_json::Value,
+}
 
 /// Rounds (one sample of every switch) kept at most per case: when full, the case's rounds off
 /// the doubled grid are dropped and sampling goes on at the doubled interval, so a long case

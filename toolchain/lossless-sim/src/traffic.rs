@@ -15,6 +15,9 @@ use roce_host::{
 /// never start in the same nanosecond, and in lockstep they would share every queue alike.
 pub const START_JITTER_NS: u64 = 1_000;
 
+/// perftest's default tx-depth (WRITEs in flight per QP), as the lab's write_bw runs.
+pub const TX_DEPTH: u32 = 128;
+
 /// The NIC's parameters beside the link rate.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct NicParams {
