@@ -95,7 +95,10 @@ deps: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 build: $(STAMPS)/rust
 	$(CARGO) build --$(PROFILE) --workspace
 	@mkdir -p $(BIN)
-	@find $(TARGET) -maxdepth 1 -type f -executable -exec install -p -m 755 {} $(BIN)/ \;
+	@find $(TARGET) -maxdepth 1 -type f -executable ! -name '*.so' -exec install -p -m 755 {} $(BIN)/ \;
+	@# The controller's FPM decoder (toolchain/fpm-netlink), a Python extension module, where
+	@# the editable install imports it from.
+	@install -p -m 755 $(TARGET)/lib_fpm_netlink.so control/lossless_ctl/_fpm_netlink.abi3.so
 	@# p4c's bmv2 backend name (the compiler takes that tool's command line from argv[0]) and
 	@# our core.p4/v1model.p4 where the installed compiler looks for them.
 	@ln -sf p4-compile $(BIN)/p4c-bm2-ss
