@@ -48,6 +48,7 @@ class Bulk:
     flush_s: float = 1.0
 
 
+QUIET_S = 0.01  # no input for this long after a flush ends a burst (its state is logged)
 SEED002 = Bulk(64, 1.0)  # orchagent's bulk of 64 and its one-second flush timer (seed 002)
 
 
@@ -191,10 +192,16 @@ class RouteOrch:
 
     def _tick(self) -> None:
         """Flush at each tick of the `bulk.flush_s` timer, and in between whenever `submit`
-        finds `bulk.size` routes pending; the timer's flushes are logged."""
+        finds `bulk.size` routes pending. The state is logged at the timer's ticks and at the
+        end of a burst (nothing pending and no input for QUIET_S): the moment a burst's
+        last route is on the switch, which the route benchmark waits for."""
         tick = time.monotonic() + self.bulk.flush_s
+        burst = FlushStats()  # written since the last report
         while not self._stop.is_set():
-            self._wake.wait(max(0.0, tick - time.monotonic()))
+            timeout = tick - time.monotonic()
+            if burst.routes:
+                timeout = min(timeout, QUIET_S)
+            woken = self._wake.wait(max(0.0, timeout))
             self._wake.clear()
             if self._stop.is_set():
                 return
@@ -209,10 +216,14 @@ class RouteOrch:
                     self.counters["internal errors"] += 1
                 self.log(f"routeorch: flush failed: {err!r}")
                 continue
-            if stats.routes and timer:
+            burst.routes += stats.routes
+            burst.seconds += stats.seconds
+            if burst.routes and (timer or not (woken or stats.routes)):
                 self.log(
-                    f"{self.summary()}; {stats.routes} in the last flush, {stats.seconds:.3f} s"
+                    f"{self.summary()}; {burst.routes} written since the last report, "
+                    f"{burst.seconds:.3f} s flushing"
                 )
+                burst = FlushStats()
 
     # --- input -------------------------------------------------------------------------------
 

@@ -8,12 +8,20 @@ from lossless_kit.bench_routes import main as bench_routes
 
 
 def test_bench_routes_writes_its_json(tmp_path):
-    out = tmp_path / "routes-fpm.json"
-    assert bench_routes(["--points", "ipv6_1k", "--route-bulk", "64/0.1", "-o", str(out)]) == 0
+    out, streams = tmp_path / "routes-fpm.json", tmp_path / "streams"
+    args = ["--points", "ipv6_1k,ipv4_1k+ipv6_1k", "--route-bulk", "64/0.1"]
+    assert bench_routes([*args, "--streams", str(streams), "-o", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["route_bulk"] == "64/0.1"
-    (point,) = report["results"]
-    assert (point["point"], point["routes"]) == ("ipv6_1k", 1000)
-    assert point["seconds"] > 0 and point["frr_seconds"] > 0
-    # One IPv6 route message with two next hops is at least 100 bytes of netlink.
-    assert point["fpm_bytes"] >= 1000 * 100
+    v6, both = report["results"]
+    assert (v6["point"], v6["routes"]) == ("ipv6_1k", 1000)
+    assert v6["seconds"] > 0 and v6["frr_seconds"] > 0
+    assert v6["controller_cpu_s"] > 0 and v6["switch_cpu_s"] > 0
+    # One IPv6 route message with two next hops is at least 100 bytes of netlink; zebra sends
+    # each route at least once.
+    assert v6["fpm_bytes"] >= 1000 * 100 and v6["fpm_messages"] >= 1000
+    # A combined point replays both streams, the IPv6 one as recorded for the first point.
+    assert (both["routes"], both["frr_seconds_parts"]["ipv6_1k"]) == (2000, v6["frr_seconds"])
+    assert sorted(p.name for p in streams.iterdir()) == [
+        "ipv4_1k.fpm", "ipv4_1k.json", "ipv6_1k.fpm", "ipv6_1k.json"
+    ]  # fmt: skip
