@@ -800,6 +800,7 @@ class RouteEntries:
         self.pb = self.b.pb
         self._templates: dict[tuple, bytes] = {}
         self._dst: dict[int, int] = {}  # route key width: the dst match field's id
+        self._frames: dict[tuple[int, int, int], tuple[bytes, bytes]] = {}
         # Field numbers of the route entries' path, from the schema rather than typed in.
         number = {
             (m.DESCRIPTOR.name, f.name): f.number
@@ -867,12 +868,24 @@ class RouteEntries:
 
     def _lpm_match(self, width: int, key: bytes) -> bytes:
         """Update.entity.table_entry.match[dst], LPM, for route `key` (a zero-length prefix is
-        a wildcard: no match field)."""
+        a wildcard: no match field). Around the address, the bytes depend only on its length
+        and the prefix length: made once per such pair (`_lpm_frame`)."""
         plen = key[-1]
         if plen == 0:
             return b""
         value = key[:-1].lstrip(b"\0") or b"\0"  # P4Runtime's canonical binary string
-        lpm = length_delimited(self._f_value, value) + self._f_prefix_len + varint(plen)
+        frame = self._frames.get((width, len(value), plen))
+        if frame is None:
+            frame = self._frames[(width, len(value), plen)] = self._lpm_frame(width, value, plen)
+        return frame[0] + value + frame[1]
+
+    def _lpm_frame(self, width: int, value: bytes, plen: int) -> tuple[bytes, bytes]:
+        """(what precedes the address, what follows it) in _lpm_match's encoding."""
+        tail = self._f_prefix_len + varint(plen)
+        lpm = length_delimited(self._f_value, value) + tail
         match = self._f_field_id + varint(self._dst[width]) + length_delimited(self._f_lpm, lpm)
         entry = length_delimited(self._f_match, match)
-        return length_delimited(self._f_entity, length_delimited(self._f_table_entry, entry))
+        whole = length_delimited(self._f_entity, length_delimited(self._f_table_entry, entry))
+        # The LPM message ends the encoding: the address is just before its prefix length.
+        at = len(whole) - len(tail) - len(value)
+        return whole[:at], tail

@@ -548,3 +548,47 @@ def test_a_reconnected_zebra_keeps_its_routes_until_it_has_resent_them(controlle
         second.sendall(_fpm(_route_msg(24, str(a.network_address), 24, "10.1.0.2")))
         _wait_for(state, _expect({a: both[a]}), "the route zebra did not resend removed")
     assert "1 routes zebra did not send again after it reconnected (1 s quiet)" in log.read_text()
+
+
+def test_pre_encoded_route_updates_parse_to_the_entries_the_p4info_defines(compiled_pipeline):
+    """RouteEntries.route() assembles its bytes by hand around a protobuf-made template; the
+    protobuf library parsing them back is the reference: table and match field ids from the
+    P4Info, the address as P4Runtime's canonical binary string (no leading zero bytes), the
+    prefix length (two varint bytes at 128), the action and its parameter, metadata, type."""
+    from lossless_ctl.config_db import route_key
+    from lossless_ctl.loader import read_pipeline
+    from lossless_ctl.p4map import RouteEntries
+
+    index = P4InfoIndex(read_pipeline(compiled_pipeline).p4info)
+    entries = RouteEntries(index)
+    pb = entries.pb
+    cases = [
+        ("40.1.2.0/24", ("group", 7), "fpm:bgp", pb.Update.INSERT, b"\x28\x01\x02\x00"),
+        ("0.0.1.0/24", ("nexthop", 300), "fpm:static", pb.Update.MODIFY, b"\x01\x00"),
+        ("10.0.0.1/32", ("drop", 0), "", pb.Update.DELETE, b"\x0a\x00\x00\x01"),
+        ("0.0.0.0/0", ("nexthop", 1), "fpm:static", pb.Update.INSERT, None),
+        ("2001:db8::1/128", ("group", 2), "fpm:sharp", pb.Update.INSERT,
+         bytes.fromhex("20010db8000000000000000000000001")),
+        ("::100:0/120", ("nexthop", 5), "fpm:bgp", pb.Update.INSERT, b"\x01\x00\x00\x00"),
+    ]  # fmt: skip
+    actions = {"group": ("set_ecmp_group_id", "ecmp_group_id"), "nexthop": ("set_nexthop_id",
+               "nexthop_id"), "drop": ("drop_route", None)}  # fmt: skip
+    for text, target, source, kind, value in cases:
+        prefix = ipaddress.ip_network(text)
+        update = pb.Update.FromString(entries.route(route_key(prefix), target, source, kind))
+        table = index.table(ING + f"ipv{prefix.version}_route")
+        entry = update.entity.table_entry
+        assert update.type == kind and entry.table_id == table.preamble.id
+        assert entry.metadata == source.encode()
+        if value is None:
+            assert list(entry.match) == []  # a zero-length prefix: no match field
+        else:
+            (match,) = entry.match
+            dst = next(m for m in table.match_fields if m.name == "dst")
+            assert (match.field_id, match.lpm.value) == (dst.id, value)
+            assert match.lpm.prefix_len == prefix.prefixlen
+        action_name, param = actions[target[0]]
+        action = index.action(ING + action_name)
+        assert entry.action.action.action_id == action.preamble.id
+        params = [(p.param_id, int.from_bytes(p.value, "big")) for p in entry.action.action.params]
+        assert params == ([(action.params[0].id, target[1])] if param else [])

@@ -7,7 +7,7 @@
 //! FPM frame (FRR's fpm/fpm.h): version (1 byte, 1), message type (1 byte, 1 = netlink),
 //! length (2 bytes, big-endian, header included), then one or more netlink messages.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 use netlink_packet_core::{NetlinkBuffer, NetlinkMessage, NetlinkPayload};
@@ -16,7 +16,7 @@ use netlink_packet_route::route::{
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 const FPM_HEADER: usize = 4;
 const FPM_VERSION: u8 = 1;
@@ -285,35 +285,18 @@ impl Decoded {
     }
 }
 
-/// Splits `buffer` (bytes received, the previous call's remainder first) into FPM frames and
-/// decodes them. Returns `(consumed, routes, counts, logs, desynchronised)`: the bytes of
-/// complete frames (the rest is an incomplete frame, to be given again with what follows);
-/// the routes as `(key, hops, protocol)` tuples (see `Route`); counters by kind ("frames",
-/// "routes", "malformed", ...); log lines for what could not be used; and, when a frame's
-/// header gives a length below its own (the stream's framing is lost: the caller drops the
-/// connection), the reason, with nothing after that frame decoded.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-fn decode<'py>(
-    py: Python<'py>,
-    buffer: &[u8],
-) -> PyResult<(
-    usize,
-    Bound<'py, PyList>,
-    BTreeMap<String, u64>,
-    Vec<String>,
-    Option<String>,
-)> {
+/// The complete FPM frames at the start of `buffer`, decoded: (bytes they take, what they
+/// say, the reason the framing was lost if it was).
+fn frames(buffer: &[u8]) -> (usize, Decoded, Option<String>) {
     let mut out = Decoded::default();
     let mut at = 0;
-    let mut desynchronised = None;
     while buffer.len() - at >= FPM_HEADER {
         let (version, kind) = (buffer[at], buffer[at + 1]);
         let length = usize::from(u16::from_be_bytes([buffer[at + 2], buffer[at + 3]]));
         if length < FPM_HEADER {
             out.count("malformed");
-            desynchronised = Some(format!("FPM frame length {length} < {FPM_HEADER}"));
-            break;
+            let reason = format!("FPM frame length {length} < {FPM_HEADER}");
+            return (at, out, Some(reason));
         }
         if buffer.len() - at < length {
             break;
@@ -322,15 +305,9 @@ fn decode<'py>(
         at += length;
         out.count("frames");
         let result = if version != FPM_VERSION {
-            Err(problem(
-                "malformed",
-                format!("FPM version {version} (expected 1)"),
-            ))
+            Err(problem("malformed", format!("FPM version {version} (expected 1)")))
         } else if kind != FPM_NETLINK {
-            Err(problem(
-                "not netlink",
-                format!("FPM message type {kind} (1 = netlink)"),
-            ))
+            Err(problem("not netlink", format!("FPM message type {kind} (1 = netlink)")))
         } else {
             out.netlink(payload)
         };
@@ -338,11 +315,38 @@ fn decode<'py>(
             out.report(p);
         }
     }
+    (at, out, None)
+}
+
+/// Splits `buffer` (bytes received, the previous call's remainder first) into FPM frames and
+/// decodes them. Returns `(consumed, routes, counts, logs, desynchronised)`: the bytes of
+/// complete frames (the rest is an incomplete frame, to be given again with what follows);
+/// the routes as `(key, hops, protocol)` tuples (see `Route`; routes with the same next hops
+/// share one `hops` object); counters by kind ("frames", "routes", "malformed", ...); log
+/// lines for what could not be used; and, when a frame's header gives a length below its own
+/// (the stream's framing is lost: the caller drops the connection), the reason, with nothing
+/// after that frame decoded. The decoding runs without the GIL: the controller's other
+/// threads (the route flushes) go on meanwhile.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn decode<'py>(
+    py: Python<'py>,
+    buffer: &[u8],
+) -> PyResult<(usize, Bound<'py, PyList>, BTreeMap<String, u64>, Vec<String>, Option<String>)> {
+    let (at, out, desynchronised) = py.detach(|| frames(buffer));
     let routes = PyList::empty(py);
+    let mut hops: HashMap<&[u8], Bound<'py, PyBytes>> = HashMap::new();
+    let mut protocols: HashMap<&str, Bound<'py, PyString>> = HashMap::new();
     for r in &out.routes {
         let key = PyBytes::new(py, &r.key);
-        let hops = r.hops.as_ref().map(|h| PyBytes::new(py, h));
-        routes.append((key, hops, r.protocol.as_str()))?;
+        let via = r.hops.as_deref().map(|h| {
+            hops.entry(h).or_insert_with(|| PyBytes::new(py, h)).clone()
+        });
+        let protocol = protocols
+            .entry(r.protocol.as_str())
+            .or_insert_with(|| PyString::intern(py, &r.protocol))
+            .clone();
+        routes.append((key, via, protocol))?;
     }
     Ok((at, routes, out.counts, out.logs, desynchronised))
 }
