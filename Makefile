@@ -44,7 +44,8 @@ help:
 	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR and switch restart"
 	@echo "make sim        lossless-sim, nominal rates, virtual time: seed 003 quick subset; EXP=seed003 all 40 cases; TOPO=..."
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
-	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4"
+	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4,"
+	@echo "                GOAL=1 for 200k IPv4 + 65k IPv6 (streams kept in $(RESULTS)/bench/fpm-streams)"
 	@echo "make soak       60 s (switch time) of PFC storms and lossless incast through p4-switch"
 	@echo "make stf        STF tests of the pipeline's mechanisms (p4src/tests/)"
 	@echo "make p4sh-test  the PyPI p4runtime-shell drives p4-switch (tests/p4runtime-shell/)"
@@ -292,7 +293,7 @@ bench: build deps p4
 bench-routes: build deps p4
 	@mkdir -p $(BENCH_OUT)
 	$(PY) -m lossless_kit.bench_routes --pipeline $(P4_OUT) $(if $(filter 1,$(SEED002)),--seed002) \
-	    -o $(BENCH_OUT)/routes-fpm.json
+	    $(if $(filter 1,$(GOAL)),--goal) --streams $(BENCH_OUT)/fpm-streams -o $(BENCH_OUT)/routes-fpm.json
 
 # Issue 19: 60 s of switch time of lossless incast with a PFC storm every 5 s, through p4-switch's
 # core on a simulated clock (toolchain/p4-switch/README.md, "Soak"); fails on a lossless drop

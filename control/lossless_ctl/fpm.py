@@ -22,8 +22,14 @@ from typing import NamedTuple
 
 from pyroute2.netns import create_socket
 
-from lossless_ctl._fpm_netlink import decode
 from lossless_ctl.config_db import IpAddress, IpNetwork, network_of
+
+try:
+    from lossless_ctl._fpm_netlink import decode
+except ModuleNotFoundError as err:  # built by cargo, installed by `make build`
+    raise ImportError(
+        "lossless_ctl._fpm_netlink (toolchain/fpm-netlink) is not built: run `make build`"
+    ) from err
 
 DEFAULT_PORT = 2620
 RECEIVE = 1 << 20  # bytes per recv(): a call into the decoder per megabyte, not per 64 KiB

@@ -305,9 +305,15 @@ fn frames(buffer: &[u8]) -> (usize, Decoded, Option<String>) {
         at += length;
         out.count("frames");
         let result = if version != FPM_VERSION {
-            Err(problem("malformed", format!("FPM version {version} (expected 1)")))
+            Err(problem(
+                "malformed",
+                format!("FPM version {version} (expected 1)"),
+            ))
         } else if kind != FPM_NETLINK {
-            Err(problem("not netlink", format!("FPM message type {kind} (1 = netlink)")))
+            Err(problem(
+                "not netlink",
+                format!("FPM message type {kind} (1 = netlink)"),
+            ))
         } else {
             out.netlink(payload)
         };
@@ -332,16 +338,23 @@ fn frames(buffer: &[u8]) -> (usize, Decoded, Option<String>) {
 fn decode<'py>(
     py: Python<'py>,
     buffer: &[u8],
-) -> PyResult<(usize, Bound<'py, PyList>, BTreeMap<String, u64>, Vec<String>, Option<String>)> {
+) -> PyResult<(
+    usize,
+    Bound<'py, PyList>,
+    BTreeMap<String, u64>,
+    Vec<String>,
+    Option<String>,
+)> {
     let (at, out, desynchronised) = py.detach(|| frames(buffer));
     let routes = PyList::empty(py);
     let mut hops: HashMap<&[u8], Bound<'py, PyBytes>> = HashMap::new();
     let mut protocols: HashMap<&str, Bound<'py, PyString>> = HashMap::new();
     for r in &out.routes {
         let key = PyBytes::new(py, &r.key);
-        let via = r.hops.as_deref().map(|h| {
-            hops.entry(h).or_insert_with(|| PyBytes::new(py, h)).clone()
-        });
+        let via = r
+            .hops
+            .as_deref()
+            .map(|h| hops.entry(h).or_insert_with(|| PyBytes::new(py, h)).clone());
         let protocol = protocols
             .entry(r.protocol.as_str())
             .or_insert_with(|| PyString::intern(py, &r.protocol))
