@@ -462,13 +462,11 @@ class RouteOrch:
                     else:
                         ready.append(item)
             failed = self._write([item[3] for item in ready], "route")
-            inserts, full, freed = Counter(), Counter(), set()
+            full, freed = Counter(), set()
             insert, delete = self.pb.Update.INSERT, self.pb.Update.DELETE
             installed, routes, waiting = self.installed, self.ids.routes, self.waiting
             for i, (key, route, target, _update, kind) in enumerate(ready):
                 old = installed.get(key)
-                if kind == insert:
-                    inserts[len(key)] += 1
                 if failed and i in failed:
                     if failed[i] == "RESOURCE_EXHAUSTED":
                         full[len(key)] += 1
@@ -489,7 +487,8 @@ class RouteOrch:
                     routes.add(key)
             stats.routes = len(ready) - len(failed)
             for width, n in full.items():
-                self._report_full(width, n, inserts[width])
+                inserts = sum(1 for item in ready if item[4] == insert and len(item[0]) == width)
+                self._report_full(width, n, inserts)
             # Routes that found the table full get another try once routes of their family go.
             if waiting and freed:
                 with self.lock:
