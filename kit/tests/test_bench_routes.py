@@ -29,3 +29,23 @@ def test_bench_routes_writes_its_json(tmp_path):
     assert sorted(p.name for p in streams.iterdir()) == [
         "ipv4_1k.fpm", "ipv4_1k.json", "ipv6_1k.fpm", "ipv6_1k.json"
     ]  # fmt: skip
+
+
+def test_the_encoded_stream_is_one_message_per_route_with_its_final_next_hops():
+    """The stand-in for FRR at 200k routes: pyroute2's messages, read by the controller's
+    decoder, give each prefix once with all the family's gateways."""
+    import ipaddress
+
+    from lossless_ctl.fpm import FpmCounters, FpmReader, FpmRoute
+    from lossless_kit.bench_routes import encoded, prefixes
+    from lossless_kit.frr import GATEWAYS, V6_GATEWAYS
+
+    for version, gateways in ((4, GATEWAYS), (6, V6_GATEWAYS)):
+        wanted = prefixes(version, 3)
+        counters = FpmCounters()
+        routes = [FpmRoute(*r) for r in FpmReader(counters, print).feed(encoded(wanted))]
+        assert [r.prefix for r in routes] == wanted
+        hops = tuple(sorted(map(ipaddress.ip_address, gateways)))
+        assert {r.nexthops for r in routes} == {hops}
+        assert {r.protocol for r in routes} == {"static"}
+        assert counters["frames"] == counters["routes"] == 3
