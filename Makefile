@@ -47,7 +47,8 @@ help:
 	@echo "make sim        lossless-sim, nominal rates, virtual time: seed 003 quick subset; EXP=seed003 all 40 cases; TOPO=..."
 	@echo "make sweep      lossless-sim sweep SWEEP=file (default: SFC threshold x 25G/100G), J=parallel"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
-	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4"
+	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4,"
+	@echo "                GOAL=1 for 200k IPv4 + 65k IPv6 (streams kept in $(RESULTS)/bench/fpm-streams)"
 	@echo "make soak       60 s (switch time) of PFC storms and lossless incast through p4-switch"
 	@echo "make stf        STF tests of the pipeline's mechanisms (p4src/tests/)"
 	@echo "make p4sh-test  the PyPI p4runtime-shell drives p4-switch (tests/p4runtime-shell/)"
@@ -98,7 +99,10 @@ deps: $(STAMPS)/apt $(STAMPS)/rust $(STAMPS)/venv
 build: $(STAMPS)/rust
 	$(CARGO) build --$(PROFILE) --workspace
 	@mkdir -p $(BIN)
-	@find $(TARGET) -maxdepth 1 -type f -executable -exec install -p -m 755 {} $(BIN)/ \;
+	@find $(TARGET) -maxdepth 1 -type f -executable ! -name '*.so' -exec install -p -m 755 {} $(BIN)/ \;
+	@# The controller's FPM decoder (toolchain/fpm-netlink), a Python extension module, where
+	@# the editable install imports it from.
+	@install -p -m 755 $(TARGET)/lib_fpm_netlink.so control/lossless_ctl/_fpm_netlink.abi3.so
 	@# p4c's bmv2 backend name (the compiler takes that tool's command line from argv[0]) and
 	@# our core.p4/v1model.p4 where the installed compiler looks for them.
 	@ln -sf p4-compile $(BIN)/p4c-bm2-ss
@@ -301,7 +305,7 @@ bench: build deps p4
 bench-routes: build deps p4
 	@mkdir -p $(BENCH_OUT)
 	$(PY) -m lossless_kit.bench_routes --pipeline $(P4_OUT) $(if $(filter 1,$(SEED002)),--seed002) \
-	    -o $(BENCH_OUT)/routes-fpm.json
+	    $(if $(filter 1,$(GOAL)),--goal) --streams $(BENCH_OUT)/fpm-streams -o $(BENCH_OUT)/routes-fpm.json
 
 # Issue 19: 60 s of switch time of lossless incast with a PFC storm every 5 s, through p4-switch's
 # core on a simulated clock (toolchain/p4-switch/README.md, "Soak"); fails on a lossless drop

@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 from google.rpc import code_pb2, status_pb2
 
-from lossless_ctl.p4rt_proto import bindings
+from lossless_ctl.p4rt_proto import bindings, varint
 
 # Large batches and read responses exceed gRPC's 4 MiB default.
 MAX_MESSAGE = 256 * 1024 * 1024
@@ -136,6 +136,14 @@ class P4RuntimeClient:
             ],
         )
         self.stub = bindings().p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        # Write with the request already serialized (pre-encoded updates, see write()).
+        self._write_encoded = self.channel.unary_unary(
+            "/p4.v1.P4Runtime/Write",
+            request_serializer=None,
+            response_deserializer=self.pb.WriteResponse.FromString,
+        )
+        updates = self.pb.WriteRequest.DESCRIPTOR.fields_by_name["updates"].number
+        self._updates_tag = varint(updates << 3 | 2)  # wire type 2: length-delimited
         self._outgoing: queue.Queue = queue.Queue()
         self._arbitration: queue.Queue = queue.Queue()
         self._packet_ins: queue.Queue = queue.Queue()
@@ -283,19 +291,31 @@ class P4RuntimeClient:
         progress: Callable[[int], None] | None = None,
     ) -> WriteResult:
         """Write `updates` in WriteRequests of `batch_size`, keeping up to `in_flight` requests
-        outstanding. Updates within the call must not depend on each other's order."""
+        outstanding. Updates within the call must not depend on each other's order. Updates are
+        p4.v1.Update messages, or all of them already serialized (bytes): those go into the
+        request as they are."""
         if batch_size < 1 or in_flight < 1:
             raise ValueError("batch size and requests in flight must be at least 1")
+        encoded = bool(updates) and isinstance(updates[0], bytes)
+        if encoded:
+            head = self.pb.WriteRequest(
+                device_id=self.device_id, election_id=self.election_id
+            ).SerializeToString()
         result = WriteResult()
         pending: queue.Queue = queue.Queue()
         slots = threading.Semaphore(in_flight)
         batches = [(o, updates[o : o + batch_size]) for o in range(0, len(updates), batch_size)]
         for offset, batch in batches:
             slots.acquire()
-            request = self.pb.WriteRequest(
-                device_id=self.device_id, election_id=self.election_id, updates=batch
-            )
-            future = self.stub.Write.future(request, timeout=self.timeout)
+            if encoded:
+                tag = self._updates_tag  # length_delimited(), inlined: a call per update shows
+                request = head + b"".join([tag + varint(len(u)) + u for u in batch])
+                future = self._write_encoded.future(request, timeout=self.timeout)
+            else:
+                request = self.pb.WriteRequest(
+                    device_id=self.device_id, election_id=self.election_id, updates=batch
+                )
+                future = self.stub.Write.future(request, timeout=self.timeout)
 
             def done(f: Any, offset: int = offset, count: int = len(batch)) -> None:
                 pending.put((f, offset, count))

@@ -16,8 +16,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from lossless_ctl.config_db import route_key
 from lossless_ctl.p4info import P4InfoError, P4InfoIndex
-from lossless_ctl.p4rt_proto import bindings
+from lossless_ctl.p4rt_proto import bindings, length_delimited, varint
 from lossless_ctl.sai import (
     CPU_PORT,
     NULL,
@@ -81,7 +82,7 @@ class HardwareIds:
 
     rif_ids: dict[str, int] = field(default_factory=dict)
     nexthop_ids: dict[str, int] = field(default_factory=dict)
-    routes: set[Any] = field(default_factory=set)  # prefixes with a route entry
+    routes: set[bytes] = field(default_factory=set)  # route_key()s of the route entries
     group_ids: dict[str, int] = field(default_factory=dict)
     members: set[int] = field(default_factory=set)  # ECMP members written (id = next hop id)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
@@ -311,9 +312,10 @@ class _Mapper:
         ]
         if self.problems:
             raise MappingError(self.problems)
-        routes = {r.entry["destination"] for r in self.m.of_type("ROUTE_ENTRY")}
+        routes = {route_key(r.entry["destination"]) for r in self.m.of_type("ROUTE_ENTRY")}
         routes |= {
-            ipaddress.ip_network(n.entry["ip_address"]) for n in self.m.of_type("NEIGHBOR_ENTRY")
+            route_key(ipaddress.ip_network(n.entry["ip_address"]))
+            for n in self.m.of_type("NEIGHBOR_ENTRY")
         }
         ids = HardwareIds(
             dict(self.rif_ids), dict(self.nexthop_ids), routes, dict(self.group_ids), self.members
@@ -763,8 +765,8 @@ class NeighborEntries:
                 updates.append(self._entry(pb.INSERT, *nexthop, params))
                 created.insert(0, self._entry(pb.DELETE, *nexthop, params))
         host = ipaddress.ip_network(ip)
-        if host not in self.ids.routes:
-            self.ids.routes.add(host)
+        if route_key(host) not in self.ids.routes:
+            self.ids.routes.add(route_key(host))
             table = ING + ("ipv4_route" if host.version == 4 else "ipv6_route")
             route = (table, {"dst": (int(ip), host.prefixlen)}, ING + "set_nexthop_id")
             updates.append(self._entry(pb.INSERT, *route, {"nexthop_id": nid}))
@@ -778,7 +780,7 @@ class NeighborEntries:
         for update in created:
             e = update.entity.table_entry
             if self.b.idx.name_of(e.table_id).endswith("_route"):
-                self.ids.routes.discard(ipaddress.ip_network(ip))
+                self.ids.routes.discard(route_key(ipaddress.ip_network(ip)))
             elif self.b.idx.name_of(e.table_id).endswith(".nexthop"):
                 nid = self.ids.nexthop_ids.pop(f"nexthop:{ifname}|{ip}", None)
                 if nid is not None:
@@ -796,6 +798,23 @@ class RouteEntries:
     def __init__(self, p4info: P4InfoIndex):
         self.b = _Builder(p4info)
         self.pb = self.b.pb
+        self._templates: dict[tuple, bytes] = {}
+        self._dst: dict[int, int] = {}  # route key width: the dst match field's id
+        self._frames: dict[tuple[int, int, int], tuple[bytes, bytes]] = {}
+        # Field numbers of the route entries' path, from the schema rather than typed in.
+        number = {
+            (m.DESCRIPTOR.name, f.name): f.number
+            for m in (self.pb.Update, self.pb.Entity, self.pb.TableEntry, self.pb.FieldMatch)
+            for f in m.DESCRIPTOR.fields
+        }
+        lpm = self.pb.FieldMatch.LPM.DESCRIPTOR.fields_by_name
+        self._f_entity = number[("Update", "entity")]
+        self._f_table_entry = number[("Entity", "table_entry")]
+        self._f_match = number[("TableEntry", "match")]
+        self._f_field_id = varint(number[("FieldMatch", "field_id")] << 3)  # wire type 0
+        self._f_lpm = number[("FieldMatch", "lpm")]
+        self._f_value = lpm["value"].number
+        self._f_prefix_len = varint(lpm["prefix_len"].number << 3)
 
     def _typed(self, update: Any, insert: bool) -> Any:
         update.type = self.pb.Update.INSERT if insert else self.pb.Update.DELETE
@@ -820,9 +839,18 @@ class RouteEntries:
         )
         return [group, entry] if insert else [entry, group]
 
-    def route(self, prefix: Any, target: tuple[str, int], source: str, kind: int) -> Any:
-        """A route entry to ("nexthop", id), ("group", id) or ("drop", 0), as update `kind`."""
-        table = ING + ("ipv4_route" if prefix.version == 4 else "ipv6_route")
+    def route(self, key: bytes, target: tuple[str, int], source: str, kind: int) -> bytes:
+        """A route entry (config_db.route_key() `key`) to ("nexthop", id), ("group", id) or
+        ("drop", 0), as update `kind`, serialized: the route path's hot spot, so the part all
+        routes of one target share is built once with protobuf (`_route_template`) and each
+        route adds only its match, encoded by hand (`_lpm_match`)."""
+        template = self._templates.get((len(key), target, source, kind))
+        if template is None:
+            template = self._route_template(len(key), target, source, kind)
+        return template + self._lpm_match(len(key), key)
+
+    def _route_template(self, width: int, target: tuple[str, int], source: str, kind: int):
+        table = ING + ("ipv4_route" if width == 5 else "ipv6_route")
         what, n = target
         if what == "drop":
             action, params = ING + "drop_route", {}
@@ -830,8 +858,34 @@ class RouteEntries:
             action, params = ING + "set_ecmp_group_id", {"ecmp_group_id": n}
         else:
             action, params = ING + "set_nexthop_id", {"nexthop_id": n}
-        match = {"dst": (int(prefix.network_address), prefix.prefixlen)}
-        update = self.b.table_entry(table, match, action, params)
+        update = self.b.table_entry(table, {}, action, params)
         update.type = kind
         update.entity.table_entry.metadata = source.encode()
-        return update
+        template = self._templates[(width, target, source, kind)] = update.SerializeToString()
+        if width not in self._dst:
+            self._dst[width] = self.b._table(table)[1]["dst"].id
+        return template
+
+    def _lpm_match(self, width: int, key: bytes) -> bytes:
+        """Update.entity.table_entry.match[dst], LPM, for route `key` (a zero-length prefix is
+        a wildcard: no match field). Around the address, the bytes depend only on its length
+        and the prefix length: made once per such pair (`_lpm_frame`)."""
+        plen = key[-1]
+        if plen == 0:
+            return b""
+        value = key[:-1].lstrip(b"\0") or b"\0"  # P4Runtime's canonical binary string
+        frame = self._frames.get((width, len(value), plen))
+        if frame is None:
+            frame = self._frames[(width, len(value), plen)] = self._lpm_frame(width, value, plen)
+        return frame[0] + value + frame[1]
+
+    def _lpm_frame(self, width: int, value: bytes, plen: int) -> tuple[bytes, bytes]:
+        """(what precedes the address, what follows it) in _lpm_match's encoding."""
+        tail = self._f_prefix_len + varint(plen)
+        lpm = length_delimited(self._f_value, value) + tail
+        match = self._f_field_id + varint(self._dst[width]) + length_delimited(self._f_lpm, lpm)
+        entry = length_delimited(self._f_match, match)
+        whole = length_delimited(self._f_entity, length_delimited(self._f_table_entry, entry))
+        # The LPM message ends the encoding: the address is just before its prefix length.
+        at = len(whole) - len(tail) - len(value)
+        return whole[:at], tail

@@ -123,5 +123,24 @@ def bindings() -> SimpleNamespace:
     )
 
 
+def varint(n: int) -> bytes:
+    """Protobuf's base-128 varint (protobuf.dev/programming-guides/encoding)."""
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def length_delimited(field: int, payload: bytes) -> bytes:
+    """Field `field` of wire type 2 (bytes, string, embedded message) holding `payload`. With
+    it, the route path pre-encodes its updates: protobuf merges an embedded message given
+    twice, so a serialized template followed by the varying part is the whole message."""
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
 if __name__ == "__main__":
     print(generate(cache_dir()))

@@ -10,6 +10,12 @@ whose group could not be written is not written either. Routes that do not fit (
 RESOURCE_EXHAUSTED) are reported with the count that fits; nothing already there is touched.
 Updates for one prefix that arrive within one flush are folded into one (zebra's delete + add of
 a changed route becomes a MODIFY), so a route never blinks.
+
+Flushes run in a thread of their own: the FPM listener only records what zebra sent (under
+`lock`, briefly), so decoding goes on while a flush waits for the switch, and a flush takes
+everything pending by then (in WriteRequests of `Bulk.size`, several in flight). Routes are
+kept as the decoder gives them (fpm.FpmRoute's compact fields); a next-hop set is resolved
+once and its target reused; route updates are pre-encoded (p4map.RouteEntries.route).
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lossless_ctl.client import P4RuntimeClient
-from lossless_ctl.config_db import IpAddress, IpNetwork
-from lossless_ctl.fpm import FpmRoute
+from lossless_ctl.config_db import IpAddress, network_of
+from lossless_ctl.fpm import FpmRoute, nexthops_of
 from lossless_ctl.neighbor import Interface
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4map import ING, HardwareIds, RouteEntries
@@ -42,6 +48,7 @@ class Bulk:
     flush_s: float = 1.0
 
 
+QUIET_S = 0.01  # no input for this long after a flush ends a burst (its state is logged)
 SEED002 = Bulk(64, 1.0)  # orchagent's bulk of 64 and its one-second flush timer (seed 002)
 
 
@@ -57,12 +64,6 @@ def parse_bulk(text: str) -> Bulk:
     if bulk is None or bulk.size < 1 or bulk.flush_s <= 0:
         raise ValueError(f"--route-bulk {text!r}: expected SIZE/SECONDS (e.g. 64/1) or seed002")
     return bulk
-
-
-@dataclass
-class Installed:
-    route: FpmRoute
-    target: Target
 
 
 @dataclass
@@ -104,11 +105,18 @@ class RouteOrch:
             6: p4info.table(ING + "ipv6_route").size,
         }
         self.client: P4RuntimeClient | None = None
+        # `lock` guards what zebra sent (desired, pending, stale); `state_lock` the switch's
+        # side (everything else), held over a flush. Taken in that order: state, then input.
         self.lock = threading.RLock()
-        self.desired: dict[IpNetwork, FpmRoute] = {}  # every route zebra has, resolvable or not
-        self.pending: dict[IpNetwork, FpmRoute] = {}
-        self.installed: dict[IpNetwork, Installed] = {}
-        self.waiting: dict[IpNetwork, FpmRoute] = {}  # found their table full
+        self.state_lock = threading.RLock()
+        self._wake = threading.Event()  # `bulk.size` routes are pending
+        # Routes by route key (config_db.route_key), as FpmRoute tuples.
+        self.desired: dict[bytes, FpmRoute] = {}  # every route zebra has, resolvable or not
+        self.pending: dict[bytes, FpmRoute] = {}
+        self.installed: dict[bytes, tuple[FpmRoute, Target]] = {}
+        self.waiting: dict[bytes, FpmRoute] = {}  # found their table full
+        # Next-hop set (FpmRoute.hops) -> (target or None, next hops on no router interface).
+        self._targets: dict[bytes, tuple[Target | None, int]] = {}
         self.nexthops: dict[str, _Ref] = {}
         self.members: dict[int, _Ref] = {}
         self.groups: dict[frozenset, _Ref] = {}
@@ -119,7 +127,7 @@ class RouteOrch:
         self._to_resolve: list[IpAddress] = []
         # Routes of an earlier FPM connection not sent again yet (see zebra_connected).
         self.restart_s = restart_s
-        self.stale: set[IpNetwork] = set()
+        self.stale: set[bytes] = set()
         self.last_input = 0.0
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
@@ -130,7 +138,7 @@ class RouteOrch:
         """Write through `client` from now on. The switch it reaches holds none of our entries
         (a new session reconciled it to the config, or it restarted): everything zebra gave us
         is written again."""
-        with self.lock:
+        with self.state_lock, self.lock:
             for kind, refs in (("nexthop", self.nexthops), ("group", self.groups)):
                 for ref in refs.values():
                     self.ids.release(kind, ref.id)
@@ -144,6 +152,7 @@ class RouteOrch:
             self.nexthops.clear()
             self.members.clear()
             self.groups.clear()
+            self._targets.clear()
             self.pending = dict(self.desired)
             self.client = client
         self.flush()
@@ -152,9 +161,10 @@ class RouteOrch:
         """A reloaded config: its plan numbers the switch's objects afresh (`ids`), and the
         next session's reconcile removes every entry of ours, so nothing of ours is on the
         switch or numbered any more; attach() writes what zebra gave us again."""
-        with self.lock:
+        with self.state_lock:
             self.ids = ids
             self.interfaces = interfaces
+            self._targets.clear()
             self.installed.clear()
             self.waiting.clear()
             self.nexthops.clear()
@@ -165,7 +175,7 @@ class RouteOrch:
         """The session ended: gather zebra's updates until the next attach(). Call it before
         the client closes: it waits for a flush in progress (gRPC must not be called on a
         closed channel)."""
-        with self.lock:
+        with self.state_lock:
             self.client = None
 
     def start(self) -> RouteOrch:
@@ -176,22 +186,44 @@ class RouteOrch:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._timer is not None:
             self._timer.join(timeout=5)
 
     def _tick(self) -> None:
-        while not self._stop.wait(self.bulk.flush_s):
+        """Flush at each tick of the `bulk.flush_s` timer, and in between whenever `submit`
+        finds `bulk.size` routes pending. The state is logged at the timer's ticks and at the
+        end of a burst (nothing pending and no input for QUIET_S): the moment a burst's
+        last route is on the switch, which the route benchmark waits for."""
+        tick = time.monotonic() + self.bulk.flush_s
+        burst = FlushStats()  # written since the last report
+        while not self._stop.is_set():
+            timeout = tick - time.monotonic()
+            if burst.routes:
+                timeout = min(timeout, QUIET_S)
+            woken = self._wake.wait(max(0.0, timeout))
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            timer = time.monotonic() >= tick
+            if timer:
+                tick = time.monotonic() + self.bulk.flush_s
             try:
                 self._sweep()
                 stats = self.flush()
             except Exception as err:  # a fault here must not stop later flushes
-                self.counters["internal errors"] += 1
+                with self.state_lock:
+                    self.counters["internal errors"] += 1
                 self.log(f"routeorch: flush failed: {err!r}")
                 continue
-            if stats.routes:
+            burst.routes += stats.routes
+            burst.seconds += stats.seconds
+            if burst.routes and (timer or not (woken or stats.routes)):
                 self.log(
-                    f"{self.summary()}; {stats.routes} in the last flush, {stats.seconds:.3f} s"
+                    f"{self.summary()}; {burst.routes} written since the last report, "
+                    f"{burst.seconds:.3f} s flushing"
                 )
+                burst = FlushStats()
 
     # --- input -------------------------------------------------------------------------------
 
@@ -204,12 +236,12 @@ class RouteOrch:
             self.last_input = time.monotonic()
 
     def _sweep(self) -> None:
-        with self.lock:
+        with self.state_lock, self.lock:
             if not self.stale or time.monotonic() - self.last_input < self.restart_s:
                 return
-            for prefix in self.stale:
-                route = self.desired.pop(prefix)
-                self.pending[prefix] = FpmRoute(prefix, None, route.protocol)
+            for key in self.stale:
+                route = self.desired.pop(key)
+                self.pending[key] = FpmRoute(key, None, route[2])
             self.log(
                 f"routeorch: {len(self.stale)} routes zebra did not send again after it "
                 f"reconnected ({self.restart_s:g} s quiet) are removed"
@@ -218,36 +250,54 @@ class RouteOrch:
             self.stale = set()
 
     def submit(self, routes: list[FpmRoute]) -> None:
-        """Routes from zebra (the FPM listener's sink); flushed once `bulk.size` are pending."""
+        """Routes from zebra (the FPM listener's sink: FpmRoute tuples); the flushing thread is
+        woken once `bulk.size` are pending."""
+        desired, pending = self.desired, self.pending
         with self.lock:
             self.last_input = time.monotonic()
+            if self.stale:
+                self.stale.difference_update(route[0] for route in routes)
             for route in routes:
-                self.stale.discard(route.prefix)
-                if route.deleted:
-                    self.desired.pop(route.prefix, None)
+                key = route[0]
+                if route[1] is None:
+                    desired.pop(key, None)
                 else:
-                    self.desired[route.prefix] = route
-                self.pending[route.prefix] = route
-            full = len(self.pending) >= self.bulk.size
+                    desired[key] = route
+                pending[key] = route
+            full = len(pending) >= self.bulk.size
         if full:
-            self.flush()
+            self._wake.set()
 
     # --- resolution and references -----------------------------------------------------------
 
     def _resolve(self, route: FpmRoute) -> Target | None:
-        if not route.nexthops:
-            return ("drop",)
-        keys = []
-        for ip in route.nexthops:
+        """Where the route goes; every route with the same next hops gets the same target
+        object (resolved, and its unresolvable next hops logged, once per set)."""
+        found = self._targets.get(route[1])
+        if found is None:
+            found = self._targets[route[1]] = self._resolve_set(route)
+        target, unresolvable = found
+        if unresolvable:
+            self.counters["unresolvable next hops"] += unresolvable
+        return target
+
+    def _resolve_set(self, route: FpmRoute) -> tuple[Target | None, int]:
+        if not route[1]:
+            return ("drop",), 0
+        keys, unresolvable = [], 0
+        for ip in nexthops_of(route[0], route[1]):
             iface = next((i for i in self.interfaces.values() if i.on_link(ip)), None)
             if iface is None or f"rif:{iface.name}" not in self.ids.rif_ids:
-                self.counters["unresolvable next hops"] += 1
-                self.log(f"routeorch: {route.prefix}: next hop {ip} is on no router interface")
+                unresolvable += 1
+                prefix = network_of(route[0])
+                self.log(f"routeorch: {prefix}: next hop {ip} is on no router interface")
                 continue
             keys.append(f"nexthop:{iface.name}|{ip}")
         if not keys:
-            return None
-        return ("nexthop", keys[0]) if len(keys) == 1 else ("group", frozenset(keys))
+            return None, unresolvable
+        if len(keys) == 1:
+            return ("nexthop", keys[0]), unresolvable
+        return ("group", frozenset(keys)), unresolvable
 
     def _nexthop_id(self, key: str, out: list[Any]) -> int:
         """The id of next hop `key`, written (into `out`) if neither the config, a learned
@@ -347,92 +397,105 @@ class RouteOrch:
         """Write what is pending (see the module's description for the order), then have the
         new next hops' neighbours resolved."""
         stats = self._flush()
-        with self.lock:
+        with self.state_lock:
             asks, self._to_resolve = self._to_resolve, []
         if self.resolve is not None:
             for ip in asks:
                 self.resolve(ip)
         return stats
 
+    def _plan(self, changes: dict[bytes, FpmRoute], writes: dict[str, list[Any]]) -> list[tuple]:
+        """The route updates for `changes`, as (key, route or None, target, update, kind); the
+        objects their targets need go into `writes`."""
+        installed, routes, entries = self.installed, self.ids.routes, self.entries
+        insert, modify, delete = self.pb.Update.INSERT, self.pb.Update.MODIFY, self.pb.Update.DELETE
+        planned = []
+        for key, route in changes.items():
+            old = installed.get(key)
+            if route[1] is None:
+                if old is not None:
+                    update = entries.route(key, self._hw(old[1]), "", delete)
+                    planned.append((key, None, None, update, delete))
+                continue
+            if old is None and key in routes:
+                self.counters["routes the config has"] += 1
+                self.log(f"routeorch: {network_of(key)}: the config routes it; FPM's route ignored")
+                continue
+            target = self._resolve(route)
+            if target is None:
+                self.counters["unresolvable routes"] += 1
+                if old is not None:
+                    update = entries.route(key, self._hw(old[1]), "", delete)
+                    planned.append((key, None, None, update, delete))
+                continue
+            if old is not None and old[1] == target and old[0] == route:
+                continue
+            hw = self._acquire(target, writes)
+            kind = insert if old is None else modify
+            update = entries.route(key, hw, "fpm:" + route[2], kind)
+            planned.append((key, route, target, update, kind))
+        return planned
+
     def _flush(self) -> FlushStats:
         stats = FlushStats()
-        with self.lock:
-            if self.client is None or not self.pending:
+        with self.state_lock:
+            if self.client is None:
                 return stats
+            with self.lock:
+                if not self.pending:
+                    return stats
+                changes, self.pending = self.pending, {}
             start = time.perf_counter()
-            changes, self.pending = self.pending, {}
             writes: dict[str, list[Any]] = {"nexthops": [], "members": [], "groups": []}
             gone: dict[str, list[Any]] = {"groups": [], "members": [], "nexthops": []}
-            planned: list[tuple[IpNetwork, FpmRoute | None, Target | None, Any]] = []
-            for prefix, route in changes.items():
-                old = self.installed.get(prefix)
-                if route.deleted:
-                    if old is not None:
-                        kind = self.pb.Update.DELETE
-                        update = self.entries.route(prefix, self._hw(old.target), "", kind)
-                        planned.append((prefix, None, None, update))
-                    continue
-                if old is None and prefix in self.ids.routes:
-                    self.counters["routes the config has"] += 1
-                    self.log(f"routeorch: {prefix}: the config routes it; FPM's route ignored")
-                    continue
-                target = self._resolve(route)
-                if target is None:
-                    self.counters["unresolvable routes"] += 1
-                    if old is not None:
-                        kind = self.pb.Update.DELETE
-                        update = self.entries.route(prefix, self._hw(old.target), "", kind)
-                        planned.append((prefix, None, None, update))
-                    continue
-                if old is not None and old.target == target and old.route == route:
-                    continue
-                hw = self._acquire(target, writes)
-                kind = self.pb.Update.INSERT if old is None else self.pb.Update.MODIFY
-                update = self.entries.route(prefix, hw, f"fpm:{route.protocol}", kind)
-                planned.append((prefix, route, target, update))
+            planned = self._plan(changes, writes)
             failed_groups = self._unwritten = self._write_objects(writes)
             # Routes whose group could not be written stay as they were.
-            ready, skipped = [], []
-            for item in planned:
-                target = item[2]
-                if target is not None and target[0] == "group" and target[1] in failed_groups:
-                    skipped.append(item)
-                else:
-                    ready.append(item)
-            for _prefix, _route, target, _update in skipped:
-                self.counters["routes with a failed group"] += 1
-                self._release(target, gone)
-            failed = self._write([u for *_, u in ready], "route")
-            inserts, full, freed = Counter(), Counter(), set()
-            for i, (prefix, route, target, update) in enumerate(ready):
-                old = self.installed.get(prefix)
-                if update.type == self.pb.Update.INSERT:
-                    inserts[prefix.version] += 1
-                if i in failed:
+            ready = planned
+            if failed_groups:
+                ready = []
+                for item in planned:
+                    target = item[2]
+                    if target is not None and target[0] == "group" and target[1] in failed_groups:
+                        self.counters["routes with a failed group"] += 1
+                        self._release(target, gone)
+                    else:
+                        ready.append(item)
+            failed = self._write([item[3] for item in ready], "route")
+            full, freed = Counter(), set()
+            insert, delete = self.pb.Update.INSERT, self.pb.Update.DELETE
+            installed, routes, waiting = self.installed, self.ids.routes, self.waiting
+            for i, (key, route, target, _update, kind) in enumerate(ready):
+                old = installed.get(key)
+                if failed and i in failed:
                     if failed[i] == "RESOURCE_EXHAUSTED":
-                        full[prefix.version] += 1
-                        self.waiting[prefix] = route
-                    if update.type != self.pb.Update.DELETE:
+                        full[len(key)] += 1
+                        waiting[key] = route
+                    if kind != delete:
                         self._release(target, gone)
                     continue
                 if old is not None:
-                    self._release(old.target, gone)
+                    self._release(old[1], gone)
                 if route is None:
-                    del self.installed[prefix]
-                    self.ids.routes.discard(prefix)
-                    freed.add(prefix.version)
+                    del installed[key]
+                    routes.discard(key)
+                    freed.add(len(key))
                 else:
-                    self.waiting.pop(prefix, None)
-                    self.installed[prefix] = Installed(route, target)
-                    self.ids.routes.add(prefix)
-                stats.routes += 1
-            for version, n in full.items():
-                self._report_full(version, n, inserts[version])
+                    if waiting:
+                        waiting.pop(key, None)
+                    installed[key] = (route, target)
+                    routes.add(key)
+            stats.routes = len(ready) - len(failed)
+            for width, n in full.items():
+                inserts = sum(1 for item in ready if item[4] == insert and len(item[0]) == width)
+                self._report_full(width, n, inserts)
             # Routes that found the table full get another try once routes of their family go.
-            for prefix in [p for p in self.waiting if p.version in freed]:
-                route = self.waiting.pop(prefix)
-                if self.desired.get(prefix) == route and prefix not in self.pending:
-                    self.pending[prefix] = route
+            if waiting and freed:
+                with self.lock:
+                    for key in [k for k in waiting if len(k) in freed]:
+                        route = waiting.pop(key)
+                        if self.desired.get(key) == route and key not in self.pending:
+                            self.pending[key] = route
             for what in ("groups", "members", "nexthops"):
                 self._write(gone[what], f"stale {what}")
             stats.seconds = time.perf_counter() - start
@@ -474,10 +537,12 @@ class RouteOrch:
         ref = self.nexthops.get(target[1])
         return ("nexthop", ref.id if ref is not None else self.ids.nexthop_ids[target[1]])
 
-    def _report_full(self, version: int, n: int, inserted: int) -> None:
-        table = "ipv4_route" if version == 4 else "ipv6_route"
+    def _report_full(self, width: int, n: int, inserted: int) -> None:
+        """`n` of `inserted` new routes of route key width `width` (5: IPv4) did not fit."""
+        version = 4 if width == 5 else 6
+        table = f"ipv{version}_route"
         self.counters[f"{table} full"] += n
-        waiting = sum(1 for p in self.waiting if p.version == version)
+        waiting = sum(1 for k in self.waiting if len(k) == width)
         self.log(
             f"routeorch: {table} is full (size {self.sizes[version]}): {n} of {inserted} new "
             f"IPv{version} routes did not fit, {inserted - n} fit; installed routes are kept, "
@@ -487,7 +552,7 @@ class RouteOrch:
     # --- state -------------------------------------------------------------------------------
 
     def summary(self, counters: Counter | None = None) -> str:
-        with self.lock:
+        with self.state_lock, self.lock:
             parts = [
                 f"{len(self.installed)} routes installed",
                 f"{len(self.groups)} ECMP groups",

@@ -169,23 +169,42 @@ def _rtattr(kind: int, value: bytes) -> bytes:
 
 def _route_msg(
     msg_type: int,
-    prefix: str,
+    prefix: str | None,
     plen: int,
     gateway: str | None,
     family: int | None = None,
     nexthop_object: int | None = None,
+    multipath: list[str] | None = None,
+    via: str | None = None,
+    rtype: int = 1,
+    table: int = 254,
+    proto: int = 196,
 ) -> bytes:
     """RTM_NEWROUTE (24) or RTM_DELROUTE (25) (RTA_DST 1, RTA_TABLE 15, RTA_GATEWAY 5,
-    RTA_NH_ID 30); `family` overrides the rtmsg's address family field."""
-    af = socket.AF_INET6 if ":" in prefix else socket.AF_INET
-    attrs = _rtattr(1, socket.inet_pton(af, prefix)) + _rtattr(15, struct.pack("=I", 254))
+    RTA_MULTIPATH 9: an rtnexthop per next hop with its RTA_GATEWAY, RTA_VIA 18: family then
+    address, RTA_NH_ID 30); `family` overrides the rtmsg's address family field; no RTA_DST
+    when `prefix` is None (a default route)."""
+    af = socket.AF_INET6 if ":" in (prefix or gateway or "") else socket.AF_INET
+    attrs = _rtattr(1, socket.inet_pton(af, prefix)) if prefix is not None else b""
+    attrs += _rtattr(15, struct.pack("=I", table))
     if gateway is not None:
         attrs += _rtattr(5, socket.inet_pton(af, gateway))
+    if via is not None:
+        via_af = socket.AF_INET6 if ":" in via else socket.AF_INET
+        attrs += _rtattr(18, struct.pack("=H", via_af) + socket.inet_pton(via_af, via))
+    if multipath is not None:
+        hops = b""
+        for hop in multipath:
+            gw = _rtattr(5, socket.inet_pton(af, hop))
+            hops += struct.pack("=HBBi", 8 + len(gw), 0, 0, 2) + gw  # rtnexthop
+        attrs += _rtattr(9, hops)
     if nexthop_object is not None:
         attrs += _rtattr(30, struct.pack("=I", nexthop_object))
     # rtmsg: family, dst_len, src_len, tos, table, protocol (196 = zebra's static), scope,
-    # type (1 = unicast), flags.
-    body = struct.pack("=BBBBBBBBI", family or af, plen, 0, 0, 254, 196, 0, 1, 0) + attrs
+    # type (1 = unicast, 6 = blackhole), flags.
+    header_table = table if table < 256 else 252  # RT_TABLE_COMPAT: see RTA_TABLE
+    body = struct.pack("=BBBBBBBBI", family or af, plen, 0, 0, header_table, proto, 0, rtype, 0)
+    body += attrs
     return struct.pack("=IHHII", 16 + len(body), msg_type, 0x501, 0, 0) + body
 
 
@@ -401,20 +420,60 @@ def test_a_full_route_table_is_reported_and_keeps_what_it_holds(small_ipv6_contr
 def test_fpm_frames_split_anywhere_decode_the_same():
     """TCP delivers the stream in any pieces: fed one byte at a time, three frames give their
     three routes; a length below the header's loses the framing and says so."""
-    from lossless_ctl.fpm import FpmCounters, FpmError, FpmReader
+    from lossless_ctl.fpm import FpmCounters, FpmError, FpmReader, FpmRoute
 
     frames = b"".join(_fpm(_route_msg(24, f"70.0.{i}.0", 24, "10.2.0.2")) for i in range(3)) + _fpm(
         _route_msg(24, "2001:db8:70::", 48, "fc00:2::2")
     )
     counters = FpmCounters()
     reader = FpmReader(counters, log=lambda line: pytest.fail(line))
-    routes = [r for i in range(len(frames)) for r in reader.feed(frames[i : i + 1])]
+    routes = [FpmRoute(*r) for i in range(len(frames)) for r in reader.feed(frames[i : i + 1])]
     want = [ipaddress.ip_network(f"70.0.{i}.0/24") for i in range(3)]
     assert [r.prefix for r in routes] == [*want, ipaddress.ip_network("2001:db8:70::/48")]
     assert routes[0].nexthops == (ipaddress.ip_address("10.2.0.2"),)
     assert routes[0].protocol == "static" and counters["frames"] == 4
     with pytest.raises(FpmError, match="FPM frame length 2 < 4"):
         reader.feed(struct.pack("!BBH", 1, 1, 2))
+
+
+def test_the_decoder_reads_each_kind_of_route_message_as_rtnetlink_defines_it():
+    """Messages built field by field from rtnetlink(7), in one frame and in frames of their
+    own; what each must give is written out here by hand."""
+    from lossless_ctl.fpm import FpmCounters, FpmReader, FpmRoute
+
+    ip4, ip6 = socket.inet_aton, lambda a: socket.inet_pton(socket.AF_INET6, a)
+    cases = [
+        # (message, route it gives or None, counter it adds)
+        (_route_msg(24, "70.1.0.0", 16, None, multipath=["10.2.0.2", "10.1.0.2", "10.2.0.2"]),
+         (ip4("70.1.0.0") + bytes([16]), ip4("10.1.0.2") + ip4("10.2.0.2"), "static"), "routes"),
+        (_route_msg(25, "70.1.0.0", 16, None),
+         (ip4("70.1.0.0") + bytes([16]), None, "static"), "routes"),
+        (_route_msg(24, "70.2.0.0", 24, None, rtype=6, proto=186),
+         (ip4("70.2.0.0") + bytes([24]), b"", "bgp"), "routes"),
+        (_route_msg(24, None, 0, "10.1.0.2", proto=42),
+         (bytes(4) + bytes([0]), ip4("10.1.0.2"), "proto 42"), "routes"),
+        (_route_msg(24, "2001:db8:1::", 128, None, via="fc00:1::2"),
+         (ip6("2001:db8:1::") + bytes([128]), ip6("fc00:1::2"), "static"), "routes"),
+        (_route_msg(24, "fe80::", 64, "fe80::1"), None, "connected or link-local skipped"),
+        (_route_msg(24, "10.9.0.0", 24, None), None, "connected or link-local skipped"),
+        (_route_msg(24, "70.3.0.1", 24, "10.1.0.2"), None, "malformed"),
+        (_route_msg(24, "70.4.0.0", 24, "10.1.0.2", table=1000), None, "other vrf"),
+        (_route_msg(24, "70.5.0.0", 24, None, via="fc00:1::2"), None, "malformed"),
+        (struct.pack("=IHHII", 16 + 16, 16, 0, 0, 0) + bytes(16), None, "netlink type 16 ignored"),
+    ]  # fmt: skip
+    logs: list[str] = []
+    for stream in (_fpm(b"".join(m for m, _, _ in cases)), b"".join(_fpm(m) for m, _, _ in cases)):
+        counters = FpmCounters()
+        routes = FpmReader(counters, logs.append).feed(stream)
+        assert routes == [want for _, want, _ in cases if want is not None]
+        want_counts: dict[str, int] = {}
+        for _, _, kind in cases:
+            want_counts[kind] = want_counts.get(kind, 0) + 1
+        assert {k: v for k, v in counters.items() if k != "frames"} == want_counts
+    assert FpmRoute(*routes[0]).nexthops == tuple(map(ipaddress.ip_address, GATEWAYS[:2]))
+    assert "fpm: malformed: destination 70.3.0.1/24: has host bits set" in logs
+    assert "fpm: other vrf: route in table 1000 (only the default VRF is routed)" in logs
+    assert "fpm: malformed: next hop fc00:1::2 of another family than the route" in logs
 
 
 ROUTER_MAC = bytes.fromhex("020000000001")  # DEVICE_METADATA mac
@@ -489,3 +548,47 @@ def test_a_reconnected_zebra_keeps_its_routes_until_it_has_resent_them(controlle
         second.sendall(_fpm(_route_msg(24, str(a.network_address), 24, "10.1.0.2")))
         _wait_for(state, _expect({a: both[a]}), "the route zebra did not resend removed")
     assert "1 routes zebra did not send again after it reconnected (1 s quiet)" in log.read_text()
+
+
+def test_pre_encoded_route_updates_parse_to_the_entries_the_p4info_defines(compiled_pipeline):
+    """RouteEntries.route() assembles its bytes by hand around a protobuf-made template; the
+    protobuf library parsing them back is the reference: table and match field ids from the
+    P4Info, the address as P4Runtime's canonical binary string (no leading zero bytes), the
+    prefix length (two varint bytes at 128), the action and its parameter, metadata, type."""
+    from lossless_ctl.config_db import route_key
+    from lossless_ctl.loader import read_pipeline
+    from lossless_ctl.p4map import RouteEntries
+
+    index = P4InfoIndex(read_pipeline(compiled_pipeline).p4info)
+    entries = RouteEntries(index)
+    pb = entries.pb
+    cases = [
+        ("40.1.2.0/24", ("group", 7), "fpm:bgp", pb.Update.INSERT, b"\x28\x01\x02\x00"),
+        ("0.0.1.0/24", ("nexthop", 300), "fpm:static", pb.Update.MODIFY, b"\x01\x00"),
+        ("10.0.0.1/32", ("drop", 0), "", pb.Update.DELETE, b"\x0a\x00\x00\x01"),
+        ("0.0.0.0/0", ("nexthop", 1), "fpm:static", pb.Update.INSERT, None),
+        ("2001:db8::1/128", ("group", 2), "fpm:sharp", pb.Update.INSERT,
+         bytes.fromhex("20010db8000000000000000000000001")),
+        ("::100:0/120", ("nexthop", 5), "fpm:bgp", pb.Update.INSERT, b"\x01\x00\x00\x00"),
+    ]  # fmt: skip
+    actions = {"group": ("set_ecmp_group_id", "ecmp_group_id"), "nexthop": ("set_nexthop_id",
+               "nexthop_id"), "drop": ("drop_route", None)}  # fmt: skip
+    for text, target, source, kind, value in cases:
+        prefix = ipaddress.ip_network(text)
+        update = pb.Update.FromString(entries.route(route_key(prefix), target, source, kind))
+        table = index.table(ING + f"ipv{prefix.version}_route")
+        entry = update.entity.table_entry
+        assert update.type == kind and entry.table_id == table.preamble.id
+        assert entry.metadata == source.encode()
+        if value is None:
+            assert list(entry.match) == []  # a zero-length prefix: no match field
+        else:
+            (match,) = entry.match
+            dst = next(m for m in table.match_fields if m.name == "dst")
+            assert (match.field_id, match.lpm.value) == (dst.id, value)
+            assert match.lpm.prefix_len == prefix.prefixlen
+        action_name, param = actions[target[0]]
+        action = index.action(ING + action_name)
+        assert entry.action.action.action_id == action.preamble.id
+        params = [(p.param_id, int.from_bytes(p.value, "big")) for p in entry.action.action.params]
+        assert params == ([(action.params[0].id, target[1])] if param else [])

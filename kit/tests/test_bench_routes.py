@@ -3,17 +3,49 @@
 recorded stream replayed into `lossless-ctl run --fpm` and a real p4-switch."""
 
 import json
+import os
 
 from lossless_kit.bench_routes import main as bench_routes
 
 
 def test_bench_routes_writes_its_json(tmp_path):
-    out = tmp_path / "routes-fpm.json"
-    assert bench_routes(["--points", "ipv6_1k", "--route-bulk", "64/0.1", "-o", str(out)]) == 0
+    out, streams = tmp_path / "routes-fpm.json", tmp_path / "streams"
+    args = ["--points", "ipv6_1k,ipv4_1k+ipv6_1k", "--route-bulk", "64/0.1"]
+    assert bench_routes([*args, "--streams", str(streams), "-o", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["route_bulk"] == "64/0.1"
-    (point,) = report["results"]
-    assert (point["point"], point["routes"]) == ("ipv6_1k", 1000)
-    assert point["seconds"] > 0 and point["frr_seconds"] > 0
-    # One IPv6 route message with two next hops is at least 100 bytes of netlink.
-    assert point["fpm_bytes"] >= 1000 * 100
+    v6, both = report["results"]
+    assert (v6["point"], v6["routes"]) == ("ipv6_1k", 1000)
+    assert v6["seconds"] > 0 and v6["frr_seconds"] > 0
+    # CPU time within `seconds` (clock ticks: 1k routes may take less than one).
+    cores = os.cpu_count() or 1
+    for cpu in (v6["controller_cpu_s"], v6["switch_cpu_s"]):
+        assert 0 <= cpu <= v6["seconds"] * cores + 0.02
+    # One IPv6 route message with two next hops is at least 100 bytes of netlink; zebra sends
+    # each route at least once.
+    assert v6["fpm_bytes"] >= 1000 * 100 and v6["fpm_messages"] >= 1000
+    # A combined point replays both streams, the IPv6 one as recorded for the first point.
+    assert (both["routes"], both["frr_seconds_parts"]["ipv6_1k"]) == (2000, v6["frr_seconds"])
+    assert sorted(p.name for p in streams.iterdir()) == [
+        "ipv4_1k.fpm", "ipv4_1k.json", "ipv6_1k.fpm", "ipv6_1k.json"
+    ]  # fmt: skip
+
+
+def test_the_encoded_stream_is_one_message_per_route_with_its_final_next_hops():
+    """The stand-in for FRR at 200k routes: pyroute2's messages, read by the controller's
+    decoder, give each prefix once with all the family's gateways."""
+    import ipaddress
+
+    from lossless_ctl.fpm import FpmCounters, FpmReader, FpmRoute
+    from lossless_kit.bench_routes import encoded, prefixes
+    from lossless_kit.frr import GATEWAYS, V6_GATEWAYS
+
+    for version, gateways in ((4, GATEWAYS), (6, V6_GATEWAYS)):
+        wanted = prefixes(version, 3)
+        counters = FpmCounters()
+        routes = [FpmRoute(*r) for r in FpmReader(counters, print).feed(encoded(wanted))]
+        assert [r.prefix for r in routes] == wanted
+        hops = tuple(sorted(map(ipaddress.ip_address, gateways)))
+        assert {r.nexthops for r in routes} == {hops}
+        assert {r.protocol for r in routes} == {"static"}
+        assert counters["frames"] == counters["routes"] == 3
