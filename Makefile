@@ -41,7 +41,7 @@ help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
 	@echo "make run        build and run the default lab (ROUTING=bgp: FRR on every switch)"
-	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR and switch restart"
+	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR restart, clear neighbours, controller and switch restart"
 	@echo "make sim        lossless-sim, nominal rates, virtual time: seed 003 quick subset; EXP=seed003 all 40 cases; TOPO=..."
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
 	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4"
@@ -237,10 +237,10 @@ run: build deps
 	PATH=$$PATH:$(BIN) $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
 	    --results $(RESULTS)
 
-# ROUTING=bgp end to end (topo/bgp_tests, about 2 minutes, root): the leaf-spine with FRR on
+# ROUTING=bgp end to end (topo/bgp_tests, about 2.5 minutes, root): the leaf-spine with FRR on
 # every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded, a leaf-spine link
-# down and up, a flap storm, an FRR and a switch restart under traffic (loss from sequence
-# numbers to $(RESULTS)/bgp/*.json).
+# down and up, a flap storm, an FRR restart, clear neighbours, a controller and a switch restart
+# under traffic (loss from sequence numbers to $(RESULTS)/bgp/*.json).
 test-bgp: build deps
 	$(PY) -m pytest -s topo/bgp_tests
 

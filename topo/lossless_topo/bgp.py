@@ -1,7 +1,8 @@
 """ROUTING=bgp: every switch routed by FRR, as SONiC runs it (topo/README.md, "ROUTING=bgp").
 
 Per switch node, a network namespace `lab-<switch>` stands for the switch's control-plane CPU:
-`lossless-ctl run --hostif` makes a tap per routed port there (Ethernet0, ... with the config's
+the lab makes a tap per routed port there and keeps it (`hostif.keep_taps`), `lossless-ctl run
+--hostif` attaches to them (Ethernet0, ... with the config's
 addresses and the router MAC; the punt path carries ARP and BGP between tap and port), and
 FRR's zebra and bgpd run in it, zebra streaming its FIB over FPM to that `run`'s listener on the
 namespace's loopback. The configs carry no STATIC_ROUTE: every route in the P4 tables beyond
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -29,9 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lossless_ctl import config_db
 from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
+from lossless_ctl.hostif import keep_taps
+from lossless_ctl.neighbor import routed_interfaces
 from lossless_ctl.p4info import P4InfoIndex, read_p4info
-from lossless_ctl.show import RouteRow, routes
+from lossless_ctl.show import RouteRow, neighbors, routes
 from lossless_kit.frr import Frr, FrrError
 
 from .configdb import port_name
@@ -138,6 +143,7 @@ class BgpFabric:
         self.procs: dict[str, subprocess.Popen] = {}
         self.frr: dict[str, Frr] = {}
         self.carrier: CarrierSync | None = None
+        self.kept: dict[str, list[int]] = {}  # the taps' keeper descriptors (keep_taps)
         self.index = P4InfoIndex(read_p4info(lab.pipeline.p4info))
 
     def log_path(self, switch: str) -> Path:
@@ -182,21 +188,9 @@ class BgpFabric:
             ):
                 subprocess.run(cmd, check=True, capture_output=True)
         for sw in self.topo.switches:
-            node = self.lab.net[sw]
-            ns = namespace(sw)
-            cmd = [
-                *self.lab.ctl, "run", "--config", str(self.lab.config_path(sw)),
-                "--switch", node.grpc_addr, "--pipeline", str(self.lab.pipeline.directory),
-                "--device-id", str(node.device_id), "--fpm", f"127.0.0.1:{FPM_PORT}",
-                "--fpm-netns", ns, "--fpm-restart", str(FPM_RESTART_S), "--hostif", ns,
-                *(["--stats", node.stats_addr] if node.stats_addr else []),
-            ]  # fmt: skip
-            with self.log_path(sw).open("wb") as out:
-                proc = subprocess.Popen(
-                    cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-                )
-            self.procs[sw] = proc
-            state.add_process(proc.pid, f"lossless-ctl run {sw}")
+            cfg, _ = config_db.parse(config_db.load_files([self.lab.config_path(sw)]))
+            self.kept[sw] = keep_taps(namespace(sw), sorted(routed_interfaces(cfg)))
+            self._start_controller(sw, "wb")
         self._wait_ready(dict.fromkeys(self.topo.switches, 0))
         for sw in self.topo.switches:
             self.frr[sw] = Frr(namespace(sw), FPM_PORT, {"bgpd": bgpd_conf(self.topo, sw)}, True)
@@ -209,6 +203,51 @@ class BgpFabric:
         self.carrier = CarrierSync(ports)
         self.carrier.start()
         self.wait_converged()
+        self.greet_hosts()
+
+    def greet_hosts(self) -> None:
+        """Each host pings its gateway, as a server's first packets would: the switch's kernel
+        resolves it to answer, and the controller learns it from that ARP reply (the configs
+        have no NEIGH), so traffic to it is not gleaned first."""
+        for name, host in self.topo.hosts.items():
+            out = self.lab.net[name].cmd(f"ping -c 1 -W 2 {host.gateway}")
+            if " 0% packet loss" not in out:
+                raise BgpError(f"{name} does not reach its gateway {host.gateway}:\n{out}")
+
+    def clear_neighbors(self, switch: str) -> None:
+        """`sonic-clear arp` on the switch: its controller drops every learned neighbour's
+        entry and asks for each again (SIGUSR1)."""
+        self.procs[switch].send_signal(signal.SIGUSR1)
+
+    def _start_controller(self, switch: str, mode: str) -> None:
+        node = self.lab.net[switch]
+        ns = namespace(switch)
+        cmd = [
+            *self.lab.ctl, "run", "--config", str(self.lab.config_path(switch)),
+            "--switch", node.grpc_addr, "--pipeline", str(self.lab.pipeline.directory),
+            "--device-id", str(node.device_id), "--fpm", f"127.0.0.1:{FPM_PORT}",
+            "--fpm-netns", ns, "--fpm-restart", str(FPM_RESTART_S), "--hostif", ns,
+            *(["--stats", node.stats_addr] if node.stats_addr else []),
+        ]  # fmt: skip
+        with self.log_path(switch).open(mode) as out:
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.procs[switch] = proc
+        self.lab.state.add_process(proc.pid, f"lossless-ctl run {switch}")
+
+    def restart_controller(self, switch: str) -> str:
+        """Stop the switch's `lossless-ctl run` (SIGTERM) and start it again; returns what the
+        new one logged up to ready (its reconcile). The taps are the lab's (keep_taps), so the
+        kernel, FRR and BGP see nothing; the switch keeps forwarding meanwhile."""
+        proc = self.procs[switch]
+        proc.terminate()
+        proc.wait(timeout=10)
+        before = len(self.log_path(switch).read_text())
+        count = self._ready_count(switch)
+        self._start_controller(switch, "ab")
+        self._wait_ready({switch: count})
+        return self.log_path(switch).read_text()[before:]
 
     def _start_frr(self, switch: str) -> None:
         frr = self.frr[switch]
@@ -235,12 +274,20 @@ class BgpFabric:
             proc.send_signal(signal.SIGHUP)
         self._wait_ready(counts)
         self.wait_converged()
+        self.greet_hosts()
 
     def route_rows(self, switch: str) -> list[RouteRow]:
         node = self.lab.net[switch]
         with P4RuntimeClient(node.grpc_addr, device_id=node.device_id) as client:
             client.connect()
             return routes(client, self.index, 4, {})
+
+    def neighbors(self, switch: str) -> dict[str, str]:
+        """The switch's neighbour table: address -> MAC."""
+        node = self.lab.net[switch]
+        with P4RuntimeClient(node.grpc_addr, device_id=node.device_id) as client:
+            client.connect()
+            return {str(r.address): r.mac for r in neighbors(client, self.index, {})}
 
     def fpm_nexthops(self, switch: str) -> dict[ipaddress.IPv4Network, int]:
         """FPM routes on the switch's P4 tables, with their number of next hops."""
@@ -293,6 +340,9 @@ class BgpFabric:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        for fds in self.kept.values():
+            for fd in fds:
+                os.close(fd)
         for sw in self.topo.switches:
             subprocess.run(["ip", "netns", "del", namespace(sw)], capture_output=True)
-        self.procs, self.frr = {}, {}
+        self.procs, self.frr, self.kept = {}, {}, {}

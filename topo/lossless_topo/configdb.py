@@ -62,7 +62,9 @@ def tuned_profile(topo: Topology, switch: str, roce_mtu: int):
 def build(
     topo: Topology, switch: str, variant: Variant, scale: Scale, static_routes: bool = True
 ) -> dict:
-    """The switch's config; without `static_routes` (ROUTING=bgp) its routes come from FRR."""
+    """The switch's config; without `static_routes` (ROUTING=bgp) its routes come from FRR
+    and its neighbours (hosts, peers) are learned (ARP through the host interfaces, as SONiC's
+    neighsyncd learns them from the kernel), not in NEIGH."""
     sw = topo.switches[switch]
     ports = topo.switch_links(switch)
     names = [port_name(local.port) for local, _, _ in ports]
@@ -123,10 +125,10 @@ def build(
         cfg["INTERFACE"][name] = {}
         if local.ip is not None:
             cfg["INTERFACE"][f"{name}|{local.ip}"] = {}
-        if remote.node in topo.hosts:
+        if static_routes and remote.node in topo.hosts:
             host = topo.hosts[remote.node]
             cfg["NEIGH"][f"{name}|{host.ip.ip}"] = {"neigh": host.mac, "family": "IPv4"}
-        elif remote.ip is not None:
+        elif static_routes and remote.ip is not None:
             peer = topo.switches[remote.node]
             cfg["NEIGH"][f"{name}|{remote.ip.ip}"] = {"neigh": peer.mac, "family": "IPv4"}
         qos = {
