@@ -237,10 +237,10 @@ run: build deps
 	PATH=$$PATH:$(BIN) $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
 	    --results $(RESULTS)
 
-# ROUTING=bgp end to end (topo/bgp_tests, about 2.5 minutes, root): the leaf-spine with FRR on
-# every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded, a leaf-spine link
-# down and up, a flap storm, an FRR restart, clear neighbours, a controller and a switch restart
-# under traffic (loss from sequence numbers to $(RESULTS)/bgp/*.json).
+# ROUTING=bgp end to end (topo/bgp_tests, about 3 minutes, root): the leaf-spine with FRR on
+# every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded over IPv4 and IPv6,
+# a leaf-spine link down and up, a flap storm, an FRR restart, clear neighbours, a controller and
+# a switch restart under traffic (loss from sequence numbers to $(RESULTS)/bgp/*.json).
 test-bgp: build deps
 	$(PY) -m pytest -s topo/bgp_tests
 

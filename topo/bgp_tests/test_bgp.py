@@ -24,6 +24,7 @@ import pytest
 from lossless_ctl.client import P4RuntimeError
 from lossless_paths import BIN, RESULTS
 from lossless_topo import cleanup, configdb, model
+from lossless_topo.bgp import expected_routes
 from lossless_topo.lab import Lab, Pipeline
 
 SEQFLOW = Path(__file__).with_name("seqflow.py")
@@ -70,9 +71,11 @@ def spine_hops(topo: model.Topology, leaf: str) -> dict[str, ipaddress.IPv4Addre
 
 
 def established(lab, switch: str) -> bool:
-    """Whether the switch has a session on every link to another switch, each established."""
+    """Whether the switch has a session per family on every link to another switch (its
+    /31 and its /127), each established."""
     topo = lab.topo
-    want = {str(r.ip.ip) for _, r, _ in topo.switch_links(switch) if r.node in topo.switches}
+    peers = [r.ip for _, r, _ in topo.switch_links(switch) if r.node in topo.switches]
+    want = {str(ip.ip) for ip in peers} | {str(model.ipv6_of(ip).ip) for ip in peers}
     return lab.bgp.sessions(switch) == dict.fromkeys(want, "Established")
 
 
@@ -105,13 +108,14 @@ def test_routes_in_the_p4_tables_come_from_fpm_with_every_spine(lab):
         assert set(lab.bgp.fpm_nexthops(spine).values()) == {1}, spine
 
 
-def flows(lab, seconds: float, tag: str):
+def flows(lab, seconds: float, tag: str, ipv6: bool = False):
     """Start h1 -> h8 flows for `seconds`: (sender, receiver, their output files)."""
-    dst = lab.topo.hosts["h8"].ip.ip
+    h8 = lab.topo.hosts["h8"].ip
+    dst = model.ipv6_of(h8).ip if ipv6 else h8.ip
     sent, got = lab.workdir / f"{tag}-sent.json", lab.workdir / f"{tag}-received.json"
     rx = lab.net["h8"].popen(
         [sys.executable, str(SEQFLOW), "recv", str(PORT), "--seconds", str(seconds + 3),
-         "--out", str(got)]
+         "--out", str(got), *(["--ipv6"] if ipv6 else [])]
     )  # fmt: skip
     time.sleep(0.5)
     tx = lab.net["h1"].popen(
@@ -145,6 +149,26 @@ def test_h1_to_h8_is_forwarded(lab):
     assert tx.wait(timeout=30) == 0 and rx.wait(timeout=30) == 0
     result = loss(sent, got, 1.0)
     print(f"h1 -> h8: {result}")
+    assert result["sent"] >= PPS * 2 and result["lost"] == 0, result
+
+
+def test_ipv6_routes_come_from_fpm_and_h1_to_h8_is_forwarded(lab):
+    """IPv6 beside IPv4: a BGP session per family on every link (the /127 beside the /31),
+    every remote host /120 in the P4 tables from FPM through both spines' /127 addresses, and
+    an IPv6 flow h1 -> h8 that loses nothing."""
+    topo = lab.topo
+    hops = {
+        model.ipv6_of(r.ip).ip for _, r, _ in topo.switch_links(LEAF) if r.node in topo.switches
+    }
+    rows = {r.prefix: r for r in lab.bgp.route_rows(LEAF) if r.prefix.version == 6}
+    for subnet in model.load(topo.name).routes(LEAF):
+        prefix = model.ipv6_of(ipaddress.IPv4Interface(subnet)).network
+        assert rows[prefix].source == "fpm", rows[prefix]
+        assert {h.ip for h in rows[prefix].nexthops} == hops, rows[prefix]
+    tx, rx, sent, got = flows(lab, 3.0, "steady-ipv6", ipv6=True)
+    assert tx.wait(timeout=30) == 0 and rx.wait(timeout=30) == 0
+    result = loss(sent, got, 1.0)
+    print(f"h1 -> h8 over IPv6: {result}")
     assert result["sent"] >= PPS * 2 and result["lost"] == 0, result
 
 
@@ -273,16 +297,18 @@ def test_frr_restart_keeps_the_routes(lab):
 
 def test_clear_neighbours_and_relearn(lab):
     """Seed 002's clear neighbours: the configs have no NEIGH, so every neighbour on the
-    switches is learned (the hosts, the BGP peers). Clearing leaf1's and leaf8's under traffic
-    drops their entries; each controller asks for every one again at once and the answers
-    install them again: the loss is what arrived in between, bounded, and reported."""
+    switches is learned (the hosts, the BGP peers, IPv4 and IPv6). Clearing leaf1's and
+    leaf8's under traffic drops their entries; each controller asks for every one again at
+    once and the answers install them again: the loss is what arrived in between, bounded,
+    and reported."""
     topo = lab.topo
     switches = (LEAF, FAR)
-    want = {
-        sw: {str(h.ip.ip) for h in topo.hosts.values() if h.switch == sw}
-        | {str(ip) for ip in spine_hops(topo, sw).values()}
-        for sw in switches
-    }
+    want = {}
+    for sw in switches:
+        hosts = [h.ip for h in topo.hosts.values() if h.switch == sw]
+        peers = [r.ip for _, r, _ in topo.switch_links(sw) if r.node in topo.switches]
+        want[sw] = {str(ip.ip) for ip in hosts + peers}
+        want[sw] |= {str(model.ipv6_of(ip).ip) for ip in hosts + peers}
     before = {sw: lab.bgp.neighbors(sw) for sw in switches}
     for sw in switches:
         assert set(before[sw]) == want[sw], (sw, before[sw])
@@ -367,7 +393,7 @@ def test_controller_restart_loses_nothing(lab):
     assert set(up) == set(before) and all(up[ip] > elapsed for ip in up), (before, up)
     assert result["lost"] == 0, result
     assert result["reconcile_writes"] == 0, log
-    assert result["fpm_routes_taken_over"] == len(model.load(lab.topo.name).routes(LEAF)), after
+    assert result["fpm_routes_taken_over"] == len(expected_routes(lab.topo, LEAF)), after
     assert result["fpm_routes_written_after_reconnect"] == 0, after
     assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
 

@@ -40,7 +40,7 @@ from lossless_ctl.show import RouteRow, neighbors, routes
 from lossless_kit.frr import Frr, FrrError
 
 from .configdb import port_name
-from .model import Topology
+from .model import Topology, ipv6_of
 
 if TYPE_CHECKING:
     from .lab import Lab
@@ -78,29 +78,46 @@ def bgpd_conf(topo: Topology, switch: str) -> str:
         f"router bgp {asn(topo, switch)}",
         f" bgp router-id 10.254.{index // 256}.{index % 256}",
         " no bgp ebgp-requires-policy",
+        " no bgp default ipv4-unicast",
         " bgp bestpath as-path multipath-relax",
         f" timers bgp {KEEPALIVE_S} {HOLD_S}",
     ]
     peers = [
-        (remote.ip.ip, asn(topo, remote.node))
+        (remote.ip, asn(topo, remote.node))
         for _, remote, _ in topo.switch_links(switch)
         if remote.node in topo.switches and remote.ip is not None
     ]
+    # A session per family: IPv4 over the link's /31, IPv6 over its /127.
     for ip, remote_as in peers:
-        lines += [
-            f" neighbor {ip} remote-as {remote_as}",
-            f" neighbor {ip} timers connect {CONNECT_RETRY_S}",
-            f" neighbor {ip} advertisement-interval 0",
-        ]
-    lines.append(" address-family ipv4 unicast")
-    lines += [f"  network {h.ip.network}" for h in topo.hosts.values() if h.switch == switch]
-    lines += ["  maximum-paths 64", " exit-address-family", ""]
+        for address in (ip.ip, ipv6_of(ip).ip):
+            lines += [
+                f" neighbor {address} remote-as {remote_as}",
+                f" neighbor {address} timers connect {CONNECT_RETRY_S}",
+                f" neighbor {address} advertisement-interval 0",
+            ]
+    subnets = [h.ip for h in topo.hosts.values() if h.switch == switch]
+    for family, of in (("ipv4", lambda ip: ip), ("ipv6", ipv6_of)):
+        lines.append(f" address-family {family} unicast")
+        for ip, _ in peers:
+            lines.append(f"  neighbor {of(ip).ip} activate")
+            if family == "ipv6":
+                # bgpd would give zebra the peer's link-local next hop; the switch routes
+                # through the /127's global address (SONiC's T0/T1 configs do the same).
+                lines.append(f"  neighbor {of(ip).ip} route-map GLOBAL_NEXT_HOP in")
+        lines += [f"  network {of(ip).network}" for ip in subnets]
+        lines += ["  maximum-paths 64", " exit-address-family"]
+    lines += ["exit", "route-map GLOBAL_NEXT_HOP permit 10", " set ipv6 next-hop prefer-global", ""]
     return "\n".join(lines)
 
 
-def expected_routes(topo: Topology, switch: str) -> dict[ipaddress.IPv4Network, int]:
-    """Every remote host subnet with its number of equal-cost next hops (the model's ECMP)."""
-    return {ipaddress.ip_network(p): len(hops) for p, hops in topo.routes(switch).items()}
+def expected_routes(topo: Topology, switch: str) -> dict[ipaddress._BaseNetwork, int]:
+    """Every remote host subnet, IPv4 and IPv6, with its number of equal-cost next hops (the
+    model's ECMP)."""
+    out: dict[ipaddress._BaseNetwork, int] = {}
+    for prefix, hops in topo.routes(switch).items():
+        out[ipaddress.ip_network(prefix)] = len(hops)
+        out[ipv6_of(ipaddress.IPv4Interface(prefix)).network] = len(hops)
+    return out
 
 
 class CarrierSync(threading.Thread):
@@ -173,20 +190,15 @@ class BgpFabric:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
             subprocess.run(["ip", "netns", "add", ns], check=True)
             state.add_namespace(ns)
-            for cmd in (
-                ["ip", "-n", ns, "link", "set", "lo", "up"],
-                ["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv6.conf.default.disable_ipv6=1",
-                ],
-            ):
-                subprocess.run(cmd, check=True, capture_output=True)
+            # IPv6 without duplicate address detection: a tap's address is usable at once
+            # (nothing else on the /127 could hold it).
+            subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+            for key in ("all.accept_dad=0", "default.accept_dad=0"):
+                subprocess.run(
+                    ["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{key}"],
+                    check=True,
+                    capture_output=True,
+                )
         for sw in self.topo.switches:
             cfg, _ = config_db.parse(config_db.load_files([self.lab.config_path(sw)]))
             self.kept[sw] = keep_taps(namespace(sw), sorted(routed_interfaces(cfg)))
@@ -203,6 +215,7 @@ class BgpFabric:
         self.carrier = CarrierSync(ports)
         self.carrier.start()
         self.wait_converged()
+        self.host_ipv6()
         self.greet_hosts()
 
     def greet_hosts(self) -> None:
@@ -210,9 +223,28 @@ class BgpFabric:
         resolves it to answer, and the controller learns it from that ARP reply (the configs
         have no NEIGH), so traffic to it is not gleaned first."""
         for name, host in self.topo.hosts.items():
-            out = self.lab.net[name].cmd(f"ping -c 1 -W 2 {host.gateway}")
-            if " 0% packet loss" not in out:
-                raise BgpError(f"{name} does not reach its gateway {host.gateway}:\n{out}")
+            gateway6 = ipv6_of(ipaddress.IPv4Interface(f"{host.gateway}/32")).ip
+            for gateway in (host.gateway, gateway6):
+                out = self.lab.net[name].cmd(f"ping -c 1 -W 2 {gateway}")
+                if " 0% packet loss" not in out:
+                    raise BgpError(f"{name} does not reach its gateway {gateway}:\n{out}")
+
+    def host_ipv6(self) -> None:
+        """The hosts' IPv6 (off for static routing): the address, a default route to the
+        gateway and a permanent neighbour entry for it, as for IPv4."""
+        for name, host in self.topo.hosts.items():
+            node, intf = self.lab.net[name], f"{name}-eth0"
+            gateway = ipv6_of(ipaddress.IPv4Interface(f"{host.gateway}/32")).ip
+            for cmd in (
+                "sysctl -qw net.ipv6.conf.all.disable_ipv6=0",
+                f"sysctl -qw net.ipv6.conf.{intf}.disable_ipv6=0",
+                f"sysctl -qw net.ipv6.conf.{intf}.accept_dad=0",
+                f"ip -6 addr replace {ipv6_of(host.ip)} dev {intf}",
+                f"ip -6 route replace default via {gateway} dev {intf}",
+                f"ip -6 neigh replace {gateway} lladdr {self.topo.switches[host.switch].mac}"
+                f" dev {intf} nud permanent",
+            ):
+                node.cmd(cmd)
 
     def clear_neighbors(self, switch: str) -> None:
         """`sonic-clear arp` on the switch: its controller drops every learned neighbour's
@@ -280,7 +312,7 @@ class BgpFabric:
         node = self.lab.net[switch]
         with P4RuntimeClient(node.grpc_addr, device_id=node.device_id) as client:
             client.connect()
-            return routes(client, self.index, 4, {})
+            return routes(client, self.index, 4, {}) + routes(client, self.index, 6, {})
 
     def neighbors(self, switch: str) -> dict[str, str]:
         """The switch's neighbour table: address -> MAC."""
@@ -294,9 +326,14 @@ class BgpFabric:
         return {r.prefix: len(r.nexthops) for r in self.route_rows(switch) if r.source == "fpm"}
 
     def sessions(self, switch: str) -> dict[str, str]:
-        """BGP neighbour -> session state, from bgpd."""
-        data = json.loads(self.frr[switch].show("show bgp ipv4 unicast summary json") or "{}")
-        return {ip: peer.get("state", "?") for ip, peer in data.get("peers", {}).items()}
+        """BGP neighbour -> session state, from bgpd (both families)."""
+        out = {}
+        for family in ("ipv4", "ipv6"):
+            data = json.loads(
+                self.frr[switch].show(f"show bgp {family} unicast summary json") or "{}"
+            )
+            out |= {ip: peer.get("state", "?") for ip, peer in data.get("peers", {}).items()}
+        return out
 
     def wait_converged(self, timeout_s: float = CONVERGE_TIMEOUT_S) -> float:
         """Until every switch's P4 tables hold the model's routes from FPM with all their

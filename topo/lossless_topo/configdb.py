@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from lossless_ctl.buffer_calc import BufferProfile, seed000_profile
 from lossless_ctl.chips import CHIPS
 
-from .model import Scale, Topology
+from .model import Scale, Topology, ipv6_of
 
 # RoCEv2 frame overhead on top of the RoCE MTU payload: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12
 # + RETH 16 + ICRC 4 + FCS 4; seed 000's 4174 bytes for a 4096-byte MTU is the same sum.
@@ -125,6 +125,8 @@ def build(
         cfg["INTERFACE"][name] = {}
         if local.ip is not None:
             cfg["INTERFACE"][f"{name}|{local.ip}"] = {}
+            if not static_routes:
+                cfg["INTERFACE"][f"{name}|{ipv6_of(local.ip)}"] = {}
         if static_routes and remote.node in topo.hosts:
             host = topo.hosts[remote.node]
             cfg["NEIGH"][f"{name}|{host.ip.ip}"] = {"neigh": host.mac, "family": "IPv4"}
