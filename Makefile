@@ -43,7 +43,7 @@ help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
 	@echo "make run        build and run the default lab (ROUTING=bgp: FRR on every switch)"
-	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR and switch restart"
+	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR restart, clear neighbours, controller and switch restart"
 	@echo "make sim        lossless-sim, nominal rates, virtual time: seed 003 quick subset; EXP=seed003 all 40 cases; TOPO=..."
 	@echo "make sweep      lossless-sim sweep SWEEP=file (default: SFC threshold x 25G/100G), J=parallel"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
@@ -244,10 +244,10 @@ run: build deps
 	PATH=$$PATH:$(BIN) $(PY) -m lossless_topo.runner --switch $(SWITCH) --pipeline $(P4_OUT) \
 	    --results $(RESULTS)
 
-# ROUTING=bgp end to end (topo/bgp_tests, about 2 minutes, root): the leaf-spine with FRR on
-# every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded, a leaf-spine link
-# down and up, a flap storm, an FRR and a switch restart under traffic (loss from sequence
-# numbers to $(RESULTS)/bgp/*.json).
+# ROUTING=bgp end to end (topo/bgp_tests, about 3 minutes, root): the leaf-spine with FRR on
+# every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded over IPv4 and IPv6,
+# a leaf-spine link down and up, a flap storm, an FRR restart, clear neighbours, a controller and
+# a switch restart under traffic (loss from sequence numbers to $(RESULTS)/bgp/*.json).
 test-bgp: build deps
 	$(PY) -m pytest -s topo/bgp_tests
 

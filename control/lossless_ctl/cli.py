@@ -7,6 +7,7 @@ import ipaddress
 import json
 import queue
 import sys
+import time
 from pathlib import Path
 
 from lossless_ctl import config_db
@@ -198,7 +199,8 @@ def _run(args: argparse.Namespace) -> int:
     until interrupted. When the switch's stream is lost (a restarted switch), reconnect and
     reconcile again: a switch that came back without the pipeline is loaded in full, i.e.
     replayed, and the FPM routes are written again. SIGHUP reads the config again and
-    reconciles the switch with it (`config reload`), the FPM routes written again after it."""
+    reconciles the switch with it (`config reload`), the FPM routes written again after it.
+    SIGUSR1 clears the learned neighbours (`sonic-clear arp`), which are asked for again."""
     import signal
     import threading
 
@@ -218,10 +220,12 @@ def _run(args: argparse.Namespace) -> int:
             print(f"error: {problem}", file=sys.stderr)
         return 1
     stop, reload, session_end = threading.Event(), threading.Event(), threading.Event()
+    clear = threading.Event()
     for sig, events in (
         (signal.SIGINT, (stop, session_end)),
         (signal.SIGTERM, (stop, session_end)),
         (signal.SIGHUP, (reload, session_end)),
+        (signal.SIGUSR1, (clear,)),
     ):
         signal.signal(sig, lambda *_, events=events: [e.set() for e in events])
     try:
@@ -242,7 +246,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"run: --hostif {args.hostif}: {err}", file=sys.stderr)
             return 1
     try:
-        events = (stop, reload, session_end)
+        events = (stop, reload, session_end, clear)
         return _sessions(args, cfg, pipeline, (model, program), events, routing, hostif)
     finally:
         if hostif is not None:
@@ -290,13 +294,14 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif) -> int:
     """One P4Runtime session after the other, until stopped (see _run)."""
     from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
     from lossless_ctl.loader import plan, reconcile
-    from lossless_ctl.neighbor import NeighborLearner, routed_interfaces, serve
+    from lossless_ctl.neighbor import NeighborLearner, apply, routed_interfaces, serve
     from lossless_ctl.p4info import P4InfoIndex
 
     model, program = planned
-    stop, reload, session_end = events
+    stop, reload, session_end, clear = events
     _, orch, resolve = routing if routing is not None else (None, None, None)
     sessions = 0
+    learner = None
     while not stop.is_set():
         if reload.is_set():
             reload.clear()
@@ -318,13 +323,9 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif) -> int:
                 connect_timeout=args.reconnect_timeout,
             ) as client:
                 client.arbitrate()
-                summary = reconcile(client, pipeline, program)
-                sessions += 1
-                print(summary.render(), flush=True)
-                if summary.errors:
-                    return 1
-                if args.stats is not None and not _push_ports(args.stats, model, cfg):
-                    return 1
+                # What the last session learned: the switch holds none of it now (it was
+                # replayed, or the reconcile removed it), so it is installed again at once.
+                known = learner.forget() if learner is not None else {}
                 learner = NeighborLearner(
                     cfg,
                     program,
@@ -332,8 +333,31 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif) -> int:
                     args.neighbor_age,
                     answer=hostif is None,
                 )
+                # A restarted `run` takes over the neighbours it learned and the FPM routes it
+                # wrote before, which are still on the switch, so the reconcile writes only
+                # the config's difference and forwarding never stops.
+                adopted: set[tuple] = set()
+                keep = None
+                if sessions == 0:
+
+                    def keep(state, learner=learner, adopted=adopted):
+                        adopted.update(learner.adopt(state, time.monotonic()))
+                        print(f"run: took over {len(learner.learned)} learned neighbours")
+                        if orch is not None:
+                            adopted.update(orch.adopt(state))
+                        return adopted
+
+                summary = reconcile(client, pipeline, program, keep=keep)
+                sessions += 1
+                print(summary.render(), flush=True)
+                if summary.errors:
+                    return 1
+                if args.stats is not None and not _push_ports(args.stats, model, cfg):
+                    return 1
+                for line in apply(client, learner, learner.relearn(known, time.monotonic())):
+                    print(line, flush=True)
                 if orch is not None:
-                    orch.attach(client)
+                    orch.attach(client, adopted=bool(adopted))
                 if hostif is not None:
                     hostif.attach(
                         lambda port, frame, client=client, learner=learner: client.send_packet_out(
@@ -349,6 +373,7 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif) -> int:
                         log=lambda line: print(line, flush=True),
                         resolve=resolve,
                         hostif=hostif,
+                        clear=clear,
                     )
                 finally:
                     if hostif is not None:
@@ -371,8 +396,6 @@ SHOW_COMMANDS = ("arp", "ndp", "ip route", "ipv6 route", "ip route summary", "ip
 
 
 def _show(args: argparse.Namespace) -> int:
-    import time
-
     from lossless_ctl import counters
     from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
     from lossless_ctl.p4info import P4InfoIndex

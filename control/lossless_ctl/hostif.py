@@ -9,8 +9,14 @@ out of that port as PacketOut. Punted frames for other addresses (a glean) stay 
 neighbour learner: the kernel does not forward.
 
 A tap's carrier stands for its port's oper state. The switch does not report link state, so
-whoever watches the ports (the lab) sets it: `ip -n NS link set Ethernet0 carrier off`. The
-taps are created with carrier on and go away with this process (they are not persistent).
+whoever watches the ports (the lab) sets it: `ip -n NS link set Ethernet0 carrier off`.
+
+The taps are multi-queue: this process attaches a queue to each, making the tap if it does not
+exist (it then goes away with the process, carrier, addresses and all, and BGP with it). A
+process that outlives the controller can own them instead (`keep_taps`, SONiC's hostifs belong
+to syncd, not orchagent): it holds a disabled queue of each, which keeps the tap, its addresses
+and its carrier while no controller is attached, so that a restarted controller finds the
+kernel, FRR and the BGP sessions as they were.
 """
 
 from __future__ import annotations
@@ -31,18 +37,41 @@ from lossless_ctl.neighbor import Interface, Parsed, mac_str
 
 # linux/if_tun.h
 TUNSETIFF = 0x400454CA
+TUNSETQUEUE = 0x400454D9
 IFF_TAP = 0x0002
 IFF_NO_PI = 0x1000
+IFF_MULTI_QUEUE = 0x0100
+IFF_DETACH_QUEUE = 0x0400
 IFNAMSIZ = 16
+
+
+TAP_FLAGS = IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE
 
 
 class HostIfError(Exception):
     pass
 
 
+def keep_taps(ns: str, names: list[str]) -> list[int]:
+    """Make the taps of `names` in `ns` and hold them for the controllers that come and go:
+    a disabled queue each (the kernel sends nothing to it), so that a tap keeps its
+    addresses and its carrier while no `run --hostif` is attached. Close the descriptors to
+    let them go."""
+    fds = _open_taps(ns, names)
+    try:
+        for fd in fds.values():
+            fcntl.ioctl(fd, TUNSETQUEUE, struct.pack("16sH", b"", IFF_DETACH_QUEUE))
+    except OSError as err:
+        for fd in fds.values():
+            os.close(fd)
+        raise HostIfError(f"taps in namespace {ns}: disabling the keeper's queue: {err}") from err
+    return list(fds.values())
+
+
 def _open_taps(ns: str, names: list[str]) -> dict[str, int]:
-    """A tap per name in namespace `ns`, opened there (a tap belongs to the namespace of the
-    thread that creates it; setns moves only the calling thread, so a thread of its own)."""
+    """A queue of the tap of each name in namespace `ns`, made if it does not exist, opened
+    there (a tap belongs to the namespace of the thread that creates it; setns moves only the
+    calling thread, so a thread of its own)."""
     fds: dict[str, int] = {}
     failure: list[BaseException] = []
 
@@ -52,7 +81,7 @@ def _open_taps(ns: str, names: list[str]) -> dict[str, int]:
             for name in names:
                 fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
                 fds[name] = fd
-                fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TAP | IFF_NO_PI))
+                fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), TAP_FLAGS))
         except OSError as err:
             failure.append(err)
 
@@ -91,13 +120,23 @@ class HostIf:
         self.thread = threading.Thread(target=self._read, name="hostif", daemon=True)
 
     def _configure(self) -> None:
+        # A kept tap (keep_taps) has what an earlier controller set: only what differs.
         with IPRoute(netns=self.ns) as ipr:
             for name, iface in self.interfaces.items():
                 index = ipr.link_lookup(ifname=name)[0]
-                ipr.link("set", index=index, address=mac_str(iface.mac))
+                link = ipr.get_links(index)[0]
+                if link.get_attr("IFLA_ADDRESS") != mac_str(iface.mac):
+                    ipr.link("set", index=index, address=mac_str(iface.mac))
+                have = {
+                    (a.get_attr("IFA_ADDRESS"), a["prefixlen"]) for a in ipr.get_addr(index=index)
+                }
                 for a in iface.addresses:
-                    ipr.addr("add", index=index, address=str(a.ip), prefixlen=a.network.prefixlen)
-                ipr.link("set", index=index, state="up")
+                    if (str(a.ip), a.network.prefixlen) not in have:
+                        ipr.addr(
+                            "add", index=index, address=str(a.ip), prefixlen=a.network.prefixlen
+                        )
+                if not link["flags"] & 1:  # IFF_UP
+                    ipr.link("set", index=index, state="up")
 
     def start(self) -> HostIf:
         self.thread.start()

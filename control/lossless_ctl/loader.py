@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -287,14 +288,20 @@ def reconcile(
     batch_size: int = 1000,
     in_flight: int = 4,
     progress: bool = False,
+    keep: Callable[[dict[tuple, Any]], set[tuple]] | None = None,
 ) -> LoadSummary:
     """A restarted controller: if the switch runs this pipeline, read its state back and write
-    only the difference; if it runs another or none (a restarted switch), load everything."""
+    only the difference; if it runs another or none (a restarted switch), load everything.
+    `keep(state)` names entities that are not the config's but stay (run-time objects a
+    restarted `run` takes over: routeorch's adopt)."""
     if client.pipeline_cookie() != pipeline_cookie(pipeline):
         return load(client, pipeline, program, batch_size, in_flight, progress)
     start = time.perf_counter()
     state = read_state(client, program)
     read_seconds = time.perf_counter() - start
+    if keep is not None:
+        kept = keep(state)
+        state = {k: v for k, v in state.items() if k not in kept}
     changes = diff(program, state, P4InfoIndex(pipeline.p4info))
     summary = write_program(client, pipeline, changes, batch_size, in_flight, progress)
     summary.read_seconds = read_seconds

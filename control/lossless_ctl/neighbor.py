@@ -33,7 +33,8 @@ from typing import Any
 from lossless_ctl.client import P4RuntimeClient, entity_key
 from lossless_ctl.config_db import ConfigDb, IpAddress, IpInterface
 from lossless_ctl.p4info import P4InfoIndex
-from lossless_ctl.p4map import NeighborEntries, P4Program, encode
+from lossless_ctl.p4map import ING, NeighborEntries, P4Program, encode
+from lossless_ctl.show import match_value, param_value
 
 ETH_IPV4, ETH_ARP, ETH_VLAN, ETH_IPV6 = 0x0800, 0x0806, 0x8100, 0x86DD
 ICMPV6, ND_NS, ND_NA = 58, 135, 136
@@ -336,6 +337,93 @@ class NeighborLearner:
                 out.extend(self.glean(ip, now))
         return out
 
+    def adopt(self, state: dict[tuple, Any], now: float) -> set[tuple]:
+        """A restarted controller's first session, before its reconcile: the neighbour entries
+        of the switch (`state`, by entity key) that the config does not have are an earlier
+        controller's learned neighbours. They are taken over, with the next hop and host route
+        it made for them, as if learned now; returns their entities' keys, which the reconcile
+        leaves alone (so forwarding to them never stops)."""
+        index = self.entries.b.idx
+        tables = {index.table(ING + n).preamble.id: n for n in ("neighbor", "nexthop")}
+        routes = {index.table(ING + f"ipv{v}_route").preamble.id: v for v in (4, 6)}
+        neighbors: dict[tuple[int, int], int] = {}
+        hops: dict[tuple[int, int], int] = {}
+        host_routes: dict[Any, int] = {}
+        for entity in state.values():
+            if entity.WhichOneof("entity") != "table_entry":
+                continue
+            t = entity.table_entry
+            name = tables.get(t.table_id)
+            if name == "neighbor":
+                table = index.table(ING + name)
+                key = (match_value(t, index, table, "rif"), match_value(t, index, table, "ip"))
+                neighbors[key] = param_value(t, index, "dst_mac") or 0
+            elif name == "nexthop":
+                nid = match_value(t, index, index.table(ING + name), "nexthop_id")
+                hops[(param_value(t, index, "rif"), param_value(t, index, "neighbor_ip"))] = nid
+            elif t.table_id in routes and not t.metadata and t.match:
+                lpm, version = t.match[0].lpm, routes[t.table_id]
+                if lpm.prefix_len == (32 if version == 4 else 128):
+                    value = int.from_bytes(lpm.value, "big")
+                    ip = (
+                        ipaddress.IPv4Address(value)
+                        if version == 4
+                        else ipaddress.IPv6Address(value)
+                    )
+                    host_routes[ip] = param_value(t, index, "nexthop_id") or 0
+        ids = self.entries.ids
+        rif_name = {rid: n.removeprefix("rif:") for n, rid in ids.rif_ids.items()}
+        config_hops = set(ids.nexthop_ids.values())
+        keys: set[tuple] = set()
+        for (rif, value), mac in sorted(neighbors.items()):
+            iface = self.interfaces.get(rif_name.get(rif, ""))
+            ip = ipaddress.ip_address(value)  # IPv4 is zero-extended into the 128-bit key
+            if iface is None or (iface.name, ip) in self.static or not iface.on_link(ip):
+                continue
+            nid = hops.get((rif, value))
+            ours = nid if nid is not None and nid not in config_hops else None
+            route = nid is not None and host_routes.get(ip) == nid
+            route = route and ipaddress.ip_network(ip) not in ids.routes
+            raw = mac.to_bytes(6, "big")
+            created = self.entries.adopt(iface.name, ip, mac_str(raw), ours, route)
+            keys |= {entity_key(u.entity) for u in created}
+            self.learned[(iface.name, ip)] = Learned(raw, now)
+        return keys
+
+    def forget(self) -> dict[tuple[str, IpAddress], bytes]:
+        """The switch no longer holds what this learner installed (a new session replayed or
+        reconciled it): the ids it took are given back, and what it had learned is returned
+        for the next session's learner to install again (relearn)."""
+        for ifname, ip in list(self.entries.created):
+            self.entries.remove(ifname, ip)
+        known = {key: entry.mac for key, entry in self.learned.items()}
+        self.learned.clear()
+        return known
+
+    def relearn(self, known: dict[tuple[str, IpAddress], bytes], now: float) -> Actions:
+        """Install neighbours an earlier session learned (forget) as if just learned; aging
+        and probing find those that have gone."""
+        out = Actions()
+        for (ifname, ip), mac in known.items():
+            iface = self.interfaces.get(ifname)
+            if iface is not None:
+                out.extend(self._learn(iface, ip, mac, now))
+        return out
+
+    def clear(self, now: float) -> Actions:
+        """`sonic-clear arp` and `ndp`: every learned neighbour's entry goes (its next hop and
+        host route stay, so ECMP groups keep their members) and each is asked for again at
+        once; its answer installs the entry again."""
+        out = Actions()
+        for ifname, ip in list(self.learned):
+            out.updates += self.entries.clear(ifname, ip)
+            del self.learned[(ifname, ip)]
+            request = self._request(self.interfaces[ifname], ip, None, now)
+            if request is not None:
+                out.packets.append(request)
+        out.log.append(f"neighbours cleared: {len(out.updates)}; each asked for again")
+        return out
+
     def tick(self, now: float) -> Actions:
         """Probe neighbours past half their age; remove those past it."""
         out = Actions()
@@ -389,12 +477,14 @@ def serve(
     burst: int = 1024,
     resolve: queue.Queue | None = None,
     hostif: Any = None,
+    clear: threading.Event | None = None,
 ) -> None:
     """PacketIns in, updates and PacketOuts out, until `stop` is set or the switch's stream is
     lost. PacketIns that arrive together (up to `burst`) are handled as one, so their updates
     share WriteRequests. Addresses put in `resolve` (routes' next hops, from another thread)
     are asked for as a glean is, within a tick. With `hostif` (hostif.HostIf), what the kernel
-    wants of the punted frames is also written to the port's kernel interface."""
+    wants of the punted frames is also written to the port's kernel interface. When `clear`
+    is set, the learned neighbours are cleared (NeighborLearner.clear) within a tick."""
     for line in apply(client, learner, learner.start(time.monotonic())):
         log(line)
     next_tick = time.monotonic() + tick_s
@@ -417,6 +507,10 @@ def serve(
             while not resolve.empty():
                 asks.extend(learner.glean(resolve.get_nowait(), now))
             for line in apply(client, learner, asks):
+                log(line)
+        if clear is not None and clear.is_set():
+            clear.clear()
+            for line in apply(client, learner, learner.clear(now)):
                 log(line)
         if now >= next_tick:
             for line in apply(client, learner, learner.tick(now)):

@@ -105,6 +105,14 @@ class HardwareIds:
         with self.lock:
             self._free.setdefault(kind, []).append(n)
 
+    def claim(self, kind: str, n: int) -> None:
+        """Ids up to `n` are taken: objects an earlier controller wrote are still on the
+        switch (routeorch's adopt), so allocate() must not hand them out."""
+        with self.lock:
+            used = self.nexthop_ids if kind == "nexthop" else self.group_ids
+            start = self._next.get(kind) or max(used.values(), default=0) + 1
+            self._next[kind] = max(start, n + 1)
+
 
 @dataclass
 class P4Program:
@@ -738,6 +746,7 @@ class NeighborEntries:
         self.b = _Builder(p4info)
         self.ids = ids
         self.created: dict[tuple[str, Any], list[Any]] = {}  # what remove() takes away
+        self.cleared: set[tuple[str, Any]] = set()  # neighbour entry gone, the rest kept
 
     def _entry(self, kind: int, table: str, match: dict, action: str, params: dict) -> Any:
         update = self.b.table_entry(table, match, action, params)
@@ -753,6 +762,9 @@ class NeighborEntries:
         kind = pb.MODIFY if known else pb.INSERT
         updates = [self._entry(kind, *neighbor, {"dst_mac": mac_int(mac)})]
         if known:
+            return updates
+        if (ifname, ip) in self.cleared:  # its next hop and host route are still there
+            self.cleared.discard((ifname, ip))
             return updates
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
         key = f"nexthop:{ifname}|{ip}"
@@ -774,9 +786,46 @@ class NeighborEntries:
         self.created[(ifname, ip)] = created
         return updates
 
+    def clear(self, ifname: str, ip: Any) -> list[Any]:
+        """DELETE the neighbour entry alone (`sonic-clear arp`): its next hop, which ECMP
+        groups may use, and its host route stay for install() to find again."""
+        created = self.created.get((ifname, ip), [])
+        if (ifname, ip) in self.cleared or not created:
+            return []
+        self.cleared.add((ifname, ip))
+        return created[-1:]  # install() puts the neighbour entry last
+
+    def adopt(self, ifname: str, ip: Any, mac: str, nexthop: int | None, route: bool) -> list[Any]:
+        """A neighbour an earlier controller learned, still on the switch, taken over as if
+        install() had made it (with its `nexthop` id and host `route` if those were the
+        learner's); its entities, as the DELETEs remove() would write."""
+        pb = self.b.pb.Update
+        rif = self.ids.rif_ids[f"rif:{ifname}"]
+        neighbor = (ING + "neighbor", {"rif": rif, "ip": int(ip)}, ING + "set_dst_mac")
+        created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
+        with self.ids.lock:
+            if nexthop is not None:
+                self.ids.nexthop_ids[f"nexthop:{ifname}|{ip}"] = nexthop
+                self.ids.claim("nexthop", nexthop)
+                params = {"rif": rif, "neighbor_ip": int(ip)}
+                entry = (ING + "nexthop", {"nexthop_id": nexthop}, ING + "set_ip_nexthop")
+                created.insert(0, self._entry(pb.DELETE, *entry, params))
+            nid = self.ids.nexthop_ids.get(f"nexthop:{ifname}|{ip}")
+            host = ipaddress.ip_network(ip)
+            if route and nid is not None:
+                self.ids.routes.add(host)
+                table = ING + ("ipv4_route" if host.version == 4 else "ipv6_route")
+                entry = (table, {"dst": (int(ip), host.prefixlen)}, ING + "set_nexthop_id")
+                created.insert(0, self._entry(pb.DELETE, *entry, {"nexthop_id": nid}))
+        self.created[(ifname, ip)] = created
+        return created
+
     def remove(self, ifname: str, ip: Any) -> list[Any]:
         """DELETE what install() created: host route, then next hop, then neighbour."""
         created = self.created.pop((ifname, ip), [])
+        if (ifname, ip) in self.cleared:  # its neighbour entry is gone already
+            self.cleared.discard((ifname, ip))
+            created = created[:-1]
         for update in created:
             e = update.entity.table_entry
             if self.b.idx.name_of(e.table_id).endswith("_route"):

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from lossless_ctl.client import P4RuntimeClient
-from lossless_ctl.config_db import IpAddress, network_of
+from lossless_ctl.config_db import IpAddress, IpNetwork, network_of, route_key
 from lossless_ctl.fpm import FpmRoute, nexthops_of
 from lossless_ctl.neighbor import Interface
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4map import ING, HardwareIds, RouteEntries
+from lossless_ctl.show import match_value, param_value
 
 # Where a route goes: ("nexthop", nexthop key), ("group", frozenset of nexthop keys), ("drop",).
 Target = tuple
@@ -73,6 +74,76 @@ class _Ref:
     id: int
     refs: int = 0
     detail: Any = None  # next hop: (rif, ip); group: member ids
+
+
+class _FpmState:
+    """The FPM routes on a switch, read from its entities (`state`, by entity key): `routes`
+    {prefix: (kind "group" | "nexthop" | "drop", its id, protocol)}, the next hops {id: (rif,
+    ip)} and ECMP groups {id: member ids} they use, and `keys`, each one's entity key by (kind,
+    id) or ("route", prefix). KeyError or ValueError: they are incomplete."""
+
+    ACTIONS = {"set_ecmp_group_id": "group", "set_nexthop_id": "nexthop", "drop_route": "drop"}
+    PARAMS = {"group": "ecmp_group_id", "nexthop": "nexthop_id"}
+
+    def __init__(self, index: P4InfoIndex, state: dict[tuple, Any]):
+        names = ("ipv4_route", "ipv6_route", "nexthop", "ecmp_group")
+        tables = {index.table(ING + name).preamble.id: name for name in names}
+        profile = index.action_profile(RouteEntries.ECMP_PROFILE).preamble.id
+        self.routes: dict[IpNetwork, tuple[str, int, str]] = {}
+        self.keys: dict[tuple, tuple] = {}
+        every_hop: dict[int, tuple[int, int]] = {}
+        every_group: dict[int, list[int]] = {}
+        for key, entity in state.items():
+            which = entity.WhichOneof("entity")
+            if which == "action_profile_member":
+                if entity.action_profile_member.action_profile_id == profile:
+                    self.keys[("member", entity.action_profile_member.member_id)] = key
+                continue
+            if which == "action_profile_group":
+                g = entity.action_profile_group
+                if g.action_profile_id == profile:
+                    every_group[g.group_id] = sorted(m.member_id for m in g.members)
+                    self.keys[("group", g.group_id)] = key
+                continue
+            if which != "table_entry" or entity.table_entry.is_default_action:
+                continue
+            t = entity.table_entry
+            name = tables.get(t.table_id)
+            if name in ("nexthop", "ecmp_group"):
+                field = "nexthop_id" if name == "nexthop" else "group"
+                n = match_value(t, index, index.table(ING + name), field)
+                self.keys[(name, n)] = key
+                if name == "nexthop":
+                    every_hop[n] = (
+                        param_value(t, index, "rif"),
+                        param_value(t, index, "neighbor_ip"),
+                    )
+            elif name in ("ipv4_route", "ipv6_route") and t.metadata.startswith(b"fpm:"):
+                lpm = next((m.lpm for m in t.match), None)
+                value = int.from_bytes(lpm.value, "big") if lpm is not None else 0
+                address = (
+                    ipaddress.IPv4Address(value)
+                    if name == "ipv4_route"
+                    else ipaddress.IPv6Address(value)
+                )
+                prefix = ipaddress.ip_network((address, lpm.prefix_len if lpm is not None else 0))
+                kind = self.ACTIONS[index.name_of(t.action.action.action_id).rsplit(".", 1)[-1]]
+                n = param_value(t, index, self.PARAMS[kind]) if kind != "drop" else 0
+                self.routes[prefix] = (kind, n, t.metadata.decode().removeprefix("fpm:"))
+                self.keys[("route", prefix)] = key
+        self.groups = {n: every_group[n] for kind, n, _ in self.routes.values() if kind == "group"}
+        used = {n for kind, n, _ in self.routes.values() if kind == "nexthop"}
+        used |= {nid for members in self.groups.values() for nid in members}
+        # IPv4 next hops are zero-extended into the 128-bit parameter (p4src/README.md).
+        self.nexthops = {
+            nid: (every_hop[nid][0], ipaddress.ip_address(every_hop[nid][1])) for nid in used
+        }
+        for gid, members in self.groups.items():
+            if ("ecmp_group", gid) not in self.keys:
+                raise ValueError(f"ECMP group {gid} has no ecmp_group entry")
+            for nid in members:
+                if ("member", nid) not in self.keys:
+                    raise ValueError(f"ECMP group {gid}: member {nid} is not on the switch")
 
 
 @dataclass
@@ -134,11 +205,15 @@ class RouteOrch:
 
     # --- sessions ----------------------------------------------------------------------------
 
-    def attach(self, client: P4RuntimeClient) -> None:
-        """Write through `client` from now on. The switch it reaches holds none of our entries
-        (a new session reconciled it to the config, or it restarted): everything zebra gave us
-        is written again."""
+    def attach(self, client: P4RuntimeClient, adopted: bool = False) -> None:
+        """Write through `client` from now on. Unless this session `adopted` the switch's FPM
+        entries (see adopt), the switch it reaches holds none of ours (a new session
+        reconciled it to the config, or it restarted): everything zebra gave us is written
+        again."""
         with self.state_lock, self.lock:
+            if adopted:
+                self.client = client
+                return
             for kind, refs in (("nexthop", self.nexthops), ("group", self.groups)):
                 for ref in refs.values():
                     self.ids.release(kind, ref.id)
@@ -156,6 +231,83 @@ class RouteOrch:
             self.pending = dict(self.desired)
             self.client = client
         self.flush()
+
+    def adopt(self, state: dict[tuple, Any]) -> set[tuple]:
+        """A restarted controller's first session, before its reconcile: the switch still
+        holds the routes an earlier controller wrote from FPM (their entries' metadata says
+        "fpm:..."), with the groups, members and next hops they use. They are taken over as
+        zebra's routes of an earlier connection (zebra_connected): they stay until zebra sends
+        them again, and are rewritten only where what it sends differs, or removed if it has
+        not sent them `restart_s` after it went quiet. Returns the keys of the entities taken
+        over, which the reconcile leaves alone. If they do not fit this config's numbering (a
+        changed config) or are incomplete, nothing is taken over and the reconcile removes
+        them, as for a reload."""
+        with self.state_lock, self.lock:
+            if self.desired or self.installed:
+                return set()
+            try:
+                found = _FpmState(self.entries.b.idx, state)
+                clash = [str(p) for p in found.routes if route_key(p) in self.ids.routes]
+                clash += [f"group {g}" for g in found.groups if g in self.ids.group_ids.values()]
+                if clash:
+                    raise ValueError(f"the config has {', '.join(clash[:3])}")
+                rif_name = {rid: n.removeprefix("rif:") for n, rid in self.ids.rif_ids.items()}
+                key_of = {
+                    nid: f"nexthop:{rif_name[rif]}|{ip}"
+                    for nid, (rif, ip) in found.nexthops.items()
+                }
+            except (KeyError, ValueError) as err:
+                self.counters["switch routes not taken over"] += 1
+                self.log(f"routeorch: the switch's FPM routes are not taken over: {err}")
+                return set()
+            config_hops = set(self.ids.nexthop_ids.values())
+            ours = [nid for nid in found.nexthops if nid not in config_hops]
+            keys = {found.keys[("route", p)] for p in found.routes}
+            for nid in ours:
+                self.nexthops[key_of[nid]] = _Ref(nid, 0, found.nexthops[nid])
+                self.ids.nexthop_ids[key_of[nid]] = nid
+                keys.add(found.keys[("nexthop", nid)])
+            for gid, members in found.groups.items():
+                hop_keys = frozenset(key_of[nid] for nid in members)
+                self.groups[hop_keys] = _Ref(gid, 0, members)
+                keys |= {found.keys[("group", gid)], found.keys[("ecmp_group", gid)]}
+                for nid in members:
+                    if nid in self.ids.members and nid not in self.members:
+                        continue  # the config's member
+                    self.members.setdefault(nid, _Ref(nid)).refs += 1
+                    self.ids.members.add(nid)
+                    keys.add(found.keys[("member", nid)])
+                for k in hop_keys:
+                    if k in self.nexthops:
+                        self.nexthops[k].refs += 1
+            for prefix, (kind, n, protocol) in found.routes.items():
+                if kind == "group":
+                    hops = sorted(key_of[nid] for nid in found.groups[n])
+                    target: Target = ("group", frozenset(hops))
+                    self.groups[target[1]].refs += 1
+                elif kind == "nexthop":
+                    hops = [key_of[n]]
+                    target = ("nexthop", hops[0])
+                    if hops[0] in self.nexthops:
+                        self.nexthops[hops[0]].refs += 1
+                else:
+                    hops, target = [], ("drop",)
+                packed = sorted({ipaddress.ip_address(h.split("|")[1]).packed for h in hops})
+                key = route_key(prefix)
+                route = FpmRoute(key, b"".join(packed), protocol)
+                self.desired[key] = route
+                self.installed[key] = (route, target)
+                self.ids.routes.add(key)
+            self.ids.claim("nexthop", max(ours, default=0))
+            self.ids.claim("group", max(found.groups, default=0))
+            self.stale = set(self.desired)
+            self.last_input = time.monotonic()
+            self.counters["routes taken over from the switch"] += len(found.routes)
+            self.log(
+                f"routeorch: took over {len(found.routes)} FPM routes, {len(found.groups)} ECMP "
+                f"groups and {len(ours)} next hops from the switch, kept until zebra sends them"
+            )
+            return keys
 
     def rebase(self, ids: HardwareIds, interfaces: dict[str, Interface]) -> None:
         """A reloaded config: its plan numbers the switch's objects afresh (`ids`), and the
@@ -428,7 +580,9 @@ class RouteOrch:
                     update = entries.route(key, self._hw(old[1]), "", delete)
                     planned.append((key, None, None, update, delete))
                 continue
-            if old is not None and old[1] == target and old[0] == route:
+            if old is not None and old[1] == target and old[0][2] == route[2]:
+                # The entry would be written as it is (an adopted route's next hops aside).
+                installed[key] = (route, target)
                 continue
             hw = self._acquire(target, writes)
             kind = insert if old is None else modify

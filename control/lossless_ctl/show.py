@@ -24,7 +24,7 @@ class NeighborRow:
     iface: str
 
 
-def _field(entry: Any, index: P4InfoIndex, table: Any, name: str) -> int:
+def match_value(entry: Any, index: P4InfoIndex, table: Any, name: str) -> int:
     mf = index.match_field(table, name)
     for m in entry.match:
         if m.field_id == mf.id:
@@ -32,7 +32,7 @@ def _field(entry: Any, index: P4InfoIndex, table: Any, name: str) -> int:
     return 0
 
 
-def _param(entry: Any, index: P4InfoIndex, name: str) -> int | None:
+def param_value(entry: Any, index: P4InfoIndex, name: str) -> int | None:
     action = entry.action.action
     for p in index.action(index.name_of(action.action_id)).params:
         if p.name == name:
@@ -52,18 +52,18 @@ def neighbors(
     """Every neighbour entry with its interface (router interface -> port -> port name)."""
     rif_table = index.table(ING + "router_interface")
     rif_port = {
-        _field(e, index, rif_table, "rif"): _param(e, index, "port")
+        match_value(e, index, rif_table, "rif"): param_value(e, index, "port")
         for e in client.read_table(rif_table.preamble.id)
     }
     table = index.table(ING + "neighbor")
     rows = []
     for e in client.read_table(table.preamble.id):
-        value = _field(e, index, table, "ip")
+        value = match_value(e, index, table, "ip")
         # IPv4 neighbours are zero-extended into the 128-bit key (p4src/README.md).
         address = ipaddress.IPv6Address(value) if value >> 32 else ipaddress.IPv4Address(value)
-        port = rif_port.get(_field(e, index, table, "rif"))
+        port = rif_port.get(match_value(e, index, table, "rif"))
         iface = port_names.get(port, f"port {port}") if port is not None else "-"
-        rows.append(NeighborRow(address, _mac(_param(e, index, "dst_mac") or 0), iface))
+        rows.append(NeighborRow(address, _mac(param_value(e, index, "dst_mac") or 0), iface))
     return sorted(rows, key=lambda r: (r.address.version, r.address))
 
 
@@ -191,21 +191,21 @@ def routes(
     are the config's, or host routes of learned neighbours (not in `config_neighbors`)."""
     nh_table = index.table(ING + "nexthop")
     nexthops = {
-        _field(e, index, nh_table, "nexthop_id"): (
-            _param(e, index, "rif"),
-            _param(e, index, "neighbor_ip"),
+        match_value(e, index, nh_table, "nexthop_id"): (
+            param_value(e, index, "rif"),
+            param_value(e, index, "neighbor_ip"),
         )
         for e in client.read_table(nh_table.preamble.id)
     }
     n_table = index.table(ING + "neighbor")
     resolved = {
-        (_field(e, index, n_table, "rif"), _field(e, index, n_table, "ip"))
+        (match_value(e, index, n_table, "rif"), match_value(e, index, n_table, "ip"))
         for e in client.read_table(n_table.preamble.id)
     }
     member_nh, group_members = action_profiles(client)
     ecmp_table = index.table(ING + "ecmp_group")
     ecmp = {
-        _field(e, index, ecmp_table, "group"): e.action.action_profile_group_id
+        match_value(e, index, ecmp_table, "group"): e.action.action_profile_group_id
         for e in client.read_table(ecmp_table.preamble.id)
     }
 
@@ -232,12 +232,12 @@ def routes(
         elif action == "drop_route":
             kind = "blackhole"
         elif action == "set_ecmp_group_id":
-            kind, group_id = "group", _param(e, index, "ecmp_group_id")
+            kind, group_id = "group", param_value(e, index, "ecmp_group_id")
             members = group_members.get(ecmp.get(group_id, group_id), [])
             hops = tuple(hop(member_nh.get(m, m)) for m in members)
         else:
             kind = "via"
-            hops = (hop(_param(e, index, "nexthop_id") or 0),)
+            hops = (hop(param_value(e, index, "nexthop_id") or 0),)
             if not meta and plen == full and hops[0].ip == prefix.network_address:
                 protocol = "neighbour"
                 if config_neighbors is not None and prefix.network_address not in config_neighbors:

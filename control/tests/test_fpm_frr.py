@@ -225,21 +225,27 @@ def _send_frames(ns: str, port: int, frames: list[bytes]) -> None:
         sock.sendall(b"".join(frames))
 
 
+def _portless_switch(workdir: Path) -> SwitchProcess:
+    """A started p4-switch without ports, on a free gRPC port."""
+    assert (BIN / "p4-switch").is_file(), "build/bin/p4-switch missing: run `make build`"
+    switch = SwitchProcess(
+        BIN / "p4-switch",
+        device_id=1,
+        grpc_addr=f"127.0.0.1:{free_port()}",
+        log_path=workdir / "p4-switch.log",
+    )
+    switch.start()
+    switch.wait_ready()
+    return switch
+
+
 @contextlib.contextmanager
 def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=None):
     """p4-switch (a portless one unless `switch`, a started SwitchLab, is given), and
     `lossless-ctl run --fpm` on it with its FPM socket in `netns`."""
-    assert (BIN / "p4-switch").is_file(), "build/bin/p4-switch missing: run `make build`"
     portless = switch is None
     if portless:
-        switch = SwitchProcess(
-            BIN / "p4-switch",
-            device_id=1,
-            grpc_addr=f"127.0.0.1:{free_port()}",
-            log_path=workdir / "p4-switch.log",
-        )
-        switch.start()
-        switch.wait_ready()
+        switch = _portless_switch(workdir)
     address = switch.grpc_addr
     log = workdir / "lossless-ctl.log"
     options = ("--route-bulk", bulk, "--fpm-restart", "1")
@@ -592,3 +598,41 @@ def test_pre_encoded_route_updates_parse_to_the_entries_the_p4info_defines(compi
         assert entry.action.action.action_id == action.preamble.id
         params = [(p.param_id, int.from_bytes(p.value, "big")) for p in entry.action.action.params]
         assert params == ([(action.params[0].id, target[1])] if param else [])
+
+
+def test_a_restarted_controller_takes_over_its_routes_and_writes_nothing(
+    netns, compiled_pipeline, tmp_path
+):
+    """Seed 002's controller restart, diff-only: a second `run` on the switch the first one
+    programmed takes over the FPM routes it finds there, so its reconcile writes nothing and
+    the routes never leave the switch; zebra's same routes on the new connection are not
+    written again."""
+    switch = _portless_switch(tmp_path)
+    prefixes = [ipaddress.ip_network(f"90.{i}.0.0/24") for i in (1, 2)]
+    wanted = {p: _ips(["10.1.0.2"]) for p in prefixes}
+    frames = [_fpm(_route_msg(24, str(p.network_address), 24, "10.1.0.2")) for p in prefixes]
+    options = ("--route-bulk", "64/0.2", "--fpm-restart", "1")
+    try:
+        first_log = tmp_path / "first.log"
+        with fpm_controller(switch.grpc_addr, compiled_pipeline, first_log, *options,
+                            netns=netns) as (_, port):  # fmt: skip
+            with P4RuntimeClient(switch.grpc_addr) as client:
+                client.connect()
+                _send_frames(netns, port, frames)
+                before, _ = _wait_for(SwitchState(client), _expect(wanted), "the first's routes")
+        log = tmp_path / "second.log"
+        with fpm_controller(switch.grpc_addr, compiled_pipeline, log, *options,
+                            netns=netns) as (_, port):  # fmt: skip
+            text = log.read_text()
+            assert "routeorch: took over 2 FPM routes, 0 ECMP groups" in text, text
+            assert "written 0 of 0 updates" in text, text
+            with P4RuntimeClient(switch.grpc_addr) as client:
+                client.connect()
+                state = SwitchState(client)
+                assert state.read()[0] == before
+                _send_frames(netns, port, frames)
+                time.sleep(1.5)  # past a flush and --fpm-restart: nothing written or removed
+                assert state.read()[0] == before
+            assert "in the last flush" not in log.read_text(), log.read_text()
+    finally:
+        switch.stop()

@@ -296,3 +296,66 @@ def test_a_neighbour_learned_and_moved_in_one_burst_is_written_in_order(setup):
     batches = _batches(first.updates + moved.updates)
     assert [len(b) for b in batches] == [3, 1]
     assert summary(index, batches[1])[0][0] == "MODIFY"
+
+
+def test_clear_drops_the_neighbour_entry_alone_and_asks_again(setup):
+    """`sonic-clear arp`: the learned neighbour's entry goes, its next hop and host route stay
+    (ECMP groups may use the next hop); it is asked for at once and its answer puts the entry
+    back, and nothing else; aged out later, what is left goes."""
+    cfg, program, index, _ = setup
+    learner = NeighborLearner(cfg, program, index, age_s=60)
+    learner.packet_in(arp_request("192.168.1.10", "192.168.1.1"), port_meta(index, 2), 0.0)
+    host = int(V4("192.168.1.10"))
+    cleared = learner.clear(5.0)
+    assert summary(index, cleared.updates) == [("DELETE", "neighbor", (2, host), (0x02000000000A,))]
+    ((port, ask),) = cleared.packets
+    assert port == 2 and ask[:6] == b"\xff" * 6 and parse(ask).target_ip == V4("192.168.1.10")
+    reply = arp_frame(2, HOST_MAC, V4("192.168.1.10"), ROUTER_MAC, V4("192.168.1.1"), ROUTER_MAC)
+    back = learner.packet_in(reply, port_meta(index, 2), 5.1)
+    assert summary(index, back.updates) == [("INSERT", "neighbor", (2, host), (0x02000000000A,))]
+    assert summary(index, learner.clear(6.0).updates)[0][0] == "DELETE"
+    gone = learner.tick(70.0)  # not answered: aged out; the entry is gone already
+    assert learner.learned == {} and gone.updates == []
+    assert summary(index, learner.clear(71.0).updates) == []
+
+
+def test_a_restarted_controller_takes_over_what_the_last_one_learned(setup):
+    """adopt: the switch's neighbour entries that the config lacks, with the next hop and host
+    route made for them, are the learner's again; their keys are what the reconcile keeps."""
+    from lossless_ctl.client import entity_key
+
+    cfg, program, index, _ = setup
+    first = NeighborLearner(cfg, program, index, age_s=60)
+    learned = first.packet_in(arp_request("192.168.1.10", "192.168.1.1"), port_meta(index, 2), 0)
+    state = {entity_key(u.entity): u.entity for u in learned.updates}
+    _, fresh = plan(cfg, setup[3].p4info)  # a new process numbers the config afresh
+    second = NeighborLearner(cfg, fresh, index, age_s=60)
+    assert second.adopt(state, 100.0) == set(state)
+    assert set(second.learned) == {("Ethernet4", V4("192.168.1.10"))}
+    # Known now: the same answer writes nothing; aged out, the same three entries go.
+    again = second.packet_in(arp_request("192.168.1.10", "192.168.1.1"), port_meta(index, 2), 101)
+    assert again.updates == []
+    # The next neighbour learned does not take the adopted next hop's id (3).
+    other = second.packet_in(arp_request("192.168.1.11", "192.168.1.1"), port_meta(index, 2), 102)
+    assert summary(index, other.updates)[1][1:3] == ("nexthop", (4,))
+    gone = second.tick(200.0)
+    assert set(state) <= {entity_key(u.entity) for u in gone.updates}
+
+
+def test_a_new_session_installs_what_the_last_one_learned_again(setup):
+    """A restarted switch is replayed from the config, which has no learned neighbours: the
+    last session's learner gives its ids back (else routeorch would take the gone next hop
+    for one that exists) and the next installs what it had learned at once."""
+    cfg, program, index, _ = setup
+    first = NeighborLearner(cfg, program, index, age_s=60)
+    first.packet_in(arp_request("192.168.1.10", "192.168.1.1"), port_meta(index, 2), 0.0)
+    known = first.forget()
+    assert known == {("Ethernet4", V4("192.168.1.10")): HOST_MAC}
+    assert "nexthop:Ethernet4|192.168.1.10" not in program.ids.nexthop_ids
+    second = NeighborLearner(cfg, program, index, age_s=60)
+    host = int(V4("192.168.1.10"))
+    assert summary(index, second.relearn(known, 1.0).updates) == [
+        ("INSERT", "neighbor", (2, host), (0x02000000000A,)),
+        ("INSERT", "nexthop", (3,), (2, host)),
+        ("INSERT", "ipv4_route", (host,), (3,)),
+    ]

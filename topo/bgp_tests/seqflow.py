@@ -1,7 +1,7 @@
 """UDP flows with sequence numbers, to count what a fabric loses (run in the lab's hosts).
 
     seqflow.py send DST PORT --flows N --pps R --seconds S --out sent.json
-    seqflow.py recv PORT --seconds S --out received.json
+    seqflow.py recv PORT --seconds S --out received.json [--ipv6]
 
 Flow i sends from source port PORT + 1 + i, so the flows spread over ECMP members by the
 5-tuple; each datagram carries (flow, sequence number) and is padded to 64 bytes. The sender
@@ -24,8 +24,9 @@ SIZE = 64
 def send(args: argparse.Namespace) -> dict:
     socks = []
     for i in range(args.flows):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("0.0.0.0", args.port + 1 + i))
+        v6 = ":" in args.dst
+        s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("::" if v6 else "0.0.0.0", args.port + 1 + i))
         socks.append(s)
     sent = [0] * args.flows
     interval = 1.0 / args.pps
@@ -57,9 +58,9 @@ def ranges(seqs: list[int]) -> list[list[int]]:
 
 
 def recv(args: argparse.Namespace) -> dict:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock = socket.socket(socket.AF_INET6 if args.ipv6 else socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-    sock.bind(("0.0.0.0", args.port))
+    sock.bind(("::" if args.ipv6 else "0.0.0.0", args.port))
     sock.settimeout(0.2)
     seqs: dict[int, list[int]] = {}
     last: dict[int, float] = {}
@@ -98,6 +99,7 @@ def main() -> None:
     r.add_argument("port", type=int)
     r.add_argument("--seconds", type=float, required=True)
     r.add_argument("--out", required=True)
+    r.add_argument("--ipv6", action="store_true", help="receive IPv6 datagrams")
     args = p.parse_args()
     result = send(args) if args.mode == "send" else recv(args)
     with open(args.out, "w") as f:

@@ -16,7 +16,7 @@ from lossless_ctl.buffer_calc import BufferProfile, seed000_profile
 from lossless_ctl.chips import CHIPS
 from lossless_ctl.config_db import HANDLED_TABLES, KNOWN_FIELDS, parse
 
-from .model import Scale, Topology, TopologyError
+from .model import Scale, Topology, TopologyError, ipv6_of
 
 # RoCEv2 frame overhead on top of the RoCE MTU payload: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12
 # + RETH 16 + ICRC 4 + FCS 4; seed 000's 4174 bytes for a 4096-byte MTU is the same sum.
@@ -64,7 +64,9 @@ def tuned_profile(topo: Topology, switch: str, roce_mtu: int):
 def build(
     topo: Topology, switch: str, variant: Variant, scale: Scale, static_routes: bool = True
 ) -> dict:
-    """The switch's config; without `static_routes` (ROUTING=bgp) its routes come from FRR."""
+    """The switch's config; without `static_routes` (ROUTING=bgp) its routes come from FRR
+    and its neighbours (hosts, peers) are learned (ARP through the host interfaces, as SONiC's
+    neighsyncd learns them from the kernel), not in NEIGH."""
     sw = topo.switches[switch]
     ports = topo.switch_links(switch)
     names = [port_name(local.port) for local, _, _ in ports]
@@ -125,10 +127,12 @@ def build(
         cfg["INTERFACE"][name] = {}
         if local.ip is not None:
             cfg["INTERFACE"][f"{name}|{local.ip}"] = {}
-        if remote.node in topo.hosts:
+            if not static_routes:
+                cfg["INTERFACE"][f"{name}|{ipv6_of(local.ip)}"] = {}
+        if static_routes and remote.node in topo.hosts:
             host = topo.hosts[remote.node]
             cfg["NEIGH"][f"{name}|{host.ip.ip}"] = {"neigh": host.mac, "family": "IPv4"}
-        elif remote.ip is not None:
+        elif static_routes and remote.ip is not None:
             peer = topo.switches[remote.node]
             cfg["NEIGH"][f"{name}|{remote.ip.ip}"] = {"neigh": peer.mac, "family": "IPv4"}
         qos = {

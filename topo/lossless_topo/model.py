@@ -23,6 +23,16 @@ class TopologyError(ValueError):
     """A topology file that cannot describe a fabric; the message names the JSON path."""
 
 
+LAB_V6 = ipaddress.IPv6Network("fd00::/96")
+
+
+def ipv6_of(ip: ipaddress.IPv4Interface) -> ipaddress.IPv6Interface:
+    """The lab's IPv6 plan (ROUTING=bgp): every IPv4 address embedded in fd00::/96, its
+    prefix 96 bits longer (a host's /24 a /120, a link's /31 a /127)."""
+    address = ipaddress.IPv6Address(int(LAB_V6.network_address) | int(ip.ip))
+    return ipaddress.IPv6Interface(f"{address}/{96 + ip.network.prefixlen}")
+
+
 @dataclass(frozen=True)
 class Host:
     name: str
