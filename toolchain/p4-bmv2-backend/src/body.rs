@@ -3,14 +3,15 @@
 //!
 //! `p4-midend` has inlined action and function calls (with copy-in/copy-out), turned `return`
 //! into a flag and given every action a table invokes its own copy without directional
-//! parameters, so what is left here are assignments, `if` (as `_jump_if_zero`), `exit`
+//! parameters, so what is left here are assignments, `if` (as `_jump_if_zero`), loops (a
+//! `_jump_if_zero` test, the body, the update and a `_jump` back, as p4c writes them), `exit`
 //! (bmv2's `exit`, after the copy-outs of the sub-controls being inlined) and extern calls
 //! (v1model externs as bmv2 primitives).
 
 use crate::expr::{b2d, op, repr, value_tv};
 use crate::layout::Place;
 use crate::num::{hex, hex_u, mask, unsigned};
-use crate::prims::Body;
+use crate::prims::{Body, LoopLabels};
 use crate::{unsupported, Bind, Ctx, R};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
@@ -30,6 +31,7 @@ impl Ctx<'_> {
     }
 
     pub fn stmt(&mut self, b: &mut Body, s: &Stmt) -> R<()> {
+        b.at.get_or_insert(s.span);
         match &s.kind {
             StmtKind::Assign(l, r) => {
                 let pl = self.place(b, l)?;
@@ -73,6 +75,42 @@ impl Ctx<'_> {
             // `p4-midend`'s `inline` turns a `switch` in an action or function into `if`s.
             StmtKind::Switch(..) => unsupported(s.span, "`switch` here"),
             StmtKind::Empty | StmtKind::Const(_) => Ok(()),
+            StmtKind::For(l) => {
+                if b.parser {
+                    return unsupported(s.span, "a loop in a parser state");
+                }
+                // p4c's layout: init, test, body, update, jump back to the test.
+                self.stmts(b, &l.init)?;
+                let test = b.new_label();
+                let labels = LoopLabels {
+                    next: b.new_label(),
+                    end: b.new_label(),
+                };
+                b.place_label(test);
+                if !matches!(l.cond.kind, ExprKind::Const(Value::Bool(true))) {
+                    let cv = self.rv(b, &l.cond)?;
+                    b.jump_if_zero(b2d(cv), labels.end);
+                }
+                b.loops.push(labels);
+                self.stmt(b, &l.body)?;
+                b.loops.pop();
+                b.place_label(labels.next);
+                self.stmts(b, &l.update)?;
+                b.jump(test);
+                b.place_label(labels.end);
+                Ok(())
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                let Some(labels) = b.loops.last().copied() else {
+                    return unsupported(s.span, "`break` or `continue` outside a loop");
+                };
+                let to = match s.kind {
+                    StmtKind::Break => labels.end,
+                    _ => labels.next,
+                };
+                b.jump(to);
+                Ok(())
+            }
             StmtKind::Var(d) => {
                 // A control's locals are bound before its statements are lowered (back to
                 // front, `lower_block`), so later statements already name that place.

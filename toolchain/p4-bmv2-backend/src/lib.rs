@@ -43,7 +43,7 @@ mod shape;
 
 use p4_bmv2_json as j;
 use p4_sema::ir::{self, DeclId, DeclKind, ExprKind, Type, TypeDeclKind};
-use p4_syntax::{Diagnostics, Span};
+use p4_syntax::{Diagnostics, SourceMap, Span};
 use std::collections::HashMap;
 
 /// What a successful compilation produces.
@@ -71,9 +71,10 @@ pub(crate) fn unsupported<T>(span: Span, what: impl Into<String>) -> R<T> {
 /// The six blocks of `V1Switch`, in parameter order.
 const V1SWITCH_BLOCKS: usize = 6;
 
-/// Compiles a checked program; every problem goes to `diags` (`None` if there was any).
-pub fn compile(p: &ir::Program, diags: &mut Diagnostics) -> Option<Output> {
-    let mut cx = Ctx::new(p);
+/// Compiles a checked program read from `map` (which names hidden actions after their source
+/// lines); every problem goes to `diags` (`None` if there was any).
+pub fn compile(p: &ir::Program, map: &SourceMap, diags: &mut Diagnostics) -> Option<Output> {
+    let mut cx = Ctx::new(p, map);
     if let Err(u) = cx.run() {
         cx.errors.push(u);
     }
@@ -114,6 +115,7 @@ pub(crate) struct Frame {
 
 pub(crate) struct Ctx<'p> {
     pub p: &'p ir::Program,
+    pub map: &'p SourceMap,
     pub json: j::Program,
     pub cp: p4info::Collector,
     pub errors: Vec<Unsupported>,
@@ -142,9 +144,10 @@ pub(crate) struct Ctx<'p> {
 }
 
 impl<'p> Ctx<'p> {
-    fn new(p: &'p ir::Program) -> Self {
+    fn new(p: &'p ir::Program, map: &'p SourceMap) -> Self {
         Ctx {
             p,
+            map,
             json: j::Program::default(),
             cp: p4info::Collector::default(),
             errors: Vec::new(),

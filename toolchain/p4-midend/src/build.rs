@@ -1,7 +1,9 @@
 //! Building blocks of rewritten IR: temporaries with names no declaration uses, references,
 //! assignments and blocks.
 
-use p4_sema::ir::{Block, Decl, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type};
+use p4_sema::ir::{
+    Block, Decl, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type, Value,
+};
 use p4_syntax::ast::UnOp;
 use p4_syntax::Span;
 use std::collections::HashSet;
@@ -97,4 +99,12 @@ pub(crate) fn block(stmts: Vec<Stmt>, span: Span) -> Stmt {
         }),
         span,
     )
+}
+
+pub(crate) fn bool_const(b: bool, span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::Const(Value::Bool(b)),
+        ty: Type::Bool,
+        span,
+    }
 }
