@@ -147,6 +147,15 @@ impl Ctx<'_> {
     /// `dst = rhs` for any type.
     pub fn assign_expr(&mut self, b: &mut Body, dst: &Place, rhs: &Expr) -> R<()> {
         match dst {
+            // A varbit is copied from another varbit's place (`assign_VL`): bmv2 has no
+            // expressions of variable width.
+            Place::Scalar {
+                ty: Type::Varbit(_),
+                ..
+            } => {
+                let src = self.place(b, rhs)?;
+                self.copy(b, dst, &src, rhs.span)
+            }
             Place::Scalar { .. }
             | Place::Slice(..)
             | Place::LastField { .. }
