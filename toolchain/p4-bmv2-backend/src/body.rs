@@ -8,7 +8,7 @@
 //! (bmv2's `exit`, after the copy-outs of the sub-controls being inlined) and extern calls
 //! (v1model externs as bmv2 primitives).
 
-use crate::expr::{b2d, op, repr, value_tv};
+use crate::expr::{b2d, dyn_header, op, repr, value_tv};
 use crate::layout::Place;
 use crate::num::{hex, hex_u, mask, unsigned};
 use crate::prims::{Body, LoopLabels};
@@ -381,6 +381,18 @@ impl Ctx<'_> {
                     }
                     (Builtin::SetInvalid, Place::Header { name, .. }) => {
                         b.push("remove_header", vec![Tv::Header(name.clone())])
+                    }
+                    // bmv2 takes a header-valued expression here, as p4c writes it.
+                    (
+                        Builtin::SetValid | Builtin::SetInvalid,
+                        Place::DynHeader { stack, index, .. },
+                    ) => {
+                        let o = if *bi == Builtin::SetValid {
+                            "add_header"
+                        } else {
+                            "remove_header"
+                        };
+                        b.push(o, vec![dyn_header(stack.clone(), index.clone())]);
                     }
                     (Builtin::PushFront | Builtin::PopFront, Place::Stack { name, .. }) => {
                         let n = match c.args.first() {

@@ -1040,7 +1040,12 @@ impl<'a> Parser<'a> {
         }
         let start = self.bump().span;
         self.expect("(")?;
-        let exprs = self.comma_list(|p| p.expr())?;
+        // `select()` with no expression is valid (p4c's grammar); only `default` or `_` match.
+        let exprs = if self.at(")") {
+            Vec::new()
+        } else {
+            self.comma_list(|p| p.expr())?
+        };
         self.expect(")")?;
         let open = self.expect("{")?;
         let cases = self.list_until_close(open, |p| {
