@@ -196,36 +196,67 @@ impl Ctx<'_> {
                     Ok(())
                 }
                 _ if crate::expr::is_lookahead(self, rhs) => {
-                    // `h = pkt.lookahead<H>()`: each field from its bits ahead; h valid.
-                    let Place::Header { name, ty } = dst else {
-                        return unsupported(rhs.span, "lookahead into this value");
-                    };
-                    b.push("add_header", vec![Tv::Header(name.clone())]);
-                    let mut offset = 0i64;
-                    for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
-                        let Some(w) = self.p.width_of(&repr(self, &f.ty)) else {
-                            return unsupported(
-                                rhs.span,
-                                "lookahead of a header with varbit fields",
-                            );
-                        };
-                        let la = Tv::Lookahead {
-                            offset,
-                            bitwidth: w as u32,
-                        };
-                        b.push(
-                            "assign",
-                            vec![Tv::Field(j::FieldRef(name.clone(), f.name.clone())), la],
-                        );
-                        offset += w as i64;
-                    }
-                    Ok(())
+                    let mut offset = 0;
+                    self.lookahead_into(b, dst, &mut offset, rhs.span)
                 }
                 _ => {
                     let src = self.place(b, rhs)?;
                     self.copy(b, dst, &src, rhs.span)
                 }
             },
+        }
+    }
+
+    /// `dst = pkt.lookahead<T>()` for a header, struct or stack: each scalar from its bits
+    /// ahead, starting `offset` bits on, in field order (headers made valid first).
+    fn lookahead_into(&mut self, b: &mut Body, dst: &Place, offset: &mut i64, span: Span) -> R<()> {
+        match dst {
+            Place::Header { name, ty } => {
+                b.push("add_header", vec![Tv::Header(name.clone())]);
+                for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
+                    let Some(w) = self.p.width_of(&repr(self, &f.ty)) else {
+                        return unsupported(span, "lookahead of a header with varbit fields");
+                    };
+                    let la = Tv::Lookahead {
+                        offset: *offset,
+                        bitwidth: w as u32,
+                    };
+                    b.push(
+                        "assign",
+                        vec![Tv::Field(j::FieldRef(name.clone(), f.name.clone())), la],
+                    );
+                    *offset += w as i64;
+                }
+                Ok(())
+            }
+            Place::Struct { fields } => {
+                for f in fields {
+                    self.lookahead_into(b, f, offset, span)?;
+                }
+                Ok(())
+            }
+            Place::Stack { name, elem, size } => {
+                for i in 0..*size {
+                    let h = Place::Header {
+                        name: format!("{name}[{i}]"),
+                        ty: *elem,
+                    };
+                    self.lookahead_into(b, &h, offset, span)?;
+                }
+                Ok(())
+            }
+            Place::Scalar { ty, .. } => {
+                let Some(w) = self.p.width_of(&repr(self, ty)) else {
+                    return unsupported(span, "lookahead into this value");
+                };
+                let la = Tv::Lookahead {
+                    offset: *offset,
+                    bitwidth: w as u32,
+                };
+                *offset += w as i64;
+                self.assign_tv(b, dst, la, span)
+            }
+            _ => unsupported(span, "lookahead into this value"),
         }
     }
 
