@@ -165,6 +165,11 @@ impl Ctx<'_> {
         span: Span,
     ) -> R<i64> {
         let header_type = self.header_type(ty, span)?;
+        Ok(self.push_header(name, header_type, meta))
+    }
+
+    /// A header instance of the emitted header type `header_type`; its id.
+    fn push_header(&mut self, name: &str, header_type: String, meta: bool) -> i64 {
         let id = self.json.headers.len() as i64;
         self.json.headers.push(j::Header {
             name: name.to_string(),
@@ -173,7 +178,7 @@ impl Ctx<'_> {
             metadata: meta,
             pi_omit: None,
         });
-        Ok(id)
+        id
     }
 
     /// A fresh `scalars` field for a value of `ty` named after `base`.
@@ -265,14 +270,7 @@ impl Ctx<'_> {
                     self.lay.types.insert(type_name.clone(), idx);
                 }
                 let name = self.fresh(base);
-                let id = self.json.headers.len() as i64;
-                self.json.headers.push(j::Header {
-                    name: name.clone(),
-                    id,
-                    header_type: type_name,
-                    metadata: true,
-                    pi_omit: None,
-                });
+                self.push_header(&name, type_name, true);
                 Ok(Place::Scalar {
                     h: name,
                     f: "field".into(),
