@@ -205,11 +205,14 @@ impl<'p> Ctx<'p> {
             );
         }
         let mut blocks = Vec::new();
+        let mut binds = Vec::new();
         for a in args {
             let Some(a) = a else {
                 return unsupported(main_decl.span, "an omitted V1Switch argument");
             };
-            blocks.push(self.block_of(a)?);
+            let block = self.block_of(a)?;
+            binds.push(self.top_binds(a, block)?);
+            blocks.push(block);
         }
         self.cp.begin(p, main);
         self.layout_roots(&blocks)?;
@@ -220,18 +223,18 @@ impl<'p> Ctx<'p> {
             .map(|(i, e)| (e.clone(), i as i64))
             .collect();
         // Parser.
-        self.enter_block(blocks[0], "", &[])?;
+        self.enter_block(blocks[0], "", &binds[0])?;
         self.lower_parser(blocks[0])?;
         // Verify checksum, ingress, egress, compute checksum, deparser.
-        self.enter_block(blocks[1], "", &[])?;
+        self.enter_block(blocks[1], "", &binds[1])?;
         self.lower_checksums(blocks[1], true)?;
         for (i, name) in [(2, "ingress"), (3, "egress")] {
-            self.enter_block(blocks[i], "", &[])?;
+            self.enter_block(blocks[i], "", &binds[i])?;
             self.lower_pipeline(blocks[i], name)?;
         }
-        self.enter_block(blocks[4], "", &[])?;
+        self.enter_block(blocks[4], "", &binds[4])?;
         self.lower_checksums(blocks[4], false)?;
-        self.enter_block(blocks[5], "", &[])?;
+        self.enter_block(blocks[5], "", &binds[5])?;
         self.lower_deparser(blocks[5])?;
         self.finish_layout();
         self.finish_meters();
@@ -293,10 +296,32 @@ impl<'p> Ctx<'p> {
     /// Bindings of a parser or control instance's constructor parameters to its arguments,
     /// evaluated in the current frame: compile-time constants, or instances passed by name.
     pub(crate) fn ctor_binds(&mut self, inst: DeclId, block: DeclId) -> R<Vec<(DeclId, Bind)>> {
-        let p = self.p;
-        let ((DeclKind::Instance { args, .. }, DeclKind::Parser { ctor_params, .. })
-        | (DeclKind::Instance { args, .. }, DeclKind::Control { ctor_params, .. })) =
-            (&p.decl(inst).kind, &p.decl(block).kind)
+        match &self.p.decl(inst).kind {
+            DeclKind::Instance { args, .. } => self.bind_ctor_args(block, args),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Bindings of the constructor parameters of a V1Switch argument: `P(false)` binds them
+    /// like an instance declaration does.
+    fn top_binds(&mut self, a: &ir::Expr, block: DeclId) -> R<Vec<(DeclId, Bind)>> {
+        match &a.kind {
+            ExprKind::Call(c) if matches!(c.target, ir::CallTarget::Construct(_)) => {
+                self.bind_ctor_args(block, &c.args)
+            }
+            ExprKind::Ref(d) => self.ctor_binds(*d, block),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// `block`'s constructor parameters bound to `args`, evaluated in the current frame.
+    fn bind_ctor_args(
+        &mut self,
+        block: DeclId,
+        args: &[Option<ir::Expr>],
+    ) -> R<Vec<(DeclId, Bind)>> {
+        let (DeclKind::Parser { ctor_params, .. } | DeclKind::Control { ctor_params, .. }) =
+            &self.p.decl(block).kind
         else {
             return Ok(Vec::new());
         };
@@ -326,6 +351,7 @@ impl<'p> Ctx<'p> {
             }
             _ => return unsupported(decl.span, "not a parser or control"),
         };
+        let top = prefix.is_empty();
         let prefix = if prefix.is_empty() {
             self.cp_name("", d)
         } else {
@@ -338,7 +364,9 @@ impl<'p> Ctx<'p> {
         for (id, b) in bound {
             self.frame.env.insert(*id, b.clone());
         }
-        if bound.is_empty() {
+        // A V1Switch block (no prefix) has its parameters bound to the package's roots; a
+        // sub-parser's or sub-control's come bound by its caller.
+        if top {
             for prm in params {
                 let b = self.root_binding(&prm.ty, prm.decl)?;
                 self.frame.env.insert(prm.decl, b);
