@@ -1,5 +1,6 @@
 // Constructor arguments given in the V1Switch instantiation itself (`P(8w3)`, `I(true)`)
-// bind the blocks' constructor parameters, as they do for a declared instance.
+// bind the blocks' constructor parameters, as they do for a declared instance, also as a
+// select key (a constant there, which goes through a field as bmv2 needs).
 #include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; bit<8> b; }
@@ -9,6 +10,13 @@ parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm)(bit<8
     state start {
         pk.extract(hdr.h);
         hdr.h.a = hdr.h.a + add;
+        transition select(add) {
+            3: more;
+            default: accept;
+        }
+    }
+    state more {
+        hdr.h.b = hdr.h.b + 1;
         transition accept;
     }
 }
