@@ -3,14 +3,15 @@
 //!
 //! `p4-midend` has inlined action and function calls (with copy-in/copy-out), turned `return`
 //! into a flag and given every action a table invokes its own copy without directional
-//! parameters, so what is left here are assignments, `if` (as `_jump_if_zero`), `exit`
+//! parameters, so what is left here are assignments, `if` (as `_jump_if_zero`), loops (a
+//! `_jump_if_zero` test, the body, the update and a `_jump` back, as p4c writes them), `exit`
 //! (bmv2's `exit`, after the copy-outs of the sub-controls being inlined) and extern calls
 //! (v1model externs as bmv2 primitives).
 
-use crate::expr::{b2d, op, repr, value_tv};
+use crate::expr::{b2d, dyn_header, op, repr, value_tv};
 use crate::layout::Place;
 use crate::num::{hex, hex_u, mask, unsigned};
-use crate::prims::Body;
+use crate::prims::{Body, LoopLabels};
 use crate::{unsupported, Bind, Ctx, R};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
@@ -30,6 +31,7 @@ impl Ctx<'_> {
     }
 
     pub fn stmt(&mut self, b: &mut Body, s: &Stmt) -> R<()> {
+        b.at.get_or_insert(s.span);
         match &s.kind {
             StmtKind::Assign(l, r) => {
                 let pl = self.place(b, l)?;
@@ -72,6 +74,42 @@ impl Ctx<'_> {
             // `p4-midend`'s `inline` turns a `switch` in an action or function into `if`s.
             StmtKind::Switch(..) => unsupported(s.span, "`switch` here"),
             StmtKind::Empty | StmtKind::Const(_) => Ok(()),
+            StmtKind::For(l) => {
+                if b.parser {
+                    return unsupported(s.span, "a loop in a parser state");
+                }
+                // p4c's layout: init, test, body, update, jump back to the test.
+                self.stmts(b, &l.init)?;
+                let test = b.new_label();
+                let labels = LoopLabels {
+                    next: b.new_label(),
+                    end: b.new_label(),
+                };
+                b.place_label(test);
+                if !matches!(l.cond.kind, ExprKind::Const(Value::Bool(true))) {
+                    let cv = self.rv(b, &l.cond)?;
+                    b.jump_if_zero(b2d(cv), labels.end);
+                }
+                b.loops.push(labels);
+                self.stmt(b, &l.body)?;
+                b.loops.pop();
+                b.place_label(labels.next);
+                self.stmts(b, &l.update)?;
+                b.jump(test);
+                b.place_label(labels.end);
+                Ok(())
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                let Some(labels) = b.loops.last().copied() else {
+                    return unsupported(s.span, "`break` or `continue` outside a loop");
+                };
+                let to = match s.kind {
+                    StmtKind::Break => labels.end,
+                    _ => labels.next,
+                };
+                b.jump(to);
+                Ok(())
+            }
             StmtKind::Var(d) => {
                 // A control's locals are bound before its statements are lowered (back to
                 // front, `lower_block`), so later statements already name that place.
@@ -97,6 +135,15 @@ impl Ctx<'_> {
     /// `dst = rhs` for any type.
     pub fn assign_expr(&mut self, b: &mut Body, dst: &Place, rhs: &Expr) -> R<()> {
         match dst {
+            // A varbit is copied from another varbit's place (`assign_VL`): bmv2 has no
+            // expressions of variable width.
+            Place::Scalar {
+                ty: Type::Varbit(_),
+                ..
+            } => {
+                let src = self.place(b, rhs)?;
+                self.copy(b, dst, &src, rhs.span)
+            }
             Place::Scalar { .. }
             | Place::Slice(..)
             | Place::LastField { .. }
@@ -137,36 +184,67 @@ impl Ctx<'_> {
                     Ok(())
                 }
                 _ if crate::expr::is_lookahead(self, rhs) => {
-                    // `h = pkt.lookahead<H>()`: each field from its bits ahead; h valid.
-                    let Place::Header { name, ty } = dst else {
-                        return unsupported(rhs.span, "lookahead into this value");
-                    };
-                    b.push("add_header", vec![Tv::Header(name.clone())]);
-                    let mut offset = 0i64;
-                    for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
-                        let Some(w) = self.p.width_of(&repr(self, &f.ty)) else {
-                            return unsupported(
-                                rhs.span,
-                                "lookahead of a header with varbit fields",
-                            );
-                        };
-                        let la = Tv::Lookahead {
-                            offset,
-                            bitwidth: w as u32,
-                        };
-                        b.push(
-                            "assign",
-                            vec![Tv::Field(j::FieldRef(name.clone(), f.name.clone())), la],
-                        );
-                        offset += w as i64;
-                    }
-                    Ok(())
+                    let mut offset = 0;
+                    self.lookahead_into(b, dst, &mut offset, rhs.span)
                 }
                 _ => {
                     let src = self.place(b, rhs)?;
                     self.copy(b, dst, &src, rhs.span)
                 }
             },
+        }
+    }
+
+    /// `dst = pkt.lookahead<T>()` for a header, struct or stack: each scalar from its bits
+    /// ahead, starting `offset` bits on, in field order (headers made valid first).
+    fn lookahead_into(&mut self, b: &mut Body, dst: &Place, offset: &mut i64, span: Span) -> R<()> {
+        match dst {
+            Place::Header { name, ty } => {
+                b.push("add_header", vec![Tv::Header(name.clone())]);
+                for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
+                    let Some(w) = self.p.width_of(&repr(self, &f.ty)) else {
+                        return unsupported(span, "lookahead of a header with varbit fields");
+                    };
+                    let la = Tv::Lookahead {
+                        offset: *offset,
+                        bitwidth: w as u32,
+                    };
+                    b.push(
+                        "assign",
+                        vec![Tv::Field(j::FieldRef(name.clone(), f.name.clone())), la],
+                    );
+                    *offset += w as i64;
+                }
+                Ok(())
+            }
+            Place::Struct { fields } => {
+                for f in fields {
+                    self.lookahead_into(b, f, offset, span)?;
+                }
+                Ok(())
+            }
+            Place::Stack { name, elem, size } => {
+                for i in 0..*size {
+                    let h = Place::Header {
+                        name: format!("{name}[{i}]"),
+                        ty: *elem,
+                    };
+                    self.lookahead_into(b, &h, offset, span)?;
+                }
+                Ok(())
+            }
+            Place::Scalar { ty, .. } => {
+                let Some(w) = self.p.width_of(&repr(self, ty)) else {
+                    return unsupported(span, "lookahead into this value");
+                };
+                let la = Tv::Lookahead {
+                    offset: *offset,
+                    bitwidth: w as u32,
+                };
+                *offset += w as i64;
+                self.assign_tv(b, dst, la, span)
+            }
+            _ => unsupported(span, "lookahead into this value"),
         }
     }
 
@@ -322,6 +400,18 @@ impl Ctx<'_> {
                     }
                     (Builtin::SetInvalid, Place::Header { name, .. }) => {
                         b.push("remove_header", vec![Tv::Header(name.clone())])
+                    }
+                    // bmv2 takes a header-valued expression here, as p4c writes it.
+                    (
+                        Builtin::SetValid | Builtin::SetInvalid,
+                        Place::DynHeader { stack, index, .. },
+                    ) => {
+                        let o = if *bi == Builtin::SetValid {
+                            "add_header"
+                        } else {
+                            "remove_header"
+                        };
+                        b.push(o, vec![dyn_header(stack.clone(), index.clone())]);
                     }
                     (Builtin::PushFront | Builtin::PopFront, Place::Stack { name, .. }) => {
                         let n = match c.args.first() {

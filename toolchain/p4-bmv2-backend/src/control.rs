@@ -44,7 +44,28 @@ fn is_straight(p: &Program, s: &Stmt) -> bool {
         StmtKind::Call(e) => {
             !matches!(&e.kind, ExprKind::Call(c) if matches!(c.target, CallTarget::Apply(_)))
         }
+        // A loop runs inside the hidden action, its `if`s as jumps (p4c's layout for loops
+        // it does not unroll).
+        StmtKind::For(_) => in_action(p, s),
         _ => false,
+    }
+}
+
+/// Whether `s` can run inside a hidden action: straight-line code, and `if`s and loops that
+/// apply no table and neither exit nor return.
+fn in_action(p: &Program, s: &Stmt) -> bool {
+    match &s.kind {
+        StmtKind::If(c, t, e) => {
+            !has_table_hit(c) && in_action(p, t) && e.as_deref().map_or(true, |e| in_action(p, e))
+        }
+        StmtKind::For(l) => {
+            !has_table_hit(&l.cond)
+                && l.init.iter().chain(&l.update).all(|s| in_action(p, s))
+                && in_action(p, &l.body)
+        }
+        StmtKind::Block(b) => b.stmts.iter().all(|s| in_action(p, s)),
+        StmtKind::Break | StmtKind::Continue => true,
+        _ => is_straight(p, s),
     }
 }
 
@@ -126,6 +147,7 @@ impl Ctx<'_> {
                 Some(Bind::Place(pl)),
             ) = (&self.p.decl(l).kind, self.frame.env.get(&l).cloned())
             {
+                b.at.get_or_insert(self.p.decl(l).span);
                 self.assign_expr(&mut b, &pl, init)?;
             }
         }
@@ -176,6 +198,12 @@ impl Ctx<'_> {
                     }
                 }
             }
+            StmtKind::For(l) => {
+                for s in l.init.iter().chain(&l.update) {
+                    self.bind_locals(s)?;
+                }
+                self.bind_locals(&l.body)?;
+            }
             _ => {}
         }
         Ok(())
@@ -195,11 +223,26 @@ impl Ctx<'_> {
 
     /// A hidden table running `b`'s primitives, then `next`.
     fn action_node(&mut self, b: Body, next: Next) -> R<Next> {
+        // p4c names a hidden action after the file and line of its first statement
+        // (`forloopbmv2l99` for line 99 of forloop-bmv2.p4), which keeps STF's table names,
+        // matched by suffix, from also matching it.
+        let base = match b.at {
+            Some(at) => {
+                let loc = self.map.locate(at.lo);
+                let stem = std::path::Path::new(&loc.file)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let stem: String = stem.chars().filter(char::is_ascii_alphanumeric).collect();
+                format!("{stem}l{}", loc.line)
+            }
+            None => "act".to_string(),
+        };
         let prims = b.finish();
         if prims.is_empty() {
             return Ok(next);
         }
-        let act = self.fresh("act");
+        let act = self.fresh(&base);
         let id = self.json.actions.len() as i64;
         self.json.actions.push(j::Action {
             name: act.clone(),
@@ -334,6 +377,10 @@ impl Ctx<'_> {
                     _ => unsupported(e.span, "apply() of this value"),
                 }
             }
+            StmtKind::For(_) => unsupported(
+                s.span,
+                "a loop in an apply block that applies a table, exits or returns",
+            ),
             _ => unsupported(s.span, "this statement in an apply block"),
         }
     }

@@ -271,18 +271,10 @@ impl Ctx<'_> {
                 None => unsupported(e.span, "a union member"),
             },
             Place::DynHeader { stack, elem, index } => match field(elem) {
-                Some(f) => {
-                    let h = Tv::Expression(Box::new(j::Expr::Op(j::ExprOp {
-                        op: "dereference_header_stack".into(),
-                        left: Some(Tv::HeaderStack(stack)),
-                        right: Some(index),
-                        cond: None,
-                    })));
-                    Ok(Place::DynField {
-                        tv: op("access_field", h, Tv::Int(i as i64)),
-                        ty: f.ty,
-                    })
-                }
+                Some(f) => Ok(Place::DynField {
+                    tv: op("access_field", dyn_header(stack, index), Tv::Int(i as i64)),
+                    ty: f.ty,
+                }),
                 None => unsupported(e.span, "a header field"),
             },
             Place::StackLast { name, elem } => match field(elem) {
@@ -583,4 +575,14 @@ pub(crate) fn is_lookahead(ctx: &Ctx, e: &Expr) -> bool {
         }
         _ => false,
     }
+}
+
+/// `stack[index]` with an index known only at run time, as a header-valued expression.
+pub(crate) fn dyn_header(stack: String, index: Tv) -> Tv {
+    Tv::Expression(Box::new(j::Expr::Op(j::ExprOp {
+        op: "dereference_header_stack".into(),
+        left: Some(Tv::HeaderStack(stack)),
+        right: Some(index),
+        cond: None,
+    })))
 }

@@ -125,13 +125,18 @@ impl Ctx<'_> {
             return unsupported(span, format!("`{name}` as a header"));
         };
         let mut out = Vec::new();
-        let mut max_length = None;
+        // bmv2's `max_length` is the whole header's largest size in bytes, the fixed fields
+        // included (what p4c writes; the varbit's alone made extracts of its largest size fail).
+        let mut varbit_bits = None;
+        let mut fixed_bits = 0;
         for f in fields {
             let Some((width, signed)) = scalar_width(self, &f.ty) else {
                 return unsupported(f.span, "a header field of this type");
             };
-            if let Type::Varbit(w) = f.ty {
-                max_length = Some(w.div_ceil(8));
+            match (&f.ty, &width) {
+                (Type::Varbit(w), _) => varbit_bits = Some(*w),
+                (_, j::FieldWidth::Bits(b)) => fixed_bits += *b,
+                _ => {}
             }
             out.push(j::FieldDecl {
                 name: f.name.clone(),
@@ -139,6 +144,7 @@ impl Ctx<'_> {
                 signed,
             });
         }
+        let max_length = varbit_bits.map(|v| (fixed_bits + v).div_ceil(8));
         let idx = self.json.header_types.len();
         self.json.header_types.push(j::HeaderType {
             name: name.clone(),
@@ -159,6 +165,11 @@ impl Ctx<'_> {
         span: Span,
     ) -> R<i64> {
         let header_type = self.header_type(ty, span)?;
+        Ok(self.push_header(name, header_type, meta))
+    }
+
+    /// A header instance of the emitted header type `header_type`; its id.
+    fn push_header(&mut self, name: &str, header_type: String, meta: bool) -> i64 {
         let id = self.json.headers.len() as i64;
         self.json.headers.push(j::Header {
             name: name.to_string(),
@@ -167,7 +178,7 @@ impl Ctx<'_> {
             metadata: meta,
             pi_omit: None,
         });
-        Ok(id)
+        id
     }
 
     /// A fresh `scalars` field for a value of `ty` named after `base`.
@@ -237,6 +248,34 @@ impl Ctx<'_> {
                 let name = self.fresh(base);
                 self.add_union(&name, *id, true, span)?;
                 Ok(Place::Union { name, ty: *id })
+            }
+            Type::Varbit(w) => {
+                // bmv2 keeps variable-length fields in headers only (`max_length` bounds the
+                // header), so a varbit local is a metadata header of its own, as p4c makes
+                // it: type `$varbitW` with the one field `field`.
+                let type_name = format!("$varbit{w}");
+                if !self.lay.types.contains_key(&type_name) {
+                    let idx = self.json.header_types.len();
+                    self.json.header_types.push(j::HeaderType {
+                        name: type_name.clone(),
+                        id: idx as i64,
+                        fields: vec![j::FieldDecl {
+                            name: "field".into(),
+                            width: j::FieldWidth::Variable,
+                            signed: false,
+                        }],
+                        length_exp: None,
+                        max_length: Some(w.div_ceil(8)),
+                    });
+                    self.lay.types.insert(type_name.clone(), idx);
+                }
+                let name = self.fresh(base);
+                self.push_header(&name, type_name, true);
+                Ok(Place::Scalar {
+                    h: name,
+                    f: "field".into(),
+                    ty: ty.clone(),
+                })
             }
             _ => self.scalar(base, ty, span),
         }

@@ -43,7 +43,7 @@ mod shape;
 
 use p4_bmv2_json as j;
 use p4_sema::ir::{self, DeclId, DeclKind, ExprKind, Type, TypeDeclKind};
-use p4_syntax::{Diagnostics, Span};
+use p4_syntax::{Diagnostics, SourceMap, Span};
 use std::collections::HashMap;
 
 /// What a successful compilation produces.
@@ -71,9 +71,10 @@ pub(crate) fn unsupported<T>(span: Span, what: impl Into<String>) -> R<T> {
 /// The six blocks of `V1Switch`, in parameter order.
 const V1SWITCH_BLOCKS: usize = 6;
 
-/// Compiles a checked program; every problem goes to `diags` (`None` if there was any).
-pub fn compile(p: &ir::Program, diags: &mut Diagnostics) -> Option<Output> {
-    let mut cx = Ctx::new(p);
+/// Compiles a checked program read from `map` (which names hidden actions after their source
+/// lines); every problem goes to `diags` (`None` if there was any).
+pub fn compile(p: &ir::Program, map: &SourceMap, diags: &mut Diagnostics) -> Option<Output> {
+    let mut cx = Ctx::new(p, map);
     if let Err(u) = cx.run() {
         cx.errors.push(u);
     }
@@ -111,6 +112,7 @@ pub(crate) struct Frame {
 
 pub(crate) struct Ctx<'p> {
     pub p: &'p ir::Program,
+    pub map: &'p SourceMap,
     pub json: j::Program,
     pub cp: p4info::Collector,
     pub errors: Vec<Unsupported>,
@@ -137,9 +139,10 @@ pub(crate) struct Ctx<'p> {
 }
 
 impl<'p> Ctx<'p> {
-    fn new(p: &'p ir::Program) -> Self {
+    fn new(p: &'p ir::Program, map: &'p SourceMap) -> Self {
         Ctx {
             p,
+            map,
             json: j::Program::default(),
             cp: p4info::Collector::default(),
             errors: Vec::new(),
@@ -196,11 +199,14 @@ impl<'p> Ctx<'p> {
             );
         }
         let mut blocks = Vec::new();
+        let mut binds = Vec::new();
         for a in args {
             let Some(a) = a else {
                 return unsupported(main_decl.span, "an omitted V1Switch argument");
             };
-            blocks.push(self.block_of(a)?);
+            let block = self.block_of(a)?;
+            binds.push(self.top_binds(a, block)?);
+            blocks.push(block);
         }
         self.cp.begin(p, main);
         self.layout_roots(&blocks)?;
@@ -211,18 +217,18 @@ impl<'p> Ctx<'p> {
             .map(|(i, e)| (e.clone(), i as i64))
             .collect();
         // Parser.
-        self.enter_block(blocks[0])?;
+        self.enter_block(blocks[0], &binds[0])?;
         self.lower_parser(blocks[0])?;
         // Verify checksum, ingress, egress, compute checksum, deparser.
-        self.enter_block(blocks[1])?;
+        self.enter_block(blocks[1], &binds[1])?;
         self.lower_checksums(blocks[1], true)?;
         for (i, name) in [(2, "ingress"), (3, "egress")] {
-            self.enter_block(blocks[i])?;
+            self.enter_block(blocks[i], &binds[i])?;
             self.lower_pipeline(blocks[i], name)?;
         }
-        self.enter_block(blocks[4])?;
+        self.enter_block(blocks[4], &binds[4])?;
         self.lower_checksums(blocks[4], false)?;
-        self.enter_block(blocks[5])?;
+        self.enter_block(blocks[5], &binds[5])?;
         self.lower_deparser(blocks[5])?;
         self.finish_layout();
         self.finish_meters();
@@ -281,9 +287,58 @@ impl<'p> Ctx<'p> {
         }
     }
 
+    /// Bindings of a parser or control instance's constructor parameters to its arguments,
+    /// evaluated in the current frame: compile-time constants, or instances passed by name.
+    fn ctor_binds(&mut self, inst: DeclId, block: DeclId) -> R<Vec<(DeclId, Bind)>> {
+        match &self.p.decl(inst).kind {
+            DeclKind::Instance { args, .. } => self.bind_ctor_args(block, args),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Bindings of the constructor parameters of a V1Switch argument: `P(false)` binds them
+    /// like an instance declaration does.
+    fn top_binds(&mut self, a: &ir::Expr, block: DeclId) -> R<Vec<(DeclId, Bind)>> {
+        match &a.kind {
+            ExprKind::Call(c) if matches!(c.target, ir::CallTarget::Construct(_)) => {
+                self.bind_ctor_args(block, &c.args)
+            }
+            ExprKind::Ref(d) => self.ctor_binds(*d, block),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// `block`'s constructor parameters bound to `args`, evaluated in the current frame.
+    fn bind_ctor_args(
+        &mut self,
+        block: DeclId,
+        args: &[Option<ir::Expr>],
+    ) -> R<Vec<(DeclId, Bind)>> {
+        let (DeclKind::Parser { ctor_params, .. } | DeclKind::Control { ctor_params, .. }) =
+            &self.p.decl(block).kind
+        else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for (prm, a) in ctor_params.iter().zip(args) {
+            let Some(a) = a else { continue };
+            let bind = match &a.kind {
+                ExprKind::Const(v) => Bind::Value(expr::value_tv(v, a.span)?),
+                ExprKind::Ref(d) => match self.frame.env.get(d) {
+                    Some(b @ (Bind::Named(_) | Bind::Value(_))) => b.clone(),
+                    _ => return unsupported(a.span, "this constructor argument"),
+                },
+                _ => return unsupported(a.span, "this constructor argument"),
+            };
+            out.push((prm.decl, bind));
+        }
+        Ok(out)
+    }
+
     /// Starts lowering a parser or control: binds its parameters to the layout's roots and its
-    /// local instances, tables and actions to their names under the block's name.
-    fn enter_block(&mut self, d: DeclId) -> R<()> {
+    /// local instances, tables and actions to their names under the block's name; `bound`:
+    /// its constructor parameters, bound by the V1Switch argument that instantiates it.
+    fn enter_block(&mut self, d: DeclId, bound: &[(DeclId, Bind)]) -> R<()> {
         let decl = self.p.decl(d);
         let (params, locals) = match &decl.kind {
             DeclKind::Parser { params, locals, .. } | DeclKind::Control { params, locals, .. } => {
@@ -293,6 +348,9 @@ impl<'p> Ctx<'p> {
         };
         let prefix = self.cp_name("", d);
         self.frame = Frame::default();
+        for (id, b) in bound {
+            self.frame.env.insert(*id, b.clone());
+        }
         for prm in params {
             let b = self.root_binding(&prm.ty, prm.decl)?;
             self.frame.env.insert(prm.decl, b);

@@ -256,7 +256,15 @@ impl Ctx<'_> {
                     if !scratch.prims.is_empty() {
                         return unsupported(e.span, "a select key with side effects");
                     }
-                    let tv = if e.ty == p4_sema::ir::Type::Bool {
+                    let constant = matches!(
+                        tv,
+                        Tv::Bool(_) | Tv::Hexstr(_) | Tv::SizedHexstr { .. } | Tv::Int(_)
+                    );
+                    let tv = if constant {
+                        // A constant key (`select(test)` with a constructor argument `false`)
+                        // is a field too: bmv2's loader takes fields, not values, as keys.
+                        self.field_of(b, e)?
+                    } else if e.ty == p4_sema::ir::Type::Bool {
                         crate::expr::b2d(tv)
                     } else if matches!(tv, Tv::Expression(_)) {
                         // A computed key (a slice, arithmetic) goes through a temporary set in

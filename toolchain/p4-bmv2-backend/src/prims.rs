@@ -1,9 +1,10 @@
 //! Primitives being collected for one action, state or hidden action, with jumps whose
-//! labels are patched at the end (`if` in an action).
+//! labels are patched at the end (`if` and loops in an action).
 
 use crate::num::hex_u;
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
+use p4_syntax::Span;
 
 /// Primitives being collected, with labels for jumps.
 #[derive(Default)]
@@ -13,6 +14,16 @@ pub(crate) struct Body {
     /// (primitive, parameter, label) to patch once labels are placed.
     fixups: Vec<(usize, usize, usize)>,
     pub parser: bool,
+    /// The loops being lowered, innermost last: where `continue` and `break` jump.
+    pub loops: Vec<LoopLabels>,
+    /// Where the first statement lowered into it is (a hidden action is named after its line).
+    pub at: Option<Span>,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct LoopLabels {
+    pub next: usize,
+    pub end: usize,
 }
 
 impl Body {

@@ -158,7 +158,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
             }
             Stage::Lower => {
                 if let Some(p) = &ir {
-                    output = p4_bmv2_backend::compile(p, &mut diags);
+                    output = p4_bmv2_backend::compile(p, &map, &mut diags);
                 }
             }
         }

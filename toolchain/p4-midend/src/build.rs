@@ -1,7 +1,9 @@
 //! Building blocks of rewritten IR: temporaries with names no declaration uses, references,
 //! assignments and blocks.
 
-use p4_sema::ir::{Block, Decl, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type};
+use p4_sema::ir::{
+    Block, Decl, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type, Value,
+};
 use p4_syntax::ast::{self, UnOp};
 use p4_syntax::Span;
 use std::collections::HashSet;
@@ -110,6 +112,14 @@ pub(crate) fn name_annotation(name: &str, span: Span) -> ast::Annotation {
             kind: ast::ExprKind::Str(name.into()),
             span,
         }]),
+        span,
+    }
+}
+
+pub(crate) fn bool_const(b: bool, span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::Const(Value::Bool(b)),
+        ty: Type::Bool,
         span,
     }
 }

@@ -13,12 +13,12 @@
 //! argument denoted before the call. Not inlined (the lowering refuses them): generic
 //! functions.
 
-use crate::build::{assign, block, not, stmt, var_ref};
+use crate::build::{assign, block, bool_const, not, stmt, var_ref};
 use crate::hoist::{Hoister, Mode};
 use crate::visit::{locals_mut, stmt_exprs_mut, stmts_mut, stmts_owned};
 use p4_sema::ir::{
     Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind,
-    SwitchLabel, Type, Value,
+    SwitchLabel, Type,
 };
 use p4_syntax::ast::Direction;
 use p4_syntax::Span;
@@ -88,6 +88,12 @@ fn inline_stmt(p: &mut Program, h: &mut Hoister, s: Stmt, depth: usize, out: &mu
             }
             out.push(stmt(StmtKind::Switch(e, cases), span));
         }
+        StmtKind::For(mut l) => {
+            l.init = inline_stmts(p, h, std::mem::take(&mut l.init), depth);
+            l.update = inline_stmts(p, h, std::mem::take(&mut l.update), depth);
+            l.body = branch(p, h, l.body, depth);
+            out.push(stmt(StmtKind::For(l), span));
+        }
         kind => out.push(stmt(kind, span)),
     }
 }
@@ -126,14 +132,6 @@ pub(crate) fn pin_indices(p: &mut Program, h: &mut Hoister, e: &mut Expr, out: &
             }
         }
         _ => {}
-    }
-}
-
-fn bool_const(b: bool, span: Span) -> Expr {
-    Expr {
-        kind: ExprKind::Const(Value::Bool(b)),
-        ty: Type::Bool,
-        span,
     }
 }
 
@@ -468,6 +466,7 @@ fn has_return(s: &Stmt) -> bool {
         StmtKind::Return(_) => true,
         StmtKind::If(_, t, e) => has_return(t) || e.as_deref().is_some_and(has_return),
         StmtKind::Block(b) => b.stmts.iter().any(has_return),
+        StmtKind::For(l) => has_return(&l.body),
         StmtKind::Switch(_, cases) => cases
             .iter()
             .filter_map(|c| c.body.as_ref())
@@ -515,11 +514,20 @@ pub(crate) fn lower_returns(
         span,
     );
     let mut out = vec![decl];
-    out.extend(guard(p, body, retval, flag));
+    out.extend(guard(p, body, retval, flag, false));
     out
 }
 
-fn guard(p: &Program, stmts: Vec<Stmt>, retval: Option<DeclId>, flag: DeclId) -> Vec<Stmt> {
+/// `stmts` with their `return`s lowered and what follows one guarded by the flag; `in_loop`:
+/// they are in a loop's body, which a `return` leaves with `break` (and an inner loop that
+/// returned is left by the `break` after it).
+fn guard(
+    p: &Program,
+    stmts: Vec<Stmt>,
+    retval: Option<DeclId>,
+    flag: DeclId,
+    in_loop: bool,
+) -> Vec<Stmt> {
     let mut out = Vec::new();
     let mut it = stmts.into_iter();
     while let Some(s) = it.next() {
@@ -528,8 +536,16 @@ fn guard(p: &Program, stmts: Vec<Stmt>, retval: Option<DeclId>, flag: DeclId) ->
             continue;
         }
         let span = s.span;
-        out.push(lower_return_stmt(p, s, retval, flag));
-        let rest = guard(p, it.collect(), retval, flag);
+        let inner_loop = matches!(s.kind, StmtKind::For(_));
+        out.push(lower_return_stmt(p, s, retval, flag, in_loop));
+        if in_loop && inner_loop {
+            let brk = stmt(StmtKind::Break, span);
+            out.push(stmt(
+                StmtKind::If(var_ref(p, flag, span), Box::new(brk), None),
+                span,
+            ));
+        }
+        let rest = guard(p, it.collect(), retval, flag, in_loop);
         if !rest.is_empty() {
             let cond = not(var_ref(p, flag, span));
             out.push(stmt(
@@ -542,7 +558,13 @@ fn guard(p: &Program, stmts: Vec<Stmt>, retval: Option<DeclId>, flag: DeclId) ->
     out
 }
 
-fn lower_return_stmt(p: &Program, s: Stmt, retval: Option<DeclId>, flag: DeclId) -> Stmt {
+fn lower_return_stmt(
+    p: &Program,
+    s: Stmt,
+    retval: Option<DeclId>,
+    flag: DeclId,
+    in_loop: bool,
+) -> Stmt {
     let span = s.span;
     match s.kind {
         StmtKind::Return(v) => {
@@ -551,21 +573,28 @@ fn lower_return_stmt(p: &Program, s: Stmt, retval: Option<DeclId>, flag: DeclId)
                 _ => Vec::new(),
             };
             v.push(assign(var_ref(p, flag, span), bool_const(true, span)));
+            if in_loop {
+                v.push(stmt(StmtKind::Break, span));
+            }
             block(v, span)
         }
         StmtKind::If(c, t, e) => {
-            let t = lower_return_stmt(p, *t, retval, flag);
-            let e = e.map(|e| Box::new(lower_return_stmt(p, *e, retval, flag)));
+            let t = lower_return_stmt(p, *t, retval, flag, in_loop);
+            let e = e.map(|e| Box::new(lower_return_stmt(p, *e, retval, flag, in_loop)));
             stmt(StmtKind::If(c, Box::new(t), e), span)
         }
         StmtKind::Block(mut b) => {
-            b.stmts = guard(p, b.stmts, retval, flag);
+            b.stmts = guard(p, b.stmts, retval, flag, in_loop);
             stmt(StmtKind::Block(b), span)
+        }
+        StmtKind::For(mut l) => {
+            l.body = lower_return_stmt(p, l.body, retval, flag, true);
+            stmt(StmtKind::For(l), span)
         }
         StmtKind::Switch(e, mut cases) => {
             for c in &mut cases {
                 if let Some(b) = &mut c.body {
-                    b.stmts = guard(p, std::mem::take(&mut b.stmts), retval, flag);
+                    b.stmts = guard(p, std::mem::take(&mut b.stmts), retval, flag, in_loop);
                 }
             }
             stmt(StmtKind::Switch(e, cases), span)

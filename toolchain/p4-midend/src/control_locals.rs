@@ -1,5 +1,6 @@
 //! `control-locals`: calls outside a control's apply block moved into it, so that
-//! `side-effects` and `inline` see them. A table key with a call (`f(): exact`) becomes a
+//! `side-effects` and `inline` see them. A table key with a call (`f(): exact`, or
+//! `t2.apply().hit: exact`, which applies `t2` first) becomes a
 //! control-local variable, assigned the key's expression before each statement that applies
 //! the table (when the specification evaluates it); the key keeps its control-plane name. The
 //! initialisers of control-local variables, from the first one with a call on, become
@@ -27,10 +28,11 @@ fn run(p: &mut Program) {
     }
 }
 
-/// Whether `e` calls a function (the lowering evaluates extern method calls where they stand).
+/// Whether `e` calls a function or applies a table (the lowering evaluates extern method
+/// calls where they stand, and a table's `hit`/`miss` only as a statement's value).
 fn has_call(e: &Expr) -> bool {
     let mut found = false;
-    e.for_each(&mut |x| found |= is_function_call(x));
+    e.for_each(&mut |x| found |= is_function_call(x) || matches!(x.kind, ExprKind::TableApply(..)));
     found
 }
 

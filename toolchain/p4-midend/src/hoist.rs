@@ -11,7 +11,7 @@
 //!
 //! Statements with nothing to hoist are left exactly as they were.
 
-use crate::build::{assign, block, not, stmt, var_ref, Temps};
+use crate::build::{assign, block, bool_const, not, stmt, var_ref, Temps};
 use crate::visit::operands_mut;
 use p4_sema::ir::{CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type};
 use p4_syntax::ast::BinOp;
@@ -141,6 +141,27 @@ impl Hoister {
                     }
                 }
                 out.push(stmt(StmtKind::Switch(e, cases), span));
+            }
+            StmtKind::For(mut l) => {
+                // What the init and update parts hoist stays in them, so runs as often.
+                l.init = self.stmts(p, std::mem::take(&mut l.init));
+                l.update = self.stmts(p, std::mem::take(&mut l.update));
+                let body = self.branch(p, l.body);
+                l.body = if self.needs(&l.cond) {
+                    // Tested at the top of each iteration instead: `for (init; true; update)
+                    // { T t = f(); if (!c) break; body }`; `continue` still runs the update
+                    // and then this test.
+                    let cond = std::mem::replace(&mut l.cond, bool_const(true, span));
+                    let mut pre = Vec::new();
+                    let c = self.hoist(p, cond, &mut pre);
+                    let brk = stmt(StmtKind::Break, span);
+                    pre.push(stmt(StmtKind::If(not(c), Box::new(brk), None), span));
+                    pre.push(body);
+                    block(pre, span)
+                } else {
+                    body
+                };
+                out.push(stmt(StmtKind::For(l), span));
             }
             kind => out.push(stmt(kind, span)),
         }

@@ -66,6 +66,11 @@ pub(crate) fn stmts_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Stmt)) {
                 b.stmts.iter_mut().for_each(|s| stmts_mut(s, f));
             }
         }
+        StmtKind::For(l) => {
+            l.init.iter_mut().for_each(|s| stmts_mut(s, f));
+            l.update.iter_mut().for_each(|s| stmts_mut(s, f));
+            stmts_mut(&mut l.body, f);
+        }
         _ => {}
     }
 }
@@ -78,6 +83,7 @@ pub(crate) fn stmt_exprs_mut(s: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
             expr_mut(r, f);
         }
         StmtKind::Call(e) | StmtKind::Return(Some(e)) | StmtKind::If(e, ..) => expr_mut(e, f),
+        StmtKind::For(l) => expr_mut(&mut l.cond, f),
         StmtKind::Switch(e, cases) => {
             expr_mut(e, f);
             for c in cases {
@@ -121,6 +127,15 @@ pub(crate) fn stmts_owned(s: Stmt, f: &mut dyn FnMut(Stmt) -> Stmt) -> Stmt {
                     .collect();
             }
             StmtKind::Switch(e, cases)
+        }
+        StmtKind::For(mut l) => {
+            let owned = |v: Vec<Stmt>, f: &mut dyn FnMut(Stmt) -> Stmt| {
+                v.into_iter().map(|s| stmts_owned(s, f)).collect()
+            };
+            l.init = owned(std::mem::take(&mut l.init), f);
+            l.update = owned(std::mem::take(&mut l.update), f);
+            l.body = stmts_owned(l.body, f);
+            StmtKind::For(l)
         }
         kind => kind,
     };

@@ -40,6 +40,8 @@ pub(crate) struct Ctx {
     pub switch_expr: bool,
     /// The instances `C.apply()` made in the parser or control being checked, for its locals.
     pub direct_instances: Vec<DeclId>,
+    /// How many loops the statement being checked is in (`break` and `continue` need one).
+    pub loops: usize,
 }
 
 pub(crate) struct Checker<'d> {
@@ -1849,8 +1851,48 @@ impl<'d> Checker<'d> {
             K::Empty => StmtKind::Empty,
             K::Var(v) => StmtKind::Var(self.var_decl(v)),
             K::Const(c) => StmtKind::Const(self.const_decl(c)),
+            K::For(f) => self.for_loop(f, s.span),
+            K::Break | K::Continue => {
+                let brk = matches!(s.kind, K::Break);
+                if self.ctx.loops == 0 {
+                    let word = if brk { "break" } else { "continue" };
+                    self.d
+                        .error(s.span, format!("'{word}' can only be used inside a loop"));
+                }
+                if brk {
+                    StmtKind::Break
+                } else {
+                    StmtKind::Continue
+                }
+            }
         };
         Stmt { kind, span: s.span }
+    }
+
+    fn for_loop(&mut self, f: &ast::ForStmt, span: Span) -> StmtKind {
+        self.push();
+        let init = f.init.iter().map(|s| self.stmt(s)).collect();
+        let cond = match &f.cond {
+            Some(c) => self.expr_as(c, &Type::Bool, "the loop condition"),
+            None => Expr {
+                kind: ExprKind::Const(Value::Bool(true)),
+                ty: Type::Bool,
+                span,
+            },
+        };
+        let update = f.update.iter().map(|s| self.stmt(s)).collect();
+        self.ctx.loops += 1;
+        self.push();
+        let body = self.stmt(&f.body);
+        self.pop();
+        self.ctx.loops -= 1;
+        self.pop();
+        StmtKind::For(Box::new(ForLoop {
+            init,
+            cond,
+            update,
+            body,
+        }))
     }
 
     fn switch(&mut self, e: &ast::Expr, cases: &[ast::SwitchCase]) -> StmtKind {
@@ -1983,6 +2025,8 @@ fn always_returns(stmts: &[Stmt]) -> bool {
     stmts.iter().any(|s| match &s.kind {
         StmtKind::Return(_) | StmtKind::Exit => true,
         StmtKind::Block(b) => always_returns(&b.stmts),
+        // A loop's body may not run at all.
+        StmtKind::For(_) => false,
         StmtKind::If(_, t, Some(e)) => {
             always_returns(std::slice::from_ref(t)) && always_returns(std::slice::from_ref(e))
         }

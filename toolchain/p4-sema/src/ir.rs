@@ -338,6 +338,24 @@ pub enum StmtKind {
     Var(DeclId),
     /// A local constant (folded; uses refer to its value directly).
     Const(DeclId),
+    /// `for (init; cond; update) body` (P4_16 1.2.5; the `for (T x in ...)` forms arrive
+    /// written this way).
+    For(Box<ForLoop>),
+    /// Leaves the innermost loop.
+    Break,
+    /// Goes on with the innermost loop's update.
+    Continue,
+}
+
+#[derive(Clone, Debug)]
+pub struct ForLoop {
+    /// Declarations and assignments before the first test; their names are the loop's.
+    pub init: Vec<Stmt>,
+    /// Tested before each iteration (`true` when the source has none).
+    pub cond: Expr,
+    /// Run after each iteration, and where `continue` goes.
+    pub update: Vec<Stmt>,
+    pub body: Stmt,
 }
 
 #[derive(Clone, Debug)]
@@ -758,11 +776,19 @@ fn walk_stmt(s: &Stmt, f: &mut dyn FnMut(&Expr)) {
                 }
             }
         }
+        StmtKind::For(l) => {
+            l.init.iter().for_each(|s| walk_stmt(s, f));
+            walk_expr(&l.cond, f);
+            l.update.iter().for_each(|s| walk_stmt(s, f));
+            walk_stmt(&l.body, f);
+        }
         StmtKind::Exit
         | StmtKind::Return(None)
         | StmtKind::Empty
         | StmtKind::Var(_)
-        | StmtKind::Const(_) => {}
+        | StmtKind::Const(_)
+        | StmtKind::Break
+        | StmtKind::Continue => {}
     }
 }
 

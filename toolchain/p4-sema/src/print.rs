@@ -331,6 +331,48 @@ impl Printer<'_> {
             }
             StmtKind::Empty => self.line(";"),
             StmtKind::Var(id) | StmtKind::Const(id) => self.decl(*id),
+            StmtKind::Break => self.line("break;"),
+            StmtKind::Continue => self.line("continue;"),
+            // The init part before the loop in a block of its own, which scopes it the same.
+            StmtKind::For(l) => {
+                self.line("{");
+                self.indent += 1;
+                for s in &l.init {
+                    self.stmt(s);
+                }
+                let mut update = Vec::new();
+                for s in &l.update {
+                    self.clause(s, &mut update);
+                }
+                let head = format!("for (; {}; {}) {{", self.expr(&l.cond), update.join(", "));
+                self.line(&head);
+                self.branch(&l.body);
+                self.line("}");
+                self.indent -= 1;
+                self.line("}");
+            }
+        }
+    }
+
+    /// A statement of a loop's update part as the comma-separated clauses P4 writes there
+    /// (the front end only puts assignments and calls there; the midend may add locals for
+    /// hoisted calls).
+    fn clause(&self, s: &Stmt, out: &mut Vec<String>) {
+        match &s.kind {
+            StmtKind::Assign(l, r) => out.push(format!("{} = {}", self.expr(l), self.expr(r))),
+            StmtKind::Call(e) => out.push(self.expr(e)),
+            StmtKind::Block(b) => b.stmts.iter().for_each(|s| self.clause(s, out)),
+            StmtKind::Var(id) => {
+                let d = self.p.decl(*id);
+                if let DeclKind::Var { ty, init } = &d.kind {
+                    let init = init
+                        .as_ref()
+                        .map(|e| format!(" = {}", self.expr(e)))
+                        .unwrap_or_default();
+                    out.push(format!("{} {}{init}", self.ty(ty), d.name));
+                }
+            }
+            _ => {}
         }
     }
 

@@ -117,7 +117,18 @@ fn live_exprs(p: &Program, stmts: &[Stmt], f: &mut dyn FnMut(&Expr)) {
                     f(e);
                 }
             }
-            StmtKind::Exit | StmtKind::Return(None) | StmtKind::Empty | StmtKind::Const(_) => {}
+            StmtKind::For(l) => {
+                live_exprs(p, &l.init, f);
+                f(&l.cond);
+                live_exprs(p, &l.update, f);
+                live_exprs(p, std::slice::from_ref(&l.body), f);
+            }
+            StmtKind::Exit
+            | StmtKind::Return(None)
+            | StmtKind::Empty
+            | StmtKind::Const(_)
+            | StmtKind::Break
+            | StmtKind::Continue => {}
         }
     }
 }

@@ -229,6 +229,21 @@ pub enum StmtKind {
     Empty,
     Var(VarDecl),
     Const(ConstDecl),
+    For(Box<ForStmt>),
+    Break,
+    Continue,
+}
+
+/// `for (init; cond; update) body` (P4_16 1.2.5); the parser writes the `for (T x in ...)`
+/// forms this way too.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForStmt {
+    pub annotations: Vec<Annotation>,
+    pub init: Vec<Stmt>,
+    /// `None`: no condition (loops until `break`).
+    pub cond: Option<Expr>,
+    pub update: Vec<Stmt>,
+    pub body: Stmt,
 }
 
 #[derive(Clone, Debug, PartialEq)]

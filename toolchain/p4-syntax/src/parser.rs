@@ -135,6 +135,151 @@ fn hoist_indices(e: Expr, temps: &mut Vec<Stmt>) -> Expr {
     Expr { kind, span }
 }
 
+fn ex(kind: ExprKind, span: Span) -> Expr {
+    Expr { kind, span }
+}
+
+fn path(name: &Ident) -> Expr {
+    ex(
+        ExprKind::Path(Path {
+            global: false,
+            name: name.clone(),
+        }),
+        name.span,
+    )
+}
+
+fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    let span = a.span.to(b.span);
+    ex(ExprKind::Binary(op, Box::new(a), Box::new(b)), span)
+}
+
+fn int(v: u32, span: Span) -> Expr {
+    ex(
+        ExprKind::Int {
+            value: v.into(),
+            width: None,
+        },
+        span,
+    )
+}
+
+fn st(kind: StmtKind, span: Span) -> Stmt {
+    Stmt { kind, span }
+}
+
+fn var(ty: Type, name: &Ident, init: Expr) -> Stmt {
+    let span = name.span;
+    st(
+        StmtKind::Var(VarDecl {
+            annotations: Vec::new(),
+            ty,
+            name: name.clone(),
+            init: Some(init),
+        }),
+        span,
+    )
+}
+
+fn hidden(what: &str, at: Span) -> Ident {
+    Ident {
+        name: format!("__for_{what}_{}", at.lo),
+        span: at,
+    }
+}
+
+fn bit32(span: Span) -> Type {
+    Type {
+        kind: TypeKind::Bit(Box::new(int(32, span))),
+        span,
+    }
+}
+
+/// `for (T x in first .. last) body` as the three-clause form (`Parser::for_stmt`).
+fn for_range(
+    at: Span,
+    annotations: Vec<Annotation>,
+    x: VarDecl,
+    first: Expr,
+    last: Expr,
+    body: Stmt,
+) -> StmtKind {
+    let hi = hidden("last", at);
+    let go = hidden("go", at);
+    let span = at.to(body.span);
+    let bool_ty = Type {
+        kind: TypeKind::Bool,
+        span: at,
+    };
+    let xe = path(&x.name);
+    let next = st(
+        StmtKind::Assign(xe.clone(), bin(BinOp::Add, xe.clone(), int(1, at))),
+        at,
+    );
+    let more = st(
+        StmtKind::Assign(path(&go), bin(BinOp::Ne, xe.clone(), path(&hi))),
+        at,
+    );
+    let looped = ForStmt {
+        annotations,
+        init: vec![var(bool_ty, &go, bin(BinOp::Le, xe, path(&hi)))],
+        cond: Some(path(&go)),
+        update: vec![more, next],
+        body,
+    };
+    let stmts = vec![
+        var(x.ty.clone(), &x.name, first),
+        var(x.ty, &hi, last),
+        st(StmtKind::For(Box::new(looped)), span),
+    ];
+    StmtKind::Block(Block {
+        annotations: x.annotations,
+        stmts,
+        span,
+    })
+}
+
+/// `for (T x in hs) body` over a header stack as the three-clause form (`Parser::for_stmt`).
+fn for_stack(
+    at: Span,
+    annotations: Vec<Annotation>,
+    x: VarDecl,
+    stack: Expr,
+    body: Stmt,
+) -> StmtKind {
+    let i = hidden("index", at);
+    let span = at.to(body.span);
+    let size = ex(
+        ExprKind::Member(
+            Box::new(stack.clone()),
+            Ident {
+                name: "size".into(),
+                span: at,
+            },
+        ),
+        at,
+    );
+    let elem = ex(ExprKind::Index(Box::new(stack), Box::new(path(&i))), at);
+    let body = st(
+        StmtKind::Block(Block {
+            annotations: x.annotations,
+            stmts: vec![var(x.ty, &x.name, elem), body],
+            span,
+        }),
+        span,
+    );
+    StmtKind::For(Box::new(ForStmt {
+        annotations,
+        init: vec![var(bit32(at), &i, int(0, at))],
+        cond: Some(bin(BinOp::Lt, path(&i), size)),
+        update: vec![st(
+            StmtKind::Assign(path(&i), bin(BinOp::Add, path(&i), int(1, at))),
+            at,
+        )],
+        body,
+    }))
+}
+
 /// Whether evaluating the expression (an l-value) calls anything.
 fn calls(e: &Expr) -> bool {
     match &e.kind {
@@ -895,7 +1040,12 @@ impl<'a> Parser<'a> {
         }
         let start = self.bump().span;
         self.expect("(")?;
-        let exprs = self.comma_list(|p| p.expr())?;
+        // `select()` with no expression is valid (p4c's grammar); only `default` or `_` match.
+        let exprs = if self.at(")") {
+            Vec::new()
+        } else {
+            self.comma_list(|p| p.expr())?
+        };
         self.expect(")")?;
         let open = self.expect("{")?;
         let cases = self.list_until_close(open, |p| {
@@ -1391,74 +1541,178 @@ impl<'a> Parser<'a> {
                 StmtKind::Return(e)
             }
             Some("const") => StmtKind::Const(self.const_decl(annos)?),
-            _ if self.starts_var_decl() => {
-                let ty = self.type_ref()?;
-                let name = self.name()?;
-                let init = if self.eat("=") {
-                    Some(self.expr()?)
+            Some("for") if self.peek_at(1).is_punct("(") => self.for_stmt(annos)?,
+            Some(w @ ("break" | "continue")) if self.peek_at(1).is_punct(";") => {
+                let kind = if w == "break" {
+                    StmtKind::Break
                 } else {
-                    None
+                    StmtKind::Continue
                 };
-                self.expect(";")?;
-                StmtKind::Var(VarDecl {
-                    annotations: annos,
-                    ty,
-                    name,
-                    init,
-                })
+                self.bump();
+                self.bump();
+                kind
             }
             _ => {
-                let lhs = self.expr()?;
-                if self.eat("=") {
-                    let rhs = self.expr()?;
-                    self.expect(";")?;
-                    StmtKind::Assign(lhs, rhs)
-                } else if let Some((op, ntoks)) = self.compound_assign() {
-                    // `a op= b` is `a = a op b` with `a` evaluated once: indices that call
-                    // something are computed first into locals, `{ bit<32> i = e; a[i] = a[i]
-                    // op b; }`, so that `a` itself calls nothing and may be read twice.
-                    let at = self.peek().span;
-                    for _ in 0..ntoks {
-                        self.bump();
-                    }
-                    let mut temps = Vec::new();
-                    let lhs = hoist_indices(lhs, &mut temps);
-                    if calls(&lhs) {
-                        return self.error(
-                            at,
-                            "unsupported: a compound assignment to a location that calls something",
-                        );
-                    }
-                    let rhs = self.expr()?;
-                    self.expect(";")?;
-                    let span = lhs.span.to(rhs.span);
-                    let value = Expr {
-                        kind: ExprKind::Binary(op, Box::new(lhs.clone()), Box::new(rhs)),
-                        span,
-                    };
-                    let assign = StmtKind::Assign(lhs, value);
-                    if temps.is_empty() {
-                        assign
-                    } else {
-                        temps.push(Stmt { kind: assign, span });
-                        StmtKind::Block(Block {
-                            annotations: Vec::new(),
-                            stmts: temps,
-                            span,
-                        })
-                    }
-                } else if matches!(lhs.kind, ExprKind::Call { .. }) {
-                    self.expect(";")?;
-                    StmtKind::Call(lhs)
-                } else {
-                    return self.expected("'=' or a call");
-                }
+                let kind = self.simple_stmt(annos)?;
+                self.expect(";")?;
+                kind
             }
         };
         Ok(Stmt {
             kind,
             span: start.to(self.prev_span()),
         })
+    }
+
+    /// A declaration, assignment or call statement without its `;` (also the init and update
+    /// parts of a `for`).
+    fn simple_stmt(&mut self, annos: Vec<Annotation>) -> PResult<StmtKind> {
+        if self.starts_var_decl() {
+            let ty = self.type_ref()?;
+            let name = self.name()?;
+            let init = if self.eat("=") {
+                Some(self.expr()?)
+            } else {
+                None
+            };
+            return Ok(StmtKind::Var(VarDecl {
+                annotations: annos,
+                ty,
+                name,
+                init,
+            }));
+        }
+        let lhs = self.expr()?;
+        let kind = if self.eat("=") {
+            let rhs = self.expr()?;
+            StmtKind::Assign(lhs, rhs)
+        } else if let Some((op, ntoks)) = self.compound_assign() {
+            // `a op= b` is `a = a op b` with `a` evaluated once: indices that call
+            // something are computed first into locals, `{ bit<32> i = e; a[i] = a[i]
+            // op b; }`, so that `a` itself calls nothing and may be read twice.
+            let at = self.peek().span;
+            for _ in 0..ntoks {
+                self.bump();
+            }
+            let mut temps = Vec::new();
+            let lhs = hoist_indices(lhs, &mut temps);
+            if calls(&lhs) {
+                return self.error(
+                    at,
+                    "unsupported: a compound assignment to a location that calls something",
+                );
+            }
+            let rhs = self.expr()?;
+            let span = lhs.span.to(rhs.span);
+            let value = Expr {
+                kind: ExprKind::Binary(op, Box::new(lhs.clone()), Box::new(rhs)),
+                span,
+            };
+            let assign = StmtKind::Assign(lhs, value);
+            if temps.is_empty() {
+                assign
+            } else {
+                temps.push(Stmt { kind: assign, span });
+                StmtKind::Block(Block {
+                    annotations: Vec::new(),
+                    stmts: temps,
+                    span,
+                })
+            }
+        } else if matches!(lhs.kind, ExprKind::Call { .. }) {
+            StmtKind::Call(lhs)
+        } else {
+            return self.expected("'=' or a call");
+        };
+        Ok(kind)
+    }
+
+    /// `for (init; cond; update) body` and `for (T x in collection) body` (P4_16 1.2.5). The
+    /// `in` forms are written as the three-clause form: `for (T x in lo .. hi)` (both ends
+    /// included, `hi` evaluated once) as `{ T x = lo; T hi' = hi; for (bool go = x <= hi'; go;
+    /// go = x != hi', x = x + 1) body }`, which also ends when `hi` is the type's largest
+    /// value; `for (T x in hs)` over a header stack as `for (bit<32> i = 0; i < hs.size;
+    /// i = i + 1) { T x = hs[i]; body }`.
+    fn for_stmt(&mut self, annotations: Vec<Annotation>) -> PResult<StmtKind> {
+        let at = self.bump().span;
+        self.expect("(")?;
+        let save = self.pos;
+        let is_in = self.speculate(|p| {
+            p.annotations()?;
+            if !p.starts_var_decl() {
+                return Err(());
+            }
+            p.type_ref()?;
+            p.name()?;
+            if p.at_kw("in") {
+                Ok(())
+            } else {
+                Err(())
+            }
+        });
+        self.pos = save;
+        if is_in {
+            let annos = self.annotations()?;
+            let ty = self.type_ref()?;
+            let name = self.name()?;
+            self.bump();
+            let first = self.expr()?;
+            let last = if self.eat("..") {
+                Some(self.expr()?)
+            } else {
+                None
+            };
+            self.expect(")")?;
+            let body = self.statement()?;
+            let var = VarDecl {
+                annotations: annos,
+                ty,
+                name,
+                init: None,
+            };
+            return Ok(match last {
+                Some(last) => for_range(at, annotations, var, first, last, body),
+                None => for_stack(at, annotations, var, first, body),
+            });
+        }
+        let init = self.for_clauses(";")?;
+        self.expect(";")?;
+        let cond = if self.at(";") {
+            None
+        } else {
+            Some(self.expr()?)
+        };
+        self.expect(";")?;
+        let update = self.for_clauses(")")?;
+        self.expect(")")?;
+        let body = self.statement()?;
+        Ok(StmtKind::For(Box::new(ForStmt {
+            annotations,
+            init,
+            cond,
+            update,
+            body,
+        })))
+    }
+
+    /// The comma-separated statements of a `for`'s init or update part, up to `end`.
+    fn for_clauses(&mut self, end: &str) -> PResult<Vec<Stmt>> {
+        let mut out = Vec::new();
+        if self.at(end) {
+            return Ok(out);
+        }
+        loop {
+            let start = self.peek().span;
+            let annos = self.annotations()?;
+            let kind = self.simple_stmt(annos)?;
+            out.push(Stmt {
+                kind,
+                span: start.to(self.prev_span()),
+            });
+            if !self.eat(",") {
+                return Ok(out);
+            }
+        }
     }
 
     /// `T x ...` at statement start: a type (keyword or type name not used as an expression
@@ -1911,6 +2165,105 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect()
+    }
+
+    /// The program's last declaration, an action, with its only statement a `for`.
+    fn action_loop(src: &str) -> ForStmt {
+        let (p, d) = program(src);
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let DeclKind::Action(a) = &p.decls.last().unwrap().kind else {
+            panic!("not an action");
+        };
+        let found = a.body.stmts.iter().find_map(|s| match &s.kind {
+            StmtKind::For(f) => Some((**f).clone()),
+            StmtKind::Block(b) => b.stmts.iter().find_map(|s| match &s.kind {
+                StmtKind::For(f) => Some((**f).clone()),
+                _ => None,
+            }),
+            _ => None,
+        });
+        found.unwrap_or_else(|| panic!("no loop in {:?}", a.body))
+    }
+
+    fn clauses(stmts: &[Stmt]) -> Vec<String> {
+        stmts
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Assign(l, r) => format!("{} = {}", show(l), show(r)),
+                StmtKind::Var(v) => format!("{} = {}", v.name.name, show(v.init.as_ref().unwrap())),
+                StmtKind::Call(e) => show(e),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn three_clause_for_keeps_every_clause() {
+        let f = action_loop(
+            "action a() { for (bit<8> v = 0, bit<16> x = 1; v < n; v = v + 1, x = x << 1) \
+             { if (v == 2) { continue; } if (v == 5) { break; } } }",
+        );
+        assert_eq!(clauses(&f.init), ["v = 0", "x = 1"]);
+        assert_eq!(show(f.cond.as_ref().unwrap()), "(v < n)");
+        assert_eq!(clauses(&f.update), ["v = (v + 1)", "x = (x << 1)"]);
+        let StmtKind::Block(b) = &f.body.kind else {
+            panic!("{:?}", f.body);
+        };
+        let kinds: Vec<_> = b
+            .stmts
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::If(_, t, _) => match &t.kind {
+                    StmtKind::Block(b) => format!("{:?}", b.stmts[0].kind),
+                    k => format!("{k:?}"),
+                },
+                k => format!("{k:?}"),
+            })
+            .collect();
+        assert_eq!(kinds, ["Continue", "Break"]);
+        // Every part may be empty; `j -= 1` is an update too.
+        let f = action_loop("action a() { for (;;) { } for (; i < 20;) { } }");
+        assert!(f.init.is_empty() && f.cond.is_none() && f.update.is_empty());
+        let f = action_loop("action a() { for (bit<32> j = 10; j != 0; j -= 1) { } }");
+        assert_eq!(clauses(&f.update), ["j = (j - 1)"]);
+    }
+
+    #[test]
+    fn for_in_a_range_counts_up_to_the_last_value_included() {
+        // `hi` once, then a flag that is false after the pass with x == hi, so a range that
+        // ends at the type's largest value ends too.
+        let (p, d) = program("action a() { for (bit<8> i in 8w1 .. 42) { f(i); } }");
+        assert!(!d.has_errors(), "{:?}", d.items());
+        let DeclKind::Action(a) = &p.decls[0].kind else {
+            panic!("not an action");
+        };
+        let StmtKind::Block(b) = &a.body.stmts[0].kind else {
+            panic!("{:?}", a.body.stmts[0]);
+        };
+        assert_eq!(clauses(&b.stmts[..2]), ["i = 1", "__for_last_13 = 42"]);
+        let StmtKind::For(f) = &b.stmts[2].kind else {
+            panic!("{:?}", b.stmts[2]);
+        };
+        assert_eq!(clauses(&f.init), ["__for_go_13 = (i <= __for_last_13)"]);
+        assert_eq!(show(f.cond.as_ref().unwrap()), "__for_go_13");
+        assert_eq!(
+            clauses(&f.update),
+            ["__for_go_13 = (i != __for_last_13)", "i = (i + 1)"]
+        );
+    }
+
+    #[test]
+    fn for_in_a_stack_indexes_each_element() {
+        let f = action_loop("action a() { for (t2 v in hdrs.stack) { f(v); } }");
+        assert_eq!(clauses(&f.init), ["__for_index_13 = 0"]);
+        assert_eq!(
+            show(f.cond.as_ref().unwrap()),
+            "(__for_index_13 < hdrs.stack.size)"
+        );
+        let StmtKind::Block(b) = &f.body.kind else {
+            panic!("{:?}", f.body);
+        };
+        assert_eq!(clauses(&b.stmts[..1]), ["v = hdrs.stack[__for_index_13]"]);
     }
 
     #[test]
