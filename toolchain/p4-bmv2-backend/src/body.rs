@@ -8,7 +8,7 @@
 //! (v1model externs as bmv2 primitives).
 
 use crate::expr::{b2d, op, repr, value_tv};
-use crate::layout::Place;
+use crate::layout::{header_fields, header_member, Place};
 use crate::num::{hex, hex_u, mask, unsigned};
 use crate::prims::Body;
 use crate::{unsupported, Bind, Ctx, R};
@@ -155,8 +155,8 @@ impl Ctx<'_> {
                     };
                     b.push("add_header", vec![Tv::Header(name.clone())]);
                     let mut offset = 0i64;
-                    for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
-                        let Some(w) = self.p.width_of(&repr(self, &f.ty)) else {
+                    for (f, fty) in header_fields(self.p, *ty) {
+                        let Some(w) = self.p.width_of(&repr(self, &fty)) else {
                             return unsupported(
                                 rhs.span,
                                 "lookahead of a header with varbit fields",
@@ -166,10 +166,7 @@ impl Ctx<'_> {
                             offset,
                             bitwidth: w as u32,
                         };
-                        b.push(
-                            "assign",
-                            vec![Tv::Field(j::FieldRef(name.clone(), f.name.clone())), la],
-                        );
+                        b.push("assign", vec![Tv::Field(j::FieldRef(name.clone(), f)), la]);
                         offset += w as i64;
                     }
                     Ok(())
@@ -191,12 +188,13 @@ impl Ctx<'_> {
                 .ok_or(())
                 .or_else(|_| unsupported(span, "a struct field")),
             Place::Header { name, ty } => {
-                match self.p.fields(&Type::Header(*ty)).and_then(|f| f.get(i)) {
-                    Some(f) => Ok(Place::Scalar {
-                        h: name.clone(),
-                        f: f.name.clone(),
-                        ty: f.ty.clone(),
-                    }),
+                let leaf = |_, f, ty| Place::Scalar {
+                    h: name.clone(),
+                    f,
+                    ty,
+                };
+                match header_member(self.p, *ty, i, leaf) {
+                    Some(pl) => Ok(pl),
                     None => unsupported(span, "a header field"),
                 }
             }
@@ -204,9 +202,74 @@ impl Ctx<'_> {
         }
     }
 
+    /// `dst = src` where one side is a stack element chosen at run time (`s[i]`): one guarded
+    /// copy per element, as p4c's `HSIndexSimplifier` expands it (an index out of range copies
+    /// nothing).
+    fn copy_indexed(&mut self, b: &mut Body, dst: &Place, src: &Place, span: Span) -> R<()> {
+        let ((Place::DynHeader { stack, elem, index }, _)
+        | (_, Place::DynHeader { stack, elem, index })) = (dst, src)
+        else {
+            return unsupported(span, "copying this value");
+        };
+        if b.parser {
+            return unsupported(
+                span,
+                "a stack element chosen at run time, copied in a parser",
+            );
+        }
+        let size = self
+            .json
+            .header_stacks
+            .iter()
+            .find(|s| &s.name == stack)
+            .and_then(|s| s.size)
+            .unwrap_or(0);
+        let end = b.new_label();
+        for k in 0..size {
+            let element = Place::Header {
+                name: format!("{stack}[{k}]"),
+                ty: *elem,
+            };
+            let pick = |pl: &Place| match pl {
+                Place::DynHeader { .. } => element.clone(),
+                other => other.clone(),
+            };
+            let next = b.new_label();
+            b.jump_if_zero(b2d(op("==", index.clone(), hex_u(k.into()))), next);
+            self.copy(b, &pick(dst), &pick(src), span)?;
+            b.jump(end);
+            b.place_label(next);
+        }
+        b.place_label(end);
+        Ok(())
+    }
+
     /// `dst = src` between places of the same type.
     pub fn copy(&mut self, b: &mut Body, dst: &Place, src: &Place, span: Span) -> R<()> {
         match (dst, src) {
+            (Place::DynHeader { .. }, _) | (Place::Header { .. }, Place::DynHeader { .. }) => {
+                self.copy_indexed(b, dst, src, span)
+            }
+            (Place::Header { name, ty }, Place::StackLast { name: stack, .. }) => {
+                // `.last` is valid wherever it may be read: the header becomes valid with its
+                // fields (a parser can take no branch to pick the element).
+                b.push("add_header", vec![Tv::Header(name.clone())]);
+                for (f, fty) in header_fields(self.p, *ty) {
+                    let last = Place::LastField {
+                        stack: stack.clone(),
+                        f: f.clone(),
+                        ty: fty.clone(),
+                    };
+                    let v = self.read(&last, span)?;
+                    let to = Place::Scalar {
+                        h: name.clone(),
+                        f,
+                        ty: fty,
+                    };
+                    self.assign_tv(b, &to, v, span)?;
+                }
+                Ok(())
+            }
             (Place::Header { name: d, .. }, Place::Header { name: s, .. }) => {
                 b.push(
                     "assign_header",
@@ -810,8 +873,8 @@ impl Ctx<'_> {
         match pl {
             Place::Scalar { h, f, .. } => out.push(Tv::Field(j::FieldRef(h.clone(), f.clone()))),
             Place::Header { name, ty } => {
-                for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
-                    out.push(Tv::Field(j::FieldRef(name.clone(), f.name.clone())));
+                for (f, _) in header_fields(self.p, *ty) {
+                    out.push(Tv::Field(j::FieldRef(name.clone(), f)));
                 }
             }
             Place::Struct { fields, .. } => {

@@ -323,8 +323,9 @@ impl<'p> Ctx<'p> {
             }
             _ => return unsupported(decl.span, "not a parser or control"),
         };
+        // A package argument is named after its type; p4c ignores a `@name` on the type.
         let prefix = if prefix.is_empty() {
-            self.cp_name("", d)
+            decl.name.clone()
         } else {
             prefix.to_string()
         };

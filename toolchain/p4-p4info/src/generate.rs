@@ -130,20 +130,6 @@ fn has(annotations: &[Annotation], name: &str) -> bool {
         .any(|annotation| annotation.name() == name)
 }
 
-/// Annotations as P4Info lists them: all but `@name`, `@id`, `@brief`, `@description` and
-/// those `skip` names.
-fn rendered(annotations: &[Annotation], skip: &[&str]) -> Vec<String> {
-    annotations
-        .iter()
-        .filter_map(|annotation| match annotation {
-            Annotation::Other { name, text } if !skip.contains(&name.as_str()) => {
-                Some(text.clone())
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// Structured annotations, which p4c always lists (whatever their name) in
 /// `structured_annotations`, in source order.
 fn structured(annotations: &[Annotation]) -> Vec<pb::StructuredAnnotation> {

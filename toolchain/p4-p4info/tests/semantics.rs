@@ -322,6 +322,11 @@ fn indexed_meter_with_typed_index() {
         name: "port_t".into(),
         underlying: P4Type::Bit(9),
         translation: None,
+        // p4c lists a `type`'s annotations with it (p416-type-use3's `EthT_t`).
+        annotations: vec![
+            Annotation::rendered("@custom_annotation_0"),
+            Annotation::rendered("@p4runtime_translation(\"u\", 9)"),
+        ],
     }];
     p.meters = vec![Indexed {
         name: "ingress.m".into(),
@@ -341,11 +346,8 @@ fn indexed_meter_with_typed_index() {
         m.index_type_name.as_ref().map(|n| n.name.as_str()),
         Some("port_t")
     );
-    assert!(info
-        .type_info
-        .expect("type_info")
-        .new_types
-        .contains_key("port_t"));
+    let new_types = info.type_info.expect("type_info").new_types;
+    assert_eq!(new_types["port_t"].annotations, ["@custom_annotation_0"]);
     assert_eq!(m.preamble.as_ref().map(|p| p.id >> 24), Some(0x14));
 }
 
