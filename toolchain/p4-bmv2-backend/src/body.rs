@@ -179,6 +179,26 @@ impl Ctx<'_> {
         }
     }
 
+    /// The `log_msg` format of a header or struct value, `(f1:{},f2:{})` (nested ones in
+    /// parentheses too), with its fields' values appended to `vs`.
+    fn log_fields(&mut self, pl: &Place, ty: &Type, vs: &mut Vec<Tv>, span: Span) -> R<String> {
+        let Some(fields) = self.p.fields(ty) else {
+            let v = self.read(pl, span)?;
+            vs.push(if *ty == Type::Bool { b2d(v) } else { v });
+            return Ok("{}".into());
+        };
+        let mut parts = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            let member = self.member(pl, i, span)?;
+            parts.push(format!(
+                "{}:{}",
+                f.name,
+                self.log_fields(&member, &f.ty, vs, span)?
+            ));
+        }
+        Ok(format!("({})", parts.join(",")))
+    }
+
     /// Field `i` of a struct or header place.
     fn member(&self, pl: &Place, i: usize, span: Span) -> R<Place> {
         match pl {
@@ -282,6 +302,23 @@ impl Ctx<'_> {
                     "assign_header_stack",
                     vec![Tv::HeaderStack(d.clone()), Tv::HeaderStack(s.clone())],
                 );
+                Ok(())
+            }
+            (
+                Place::UnionStack {
+                    name: d,
+                    elem,
+                    size,
+                },
+                Place::UnionStack { name: s, .. },
+            ) => {
+                for k in 0..*size {
+                    let element = |name: &String| Place::Union {
+                        name: format!("{name}[{k}]"),
+                        ty: *elem,
+                    };
+                    self.copy(b, &element(d), &element(s), span)?;
+                }
                 Ok(())
             }
             (Place::Union { name: d, .. }, Place::Union { name: s, .. }) => {
@@ -543,15 +580,31 @@ impl Ctx<'_> {
                 };
                 let mut params = vec![Tv::String(fmt.clone())];
                 if let Some(Some(data)) = c.args.get(1) {
-                    let items: Vec<Expr> = match &data.kind {
-                        ExprKind::Tuple(items) => items.clone(),
-                        _ => vec![data.clone()],
-                    };
+                    let items = list_items(data);
+                    // A header or struct prints as `(f1:{},f2:{})` in place of its `{}`, its
+                    // fields as the values, as p4c expands it.
                     let mut vs = Vec::new();
+                    let mut parts = fmt.split("{}");
+                    let mut text = parts.next().unwrap_or_default().to_string();
                     for it in &items {
-                        let v = self.rv(b, it)?;
-                        vs.push(if it.ty == Type::Bool { b2d(v) } else { v });
+                        if matches!(it.ty, Type::Header(_) | Type::Struct(_)) {
+                            let pl = self.place(b, it)?;
+                            text += &self.log_fields(&pl, &it.ty, &mut vs, it.span)?;
+                        } else {
+                            let v = self.rv(b, it)?;
+                            vs.push(if it.ty == Type::Bool { b2d(v) } else { v });
+                            text += "{}";
+                        }
+                        match parts.next() {
+                            Some(rest) => text += rest,
+                            None => break,
+                        }
                     }
+                    for rest in parts {
+                        text += "{}";
+                        text += rest;
+                    }
+                    params[0] = Tv::String(text);
                     params.push(Tv::ParametersVector(vs));
                 }
                 b.push("log_msg", params);
@@ -904,20 +957,7 @@ impl Ctx<'_> {
         data: &Expr,
         payload: bool,
     ) -> R<String> {
-        let items: Vec<Expr> = match (&data.kind, &data.ty) {
-            (ExprKind::Tuple(items), _) => items.clone(),
-            // A list of constants is folded into one constant: its elements, each typed.
-            (ExprKind::Const(Value::Tuple(vs)), Type::Tuple(ts)) if vs.len() == ts.len() => vs
-                .iter()
-                .zip(ts)
-                .map(|(v, t)| Expr {
-                    kind: ExprKind::Const(v.clone()),
-                    ty: t.clone(),
-                    span: data.span,
-                })
-                .collect(),
-            _ => vec![data.clone()],
-        };
+        let items = list_items(data);
         let mut input = Vec::new();
         for it in &items {
             match &it.kind {
@@ -1049,5 +1089,23 @@ impl Ctx<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The elements of a list argument (`{a, b}`; a list of constants is folded into one constant
+/// of tuple type), or the argument itself.
+fn list_items(data: &Expr) -> Vec<Expr> {
+    match (&data.kind, &data.ty) {
+        (ExprKind::Tuple(items), _) => items.clone(),
+        (ExprKind::Const(Value::Tuple(vs)), Type::Tuple(ts)) if vs.len() == ts.len() => vs
+            .iter()
+            .zip(ts)
+            .map(|(v, t)| Expr {
+                kind: ExprKind::Const(v.clone()),
+                ty: t.clone(),
+                span: data.span,
+            })
+            .collect(),
+        _ => vec![data.clone()],
     }
 }

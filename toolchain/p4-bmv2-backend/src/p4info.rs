@@ -107,6 +107,21 @@ fn translation(a: &ast::Annotation) -> Option<m::Translation> {
     })
 }
 
+/// The `key = value` pairs of an annotation (`@pkginfo(name = "x", ...)`).
+fn key_values<'a>(
+    annos: &'a [ast::Annotation],
+    name: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a ast::Expr)> {
+    annos
+        .iter()
+        .filter(move |a| a.name.name == name)
+        .flat_map(|a| match &a.body {
+            ast::AnnotationBody::KeyValues(kvs) => kvs.as_slice(),
+            _ => &[],
+        })
+        .map(|(k, v)| (k.name.as_str(), v))
+}
+
 fn unit(s: &str) -> m::Unit {
     match s {
         "bytes" => m::Unit::Bytes,
@@ -118,9 +133,32 @@ fn unit(s: &str) -> m::Unit {
 impl Collector {
     pub fn begin(&mut self, p: &ir::Program, main: DeclId) {
         self.model.arch = "v1model".into();
-        self.model.package.annotations = annotations(&p.decl(main).annotations)
+        let annos = &p.decl(main).annotations;
+        let package = &mut self.model.package;
+        package.annotations = annotations(annos)
             .into_iter()
             .filter(|a| !matches!(a, m::Annotation::Name(_)))
+            .collect();
+        for (key, value) in key_values(annos, "pkginfo") {
+            let ast::ExprKind::Str(text) = &value.kind else {
+                continue;
+            };
+            let slot = match key {
+                "name" => &mut package.name,
+                "version" => &mut package.version,
+                "organization" => &mut package.organization,
+                "contact" => &mut package.contact,
+                "url" => &mut package.url,
+                "arch" => &mut package.arch,
+                _ => continue,
+            };
+            *slot = Some(text.clone());
+        }
+        package.platform_properties = key_values(annos, "platform_property")
+            .filter_map(|(key, value)| match &value.kind {
+                ast::ExprKind::Int { value, .. } => Some((key.to_string(), value.to_i32()?)),
+                _ => None,
+            })
             .collect();
         self.model.errors = p.errors.clone();
     }

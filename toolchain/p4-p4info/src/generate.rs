@@ -172,6 +172,29 @@ fn structured(annotations: &[Annotation]) -> Vec<pb::StructuredAnnotation> {
         .collect()
 }
 
+/// `pkg_info.platform_properties`, present only when a known property is given.
+fn platform_properties(properties: &[(String, i32)]) -> Option<pb::PlatformProperties> {
+    let mut out = None;
+    for (key, value) in properties {
+        let known = [
+            "multicast_group_table_size",
+            "multicast_group_table_total_replicas",
+            "multicast_group_table_max_replicas_per_entry",
+        ];
+        if !known.contains(&key.as_str()) {
+            continue;
+        }
+        let p: &mut pb::PlatformProperties = out.get_or_insert_with(Default::default);
+        let field = match key.as_str() {
+            "multicast_group_table_size" => &mut p.multicast_group_table_size,
+            "multicast_group_table_total_replicas" => &mut p.multicast_group_table_total_replicas,
+            _ => &mut p.multicast_group_table_max_replicas_per_entry,
+        };
+        *field = *value;
+    }
+    out
+}
+
 /// `doc` from `@brief` / `@description`, present only when one of them is.
 fn documentation(annotations: &[Annotation]) -> Option<Documentation> {
     let mut doc = None;
@@ -809,9 +832,10 @@ impl<'a> Generator<'a> {
             organization: package.organization.clone().unwrap_or_default(),
             contact: package.contact.clone().unwrap_or_default(),
             url: package.url.clone().unwrap_or_default(),
-            annotations: rendered(&package.annotations, &["pkginfo"]),
+            annotations: rendered(&package.annotations, &["pkginfo", "platform_property"]),
             structured_annotations: structured(&package.annotations),
             doc: documentation(&package.annotations),
+            platform_properties: platform_properties(&package.platform_properties),
             ..Default::default()
         });
     }

@@ -395,6 +395,10 @@ pub struct Package {
     pub url: Option<String>,
     /// `@pkginfo(arch=...)`, which p4c lets override the architecture (with a warning).
     pub arch: Option<String>,
+    /// `@platform_property(key=N, ...)`: `multicast_group_table_size`,
+    /// `multicast_group_table_total_replicas`, `multicast_group_table_max_replicas_per_entry`
+    /// (P4Runtime's `PlatformProperties`); other keys are ignored, as p4c does.
+    pub platform_properties: Vec<(String, i32)>,
 }
 
 /// Everything p4c's P4Info generator looks at, for one program.
