@@ -1,4 +1,5 @@
 // Whole headers copied to and from stack elements chosen at run time (`s[i]`, `s.last`),
+// `s[i].isValid()` and `s[i].setInvalid()`,
 // and a header with a struct-typed field (p4c flattens it into the header).
 #include <core.p4>
 #include <v1model.p4>
@@ -44,6 +45,8 @@ control MyIngress(inout headers h, inout meta_t m, inout standard_metadata_t sm)
             h.items[0] = h.items[h.sel.idx];
         } else if (h.sel.op == 2) {
             h.items[h.sel.idx] = h.saved;
+        } else if (h.sel.op == 3 && h.items[h.sel.idx].isValid()) {
+            h.items[h.sel.idx].setInvalid();
         }
         h.saved.p.lo = h.items[1].p.hi;
     }

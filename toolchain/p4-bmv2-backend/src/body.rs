@@ -222,20 +222,20 @@ impl Ctx<'_> {
         }
     }
 
-    /// `dst = src` where one side is a stack element chosen at run time (`s[i]`): one guarded
-    /// copy per element, as p4c's `HSIndexSimplifier` expands it (an index out of range copies
-    /// nothing).
-    fn copy_indexed(&mut self, b: &mut Body, dst: &Place, src: &Place, span: Span) -> R<()> {
-        let ((Place::DynHeader { stack, elem, index }, _)
-        | (_, Place::DynHeader { stack, elem, index })) = (dst, src)
-        else {
-            return unsupported(span, "copying this value");
+    /// `f` on the element of a stack chosen at run time (`s[i]`): one guarded call per
+    /// element, as p4c's `HSIndexSimplifier` expands it (an index out of range does nothing).
+    pub(crate) fn per_element(
+        &mut self,
+        b: &mut Body,
+        dynamic: &Place,
+        span: Span,
+        mut f: impl FnMut(&mut Self, &mut Body, Place) -> R<()>,
+    ) -> R<()> {
+        let Place::DynHeader { stack, elem, index } = dynamic else {
+            return unsupported(span, "this stack element");
         };
         if b.parser {
-            return unsupported(
-                span,
-                "a stack element chosen at run time, copied in a parser",
-            );
+            return unsupported(span, "a stack element chosen at run time, in a parser");
         }
         let size = self
             .json
@@ -246,17 +246,13 @@ impl Ctx<'_> {
             .unwrap_or(0);
         let end = b.new_label();
         for k in 0..size {
+            let next = b.new_label();
+            b.jump_if_zero(b2d(op("==", index.clone(), hex_u(k.into()))), next);
             let element = Place::Header {
                 name: format!("{stack}[{k}]"),
                 ty: *elem,
             };
-            let pick = |pl: &Place| match pl {
-                Place::DynHeader { .. } => element.clone(),
-                other => other.clone(),
-            };
-            let next = b.new_label();
-            b.jump_if_zero(b2d(op("==", index.clone(), hex_u(k.into()))), next);
-            self.copy(b, &pick(dst), &pick(src), span)?;
+            f(self, b, element)?;
             b.jump(end);
             b.place_label(next);
         }
@@ -267,8 +263,11 @@ impl Ctx<'_> {
     /// `dst = src` between places of the same type.
     pub fn copy(&mut self, b: &mut Body, dst: &Place, src: &Place, span: Span) -> R<()> {
         match (dst, src) {
-            (Place::DynHeader { .. }, _) | (Place::Header { .. }, Place::DynHeader { .. }) => {
-                self.copy_indexed(b, dst, src, span)
+            (Place::DynHeader { .. }, _) => {
+                self.per_element(b, dst, span, |cx, b, d| cx.copy(b, &d, src, span))
+            }
+            (Place::Header { .. }, Place::DynHeader { .. }) => {
+                self.per_element(b, src, span, |cx, b, s| cx.copy(b, dst, &s, span))
             }
             (Place::Header { name, ty }, Place::StackLast { name: stack, .. }) => {
                 // `.last` is valid wherever it may be read: the header becomes valid with its
@@ -434,6 +433,19 @@ impl Ctx<'_> {
                     }
                     (Builtin::SetInvalid, Place::Header { name, .. }) => {
                         b.push("remove_header", vec![Tv::Header(name.clone())])
+                    }
+                    (Builtin::SetValid | Builtin::SetInvalid, Place::DynHeader { .. }) => {
+                        let prim = if *bi == Builtin::SetValid {
+                            "add_header"
+                        } else {
+                            "remove_header"
+                        };
+                        self.per_element(b, &pl, e.span, |_, b, h| {
+                            if let Place::Header { name, .. } = h {
+                                b.push(prim, vec![Tv::Header(name)]);
+                            }
+                            Ok(())
+                        })?
                     }
                     (Builtin::PushFront | Builtin::PopFront, Place::Stack { name, .. }) => {
                         let n = match c.args.first() {
@@ -871,9 +883,24 @@ impl Ctx<'_> {
     /// The learn list of a `digest<T>(receiver, data)` call: one per `T`; fields that are not
     /// plain fields are copied into temporaries first.
     fn learn_list(&mut self, b: &mut Body, c: &Call, data: &Expr) -> R<i64> {
-        let tname = match c.type_args.first() {
-            Some(Type::Struct(t)) | Some(Type::Header(t)) => self.p.ty(*t).name.clone(),
-            _ => return unsupported(data.span, "digest data that is not a struct"),
+        let (tname, digest_name) = match c.type_args.first() {
+            Some(Type::Struct(t)) | Some(Type::Header(t)) => {
+                let name = self.p.ty(*t).name.clone();
+                (name.clone(), name)
+            }
+            // p4c gives a list's type a name, `tuple_N` in the JSON and `digest_N` in P4Info.
+            Some(t @ Type::Tuple(_)) => {
+                let shown = self.p.show(t);
+                let k = match self.tuple_digests.iter().position(|x| *x == shown) {
+                    Some(k) => k,
+                    None => {
+                        self.tuple_digests.push(shown);
+                        self.tuple_digests.len() - 1
+                    }
+                };
+                (format!("tuple_{k}"), format!("digest_{k}"))
+            }
+            _ => return unsupported(data.span, "digest data that is not a struct or list"),
         };
         let mut elements = Vec::new();
         match &data.kind {
@@ -887,7 +914,9 @@ impl Ctx<'_> {
                 self.scalar_fields(&pl, &mut elements, data.span)?;
             }
         }
-        self.cp.digest(self.p, c.type_args.first());
+        if let Some(t) = c.type_args.first() {
+            self.cp.digest(self.p, digest_name, t);
+        }
         if let Some(id) = self.learn_lists.get(&tname) {
             let idx = (*id - 1) as usize;
             // The same digest type from another call: its fields must be the same.

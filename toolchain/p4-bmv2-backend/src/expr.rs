@@ -396,6 +396,18 @@ impl Ctx<'_> {
                     match p {
                         Place::Header { name, .. } => Ok(un("valid", Tv::Header(name))),
                         Place::Union { name, .. } => Ok(un("valid_union", Tv::HeaderUnion(name))),
+                        Place::DynHeader { .. } => {
+                            // bmv2's `valid` takes a header: test the element the index picks.
+                            let tmp = self.scalar("tmp", &Type::Bool, e.span)?;
+                            self.assign_tv(b, &tmp, Tv::Bool(false), e.span)?;
+                            self.per_element(b, &p, e.span, |cx, b, h| match h {
+                                Place::Header { name, .. } => {
+                                    cx.assign_tv(b, &tmp, un("valid", Tv::Header(name)), e.span)
+                                }
+                                _ => Ok(()),
+                            })?;
+                            self.read(&tmp, e.span)
+                        }
                         _ => unsupported(e.span, "isValid of this value"),
                     }
                 }

@@ -126,6 +126,8 @@ pub(crate) struct Ctx<'p> {
     pub field_lists: HashMap<u64, i64>,
     /// Learn lists by the digest's data type name.
     pub learn_lists: HashMap<String, i64>,
+    /// The list types of digests, in order: the N of their names (`tuple_N`, `digest_N`).
+    pub tuple_digests: Vec<String>,
     /// `direct_meter.read(out r)` destinations, by meter name.
     pub meter_targets: HashMap<String, j::FieldRef>,
     /// The pipeline being built.
@@ -154,6 +156,7 @@ impl<'p> Ctx<'p> {
             names: HashMap::new(),
             field_lists: HashMap::new(),
             learn_lists: HashMap::new(),
+            tuple_digests: Vec::new(),
             meter_targets: HashMap::new(),
             pipe: j::Pipeline::default(),
             std_meta: None,

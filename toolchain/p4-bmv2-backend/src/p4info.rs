@@ -324,10 +324,8 @@ impl Collector {
         });
     }
 
-    pub fn digest(&mut self, p: &ir::Program, t: Option<&Type>) {
-        let Some(t) = t else { return };
+    pub fn digest(&mut self, p: &ir::Program, name: String, t: &Type) {
         let ty = self.ty(p, t);
-        let name = p.show(t);
         if !self.model.digests.iter().any(|d| d.name == name) {
             self.model.digests.push(m::Digest { name, ty });
         }
@@ -363,6 +361,9 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
     };
     let mut in_tables = Vec::new();
     for &l in locals {
+        if !p.control_plane_uses.applied_tables.contains(&l) {
+            continue;
+        }
         if let DeclKind::Table(t) = &p.decl(l).kind {
             in_tables.extend(t.actions.iter().map(|a| a.action));
             if t.default_action.is_none() {

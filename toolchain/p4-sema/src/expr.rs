@@ -1139,10 +1139,10 @@ impl Checker<'_> {
         if c.ty == Type::Unknown {
             return unknown(span);
         }
+        // A constant condition selects its branch; the other is never evaluated (p4c's
+        // constant folding drops it, and with it a table applied only there).
         if let Some(Value::Bool(v)) = const_of(&c) {
-            if const_of(&x).is_some() && const_of(&y).is_some() {
-                return if *v { x } else { y };
-            }
+            return if *v { x } else { y };
         }
         Expr {
             kind: ExprKind::Ternary(Box::new(c), Box::new(x), Box::new(y)),

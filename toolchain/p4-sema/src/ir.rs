@@ -9,7 +9,7 @@
 use num_bigint::BigInt;
 use p4_syntax::ast::{Annotation, Direction};
 use p4_syntax::Span;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -469,7 +469,7 @@ pub struct Program {
     pub errors: Vec<String>,
     pub match_kinds: Vec<String>,
     /// Parameters of actions (directionless ones are action data, not compile-time known).
-    pub action_params: std::collections::HashSet<DeclId>,
+    pub action_params: HashSet<DeclId>,
     /// Names of type parameters, indexed by `TypeVar`.
     pub type_vars: Vec<String>,
     /// The `main` package instance.
@@ -777,4 +777,7 @@ pub struct ControlPlaneUses {
     /// Whether a control's apply block, or an action the control plane keeps (or one it
     /// calls), calls an extern function: p4c's v1model handler then creates `type_info`.
     pub extern_function_called: bool,
+    /// The tables some live statement applies: p4c's front end removes the others ("table is
+    /// not used; removing"), and with them the actions only they use.
+    pub applied_tables: HashSet<DeclId>,
 }
