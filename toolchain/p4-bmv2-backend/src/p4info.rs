@@ -618,17 +618,17 @@ fn direct_name(tbl: &ir::Table, cx: &Ctx, prop: &str) -> Option<String> {
 
 /// The name of the action profile a table constructs in its `implementation` property:
 /// the property's `@name`, else the table's.
-pub(crate) fn in_place_profile(t: &ir::Table, table: &str) -> Option<String> {
+pub(crate) fn in_place_name(prop: &ir::TableProp, table: &str) -> String {
+    ast::find_annotation(&prop.annotations, "name")
+        .and_then(|a| a.string_arg())
+        .map(|n| n.strip_prefix('.').unwrap_or(n).to_string())
+        .unwrap_or_else(|| table.to_string())
+}
+
+/// The action profile a table constructs in its `implementation` property, if any.
+fn in_place_profile(t: &ir::Table, table: &str) -> Option<String> {
     let prop = t.props.iter().find(|x| x.name == "implementation")?;
-    let ExprKind::Call(_) = &prop.value.kind else {
-        return None;
-    };
-    Some(
-        ast::find_annotation(&prop.annotations, "name")
-            .and_then(|a| a.string_arg())
-            .map(|n| n.strip_prefix('.').unwrap_or(n).to_string())
-            .unwrap_or_else(|| table.to_string()),
-    )
+    matches!(prop.value.kind, ExprKind::Call(_)).then(|| in_place_name(prop, table))
 }
 
 /// An integer annotation argument (`@max_group_size(200)`).
