@@ -1277,7 +1277,10 @@ impl Checker<'_> {
                 ty: set_ty,
                 span: e.span,
             },
-            ast::ExprKind::Tuple(items) if tys.len() != 1 || items.len() == 1 => {
+            // p4c also takes a list `{a, b}` (`{x}` for one key) where a tuple keyset stands.
+            ast::ExprKind::Tuple(items) | ast::ExprKind::List(items)
+                if tys.len() != 1 || items.len() == 1 =>
+            {
                 if items.len() != tys.len() {
                     self.d.error(
                         e.span,
