@@ -85,13 +85,18 @@ def harness(bin_dir: Path, scratch: Path) -> Callable[[str], Outcome]:
     return one
 
 
-def real_json(bin_dir: Path, scratch: Path) -> Callable[[str], Outcome]:
-    """The real p4c's JSON on our switch alone."""
-    refused = {
+def refused_by_real_p4c() -> dict[str, str]:
+    """Programs the real p4c refuses, with its first error line."""
+    return {
         line.split(":", 1)[0]: line.split(":", 1)[1].strip()
         for line in (CORPUS / "real-p4c/failed.txt").read_text().splitlines()
         if ":" in line
     }
+
+
+def real_json(bin_dir: Path, scratch: Path) -> Callable[[str], Outcome]:
+    """The real p4c's JSON on our switch alone."""
+    refused = refused_by_real_p4c()
 
     def one(name: str) -> Outcome:
         gz = CORPUS / f"real-p4c/{name}.json.gz"
@@ -117,13 +122,16 @@ def load_p4info(path: Path):
 def p4info(bin_dir: Path, scratch: Path) -> Callable[[str], Outcome]:
     """Our P4Info against p4c's expected one, as parsed protobuf messages."""
     parse = load_p4info
+    refused = refused_by_real_p4c()
 
     def one(name: str) -> Outcome:
         out = scratch / f"{name}.p4info.txtpb"
         cmd = [str(bin_dir / "p4c-bm2-ss"), "--arch", "v1model", "-o", str(scratch / name)]
         cmd += ["--p4runtime-files", str(out), f"{name}.p4"]
         rc, text = run(cmd, SAMPLES)
-        if rc != 0:
+        # p4c-bm2-ss writes P4Info after its front end, so a program its midend refuses
+        # (one without `main`) still has one: compare ours where both compilers refuse it.
+        if rc != 0 and not (name in refused and out.exists()):
             return name, False, f"does not compile: {first_error(text)}"
         ours, expected = parse(out), parse(CORPUS / f"expected-p4info/{name}.p4info.txtpb")
         if ours == expected:

@@ -9,7 +9,7 @@
 //! (v1model externs as bmv2 primitives).
 
 use crate::expr::{b2d, dyn_header, op, repr, value_tv};
-use crate::layout::Place;
+use crate::layout::{header_fields, header_member, Place};
 use crate::num::{hex, hex_u, mask, unsigned};
 use crate::prims::{Body, LoopLabels};
 use crate::{unsupported, Bind, Ctx, R};
@@ -201,18 +201,15 @@ impl Ctx<'_> {
         match dst {
             Place::Header { name, ty } => {
                 b.push("add_header", vec![Tv::Header(name.clone())]);
-                for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
-                    let Some(w) = self.p.width_of(&repr(self, &f.ty)) else {
+                for (f, fty) in header_fields(self.p, *ty) {
+                    let Some(w) = self.p.width_of(&repr(self, &fty)) else {
                         return unsupported(span, "lookahead of a header with varbit fields");
                     };
                     let la = Tv::Lookahead {
                         offset: *offset,
                         bitwidth: w as u32,
                     };
-                    b.push(
-                        "assign",
-                        vec![Tv::Field(j::FieldRef(name.clone(), f.name.clone())), la],
-                    );
+                    b.push("assign", vec![Tv::Field(j::FieldRef(name.clone(), f)), la]);
                     *offset += w as i64;
                 }
                 Ok(())
@@ -248,6 +245,26 @@ impl Ctx<'_> {
         }
     }
 
+    /// The `log_msg` format of a header or struct value, `(f1:{},f2:{})` (nested ones in
+    /// parentheses too), with its fields' values appended to `vs`.
+    fn log_fields(&mut self, pl: &Place, ty: &Type, vs: &mut Vec<Tv>, span: Span) -> R<String> {
+        let Some(fields) = self.p.fields(ty) else {
+            let v = self.read(pl, span)?;
+            vs.push(if *ty == Type::Bool { b2d(v) } else { v });
+            return Ok("{}".into());
+        };
+        let mut parts = Vec::new();
+        for (i, f) in fields.iter().enumerate() {
+            let member = self.member(pl, i, span)?;
+            parts.push(format!(
+                "{}:{}",
+                f.name,
+                self.log_fields(&member, &f.ty, vs, span)?
+            ));
+        }
+        Ok(format!("({})", parts.join(",")))
+    }
+
     /// Field `i` of a struct or header place.
     fn member(&self, pl: &Place, i: usize, span: Span) -> R<Place> {
         match pl {
@@ -257,12 +274,13 @@ impl Ctx<'_> {
                 .ok_or(())
                 .or_else(|_| unsupported(span, "a struct field")),
             Place::Header { name, ty } => {
-                match self.p.fields(&Type::Header(*ty)).and_then(|f| f.get(i)) {
-                    Some(f) => Ok(Place::Scalar {
-                        h: name.clone(),
-                        f: f.name.clone(),
-                        ty: f.ty.clone(),
-                    }),
+                let leaf = |_, f, ty| Place::Scalar {
+                    h: name.clone(),
+                    f,
+                    ty,
+                };
+                match header_member(self.p, *ty, i, leaf) {
+                    Some(pl) => Ok(pl),
                     None => unsupported(span, "a header field"),
                 }
             }
@@ -270,9 +288,73 @@ impl Ctx<'_> {
         }
     }
 
+    /// `f` on the element of a stack chosen at run time (`s[i]`): one guarded call per
+    /// element, as p4c's `HSIndexSimplifier` expands it (an index out of range does nothing).
+    pub(crate) fn per_element(
+        &mut self,
+        b: &mut Body,
+        dynamic: &Place,
+        span: Span,
+        mut f: impl FnMut(&mut Self, &mut Body, Place) -> R<()>,
+    ) -> R<()> {
+        let Place::DynHeader { stack, elem, index } = dynamic else {
+            return unsupported(span, "this stack element");
+        };
+        if b.parser {
+            return unsupported(span, "a stack element chosen at run time, in a parser");
+        }
+        let size = self
+            .json
+            .header_stacks
+            .iter()
+            .find(|s| &s.name == stack)
+            .and_then(|s| s.size)
+            .unwrap_or(0);
+        let end = b.new_label();
+        for k in 0..size {
+            let next = b.new_label();
+            b.jump_if_zero(b2d(op("==", index.clone(), hex_u(k.into()))), next);
+            let element = Place::Header {
+                name: format!("{stack}[{k}]"),
+                ty: *elem,
+            };
+            f(self, b, element)?;
+            b.jump(end);
+            b.place_label(next);
+        }
+        b.place_label(end);
+        Ok(())
+    }
+
     /// `dst = src` between places of the same type.
     pub fn copy(&mut self, b: &mut Body, dst: &Place, src: &Place, span: Span) -> R<()> {
         match (dst, src) {
+            (Place::DynHeader { .. }, _) => {
+                self.per_element(b, dst, span, |cx, b, d| cx.copy(b, &d, src, span))
+            }
+            (Place::Header { .. }, Place::DynHeader { .. }) => {
+                self.per_element(b, src, span, |cx, b, s| cx.copy(b, dst, &s, span))
+            }
+            (Place::Header { name, ty }, Place::StackLast { name: stack, .. }) => {
+                // `.last` is valid wherever it may be read: the header becomes valid with its
+                // fields (a parser can take no branch to pick the element).
+                b.push("add_header", vec![Tv::Header(name.clone())]);
+                for (f, fty) in header_fields(self.p, *ty) {
+                    let last = Place::LastField {
+                        stack: stack.clone(),
+                        f: f.clone(),
+                        ty: fty.clone(),
+                    };
+                    let v = self.read(&last, span)?;
+                    let to = Place::Scalar {
+                        h: name.clone(),
+                        f,
+                        ty: fty,
+                    };
+                    self.assign_tv(b, &to, v, span)?;
+                }
+                Ok(())
+            }
             (Place::Header { name: d, .. }, Place::Header { name: s, .. }) => {
                 b.push(
                     "assign_header",
@@ -285,6 +367,23 @@ impl Ctx<'_> {
                     "assign_header_stack",
                     vec![Tv::HeaderStack(d.clone()), Tv::HeaderStack(s.clone())],
                 );
+                Ok(())
+            }
+            (
+                Place::UnionStack {
+                    name: d,
+                    elem,
+                    size,
+                },
+                Place::UnionStack { name: s, .. },
+            ) => {
+                for k in 0..*size {
+                    let element = |name: &String| Place::Union {
+                        name: format!("{name}[{k}]"),
+                        ty: *elem,
+                    };
+                    self.copy(b, &element(d), &element(s), span)?;
+                }
                 Ok(())
             }
             (Place::Union { name: d, .. }, Place::Union { name: s, .. }) => {
@@ -558,15 +657,31 @@ impl Ctx<'_> {
                 };
                 let mut params = vec![Tv::String(fmt.clone())];
                 if let Some(Some(data)) = c.args.get(1) {
-                    let items: Vec<Expr> = match &data.kind {
-                        ExprKind::Tuple(items) => items.clone(),
-                        _ => vec![data.clone()],
-                    };
+                    let items = list_items(data);
+                    // A header or struct prints as `(f1:{},f2:{})` in place of its `{}`, its
+                    // fields as the values, as p4c expands it.
                     let mut vs = Vec::new();
+                    let mut parts = fmt.split("{}");
+                    let mut text = parts.next().unwrap_or_default().to_string();
                     for it in &items {
-                        let v = self.rv(b, it)?;
-                        vs.push(if it.ty == Type::Bool { b2d(v) } else { v });
+                        if matches!(it.ty, Type::Header(_) | Type::Struct(_)) {
+                            let pl = self.place(b, it)?;
+                            text += &self.log_fields(&pl, &it.ty, &mut vs, it.span)?;
+                        } else {
+                            let v = self.rv(b, it)?;
+                            vs.push(if it.ty == Type::Bool { b2d(v) } else { v });
+                            text += "{}";
+                        }
+                        match parts.next() {
+                            Some(rest) => text += rest,
+                            None => break,
+                        }
                     }
+                    for rest in parts {
+                        text += "{}";
+                        text += rest;
+                    }
+                    params[0] = Tv::String(text);
                     params.push(Tv::ParametersVector(vs));
                 }
                 b.push("log_msg", params);
@@ -833,9 +948,24 @@ impl Ctx<'_> {
     /// The learn list of a `digest<T>(receiver, data)` call: one per `T`; fields that are not
     /// plain fields are copied into temporaries first.
     fn learn_list(&mut self, b: &mut Body, c: &Call, data: &Expr) -> R<i64> {
-        let tname = match c.type_args.first() {
-            Some(Type::Struct(t)) | Some(Type::Header(t)) => self.p.ty(*t).name.clone(),
-            _ => return unsupported(data.span, "digest data that is not a struct"),
+        let (tname, digest_name) = match c.type_args.first() {
+            Some(Type::Struct(t)) | Some(Type::Header(t)) => {
+                let name = self.p.ty(*t).name.clone();
+                (name.clone(), name)
+            }
+            // p4c gives a list's type a name, `tuple_N` in the JSON and `digest_N` in P4Info.
+            Some(t @ Type::Tuple(_)) => {
+                let shown = self.p.show(t);
+                let k = match self.tuple_digests.iter().position(|x| *x == shown) {
+                    Some(k) => k,
+                    None => {
+                        self.tuple_digests.push(shown);
+                        self.tuple_digests.len() - 1
+                    }
+                };
+                (format!("tuple_{k}"), format!("digest_{k}"))
+            }
+            _ => return unsupported(data.span, "digest data that is not a struct or list"),
         };
         let mut elements = Vec::new();
         match &data.kind {
@@ -849,7 +979,9 @@ impl Ctx<'_> {
                 self.scalar_fields(&pl, &mut elements, data.span)?;
             }
         }
-        self.cp.digest(self.p, c.type_args.first());
+        if let Some(t) = c.type_args.first() {
+            self.cp.digest(self.p, digest_name, t);
+        }
         if let Some(id) = self.learn_lists.get(&tname) {
             let idx = (*id - 1) as usize;
             // The same digest type from another call: its fields must be the same.
@@ -888,8 +1020,8 @@ impl Ctx<'_> {
         match pl {
             Place::Scalar { h, f, .. } => out.push(Tv::Field(j::FieldRef(h.clone(), f.clone()))),
             Place::Header { name, ty } => {
-                for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
-                    out.push(Tv::Field(j::FieldRef(name.clone(), f.name.clone())));
+                for (f, _) in header_fields(self.p, *ty) {
+                    out.push(Tv::Field(j::FieldRef(name.clone(), f)));
                 }
             }
             Place::Struct { fields, .. } => {
@@ -919,20 +1051,7 @@ impl Ctx<'_> {
         data: &Expr,
         payload: bool,
     ) -> R<String> {
-        let items: Vec<Expr> = match (&data.kind, &data.ty) {
-            (ExprKind::Tuple(items), _) => items.clone(),
-            // A list of constants is folded into one constant: its elements, each typed.
-            (ExprKind::Const(Value::Tuple(vs)), Type::Tuple(ts)) if vs.len() == ts.len() => vs
-                .iter()
-                .zip(ts)
-                .map(|(v, t)| Expr {
-                    kind: ExprKind::Const(v.clone()),
-                    ty: t.clone(),
-                    span: data.span,
-                })
-                .collect(),
-            _ => vec![data.clone()],
-        };
+        let items = list_items(data);
         let mut input = Vec::new();
         for it in &items {
             match &it.kind {
@@ -1064,5 +1183,23 @@ impl Ctx<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The elements of a list argument (`{a, b}`; a list of constants is folded into one constant
+/// of tuple type), or the argument itself.
+fn list_items(data: &Expr) -> Vec<Expr> {
+    match (&data.kind, &data.ty) {
+        (ExprKind::Tuple(items), _) => items.clone(),
+        (ExprKind::Const(Value::Tuple(vs)), Type::Tuple(ts)) if vs.len() == ts.len() => vs
+            .iter()
+            .zip(ts)
+            .map(|(v, t)| Expr {
+                kind: ExprKind::Const(v.clone()),
+                ty: t.clone(),
+                span: data.span,
+            })
+            .collect(),
+        _ => vec![data.clone()],
     }
 }

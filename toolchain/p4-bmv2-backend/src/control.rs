@@ -853,10 +853,7 @@ impl Ctx<'_> {
                     },
                     (None, ExprKind::Call(c)) => match &c.target {
                         CallTarget::Construct(Type::Extern(tid, _)) => {
-                            let n = p4_syntax::ast::find_annotation(&prop.annotations, "name")
-                                .and_then(|a| a.string_arg())
-                                .map(|n| n.strip_prefix('.').unwrap_or(n).to_string())
-                                .unwrap_or_else(|| table.name.clone());
+                            let n = crate::p4info::in_place_name(prop, &table.name);
                             (n, &prop.annotations, true, *tid, &c.args)
                         }
                         _ => return unsupported(prop.span, "this implementation"),

@@ -5,7 +5,7 @@
 //! saturating operators by `usat_cast`/`sat_cast`. Booleans are their own kind of value:
 //! stored as `bit<1>`, converted with `b2d` and `d2b`.
 
-use crate::layout::Place;
+use crate::layout::{header_fields, header_member, Place};
 use crate::num::{const_int, hex, hex_u, mask};
 use crate::prims::Body;
 use crate::{unsupported, Bind, Ctx, R};
@@ -245,14 +245,17 @@ impl Ctx<'_> {
                 Some(p) => Ok(p.clone()),
                 None => unsupported(e.span, "a struct field"),
             },
-            Place::Header { name, ty } => match field(ty) {
-                Some(f) => Ok(Place::Scalar {
-                    h: name,
-                    f: f.name,
-                    ty: f.ty,
-                }),
-                None => unsupported(e.span, "a header field"),
-            },
+            Place::Header { name, ty } => {
+                let leaf = |_, f, ty| Place::Scalar {
+                    h: name.clone(),
+                    f,
+                    ty,
+                };
+                match header_member(self.p, ty, i, leaf) {
+                    Some(pl) => Ok(pl),
+                    None => unsupported(e.span, "a header field"),
+                }
+            }
             Place::Union { name, ty } => match field(ty) {
                 Some(f) => match f.ty {
                     Type::Header(h) => Ok(Place::Header {
@@ -270,21 +273,29 @@ impl Ctx<'_> {
                 }),
                 None => unsupported(e.span, "a union member"),
             },
-            Place::DynHeader { stack, elem, index } => match field(elem) {
-                Some(f) => Ok(Place::DynField {
-                    tv: op("access_field", dyn_header(stack, index), Tv::Int(i as i64)),
-                    ty: f.ty,
-                }),
-                None => unsupported(e.span, "a header field"),
-            },
-            Place::StackLast { name, elem } => match field(elem) {
-                Some(f) => Ok(Place::LastField {
-                    stack: name,
-                    f: f.name,
-                    ty: f.ty,
-                }),
-                None => unsupported(e.span, "a field of stack.last"),
-            },
+            Place::DynHeader { stack, elem, index } => {
+                let h = dyn_header(stack, index);
+                // `access_field` counts the fields of the flattened header.
+                let leaf = |k: usize, _, ty| Place::DynField {
+                    tv: op("access_field", h.clone(), Tv::Int(k as i64)),
+                    ty,
+                };
+                match header_member(self.p, elem, i, leaf) {
+                    Some(pl) => Ok(pl),
+                    None => unsupported(e.span, "a header field"),
+                }
+            }
+            Place::StackLast { name, elem } => {
+                let leaf = |_, f, ty| Place::LastField {
+                    stack: name.clone(),
+                    f,
+                    ty,
+                };
+                match header_member(self.p, elem, i, leaf) {
+                    Some(pl) => Ok(pl),
+                    None => unsupported(e.span, "a field of stack.last"),
+                }
+            }
             _ => unsupported(e.span, "a field of this value"),
         }
     }
@@ -380,6 +391,18 @@ impl Ctx<'_> {
                     match p {
                         Place::Header { name, .. } => Ok(un("valid", Tv::Header(name))),
                         Place::Union { name, .. } => Ok(un("valid_union", Tv::HeaderUnion(name))),
+                        Place::DynHeader { .. } => {
+                            // bmv2's `valid` takes a header: test the element the index picks.
+                            let tmp = self.scalar("tmp", &Type::Bool, e.span)?;
+                            self.assign_tv(b, &tmp, Tv::Bool(false), e.span)?;
+                            self.per_element(b, &p, e.span, |cx, b, h| match h {
+                                Place::Header { name, .. } => {
+                                    cx.assign_tv(b, &tmp, un("valid", Tv::Header(name)), e.span)
+                                }
+                                _ => Ok(()),
+                            })?;
+                            self.read(&tmp, e.span)
+                        }
                         _ => unsupported(e.span, "isValid of this value"),
                     }
                 }
@@ -484,11 +507,11 @@ impl Ctx<'_> {
                 let va = un("valid", Tv::Header(na.clone()));
                 let vb = un("valid", Tv::Header(nb.clone()));
                 let mut fields = Vec::new();
-                for f in self.p.fields(&Type::Header(*ty)).unwrap_or_default() {
+                for (f, _) in header_fields(self.p, *ty) {
                     fields.push(op(
                         "==",
-                        Tv::Field(j::FieldRef(na.clone(), f.name.clone())),
-                        Tv::Field(j::FieldRef(nb.clone(), f.name.clone())),
+                        Tv::Field(j::FieldRef(na.clone(), f.clone())),
+                        Tv::Field(j::FieldRef(nb.clone(), f)),
                     ));
                 }
                 op(

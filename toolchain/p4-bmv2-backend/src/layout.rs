@@ -9,7 +9,7 @@
 use crate::{unsupported, Bind, Ctx, R};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
-use p4_sema::ir::{DeclId, DeclKind, Type, TypeDeclKind, TypeId};
+use p4_sema::ir::{DeclId, DeclKind, Program, Type, TypeDeclKind, TypeId};
 use p4_syntax::Span;
 use std::collections::HashMap;
 
@@ -113,6 +113,83 @@ pub(crate) fn scalar_width(ctx: &Ctx, ty: &Type) -> Option<(j::FieldWidth, bool)
     })
 }
 
+/// A header type's fields as BMv2 holds them. A header with a struct-typed field is flattened
+/// as p4c's `FlattenHeader` does: the struct's leaves take its place, and every field of that
+/// header is renamed `_` + its path joined by `_` + its position (`_row_alt0_valid1`); other
+/// headers keep their field names.
+pub(crate) fn header_fields(p: &Program, ty: TypeId) -> Vec<(String, Type)> {
+    fn leaves(p: &Program, ty: &Type, path: &mut Vec<String>, out: &mut Vec<(String, Type)>) {
+        match p.fields(ty) {
+            Some(fields) if matches!(ty, Type::Struct(_)) => {
+                for f in fields {
+                    path.push(f.name.clone());
+                    leaves(p, &f.ty, path, out);
+                    path.pop();
+                }
+            }
+            _ => {
+                let n = out.len();
+                out.push((format!("_{}{n}", path.join("_")), ty.clone()));
+            }
+        }
+    }
+    let fields = p.fields(&Type::Header(ty)).unwrap_or_default();
+    if !fields.iter().any(|f| matches!(f.ty, Type::Struct(_))) {
+        return fields
+            .iter()
+            .map(|f| (f.name.clone(), f.ty.clone()))
+            .collect();
+    }
+    let mut out = Vec::new();
+    for f in fields {
+        leaves(p, &f.ty, &mut vec![f.name.clone()], &mut out);
+    }
+    out
+}
+
+/// Field `i` of a header of type `ty`: a leaf made by `leaf(position, bmv2 name, type)`, or
+/// for a struct-typed field a `Place::Struct` of its leaves.
+pub(crate) fn header_member(
+    p: &Program,
+    ty: TypeId,
+    i: usize,
+    leaf: impl Fn(usize, String, Type) -> Place,
+) -> Option<Place> {
+    fn count(p: &Program, ty: &Type) -> usize {
+        match (ty, p.fields(ty)) {
+            (Type::Struct(_), Some(fields)) => fields.iter().map(|f| count(p, &f.ty)).sum(),
+            _ => 1,
+        }
+    }
+    fn build(
+        p: &Program,
+        ty: &Type,
+        next: &mut usize,
+        flat: &[(String, Type)],
+        leaf: &dyn Fn(usize, String, Type) -> Place,
+    ) -> Place {
+        match (ty, p.fields(ty)) {
+            (Type::Struct(_), Some(fields)) => Place::Struct {
+                fields: fields
+                    .iter()
+                    .map(|f| build(p, &f.ty, next, flat, leaf))
+                    .collect(),
+            },
+            _ => {
+                let k = *next;
+                *next += 1;
+                let (name, ty) = flat[k].clone();
+                leaf(k, name, ty)
+            }
+        }
+    }
+    let fields = p.fields(&Type::Header(ty))?;
+    let f = fields.get(i)?;
+    let mut next: usize = fields[..i].iter().map(|f| count(p, &f.ty)).sum();
+    let flat = header_fields(p, ty);
+    Some(build(p, &f.ty, &mut next, &flat, &leaf))
+}
+
 impl Ctx<'_> {
     /// The BMv2 header type for a P4 header type (emitted once).
     fn header_type(&mut self, id: TypeId, span: Span) -> R<String> {
@@ -129,17 +206,21 @@ impl Ctx<'_> {
         // included (what p4c writes; the varbit's alone made extracts of its largest size fail).
         let mut varbit_bits = None;
         let mut fixed_bits = 0;
-        for f in fields {
-            let Some((width, signed)) = scalar_width(self, &f.ty) else {
-                return unsupported(f.span, "a header field of this type");
+        for (name, ty) in header_fields(self.p, id) {
+            let Some((width, signed)) = scalar_width(self, &ty) else {
+                let span = fields
+                    .iter()
+                    .find(|f| f.name == name)
+                    .map_or(span, |f| f.span);
+                return unsupported(span, "a header field of this type");
             };
-            match (&f.ty, &width) {
+            match (&ty, &width) {
                 (Type::Varbit(w), _) => varbit_bits = Some(*w),
                 (_, j::FieldWidth::Bits(b)) => fixed_bits += *b,
                 _ => {}
             }
             out.push(j::FieldDecl {
-                name: f.name.clone(),
+                name,
                 width,
                 signed,
             });

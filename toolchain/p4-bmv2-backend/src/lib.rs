@@ -125,6 +125,8 @@ pub(crate) struct Ctx<'p> {
     pub field_lists: HashMap<u64, i64>,
     /// Learn lists by the digest's data type name.
     pub learn_lists: HashMap<String, i64>,
+    /// The list types of digests, in order: the N of their names (`tuple_N`, `digest_N`).
+    pub tuple_digests: Vec<String>,
     /// `direct_meter.read(out r)` destinations, by meter name.
     pub meter_targets: HashMap<String, j::FieldRef>,
     /// The pipeline being built.
@@ -152,6 +154,7 @@ impl<'p> Ctx<'p> {
             names: HashMap::new(),
             field_lists: HashMap::new(),
             learn_lists: HashMap::new(),
+            tuple_digests: Vec::new(),
             meter_targets: HashMap::new(),
             pipe: j::Pipeline::default(),
             std_meta: None,
@@ -346,7 +349,8 @@ impl<'p> Ctx<'p> {
             }
             _ => return unsupported(decl.span, "not a parser or control"),
         };
-        let prefix = self.cp_name("", d);
+        // A package argument is named after its type; p4c ignores a `@name` on the type.
+        let prefix = decl.name.clone();
         self.frame = Frame::default();
         for (id, b) in bound {
             self.frame.env.insert(*id, b.clone());

@@ -23,6 +23,12 @@ pub(crate) struct Collector {
     table_order: Vec<String>,
     actions_seen: HashSet<String>,
     types_seen: HashSet<String>,
+    /// Action profiles in p4c's order: each control's declared profiles and its tables'
+    /// in-place ones, in declaration order.
+    profile_order: Vec<String>,
+    /// Declared action profiles and selectors, by name: p4c lists them even when no table
+    /// uses them.
+    declared_profiles: Vec<(String, DeclId)>,
 }
 
 fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
@@ -71,6 +77,51 @@ fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
     out
 }
 
+/// `@p4runtime_translation("uri", N | bit<N> | string)`: how the controller sees a `type`.
+fn translation(a: &ast::Annotation) -> Option<m::Translation> {
+    let ast::AnnotationBody::Exprs(es) = &a.body else {
+        return None;
+    };
+    let [uri, sdn] = es.as_slice() else {
+        return None;
+    };
+    let ast::ExprKind::Str(uri) = &uri.kind else {
+        return None;
+    };
+    let int = |e: &ast::Expr| match &e.kind {
+        ast::ExprKind::Int { value, .. } => value.to_u32(),
+        _ => None,
+    };
+    let sdn = match &sdn.kind {
+        ast::ExprKind::TypeExpr(t) => match &t.kind {
+            ast::TypeKind::String => m::SdnType::String,
+            ast::TypeKind::Bit(w) => m::SdnType::Bitwidth(int(w)?),
+            _ => return None,
+        },
+        ast::ExprKind::Path(p) if p.name.name == "string" => m::SdnType::String,
+        _ => m::SdnType::Bitwidth(int(sdn)?),
+    };
+    Some(m::Translation {
+        uri: uri.clone(),
+        sdn,
+    })
+}
+
+/// The `key = value` pairs of an annotation (`@pkginfo(name = "x", ...)`).
+fn key_values<'a>(
+    annos: &'a [ast::Annotation],
+    name: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a ast::Expr)> {
+    annos
+        .iter()
+        .filter(move |a| a.name.name == name)
+        .flat_map(|a| match &a.body {
+            ast::AnnotationBody::KeyValues(kvs) => kvs.as_slice(),
+            _ => &[],
+        })
+        .map(|(k, v)| (k.name.as_str(), v))
+}
+
 fn unit(s: &str) -> m::Unit {
     match s {
         "bytes" => m::Unit::Bytes,
@@ -82,9 +133,32 @@ fn unit(s: &str) -> m::Unit {
 impl Collector {
     pub fn begin(&mut self, p: &ir::Program, main: DeclId) {
         self.model.arch = "v1model".into();
-        self.model.package.annotations = annotations(&p.decl(main).annotations)
+        let annos = &p.decl(main).annotations;
+        let package = &mut self.model.package;
+        package.annotations = annotations(annos)
             .into_iter()
             .filter(|a| !matches!(a, m::Annotation::Name(_)))
+            .collect();
+        for (key, value) in key_values(annos, "pkginfo") {
+            let ast::ExprKind::Str(text) = &value.kind else {
+                continue;
+            };
+            let slot = match key {
+                "name" => &mut package.name,
+                "version" => &mut package.version,
+                "organization" => &mut package.organization,
+                "contact" => &mut package.contact,
+                "url" => &mut package.url,
+                "arch" => &mut package.arch,
+                _ => continue,
+            };
+            *slot = Some(text.clone());
+        }
+        package.platform_properties = key_values(annos, "platform_property")
+            .filter_map(|(key, value)| match &value.kind {
+                ast::ExprKind::Int { value, .. } => Some((key.to_string(), value.to_i32()?)),
+                _ => None,
+            })
             .collect();
         self.model.errors = p.errors.clone();
     }
@@ -146,12 +220,9 @@ impl Collector {
                     .map(|f| (f.name.clone(), self.ty(p, &f.ty)))
                     .collect(),
             },
-            TypeDeclKind::Header(fs) => m::TypeDecl::Header {
+            TypeDeclKind::Header(_) => m::TypeDecl::Header {
                 name,
-                fields: fs
-                    .iter()
-                    .map(|f| (f.name.clone(), self.ty(p, &f.ty)))
-                    .collect(),
+                fields: self.header_fields(p, id),
             },
             TypeDeclKind::HeaderUnion(fs) => m::TypeDecl::HeaderUnion {
                 name,
@@ -178,13 +249,48 @@ impl Collector {
                     .map(|(n, v)| (n.clone(), v.to_u128().unwrap_or(0)))
                     .collect(),
             },
-            TypeDeclKind::NewType(u) => m::TypeDecl::NewType {
-                name,
-                underlying: self.ty(p, u),
-                translation: None,
-            },
+            TypeDeclKind::NewType(u) => {
+                let annos = &p.ty(id).annotations;
+                m::TypeDecl::NewType {
+                    name,
+                    underlying: self.ty(p, u),
+                    translation: ast::find_annotation(annos, "p4runtime_translation")
+                        .and_then(translation),
+                    annotations: annotations(annos),
+                }
+            }
             _ => return None,
         })
+    }
+
+    /// A header's fields as the control plane sees them: a struct-typed field's leaves take
+    /// its place, named by their path (`s.f8`, p4c's `FlattenHeader`).
+    fn header_fields(&mut self, p: &ir::Program, id: ir::TypeId) -> Vec<(String, m::P4Type)> {
+        let mut out = Vec::new();
+        for f in p.fields(&Type::Header(id)).unwrap_or_default() {
+            self.leaves(p, &f.ty, f.name.clone(), &mut out);
+        }
+        out
+    }
+
+    fn leaves(
+        &mut self,
+        p: &ir::Program,
+        t: &Type,
+        path: String,
+        out: &mut Vec<(String, m::P4Type)>,
+    ) {
+        match (t, p.fields(t)) {
+            (Type::Struct(_), Some(fs)) => {
+                for f in fs {
+                    self.leaves(p, &f.ty, format!("{path}.{}", f.name), out);
+                }
+            }
+            _ => {
+                let ty = self.ty(p, t);
+                out.push((path, ty));
+            }
+        }
     }
 
     pub fn register(&mut self, p: &ir::Program, name: &str, d: DeclId, elem: &Type, size: u64) {
@@ -218,10 +324,8 @@ impl Collector {
         });
     }
 
-    pub fn digest(&mut self, p: &ir::Program, t: Option<&Type>) {
-        let Some(t) = t else { return };
+    pub fn digest(&mut self, p: &ir::Program, name: String, t: &Type) {
         let ty = self.ty(p, t);
-        let name = p.show(t);
         if !self.model.digests.iter().any(|d| d.name == name) {
             self.model.digests.push(m::Digest { name, ty });
         }
@@ -257,6 +361,9 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
     };
     let mut in_tables = Vec::new();
     for &l in locals {
+        if !p.control_plane_uses.applied_tables.contains(&l) {
+            continue;
+        }
         if let DeclKind::Table(t) = &p.decl(l).kind {
             in_tables.extend(t.actions.iter().map(|a| a.action));
             if t.default_action.is_none() {
@@ -301,7 +408,26 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
                 let params = table_names.contains(&n);
                 action(cx, &n, l, params)
             }
-            (DeclKind::Table(_), Some(Bind::Named(n))) => cx.cp.table_order.push(n),
+            (DeclKind::Table(t), Some(Bind::Named(n))) => {
+                if let Some(profile) = in_place_profile(t, &n) {
+                    cx.cp.profile_order.push(profile);
+                }
+                cx.cp.table_order.push(n)
+            }
+            (
+                DeclKind::Instance {
+                    ty: Type::Extern(id, _),
+                    ..
+                },
+                Some(Bind::Named(n)),
+            ) if matches!(
+                p.ty(*id).name.as_str(),
+                "action_profile" | "action_selector"
+            ) =>
+            {
+                cx.cp.profile_order.push(n.clone());
+                cx.cp.declared_profiles.push((n, l));
+            }
             _ => {}
         }
     }
@@ -318,10 +444,15 @@ pub(crate) fn action(cx: &mut Ctx, name: &str, d: DeclId, with_params: bool) {
     let mut ps = Vec::new();
     for prm in params.iter().filter(|x| with_params && x.dir.is_none()) {
         let ty = cx.cp.ty(p, &prm.ty);
+        let annos = &p.decl(prm.decl).annotations;
         ps.push(m::Param {
-            name: prm.name.clone(),
+            // The controller knows a parameter by its `@name`, as p4c names it.
+            name: ast::find_annotation(annos, "name")
+                .and_then(|a| a.string_arg())
+                .unwrap_or(&prm.name)
+                .to_string(),
             ty,
-            annotations: annotations(&p.decl(prm.decl).annotations),
+            annotations: annotations(annos),
         });
     }
     cx.cp.model.actions.push(m::Action {
@@ -448,6 +579,32 @@ fn direct_name(tbl: &ir::Table, cx: &Ctx, prop: &str) -> Option<String> {
     }
 }
 
+/// The name of the action profile a table constructs in its `implementation` property:
+/// the property's `@name`, else the table's.
+pub(crate) fn in_place_name(prop: &ir::TableProp, table: &str) -> String {
+    ast::find_annotation(&prop.annotations, "name")
+        .and_then(|a| a.string_arg())
+        .map(|n| n.strip_prefix('.').unwrap_or(n).to_string())
+        .unwrap_or_else(|| table.to_string())
+}
+
+/// The action profile a table constructs in its `implementation` property, if any.
+fn in_place_profile(t: &ir::Table, table: &str) -> Option<String> {
+    let prop = t.props.iter().find(|x| x.name == "implementation")?;
+    matches!(prop.value.kind, ExprKind::Call(_)).then(|| in_place_name(prop, table))
+}
+
+/// An integer annotation argument (`@max_group_size(200)`).
+fn int_annotation(annos: &[ast::Annotation], name: &str) -> Option<i32> {
+    match &ast::find_annotation(annos, name)?.body {
+        ast::AnnotationBody::Exprs(es) => match es.first().map(|e| &e.kind) {
+            Some(ast::ExprKind::Int { value, .. }) => value.to_i32(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 pub(crate) fn profile(
     cx: &mut Ctx,
     name: &str,
@@ -456,14 +613,22 @@ pub(crate) fn profile(
     with_selector: bool,
     size: u32,
 ) {
-    let annos = annotations(annos);
+    let semantics = ast::find_annotation(annos, "selector_size_semantics")
+        .and_then(|a| a.string_arg())
+        .and_then(|s| match s {
+            "sum_of_weights" => Some(m::SelectorSizeSemantics::SumOfWeights),
+            "sum_of_members" => Some(m::SelectorSizeSemantics::SumOfMembers {
+                max_member_weight: int_annotation(annos, "max_member_weight"),
+            }),
+            _ => None,
+        });
     cx.cp.model.action_profiles.push(m::ActionProfile {
         name: name.into(),
-        annotations: annos,
+        annotations: annotations(annos),
         with_selector,
         size: i64::from(size),
-        max_group_size: None,
-        selector_size_semantics: None,
+        max_group_size: int_annotation(annos, "max_group_size"),
+        selector_size_semantics: semantics,
         in_place,
     });
 }
@@ -538,27 +703,35 @@ pub(crate) fn finish(cx: &mut Ctx) -> R<()> {
             cx.cp.model.tables.push(t);
         }
     }
-    // Profiles constructed in a table come in their tables' order (tables are lowered back
-    // to front); declared ones keep their places.
-    let model = &mut cx.cp.model;
-    let slots: Vec<usize> = (0..model.action_profiles.len())
-        .filter(|&i| model.action_profiles[i].in_place)
-        .collect();
-    let table_pos = |name: &str| {
-        model
-            .tables
-            .iter()
-            .position(|t| t.implementation.as_deref() == Some(name))
-    };
-    let mut in_place: Vec<m::ActionProfile> = slots
-        .iter()
-        .map(|&i| model.action_profiles[i].clone())
-        .collect();
-    in_place.sort_by_key(|a| table_pos(&a.name));
-    for (slot, a) in slots.into_iter().zip(in_place) {
-        model.action_profiles[slot] = a;
-    }
+    // Declared profiles that no table uses are still listed; then p4c's order.
     let p = cx.p;
+    for (n, d) in std::mem::take(&mut cx.cp.declared_profiles) {
+        if cx.cp.model.action_profiles.iter().any(|a| a.name == n) {
+            continue;
+        }
+        let DeclKind::Instance {
+            ty: Type::Extern(id, _),
+            args,
+            ..
+        } = &p.decl(d).kind
+        else {
+            continue;
+        };
+        let selector = p.ty(*id).name == "action_selector";
+        let size = args
+            .get(usize::from(selector))
+            .and_then(|a| a.as_ref())
+            .and_then(const_int)
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0);
+        profile(cx, &n, &p.decl(d).annotations, false, selector, size);
+    }
+    let order = std::mem::take(&mut cx.cp.profile_order);
+    let position = |name: &str| order.iter().position(|n| n == name).unwrap_or(usize::MAX);
+    cx.cp
+        .model
+        .action_profiles
+        .sort_by_key(|a| position(&a.name));
     for (i, t) in p.types.iter().enumerate() {
         let Some(a) = ast::find_annotation(&t.annotations, "controller_header") else {
             continue;
@@ -566,16 +739,25 @@ pub(crate) fn finish(cx: &mut Ctx) -> R<()> {
         let TypeDeclKind::Header(fields) = &t.kind else {
             continue;
         };
-        let mut ps = Vec::new();
-        for f in fields {
-            let ty = cx.cp.ty(p, &f.ty);
-            ps.push(m::Param {
-                name: f.name.clone(),
-                ty,
-                annotations: annotations(&f.annotations),
-            });
-        }
-        let _ = i;
+        let id = ir::TypeId(i as u32);
+        let ps = cx
+            .cp
+            .header_fields(p, id)
+            .into_iter()
+            .map(|(name, ty)| {
+                // A flattened leaf (`s.f`) has no declaration of its own to annotate.
+                let annos = fields
+                    .iter()
+                    .find(|f| f.name == name)
+                    .map(|f| annotations(&f.annotations))
+                    .unwrap_or_default();
+                m::Param {
+                    name,
+                    ty,
+                    annotations: annos,
+                }
+            })
+            .collect();
         cx.cp.model.controller_headers.push(m::ControllerHeader {
             type_name: t.name.clone(),
             controller_name: a.string_arg().unwrap_or_default().to_string(),

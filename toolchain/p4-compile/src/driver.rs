@@ -5,6 +5,7 @@
 use crate::cli::Options;
 use crate::passes::{self, Stage};
 use p4_syntax::{Diagnostics, SourceMap};
+use p4runtime_proto::p4info::P4Info;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -174,6 +175,14 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
         }
     }
     report.diagnostics = diags.render(&map);
+    // p4c-bm2-ss writes P4Info after its front end and only then refuses a program without
+    // `main` (in its midend): an empty P4Info, as p4c's outputs for such programs hold.
+    let no_main = ir.as_ref().is_some_and(|p| p.main.is_none());
+    if no_main && diags.error_count() == 1 {
+        if let Err(error) = write_p4info(opts, &P4Info::default()) {
+            return Err(fail(report.diagnostics, error));
+        }
+    }
     if diags.has_errors() {
         let errors = diags.error_count();
         return Err(fail(report.diagnostics, CompileError::Program { errors }));
@@ -211,13 +220,18 @@ fn write_outputs(opts: &Options, out: &p4_bmv2_backend::Output) -> Result<(), Co
         return Ok(());
     }
     let info = p4_p4info::generate(&out.control_plane).map_err(CompileError::P4Info)?;
+    write_p4info(opts, &info)
+}
+
+/// Writes `info` to each `--p4runtime-files` file in the format its extension names.
+fn write_p4info(opts: &Options, info: &P4Info) -> Result<(), CompileError> {
     for f in &opts.p4runtime_files {
         let ext = f.extension().map(|e| e.to_string_lossy().into_owned());
         let fmt = opts.p4runtime_format.clone().or(ext).unwrap_or_default();
         let bytes = match fmt.as_str() {
-            "json" => p4runtime_proto::to_json(&info).into_bytes(),
-            "bin" => prost::Message::encode_to_vec(&info),
-            _ => p4_p4info::to_txtpb(&info).into_bytes(),
+            "json" => p4runtime_proto::to_json(info).into_bytes(),
+            "bin" => prost::Message::encode_to_vec(info),
+            _ => p4_p4info::to_txtpb(info).into_bytes(),
         };
         write(f, bytes)?;
     }

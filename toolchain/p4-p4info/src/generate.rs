@@ -130,20 +130,6 @@ fn has(annotations: &[Annotation], name: &str) -> bool {
         .any(|annotation| annotation.name() == name)
 }
 
-/// Annotations as P4Info lists them: all but `@name`, `@id`, `@brief`, `@description` and
-/// those `skip` names.
-fn rendered(annotations: &[Annotation], skip: &[&str]) -> Vec<String> {
-    annotations
-        .iter()
-        .filter_map(|annotation| match annotation {
-            Annotation::Other { name, text } if !skip.contains(&name.as_str()) => {
-                Some(text.clone())
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// Structured annotations, which p4c always lists (whatever their name) in
 /// `structured_annotations`, in source order.
 fn structured(annotations: &[Annotation]) -> Vec<pb::StructuredAnnotation> {
@@ -184,6 +170,29 @@ fn structured(annotations: &[Annotation]) -> Vec<pb::StructuredAnnotation> {
             _ => None,
         })
         .collect()
+}
+
+/// `pkg_info.platform_properties`, present only when a known property is given.
+fn platform_properties(properties: &[(String, i32)]) -> Option<pb::PlatformProperties> {
+    let mut out = None;
+    for (key, value) in properties {
+        let known = [
+            "multicast_group_table_size",
+            "multicast_group_table_total_replicas",
+            "multicast_group_table_max_replicas_per_entry",
+        ];
+        if !known.contains(&key.as_str()) {
+            continue;
+        }
+        let p: &mut pb::PlatformProperties = out.get_or_insert_with(Default::default);
+        let field = match key.as_str() {
+            "multicast_group_table_size" => &mut p.multicast_group_table_size,
+            "multicast_group_table_total_replicas" => &mut p.multicast_group_table_total_replicas,
+            _ => &mut p.multicast_group_table_max_replicas_per_entry,
+        };
+        *field = *value;
+    }
+    out
 }
 
 /// `doc` from `@brief` / `@description`, present only when one of them is.
@@ -823,9 +832,10 @@ impl<'a> Generator<'a> {
             organization: package.organization.clone().unwrap_or_default(),
             contact: package.contact.clone().unwrap_or_default(),
             url: package.url.clone().unwrap_or_default(),
-            annotations: rendered(&package.annotations, &["pkginfo"]),
+            annotations: rendered(&package.annotations, &["pkginfo", "platform_property"]),
             structured_annotations: structured(&package.annotations),
             doc: documentation(&package.annotations),
+            platform_properties: platform_properties(&package.platform_properties),
             ..Default::default()
         });
     }

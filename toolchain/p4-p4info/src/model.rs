@@ -74,6 +74,20 @@ impl Annotation {
     }
 }
 
+/// Annotations as P4Info lists them: all but `@name`, `@id`, `@brief`, `@description` and
+/// those `skip` names.
+pub(crate) fn rendered(annotations: &[Annotation], skip: &[&str]) -> Vec<String> {
+    annotations
+        .iter()
+        .filter_map(|annotation| match annotation {
+            Annotation::Other { name, text } if !skip.contains(&name.as_str()) => {
+                Some(text.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A P4 type as the control plane sees it. Typedefs are resolved by the caller; named types
 /// refer to [`TypeDecl`]s in [`ControlPlane::types`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +154,9 @@ pub enum TypeDecl {
         name: String,
         underlying: P4Type,
         translation: Option<Translation>,
+        /// The declaration's annotations (`@p4runtime_translation` is given as `translation`
+        /// and not repeated).
+        annotations: Vec<Annotation>,
     },
 }
 
@@ -378,6 +395,10 @@ pub struct Package {
     pub url: Option<String>,
     /// `@pkginfo(arch=...)`, which p4c lets override the architecture (with a warning).
     pub arch: Option<String>,
+    /// `@platform_property(key=N, ...)`: `multicast_group_table_size`,
+    /// `multicast_group_table_total_replicas`, `multicast_group_table_max_replicas_per_entry`
+    /// (P4Runtime's `PlatformProperties`); other keys are ignored, as p4c does.
+    pub platform_properties: Vec<(String, i32)>,
 }
 
 /// Everything p4c's P4Info generator looks at, for one program.

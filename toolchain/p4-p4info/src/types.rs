@@ -13,7 +13,7 @@ use p4runtime_proto::p4info::{
     P4StructTypeSpec, P4TupleTypeSpec, P4TypeInfo, P4VarbitTypeSpec,
 };
 
-use crate::model::{P4Type, SdnType, TypeDecl};
+use crate::model::{rendered, P4Type, SdnType, TypeDecl};
 use crate::P4InfoError;
 
 pub struct TypeConverter<'a> {
@@ -288,6 +288,7 @@ impl<'a> TypeConverter<'a> {
                 name,
                 underlying,
                 translation,
+                annotations,
             } => {
                 if info.new_types.contains_key(name) {
                     return Ok(());
@@ -316,6 +317,7 @@ impl<'a> TypeConverter<'a> {
                     name.clone(),
                     P4NewTypeSpec {
                         representation: Some(representation),
+                        annotations: rendered(annotations, &["p4runtime_translation"]),
                         ..Default::default()
                     },
                 );

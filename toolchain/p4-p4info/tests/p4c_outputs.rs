@@ -342,6 +342,7 @@ fn new_type(name: &str, underlying: P4Type, translation: Option<(&str, u32)>) ->
             uri: uri.into(),
             sdn: SdnType::Bitwidth(width),
         }),
+        annotations: Vec::new(),
     }
 }
 

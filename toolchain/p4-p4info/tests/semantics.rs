@@ -300,10 +300,16 @@ fn package_info_from_pkginfo_and_annotations() {
         annotations: vec![
             Annotation::rendered("@pkginfo(name=\"x\")"),
             Annotation::rendered("@my_note"),
+            Annotation::rendered("@platform_property(multicast_group_table_size=10)"),
             Annotation::Brief("a switch".into()),
         ],
         name: Some("lossless.p4".into()),
         version: Some("1.0".into()),
+        platform_properties: vec![
+            ("multicast_group_table_size".into(), 10),
+            ("no_such_property".into(), 1),
+            ("multicast_group_table_max_replicas_per_entry".into(), 30),
+        ],
         ..Default::default()
     };
     let pkg = ok(&p).pkg_info.expect("pkg_info");
@@ -311,6 +317,15 @@ fn package_info_from_pkginfo_and_annotations() {
     assert_eq!(pkg.name, "lossless.p4");
     assert_eq!(pkg.version, "1.0");
     assert_eq!(pkg.annotations, vec!["@my_note".to_string()]);
+    // As p4c's pkginfo_annotation output: the known keys, the others left out.
+    assert_eq!(
+        pkg.platform_properties,
+        Some(pb::PlatformProperties {
+            multicast_group_table_size: 10,
+            multicast_group_table_total_replicas: 0,
+            multicast_group_table_max_replicas_per_entry: 30,
+        })
+    );
     assert_eq!(pkg.doc.map(|d| d.brief), Some("a switch".into()));
 }
 
@@ -322,6 +337,11 @@ fn indexed_meter_with_typed_index() {
         name: "port_t".into(),
         underlying: P4Type::Bit(9),
         translation: None,
+        // p4c lists a `type`'s annotations with it (p416-type-use3's `EthT_t`).
+        annotations: vec![
+            Annotation::rendered("@custom_annotation_0"),
+            Annotation::rendered("@p4runtime_translation(\"u\", 9)"),
+        ],
     }];
     p.meters = vec![Indexed {
         name: "ingress.m".into(),
@@ -341,11 +361,8 @@ fn indexed_meter_with_typed_index() {
         m.index_type_name.as_ref().map(|n| n.name.as_str()),
         Some("port_t")
     );
-    assert!(info
-        .type_info
-        .expect("type_info")
-        .new_types
-        .contains_key("port_t"));
+    let new_types = info.type_info.expect("type_info").new_types;
+    assert_eq!(new_types["port_t"].annotations, ["@custom_annotation_0"]);
     assert_eq!(m.preamble.as_ref().map(|p| p.id >> 24), Some(0x14));
 }
 

@@ -1139,10 +1139,10 @@ impl Checker<'_> {
         if c.ty == Type::Unknown {
             return unknown(span);
         }
+        // A constant condition selects its branch; the other is never evaluated (p4c's
+        // constant folding drops it, and with it a table applied only there).
         if let Some(Value::Bool(v)) = const_of(&c) {
-            if const_of(&x).is_some() && const_of(&y).is_some() {
-                return if *v { x } else { y };
-            }
+            return if *v { x } else { y };
         }
         Expr {
             kind: ExprKind::Ternary(Box::new(c), Box::new(x), Box::new(y)),
@@ -1277,7 +1277,10 @@ impl Checker<'_> {
                 ty: set_ty,
                 span: e.span,
             },
-            ast::ExprKind::Tuple(items) if tys.len() != 1 || items.len() == 1 => {
+            // p4c also takes a list `{a, b}` (`{x}` for one key) where a tuple keyset stands.
+            ast::ExprKind::Tuple(items) | ast::ExprKind::List(items)
+                if tys.len() != 1 || items.len() == 1 =>
+            {
                 if items.len() != tys.len() {
                     self.d.error(
                         e.span,

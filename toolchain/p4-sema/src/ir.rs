@@ -9,7 +9,7 @@
 use num_bigint::BigInt;
 use p4_syntax::ast::{Annotation, Direction};
 use p4_syntax::Span;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -487,7 +487,7 @@ pub struct Program {
     pub errors: Vec<String>,
     pub match_kinds: Vec<String>,
     /// Parameters of actions (directionless ones are action data, not compile-time known).
-    pub action_params: std::collections::HashSet<DeclId>,
+    pub action_params: HashSet<DeclId>,
     /// Names of type parameters, indexed by `TypeVar`.
     pub type_vars: Vec<String>,
     /// The `main` package instance.
@@ -683,12 +683,17 @@ fn key_text(p: &Program, e: &Expr) -> String {
     match &e.kind {
         ExprKind::Ref(d) => p.decl(*d).name.clone(),
         ExprKind::Field(b, i) => {
-            let f = p
-                .fields(&b.ty)
-                .and_then(|fs| fs.get(*i))
-                .map(|f| f.name.clone())
-                .unwrap_or_default();
-            format!("{}.{f}", key_text(p, b))
+            let Some(f) = p.fields(&b.ty).and_then(|fs| fs.get(*i)) else {
+                return format!("{}.", key_text(p, b));
+            };
+            // A struct field's `@name` renames it; with a leading `.` it is the whole name.
+            match p4_syntax::ast::find_annotation(&f.annotations, "name")
+                .and_then(|a| a.string_arg())
+            {
+                Some(n) if n.starts_with('.') => n[1..].to_string(),
+                Some(n) => format!("{}.{n}", key_text(p, b)),
+                None => format!("{}.{}", key_text(p, b), f.name),
+            }
         }
         ExprKind::Index(b, i) => format!("{}[{}]", key_text(p, b), key_text(p, i)),
         ExprKind::Slice(b, h, l) => format!("{}[{h}:{l}]", key_text(p, b)),
@@ -839,4 +844,7 @@ pub struct ControlPlaneUses {
     /// Whether a control's apply block, or an action the control plane keeps (or one it
     /// calls), calls an extern function: p4c's v1model handler then creates `type_info`.
     pub extern_function_called: bool,
+    /// The tables some live statement applies: p4c's front end removes the others ("table is
+    /// not used; removing"), and with them the actions only they use.
+    pub applied_tables: HashSet<DeclId>,
 }

@@ -24,6 +24,21 @@ pub(crate) fn control_plane_uses(p: &Program) -> ControlPlaneUses {
                 direct.push(a);
             }
         });
+        live_exprs(p, &apply.stmts, &mut |e| {
+            e.for_each(&mut |e| match &e.kind {
+                ExprKind::TableApply(t, _) => {
+                    out.applied_tables.insert(*t);
+                }
+                ExprKind::Call(c) => {
+                    if let CallTarget::Apply(r) = &c.target {
+                        if let ExprKind::Ref(t) = r.kind {
+                            out.applied_tables.insert(t);
+                        }
+                    }
+                }
+                _ => {}
+            })
+        });
         let table_actions = locals.iter().flat_map(|&l| match &p.decl(l).kind {
             DeclKind::Table(t) => t
                 .actions
