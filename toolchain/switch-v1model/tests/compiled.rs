@@ -4,6 +4,9 @@
 //! expressions of every operator over those programs' fields, on random header vectors (values,
 //! validity) and random action data, must evaluate to the same value.
 
+mod common;
+
+use common::Rng;
 use num_bigint::BigInt;
 use switch_engine::compile::{self, Code};
 use switch_engine::eval::{self, Ctx};
@@ -12,31 +15,15 @@ use switch_engine::phv::Phv;
 use switch_engine::program::{Prim, Prog, Slot};
 use switch_engine::value::mask64;
 
-/// xorshift64*: a fixed seed makes failures reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Small values and all-ones as often as arbitrary ones: comparisons against the
-    /// programs' constants and overflow edges are then taken too.
-    fn value(&mut self, width: u32) -> u64 {
-        let v = match self.next() % 4 {
-            0 | 1 => self.next() % 4,
-            2 => u64::MAX,
-            _ => self.next(),
-        };
-        v & mask64(width)
-    }
+/// Small values and all-ones as often as arbitrary ones: comparisons against the programs'
+/// constants and overflow edges are then taken too.
+fn value(rng: &mut Rng, width: u32) -> u64 {
+    let v = match rng.next() % 4 {
+        0 | 1 => rng.next() % 4,
+        2 => u64::MAX,
+        _ => rng.next(),
+    };
+    v & mask64(width)
 }
 
 fn programs() -> Vec<(String, Prog)> {
@@ -62,7 +49,7 @@ fn programs() -> Vec<(String, Prog)> {
 fn randomize(rng: &mut Rng, prog: &Prog, phv: &mut Phv) {
     for f in &prog.fields {
         match f.slot {
-            Slot::Narrow(i) => phv.narrow[i as usize] = rng.value(f.width),
+            Slot::Narrow(i) => phv.narrow[i as usize] = value(rng, f.width),
             Slot::Wide { off, len } | Slot::Varbit { off, len, .. } => {
                 for b in &mut phv.wide[off as usize..(off + len) as usize] {
                     *b = rng.next() as u8;
@@ -82,7 +69,7 @@ fn args(rng: &mut Rng, params: &[(String, u32)]) -> Vec<Arg> {
         .iter()
         .map(|(_, w)| {
             if *w <= 64 {
-                Arg::N(rng.value(*w))
+                Arg::N(value(rng, *w))
             } else {
                 Arg::W(BigInt::from(rng.next()) << 64 | BigInt::from(rng.next()))
             }
@@ -201,7 +188,7 @@ fn gen(rng: &mut Rng, prog: &Prog, params: u32, depth: u32) -> Ex {
     let n = |k| Ex { k, wide: false };
     if leaf {
         return match rng.below(5) {
-            0 => n(K::Const(i128::from(rng.value(64)))),
+            0 => n(K::Const(i128::from(value(rng, 64)))),
             1 if params > 0 => n(K::Param(rng.below(params as usize) as u32)),
             2 if !prog.headers.is_empty() => {
                 n(K::Valid(HRef::Static(rng.below(prog.headers.len()) as u32)))
