@@ -84,7 +84,7 @@ fn read_field<N: Arith>(ctx: &Ctx, f: FieldId) -> N {
     }
 }
 
-fn read_param<N: Arith>(ctx: &Ctx, i: u32) -> N {
+pub fn read_param<N: Arith>(ctx: &Ctx, i: u32) -> N {
     match ctx.args.get(i as usize) {
         Some(Arg::N(v)) => N::from_i128(i128::from(*v)),
         Some(Arg::W(b)) => N::from_be_bytes(&b.to_signed_bytes_be(), true),

@@ -1,5 +1,6 @@
 //! Packet processing: parser, checksums, match-action pipelines, primitives, deparser.
 
+use crate::compile::{narrow_arg, Code, KeyCopy, Op};
 use crate::eval::{eval, eval_bool, eval_u32, eval_u64, Ctx};
 use crate::expr::{Arg, Ex, FieldLoc, HRef, K};
 use crate::phv::Phv;
@@ -299,7 +300,8 @@ pub fn parse(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) -> Result<(
                     pkt.cursor += bytes;
                 }
                 ParserOp::Primitive(prim) => {
-                    run_prims(prog, &mut rt.ext, pkt, std::slice::from_ref(prim), &[]);
+                    // A jump has nowhere to go in a one-primitive list.
+                    run_prim(prog, &mut rt.ext, pkt, prim, &[]);
                 }
             }
         }
@@ -441,13 +443,11 @@ pub fn compute_calc(prog: &Prog, pkt: &mut Pkt, c: u32) -> u64 {
 }
 
 /// Verifies every checksum marked `verify`; true if one fails.
-pub fn verify_checksums(prog: &Prog, pkt: &mut Pkt) -> bool {
+pub fn verify_checksums(prog: &Prog, code: &Code, pkt: &mut Pkt) -> bool {
     let mut failed = false;
-    for ck in prog.checksums.iter().filter(|c| c.verify) {
-        if let Some(cond) = &ck.cond {
-            if !eval_bool(&pkt.ctx(prog, &[]), cond) {
-                continue;
-            }
+    for (ck, cond) in prog.checksums.iter().zip(&code.checksum_conds) {
+        if !ck.verify || cond.as_ref().is_some_and(|c| !c(&pkt.ctx(prog, &[]))) {
+            continue;
         }
         let v = compute_calc(prog, pkt, ck.calc);
         let width = prog.fields[ck.target as usize].width;
@@ -458,12 +458,10 @@ pub fn verify_checksums(prog: &Prog, pkt: &mut Pkt) -> bool {
     failed
 }
 
-pub fn update_checksums(prog: &Prog, pkt: &mut Pkt) {
-    for ck in prog.checksums.iter().filter(|c| c.update) {
-        if let Some(cond) = &ck.cond {
-            if !eval_bool(&pkt.ctx(prog, &[]), cond) {
-                continue;
-            }
+pub fn update_checksums(prog: &Prog, code: &Code, pkt: &mut Pkt) {
+    for (ck, cond) in prog.checksums.iter().zip(&code.checksum_conds) {
+        if !ck.update || cond.as_ref().is_some_and(|c| !c(&pkt.ctx(prog, &[]))) {
+            continue;
         }
         let v = compute_calc(prog, pkt, ck.calc);
         pkt.phv.set_u64(prog, ck.target, v);
@@ -614,264 +612,386 @@ fn format_log(fmt: &str, values: &[String]) -> String {
     out
 }
 
-/// Runs a primitive list (an action body) with action data `args`.
-pub fn run_prims(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, prims: &[Prim], args: &[Arg]) {
+/// Runs action `a`'s compiled steps with action data `args`.
+fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, args: &[Arg]) {
+    let ops = &code.actions[a as usize];
+    let prims = &prog.actions[a as usize].prims;
     let mut pc = 0usize;
     let mut steps = 0usize;
-    while let Some(p) = prims.get(pc) {
+    while let Some(op) = ops.get(pc) {
         pc += 1;
         steps += 1;
         if steps > MAX_ACTION_STEPS {
             break;
         }
-        match p {
-            Prim::Assign(dst, e) => {
-                if let Some(f) = field_of(prog, pkt, args, dst) {
-                    assign(prog, pkt, args, f, e);
+        let prim = match op {
+            Op::Store { slot, mask, value } => {
+                let v = value(&pkt.ctx(prog, args));
+                pkt.phv.narrow[*slot as usize] = (v as u64) & mask;
+                continue;
+            }
+            Op::StoreConst { slot, value } => {
+                pkt.phv.narrow[*slot as usize] = *value;
+                continue;
+            }
+            Op::StoreParam {
+                slot,
+                mask,
+                param,
+                prim,
+            } => match narrow_arg(args, *param) {
+                Some(v) => {
+                    pkt.phv.narrow[*slot as usize] = v & mask;
+                    continue;
                 }
+                None => *prim,
+            },
+            Op::Jump(t) => {
+                pc = *t;
+                continue;
             }
-            Prim::AssignVl(dst, src) => {
-                if let (Some(d), Some(s)) = (
-                    field_of(prog, pkt, args, dst),
-                    field_of(prog, pkt, args, src),
-                ) {
-                    pkt.phv.copy_field(prog, d, s);
-                }
-            }
-            Prim::AssignHeader(dst, src) => {
-                if let (Some(d), Some(s)) = (
-                    header_of(prog, pkt, args, dst),
-                    header_of(prog, pkt, args, src),
-                ) {
-                    pkt.phv.copy_header(prog, d, s);
-                }
-            }
-            Prim::AssignUnion(dst, src) => {
-                let ctx = pkt.ctx(prog, args);
-                if let (Some(d), Some(s)) = (ctx.union(dst), ctx.union(src)) {
-                    let (dh, sh) = (
-                        &prog.unions[d as usize].headers,
-                        &prog.unions[s as usize].headers,
-                    );
-                    for (&a, &b) in dh.iter().zip(sh) {
-                        pkt.phv.copy_header(prog, a, b);
-                    }
-                }
-            }
-            Prim::AssignHeaderStack(d, s) => {
-                let (dh, sh) = (
-                    &prog.stacks[*d as usize].headers,
-                    &prog.stacks[*s as usize].headers,
-                );
-                for (&a, &b) in dh.iter().zip(sh) {
-                    pkt.phv.copy_header(prog, a, b);
-                }
-                pkt.phv.stack_next[*d as usize] = pkt.phv.stack_next[*s as usize];
-            }
-            Prim::AssignUnionStack(d, s) => {
-                let (du, su) = (union_headers(prog, *d), union_headers(prog, *s));
-                for (a, b) in du.iter().zip(&su) {
-                    for (&x, &y) in a.iter().zip(b) {
-                        pkt.phv.copy_header(prog, x, y);
-                    }
-                }
-                pkt.phv.ustack_next[*d as usize] = pkt.phv.ustack_next[*s as usize];
-            }
-            Prim::Push(s, n) | Prim::Pop(s, n) => {
-                let n = eval_u32(&pkt.ctx(prog, args), n) as usize;
-                let headers = &prog.stacks[*s as usize].headers;
-                let mut next = pkt.phv.stack_next[*s as usize];
-                if matches!(p, Prim::Push(..)) {
-                    push_stack(prog, pkt, headers, &mut next, n);
-                } else {
-                    pop_stack(prog, pkt, headers, &mut next, n);
-                }
-                pkt.phv.stack_next[*s as usize] = next;
-            }
-            Prim::PushUnion(s, n) | Prim::PopUnion(s, n) => {
-                let n = eval_u32(&pkt.ctx(prog, args), n) as usize;
-                let unions = union_headers(prog, *s);
-                let members = unions.first().map_or(0, Vec::len);
-                let mut next = pkt.phv.ustack_next[*s as usize];
-                for m in 0..members {
-                    let column: Vec<u32> = unions.iter().map(|u| u[m]).collect();
-                    let mut nx = next;
-                    if matches!(p, Prim::PushUnion(..)) {
-                        push_stack(prog, pkt, &column, &mut nx, n);
-                    } else {
-                        pop_stack(prog, pkt, &column, &mut nx, n);
-                    }
-                    if m + 1 == members {
-                        next = nx;
-                    }
-                }
-                pkt.phv.ustack_next[*s as usize] = next;
-            }
-            Prim::SetValid(h) | Prim::SetInvalid(h) => {
-                if let Some(h) = header_of(prog, pkt, args, h) {
-                    set_valid(prog, pkt, h, matches!(p, Prim::SetValid(_)));
-                }
-            }
-            Prim::MarkToDrop => {
-                pkt.set(prog, prog.intr.egress_spec, DROP_PORT.into());
-                pkt.set(prog, prog.intr.mcast_grp, 0);
-            }
-            Prim::Exit => {
-                pkt.regs.exit = true;
-                return;
-            }
-            Prim::Jump(t) => pc = *t,
-            Prim::JumpIfZero(c, t) => {
-                let ctx = pkt.ctx(prog, args);
-                let zero = if c.wide {
-                    Arith::is_zero(&eval::<BigInt>(&ctx, c))
-                } else {
-                    eval::<i128>(&ctx, c) == 0
-                };
-                if zero {
+            Op::JumpIfFalse(c, t) => {
+                if !c(&pkt.ctx(prog, args)) {
                     pc = *t;
                 }
+                continue;
             }
-            Prim::HashOffset {
-                dst,
-                base,
-                calc,
-                size,
+            Op::SetValid { header, valid } => {
+                set_valid(prog, pkt, *header, *valid);
+                continue;
+            }
+            Op::Count { counter, index } => {
+                let i = index(&pkt.ctx(prog, args)) as u64 as usize;
+                count(ext, pkt, *counter, i);
+                continue;
+            }
+            Op::RegisterRead {
+                slot,
+                mask,
+                register,
+                index,
             } => {
-                let (b, sz) = {
-                    let ctx = pkt.ctx(prog, args);
-                    (eval_u64(&ctx, base), eval_u64(&ctx, size))
-                };
-                let h = compute_calc(prog, pkt, *calc);
-                // bmv2: base + hash % size; a zero size leaves the hash unreduced.
-                let v = b.wrapping_add(if sz == 0 { h } else { h % sz });
-                if let Some(f) = field_of(prog, pkt, args, dst) {
-                    pkt.phv.set_u64(prog, f, v);
-                }
+                let i = index(&pkt.ctx(prog, args)) as u64 as usize;
+                // Wider register values keep their low bits, as `Phv::set_big` does.
+                pkt.phv.narrow[*slot as usize] = register_read(ext, *register, i) as u64 & mask;
+                continue;
             }
-            Prim::RngUniform(dst, lo, hi) => {
-                let (l, h) = {
-                    let ctx = pkt.ctx(prog, args);
-                    (eval_u64(&ctx, lo), eval_u64(&ctx, hi))
-                };
-                let r = ext.next_random();
-                let v = if h <= l {
-                    l
-                } else {
-                    l + r % (h - l).saturating_add(1).max(1)
-                };
-                if let Some(f) = field_of(prog, pkt, args, dst) {
-                    pkt.phv.set_u64(prog, f, v);
-                }
-            }
-            Prim::Count(c, idx) => {
-                let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
-                match ext.counters[*c as usize].get_mut(i) {
-                    Some(cell) => {
-                        cell.packets += 1;
-                        cell.bytes += u64::from(pkt.regs.packet_length);
-                    }
-                    None => ext.index_errors += 1,
-                }
-            }
-            Prim::ExecuteMeter(m, idx, dst) => {
-                let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
-                let units = length_units(prog, pkt, *m);
-                let now = ext.now_us;
-                let colour = match ext.meters[*m as usize].get_mut(i) {
-                    Some(cell) => cell.execute(units, now),
-                    None => {
-                        ext.index_errors += 1;
-                        0
-                    }
-                };
-                if let Some(f) = field_of(prog, pkt, args, dst) {
-                    pkt.phv.set_u64(prog, f, u64::from(colour));
-                }
-            }
-            Prim::RegisterRead(dst, r, idx) => {
-                let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
-                let v = match ext.registers[*r as usize].get(i) {
-                    Some(&v) => v,
-                    None => {
-                        ext.index_errors += 1;
-                        0
-                    }
-                };
-                if let Some(f) = field_of(prog, pkt, args, dst) {
-                    if v <= u128::from(u64::MAX) {
-                        pkt.phv.set_u64(prog, f, v as u64);
-                    } else {
-                        pkt.phv.set_big(prog, f, &BigInt::from(v));
-                    }
-                }
-            }
-            Prim::RegisterWrite(r, idx, val) => {
+            Op::RegisterWrite {
+                register,
+                index,
+                value,
+                bits,
+            } => {
                 let ctx = pkt.ctx(prog, args);
-                let i = eval_u64(&ctx, idx) as usize;
-                let width = prog.registers[*r as usize].width;
-                let v = if val.wide {
-                    let b = eval::<BigInt>(&ctx, val).trunc(width.min(128));
-                    u128::try_from(b).unwrap_or(0)
-                } else {
-                    eval::<i128>(&ctx, val).trunc(width.min(127)) as u128
-                };
-                match ext.registers[*r as usize].get_mut(i) {
-                    Some(cell) => *cell = v,
-                    None => ext.index_errors += 1,
-                }
+                let i = index(&ctx) as u64 as usize;
+                let v = value(&ctx).trunc(*bits) as u128;
+                register_write(ext, *register, i, v);
+                continue;
             }
-            Prim::CloneI2E(session, fl) | Prim::CloneE2E(session, fl) => {
-                let ctx = pkt.ctx(prog, args);
-                let s = eval_u32(&ctx, session);
-                let fl = fl.as_ref().map(|e| eval_u64(&ctx, e) as i64);
-                pkt.regs.clone = Some((s, fl));
-            }
-            Prim::Resubmit(fl) => {
-                let fl = fl
-                    .as_ref()
-                    .map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
-                pkt.regs.resubmit = Some(fl);
-            }
-            Prim::Recirculate(fl) => {
-                let fl = fl
-                    .as_ref()
-                    .map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
-                pkt.regs.recirculate = Some(fl);
-            }
-            Prim::Digest(list) => {
-                pkt.regs.digest = Some(eval_u64(&pkt.ctx(prog, args), list) as i64);
-            }
-            Prim::Truncate(len) => {
-                pkt.regs.truncate = Some(eval_u32(&pkt.ctx(prog, args), len));
-            }
-            Prim::LogMsg(fmt, vals) => {
-                let ctx = pkt.ctx(prog, args);
-                let values: Vec<String> = vals
-                    .iter()
-                    .map(|e| eval::<BigInt>(&ctx, e).to_string())
-                    .collect();
-                if ext.logs.len() < 10_000 {
-                    ext.logs.push(format_log(fmt, &values));
-                }
-            }
-            Prim::Assert(c) => {
-                if !eval_bool(&pkt.ctx(prog, args), c) {
-                    // bmv2 aborts the switch; a software switch under test counts instead.
-                    ext.assert_failures += 1;
-                }
-            }
-            Prim::Nop => {}
+            Op::Prim(i) => *i,
+        };
+        match run_prim(prog, ext, pkt, &prims[prim as usize], args) {
+            Flow::Next => {}
+            Flow::Jump(t) => pc = t,
+            Flow::Exit => return,
         }
     }
 }
 
+fn count(ext: &mut Ext, pkt: &Pkt, c: u32, i: usize) {
+    match ext.counters[c as usize].get_mut(i) {
+        Some(cell) => {
+            cell.packets += 1;
+            cell.bytes += u64::from(pkt.regs.packet_length);
+        }
+        None => ext.index_errors += 1,
+    }
+}
+
+/// A register cell; an index out of range reads 0 (and is counted).
+fn register_read(ext: &mut Ext, r: u32, i: usize) -> u128 {
+    match ext.registers[r as usize].get(i) {
+        Some(&v) => v,
+        None => {
+            ext.index_errors += 1;
+            0
+        }
+    }
+}
+
+fn register_write(ext: &mut Ext, r: u32, i: usize, v: u128) {
+    match ext.registers[r as usize].get_mut(i) {
+        Some(cell) => *cell = v,
+        None => ext.index_errors += 1,
+    }
+}
+
+/// What follows a primitive.
+enum Flow {
+    Next,
+    Jump(usize),
+    Exit,
+}
+
+/// Runs one primitive with action data `args` (the interpreter: `compile.rs` runs the
+/// stores and jumps it covers itself).
+fn run_prim(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, p: &Prim, args: &[Arg]) -> Flow {
+    match p {
+        Prim::Assign(dst, e) => {
+            if let Some(f) = field_of(prog, pkt, args, dst) {
+                assign(prog, pkt, args, f, e);
+            }
+        }
+        Prim::AssignVl(dst, src) => {
+            if let (Some(d), Some(s)) = (
+                field_of(prog, pkt, args, dst),
+                field_of(prog, pkt, args, src),
+            ) {
+                pkt.phv.copy_field(prog, d, s);
+            }
+        }
+        Prim::AssignHeader(dst, src) => {
+            if let (Some(d), Some(s)) = (
+                header_of(prog, pkt, args, dst),
+                header_of(prog, pkt, args, src),
+            ) {
+                pkt.phv.copy_header(prog, d, s);
+            }
+        }
+        Prim::AssignUnion(dst, src) => {
+            let ctx = pkt.ctx(prog, args);
+            if let (Some(d), Some(s)) = (ctx.union(dst), ctx.union(src)) {
+                let (dh, sh) = (
+                    &prog.unions[d as usize].headers,
+                    &prog.unions[s as usize].headers,
+                );
+                for (&a, &b) in dh.iter().zip(sh) {
+                    pkt.phv.copy_header(prog, a, b);
+                }
+            }
+        }
+        Prim::AssignHeaderStack(d, s) => {
+            let (dh, sh) = (
+                &prog.stacks[*d as usize].headers,
+                &prog.stacks[*s as usize].headers,
+            );
+            for (&a, &b) in dh.iter().zip(sh) {
+                pkt.phv.copy_header(prog, a, b);
+            }
+            pkt.phv.stack_next[*d as usize] = pkt.phv.stack_next[*s as usize];
+        }
+        Prim::AssignUnionStack(d, s) => {
+            let (du, su) = (union_headers(prog, *d), union_headers(prog, *s));
+            for (a, b) in du.iter().zip(&su) {
+                for (&x, &y) in a.iter().zip(b) {
+                    pkt.phv.copy_header(prog, x, y);
+                }
+            }
+            pkt.phv.ustack_next[*d as usize] = pkt.phv.ustack_next[*s as usize];
+        }
+        Prim::Push(s, n) | Prim::Pop(s, n) => {
+            let n = eval_u32(&pkt.ctx(prog, args), n) as usize;
+            let headers = &prog.stacks[*s as usize].headers;
+            let mut next = pkt.phv.stack_next[*s as usize];
+            if matches!(p, Prim::Push(..)) {
+                push_stack(prog, pkt, headers, &mut next, n);
+            } else {
+                pop_stack(prog, pkt, headers, &mut next, n);
+            }
+            pkt.phv.stack_next[*s as usize] = next;
+        }
+        Prim::PushUnion(s, n) | Prim::PopUnion(s, n) => {
+            let n = eval_u32(&pkt.ctx(prog, args), n) as usize;
+            let unions = union_headers(prog, *s);
+            let members = unions.first().map_or(0, Vec::len);
+            let mut next = pkt.phv.ustack_next[*s as usize];
+            for m in 0..members {
+                let column: Vec<u32> = unions.iter().map(|u| u[m]).collect();
+                let mut nx = next;
+                if matches!(p, Prim::PushUnion(..)) {
+                    push_stack(prog, pkt, &column, &mut nx, n);
+                } else {
+                    pop_stack(prog, pkt, &column, &mut nx, n);
+                }
+                if m + 1 == members {
+                    next = nx;
+                }
+            }
+            pkt.phv.ustack_next[*s as usize] = next;
+        }
+        Prim::SetValid(h) | Prim::SetInvalid(h) => {
+            if let Some(h) = header_of(prog, pkt, args, h) {
+                set_valid(prog, pkt, h, matches!(p, Prim::SetValid(_)));
+            }
+        }
+        Prim::MarkToDrop => {
+            pkt.set(prog, prog.intr.egress_spec, DROP_PORT.into());
+            pkt.set(prog, prog.intr.mcast_grp, 0);
+        }
+        Prim::Exit => {
+            pkt.regs.exit = true;
+            return Flow::Exit;
+        }
+        Prim::Jump(t) => return Flow::Jump(*t),
+        Prim::JumpIfZero(c, t) => {
+            if !eval_bool(&pkt.ctx(prog, args), c) {
+                return Flow::Jump(*t);
+            }
+        }
+        Prim::HashOffset {
+            dst,
+            base,
+            calc,
+            size,
+        } => {
+            let (b, sz) = {
+                let ctx = pkt.ctx(prog, args);
+                (eval_u64(&ctx, base), eval_u64(&ctx, size))
+            };
+            let h = compute_calc(prog, pkt, *calc);
+            // bmv2: base + hash % size; a zero size leaves the hash unreduced.
+            let v = b.wrapping_add(if sz == 0 { h } else { h % sz });
+            if let Some(f) = field_of(prog, pkt, args, dst) {
+                pkt.phv.set_u64(prog, f, v);
+            }
+        }
+        Prim::RngUniform(dst, lo, hi) => {
+            let (l, h) = {
+                let ctx = pkt.ctx(prog, args);
+                (eval_u64(&ctx, lo), eval_u64(&ctx, hi))
+            };
+            let r = ext.next_random();
+            let v = if h <= l {
+                l
+            } else {
+                l + r % (h - l).saturating_add(1).max(1)
+            };
+            if let Some(f) = field_of(prog, pkt, args, dst) {
+                pkt.phv.set_u64(prog, f, v);
+            }
+        }
+        Prim::Count(c, idx) => {
+            let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
+            count(ext, pkt, *c, i);
+        }
+        Prim::ExecuteMeter(m, idx, dst) => {
+            let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
+            let units = length_units(prog, pkt, *m);
+            let now = ext.now_us;
+            let colour = match ext.meters[*m as usize].get_mut(i) {
+                Some(cell) => cell.execute(units, now),
+                None => {
+                    ext.index_errors += 1;
+                    0
+                }
+            };
+            if let Some(f) = field_of(prog, pkt, args, dst) {
+                pkt.phv.set_u64(prog, f, u64::from(colour));
+            }
+        }
+        Prim::RegisterRead(dst, r, idx) => {
+            let i = eval_u64(&pkt.ctx(prog, args), idx) as usize;
+            let v = register_read(ext, *r, i);
+            if let Some(f) = field_of(prog, pkt, args, dst) {
+                if v <= u128::from(u64::MAX) {
+                    pkt.phv.set_u64(prog, f, v as u64);
+                } else {
+                    pkt.phv.set_big(prog, f, &BigInt::from(v));
+                }
+            }
+        }
+        Prim::RegisterWrite(r, idx, val) => {
+            let ctx = pkt.ctx(prog, args);
+            let i = eval_u64(&ctx, idx) as usize;
+            let width = prog.registers[*r as usize].width;
+            let v = if val.wide {
+                let b = eval::<BigInt>(&ctx, val).trunc(width.min(128));
+                u128::try_from(b).unwrap_or(0)
+            } else {
+                eval::<i128>(&ctx, val).trunc(width.min(127)) as u128
+            };
+            register_write(ext, *r, i, v);
+        }
+        Prim::CloneI2E(session, fl) | Prim::CloneE2E(session, fl) => {
+            let ctx = pkt.ctx(prog, args);
+            let s = eval_u32(&ctx, session);
+            let fl = fl.as_ref().map(|e| eval_u64(&ctx, e) as i64);
+            pkt.regs.clone = Some((s, fl));
+        }
+        Prim::Resubmit(fl) => {
+            let fl = fl
+                .as_ref()
+                .map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
+            pkt.regs.resubmit = Some(fl);
+        }
+        Prim::Recirculate(fl) => {
+            let fl = fl
+                .as_ref()
+                .map(|e| eval_u64(&pkt.ctx(prog, args), e) as i64);
+            pkt.regs.recirculate = Some(fl);
+        }
+        Prim::Digest(list) => {
+            pkt.regs.digest = Some(eval_u64(&pkt.ctx(prog, args), list) as i64);
+        }
+        Prim::Truncate(len) => {
+            pkt.regs.truncate = Some(eval_u32(&pkt.ctx(prog, args), len));
+        }
+        Prim::LogMsg(fmt, vals) => {
+            let ctx = pkt.ctx(prog, args);
+            let values: Vec<String> = vals
+                .iter()
+                .map(|e| eval::<BigInt>(&ctx, e).to_string())
+                .collect();
+            if ext.logs.len() < 10_000 {
+                ext.logs.push(format_log(fmt, &values));
+            }
+        }
+        Prim::Assert(c) => {
+            if !eval_bool(&pkt.ctx(prog, args), c) {
+                // bmv2 aborts the switch; a software switch under test counts instead.
+                ext.assert_failures += 1;
+            }
+        }
+        Prim::Nop => {}
+    }
+    Flow::Next
+}
+
 // ---- pipelines ------------------------------------------------------------------------
 
-fn table_key(prog: &Prog, pkt: &mut Pkt, t: &TableInfo) {
+/// Builds table `t`'s key in `pkt.scratch`: from the compiled layout when the key is made of
+/// fixed fields, else element by element.
+fn table_key(prog: &Prog, code: &Code, pkt: &mut Pkt, t: u32) {
     let mut key = std::mem::take(&mut pkt.scratch);
+    if let Some(layout) = &code.keys[t as usize] {
+        key.resize(layout.len, 0);
+        for c in &layout.copies {
+            match *c {
+                KeyCopy::Narrow {
+                    slot,
+                    at,
+                    bytes,
+                    mask,
+                } => {
+                    // Byte by byte: a copy of a run-time length would be a memcpy call.
+                    let v = pkt.phv.narrow[slot as usize] & mask;
+                    for (j, b) in key[at as usize..(at + bytes) as usize]
+                        .iter_mut()
+                        .enumerate()
+                    {
+                        *b = (v >> (8 * (bytes as usize - 1 - j))) as u8;
+                    }
+                }
+                KeyCopy::Valid { header, at, mask } => {
+                    key[at as usize] = u8::from(pkt.phv.valid[header as usize]) & mask;
+                }
+            }
+        }
+        pkt.scratch = key;
+        return;
+    }
     key.clear();
-    for k in &t.keys {
+    for k in &prog.tables[t as usize].keys {
         let start = key.len();
         match &k.src {
             KeySrc::Field(f) => match pkt.ctx(prog, &[]).field(f) {
@@ -918,6 +1038,7 @@ fn resolve<'a>(
 
 fn apply_table(
     prog: &Prog,
+    code: &Code,
     tables: &[TableState],
     profiles: &[ActionProfile<ActionData>],
     ext: &mut Ext,
@@ -928,7 +1049,7 @@ fn apply_table(
     let ts = &tables[t as usize];
     let mut hit = None;
     if let Some(table) = &ts.table {
-        table_key(prog, pkt, ti);
+        table_key(prog, code, pkt, t);
         hit = table.lookup(&pkt.scratch);
     }
     let (action, next) = match hit {
@@ -979,19 +1100,13 @@ fn apply_table(
         }
     };
     if let Some(a) = action {
-        run_prims(
-            prog,
-            ext,
-            pkt,
-            &prog.actions[a.action as usize].prims,
-            &a.args,
-        );
+        run_action(prog, code, ext, pkt, a.action, &a.args);
     }
     next
 }
 
 /// Applies a control pipeline to the packet.
-pub fn apply_pipeline(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) {
+pub fn apply_pipeline(prog: &Prog, code: &Code, rt: &mut Runtime, pkt: &mut Pkt, p: usize) {
     let Some(pipe) = prog.pipelines.get(p) else {
         return;
     };
@@ -1000,10 +1115,12 @@ pub fn apply_pipeline(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) {
     for _ in 0..=prog.tables.len() + prog.conds.len() + prog.calls.len() {
         next = match next {
             Next::End => break,
-            Next::Table(t) => apply_table(prog, &rt.tables, &rt.profiles, &mut rt.ext, pkt, t),
+            Next::Table(t) => {
+                apply_table(prog, code, &rt.tables, &rt.profiles, &mut rt.ext, pkt, t)
+            }
             Next::Cond(c) => {
                 let ci = &prog.conds[c as usize];
-                if eval_bool(&pkt.ctx(prog, &[]), &ci.expr) {
+                if code.conds[c as usize](&pkt.ctx(prog, &[])) {
                     ci.t
                 } else {
                     ci.f
@@ -1011,13 +1128,7 @@ pub fn apply_pipeline(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) {
             }
             Next::Call(c) => {
                 let ci = &prog.calls[c as usize];
-                run_prims(
-                    prog,
-                    &mut rt.ext,
-                    pkt,
-                    &prog.actions[ci.action as usize].prims,
-                    &[],
-                );
+                run_action(prog, code, &mut rt.ext, pkt, ci.action, &[]);
                 ci.next
             }
         };

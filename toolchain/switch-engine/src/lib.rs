@@ -9,6 +9,7 @@
 //! [`state::Runtime`] is what the control plane changes; [`exec`] runs an [`exec::Pkt`]
 //! through a parser, a pipeline, checksums and a deparser.
 
+pub mod compile;
 pub mod eval;
 pub mod exec;
 pub mod expr;

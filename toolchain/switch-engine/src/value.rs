@@ -260,12 +260,26 @@ pub fn usat_cast<N: Arith>(v: N, width: u32) -> N {
 
 /// Writes `v` modulo 2^(8*out.len()) as big-endian bytes.
 pub fn big_to_bytes(v: &BigInt, out: &mut [u8]) {
-    let neg = v.is_negative();
+    if !v.is_negative() {
+        // From the magnitude's digits, least significant first: `to_signed_bytes_be` allocates,
+        // and a wide action parameter (an IPv6 next hop) is stored this way on every packet.
+        out.fill(0);
+        let mut at = out.len();
+        for d in v.iter_u64_digits() {
+            for b in d.to_le_bytes() {
+                let Some(i) = at.checked_sub(1) else {
+                    return;
+                };
+                out[i] = b;
+                at = i;
+            }
+        }
+        return;
+    }
     let bytes = v.to_signed_bytes_be();
     let n = bytes.len().min(out.len());
-    let fill = if neg { 0xff } else { 0 };
     let pad = out.len() - n;
-    out[..pad].fill(fill);
+    out[..pad].fill(0xff);
     out[pad..].copy_from_slice(&bytes[bytes.len() - n..]);
 }
 
@@ -373,6 +387,29 @@ mod tests {
         let mut back = [0u8; 4];
         put_wide(&mut back, 4, 20, &w);
         assert_eq!(&back[..3], &buf[..3]);
+    }
+
+    #[test]
+    fn big_to_bytes_is_the_low_bytes_of_the_twos_complement() {
+        let values = [
+            BigInt::from(0),
+            BigInt::from(0x1234),
+            BigInt::from(u64::MAX),
+            BigInt::from(u128::MAX) << 8 | BigInt::from(0xab),
+            BigInt::from(-1),
+            BigInt::from(-0x1234),
+        ];
+        for v in &values {
+            for len in [1, 2, 8, 16, 20] {
+                // Sign-extended far enough, then the low `len` bytes, as p4c's truncation.
+                let mut full = [if v.is_negative() { 0xff } else { 0 }; 40];
+                let b = v.to_signed_bytes_be();
+                full[40 - b.len()..].copy_from_slice(&b);
+                let mut out = vec![0x5a; len];
+                big_to_bytes(v, &mut out);
+                assert_eq!(out, &full[40 - len..], "{v} in {len} bytes");
+            }
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::action_data::action_data;
 use crate::error::ApiError;
 use p4_bmv2_json::JsonError;
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use switch_engine::compile::Code;
 use switch_engine::exec::{self, Pkt, Regs};
 use switch_engine::load;
 use switch_engine::program::Prog;
@@ -168,6 +169,8 @@ enum ConstEntryError {
 /// A BMv2 JSON program running with simple_switch semantics.
 pub struct Switch {
     pub(crate) prog: Prog,
+    /// `prog`'s conditions, actions and keys compiled (what each packet runs).
+    code: Code,
     pub(crate) rt: Runtime,
     pub(crate) pre: Pre,
     pub(crate) mirrors: HashMap<u32, MirrorSession>,
@@ -264,6 +267,7 @@ impl Switch {
             table_names.entry(t.name.clone()).or_insert(i);
         }
         let mut sw = Switch {
+            code: Code::new(&prog),
             prog,
             rt,
             pre: Pre::default(),
@@ -588,7 +592,7 @@ impl Switch {
             }
         };
         pkt.set(prog, prog.intr.parser_error, u64::from(err));
-        let bad = exec::verify_checksums(prog, pkt);
+        let bad = exec::verify_checksums(prog, &self.code, pkt);
         if bad {
             self.stats.checksum_errors += 1;
         }
@@ -651,7 +655,7 @@ impl Switch {
             let ingress_port = pkt.get(&self.prog, self.prog.intr.ingress_port);
             pkt.cursor = 0;
             self.parse(&mut pkt);
-            exec::apply_pipeline(&self.prog, &mut self.rt, &mut pkt, self.ingress);
+            exec::apply_pipeline(&self.prog, &self.code, &mut self.rt, &mut pkt, self.ingress);
             let prog = &self.prog;
             let egress_spec = pkt.get(prog, prog.intr.egress_spec) as u32;
             let mgrp = pkt.get(prog, prog.intr.mcast_grp) as u32;
@@ -766,7 +770,7 @@ impl Switch {
         pkt.set(prog, intr.egress_spec, u64::from(spec));
         let len = u64::from(pkt.regs.packet_length);
         pkt.set(prog, intr.packet_length, len);
-        exec::apply_pipeline(&self.prog, &mut self.rt, &mut pkt, self.egress);
+        exec::apply_pipeline(&self.prog, &self.code, &mut self.rt, &mut pkt, self.egress);
         if let Some((session, list)) = pkt.regs.clone.take() {
             if let Some(&cfg) = self.mirrors.get(&session) {
                 // E2E clones keep the egress-modified headers, with metadata reset.
@@ -785,7 +789,7 @@ impl Switch {
             self.recycle(pkt);
             return None;
         }
-        exec::update_checksums(prog, &mut pkt);
+        exec::update_checksums(prog, &self.code, &mut pkt);
         exec::deparse(prog, &mut pkt, self.deparser);
         if let Some(t) = pkt.regs.truncate {
             pkt.data.truncate(t as usize);

@@ -1,23 +1,11 @@
 //! Property test: one million random and mutated packets through every parser state of the
 //! parser test program (and the L3 program) without a panic, every parser error path taken.
 
+mod common;
+
+use common::Rng;
 use std::collections::BTreeSet;
 use switch_v1model::{Output, Switch, SwitchConfig};
-
-/// xorshift64*: a fixed seed makes failures reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 fn load(rel: &str) -> Switch {
     let path = format!("{}/tests/{rel}", env!("CARGO_MANIFEST_DIR"));

@@ -1,0 +1,482 @@
+//! Load-time compilation of what every packet runs: the pipelines' conditions, the actions'
+//! stores and jumps, the checksums' conditions and the tables' key layouts, into closures and
+//! copies over PHV slots resolved once. A packet then runs no tree walk, no field-table lookup
+//! and no per-node dispatch on those paths (`eval.rs` costs all three per node).
+//!
+//! The closures cover values of at most 64 bits over fixed fields, constants, action
+//! parameters and fixed validity bits. Everything else (values wider than 64 bits, headers
+//! chosen at run time, lookaheads, stack sizes) keeps the interpreter: a closure calls
+//! `eval.rs` on that subtree, and primitives other than stores and jumps run through
+//! `exec::run_prim`. Each closure follows the interpreter's rule for its node (`eval`,
+//! `eval_bool`, `eval_u32`, `exec`'s assignment), so the results are the same.
+
+use crate::eval::{self, Ctx};
+use crate::expr::{Arg, Ex, FieldLoc, HRef, Op1, Op2, K};
+use crate::program::{FieldInfo, KeySrc, Prim, Prog, Slot, TableInfo};
+use crate::value::{mask64, sat_cast, sext, two_comp_mod, usat_cast, Arith};
+use num_bigint::BigInt;
+use std::fmt;
+
+/// An expression evaluated in `i128` (the interpreter's `eval::<i128>`).
+pub type IntFn = Box<dyn Fn(&Ctx) -> i128 + Send + Sync>;
+/// A condition (the interpreter's `eval_bool`).
+pub type BoolFn = Box<dyn Fn(&Ctx) -> bool + Send + Sync>;
+type U32Fn = Box<dyn Fn(&Ctx) -> u32 + Send + Sync>;
+
+/// One step of a compiled action; jump targets are step indices, which are the primitive
+/// indices of the action (one step per primitive).
+pub enum Op {
+    /// `narrow[slot] = value & mask`.
+    Store {
+        slot: u32,
+        mask: u64,
+        value: IntFn,
+    },
+    /// A constant, already masked, into a narrow slot.
+    StoreConst {
+        slot: u32,
+        value: u64,
+    },
+    /// An action parameter into a narrow slot; a parameter given wide runs primitive `prim`.
+    StoreParam {
+        slot: u32,
+        mask: u64,
+        param: u32,
+        prim: u32,
+    },
+    /// `add_header` / `remove_header` of a fixed header.
+    SetValid {
+        header: u32,
+        valid: bool,
+    },
+    /// Counts the packet in cell `index` of an indirect counter.
+    Count {
+        counter: u32,
+        index: IntFn,
+    },
+    /// A register cell into a narrow slot.
+    RegisterRead {
+        slot: u32,
+        mask: u64,
+        register: u32,
+        index: IntFn,
+    },
+    /// A narrow value, reduced to `bits` (the register's width, at most 127), into a cell.
+    RegisterWrite {
+        register: u32,
+        index: IntFn,
+        value: IntFn,
+        bits: u32,
+    },
+    Jump(usize),
+    /// Jumps when the condition is false (`_jump_if_zero`).
+    JumpIfFalse(BoolFn, usize),
+    /// Runs primitive `i` of the action through the interpreter.
+    Prim(u32),
+}
+
+/// Where one key element's bytes go in a table's key.
+pub enum KeyCopy {
+    /// A narrow field's low `bytes` bytes, big-endian, masked, at byte `at`.
+    Narrow {
+        slot: u32,
+        at: u32,
+        bytes: u32,
+        mask: u64,
+    },
+    /// A fixed header's validity byte (masked) at byte `at`.
+    Valid { header: u32, at: u32, mask: u8 },
+}
+
+/// A table key of fixed fields: its length and element copies. Keys with a varbit or a
+/// run-time header (stack element, union member) are built by `exec`'s general path.
+pub struct KeyLayout {
+    pub len: usize,
+    pub copies: Vec<KeyCopy>,
+}
+
+/// The compiled program, beside the `Prog` it was made from (indices are the same).
+pub struct Code {
+    /// By condition index.
+    pub conds: Vec<BoolFn>,
+    /// By action index.
+    pub actions: Vec<Vec<Op>>,
+    /// By table index; `None` where the general key builder is needed.
+    pub keys: Vec<Option<KeyLayout>>,
+    /// By checksum index: its `if_cond`.
+    pub checksum_conds: Vec<Option<BoolFn>>,
+}
+
+impl fmt::Debug for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Code")
+            .field("conds", &self.conds.len())
+            .field("actions", &self.actions.len())
+            .field("keys", &self.keys.len())
+            .finish()
+    }
+}
+
+impl Code {
+    pub fn new(prog: &Prog) -> Code {
+        Code {
+            conds: prog.conds.iter().map(|c| boolean(prog, &c.expr)).collect(),
+            actions: prog
+                .actions
+                .iter()
+                .map(|a| {
+                    a.prims
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| op(prog, i, p))
+                        .collect()
+                })
+                .collect(),
+            keys: prog.tables.iter().map(|t| key_layout(prog, t)).collect(),
+            checksum_conds: prog
+                .checksums
+                .iter()
+                .map(|c| c.cond.as_ref().map(|e| boolean(prog, e)))
+                .collect(),
+        }
+    }
+}
+
+fn op(prog: &Prog, i: usize, p: &Prim) -> Op {
+    match p {
+        Prim::Assign(FieldLoc::Static(f), e) => {
+            let info = &prog.fields[*f as usize];
+            let Slot::Narrow(slot) = info.slot else {
+                return Op::Prim(i as u32);
+            };
+            let mask = mask64(info.width);
+            match &e.k {
+                K::Const(v) => Op::StoreConst {
+                    slot,
+                    value: (*v as u64) & mask,
+                },
+                K::Param(param) => Op::StoreParam {
+                    slot,
+                    mask,
+                    param: *param,
+                    prim: i as u32,
+                },
+                _ if !e.wide => Op::Store {
+                    slot,
+                    mask,
+                    value: int(prog, e),
+                },
+                _ => Op::Prim(i as u32),
+            }
+        }
+        Prim::SetValid(HRef::Static(h)) => Op::SetValid {
+            header: *h,
+            valid: true,
+        },
+        Prim::SetInvalid(HRef::Static(h)) => Op::SetValid {
+            header: *h,
+            valid: false,
+        },
+        Prim::Count(counter, idx) if !idx.wide => Op::Count {
+            counter: *counter,
+            index: int(prog, idx),
+        },
+        Prim::RegisterRead(FieldLoc::Static(f), register, idx) if !idx.wide => {
+            let info = &prog.fields[*f as usize];
+            match info.slot {
+                Slot::Narrow(slot) => Op::RegisterRead {
+                    slot,
+                    mask: mask64(info.width),
+                    register: *register,
+                    index: int(prog, idx),
+                },
+                _ => Op::Prim(i as u32),
+            }
+        }
+        Prim::RegisterWrite(register, idx, val) if !idx.wide && !val.wide => Op::RegisterWrite {
+            register: *register,
+            index: int(prog, idx),
+            value: int(prog, val),
+            bits: prog.registers[*register as usize].width.min(127),
+        },
+        Prim::Jump(t) => Op::Jump(*t),
+        Prim::JumpIfZero(c, t) => Op::JumpIfFalse(boolean(prog, c), *t),
+        _ => Op::Prim(i as u32),
+    }
+}
+
+fn key_layout(prog: &Prog, t: &TableInfo) -> Option<KeyLayout> {
+    let mut at = 0u32;
+    let mut copies = Vec::with_capacity(t.keys.len());
+    for k in &t.keys {
+        let mask_bytes = |n: usize| -> Vec<u8> {
+            let mut m = vec![0xff; n];
+            if let Some(km) = &k.mask {
+                for (b, km) in m.iter_mut().zip(km) {
+                    *b = *km;
+                }
+            }
+            m
+        };
+        match &k.src {
+            KeySrc::Field(FieldLoc::Static(f)) => {
+                let info = &prog.fields[*f as usize];
+                let Slot::Narrow(slot) = info.slot else {
+                    return None;
+                };
+                let bytes = info.width.div_ceil(8);
+                let mask = mask_bytes(bytes as usize)
+                    .iter()
+                    .fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+                copies.push(KeyCopy::Narrow {
+                    slot,
+                    at,
+                    bytes,
+                    mask,
+                });
+                at += bytes;
+            }
+            KeySrc::Valid(HRef::Static(h)) => {
+                copies.push(KeyCopy::Valid {
+                    header: *h,
+                    at,
+                    mask: mask_bytes(1)[0],
+                });
+                at += 1;
+            }
+            _ => return None,
+        }
+    }
+    Some(KeyLayout {
+        len: at as usize,
+        copies,
+    })
+}
+
+/// A narrow unsigned field's slot: the commonest operand, read without a closure call.
+fn narrow_unsigned(prog: &Prog, e: &Ex) -> Option<usize> {
+    let K::Field(f) = e.k else {
+        return None;
+    };
+    match prog.fields[f as usize] {
+        FieldInfo {
+            slot: Slot::Narrow(i),
+            signed: false,
+            ..
+        } => Some(i as usize),
+        _ => None,
+    }
+}
+
+fn constant(e: &Ex) -> Option<i128> {
+    match e.k {
+        K::Const(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// The interpreter on a subtree the closures do not cover.
+fn interpreted(e: &Ex) -> IntFn {
+    let e = e.clone();
+    Box::new(move |c| eval::eval::<i128>(c, &e))
+}
+
+/// `eval::<i128>`'s rule for each node.
+pub fn int(prog: &Prog, e: &Ex) -> IntFn {
+    match &e.k {
+        K::Const(v) => {
+            let v = *v;
+            Box::new(move |_| v)
+        }
+        K::Field(f) => {
+            let info = &prog.fields[*f as usize];
+            match (info.slot, info.signed) {
+                (Slot::Narrow(i), false) => {
+                    let i = i as usize;
+                    Box::new(move |c| i128::from(c.phv.narrow[i]))
+                }
+                (Slot::Narrow(i), true) => {
+                    let (i, w) = (i as usize, info.width);
+                    Box::new(move |c| sext(c.phv.narrow[i], w))
+                }
+                _ => interpreted(e),
+            }
+        }
+        K::Param(p) => {
+            let p = *p;
+            Box::new(move |c| eval::read_param::<i128>(c, p))
+        }
+        K::Valid(_) | K::ValidUnion(_) => as_int(boolean(prog, e)),
+        K::Bin(op, a, b) => match op {
+            Op2::Eq | Op2::Ne | Op2::Gt | Op2::Ge | Op2::Lt | Op2::Le | Op2::And | Op2::Or => {
+                as_int(boolean(prog, e))
+            }
+            Op2::Shl | Op2::Shr | Op2::TwoCompMod | Op2::SatCast | Op2::UsatCast => {
+                let (x, n) = (int(prog, a), u32_of(prog, b));
+                match op {
+                    Op2::Shl => Box::new(move |c| x(c).shl(n(c))),
+                    Op2::Shr => Box::new(move |c| x(c).shr(n(c))),
+                    Op2::TwoCompMod => Box::new(move |c| two_comp_mod(x(c), n(c))),
+                    Op2::SatCast => Box::new(move |c| sat_cast(x(c), n(c))),
+                    _ => Box::new(move |c| usat_cast(x(c), n(c))),
+                }
+            }
+            _ => arith(prog, *op, a, b),
+        },
+        K::Un(op, a) => match op {
+            Op1::BNot => {
+                let x = int(prog, a);
+                Box::new(move |c| x(c).not())
+            }
+            Op1::Neg => {
+                let x = int(prog, a);
+                Box::new(move |c| x(c).neg())
+            }
+            Op1::Not | Op1::D2b | Op1::B2d => {
+                let (x, inv) = (boolean(prog, a), *op == Op1::Not);
+                Box::new(move |c| i128::from(x(c) ^ inv))
+            }
+        },
+        K::Cond(k, a, b) => {
+            let (k, x, y) = (boolean(prog, k), int(prog, a), int(prog, b));
+            Box::new(move |c| if k(c) { x(c) } else { y(c) })
+        }
+        K::ConstBig(_)
+        | K::DynField(..)
+        | K::SizeStack(_)
+        | K::SizeUnionStack(_)
+        | K::Lookahead { .. } => interpreted(e),
+    }
+}
+
+fn as_int(b: BoolFn) -> IntFn {
+    Box::new(move |c| i128::from(b(c)))
+}
+
+/// Two-operand arithmetic; a constant right operand (`x + 1`, `x & 0xff`) is folded in.
+fn arith(prog: &Prog, op: Op2, a: &Ex, b: &Ex) -> IntFn {
+    let x = int(prog, a);
+    if let Some(k) = constant(b) {
+        return match op {
+            Op2::Add => Box::new(move |c| x(c).add(k)),
+            Op2::Sub => Box::new(move |c| x(c).sub(k)),
+            Op2::BAnd => Box::new(move |c| x(c).and(k)),
+            Op2::BOr => Box::new(move |c| x(c).or(k)),
+            Op2::BXor => Box::new(move |c| x(c).xor(k)),
+            Op2::Mul => Box::new(move |c| x(c).mul(k)),
+            Op2::Div => Box::new(move |c| x(c).div(k)),
+            _ => Box::new(move |c| x(c).rem(k)),
+        };
+    }
+    let y = int(prog, b);
+    match op {
+        Op2::Add => Box::new(move |c| x(c).add(y(c))),
+        Op2::Sub => Box::new(move |c| x(c).sub(y(c))),
+        Op2::BAnd => Box::new(move |c| x(c).and(y(c))),
+        Op2::BOr => Box::new(move |c| x(c).or(y(c))),
+        Op2::BXor => Box::new(move |c| x(c).xor(y(c))),
+        Op2::Mul => Box::new(move |c| x(c).mul(y(c))),
+        Op2::Div => Box::new(move |c| x(c).div(y(c))),
+        _ => Box::new(move |c| x(c).rem(y(c))),
+    }
+}
+
+/// `eval_u32`'s rule: a wide operand is evaluated in `BigInt`.
+fn u32_of(prog: &Prog, e: &Ex) -> U32Fn {
+    if e.wide {
+        let e = e.clone();
+        return Box::new(move |c| eval::eval_u32(c, &e));
+    }
+    if let Some(k) = constant(e) {
+        let k = k.to_u32_sat();
+        return Box::new(move |_| k);
+    }
+    let x = int(prog, e);
+    Box::new(move |c| x(c).to_u32_sat())
+}
+
+/// `eval_bool`'s rule for each node.
+pub fn boolean(prog: &Prog, e: &Ex) -> BoolFn {
+    match &e.k {
+        K::Bin(op, a, b) => match op {
+            Op2::And => {
+                let (x, y) = (boolean(prog, a), boolean(prog, b));
+                Box::new(move |c| x(c) && y(c))
+            }
+            Op2::Or => {
+                let (x, y) = (boolean(prog, a), boolean(prog, b));
+                Box::new(move |c| x(c) || y(c))
+            }
+            Op2::Eq | Op2::Ne | Op2::Gt | Op2::Ge | Op2::Lt | Op2::Le => {
+                if a.wide || b.wide {
+                    let e = e.clone();
+                    Box::new(move |c| eval::eval_bool(c, &e))
+                } else {
+                    compare(prog, *op, a, b)
+                }
+            }
+            _ => nonzero(prog, e),
+        },
+        K::Un(Op1::Not, a) => {
+            let x = boolean(prog, a);
+            Box::new(move |c| !x(c))
+        }
+        K::Un(Op1::D2b, a) => nonzero(prog, a),
+        K::Valid(HRef::Static(h)) => {
+            let h = *h as usize;
+            Box::new(move |c| c.phv.valid[h])
+        }
+        K::Valid(_) | K::ValidUnion(_) => {
+            let e = e.clone();
+            Box::new(move |c| eval::eval_bool(c, &e))
+        }
+        K::Cond(k, a, b) => {
+            let (k, x, y) = (boolean(prog, k), boolean(prog, a), boolean(prog, b));
+            Box::new(move |c| if k(c) { x(c) } else { y(c) })
+        }
+        _ => nonzero(prog, e),
+    }
+}
+
+/// A comparison of two narrow values; a field against a constant (most of a pipeline's
+/// conditions) reads the slot directly.
+fn compare(prog: &Prog, op: Op2, a: &Ex, b: &Ex) -> BoolFn {
+    if let (Some(i), Some(k)) = (narrow_unsigned(prog, a), constant(b)) {
+        return match op {
+            Op2::Eq => Box::new(move |c| i128::from(c.phv.narrow[i]) == k),
+            Op2::Ne => Box::new(move |c| i128::from(c.phv.narrow[i]) != k),
+            Op2::Gt => Box::new(move |c| i128::from(c.phv.narrow[i]) > k),
+            Op2::Ge => Box::new(move |c| i128::from(c.phv.narrow[i]) >= k),
+            Op2::Lt => Box::new(move |c| i128::from(c.phv.narrow[i]) < k),
+            _ => Box::new(move |c| i128::from(c.phv.narrow[i]) <= k),
+        };
+    }
+    let (x, y) = (int(prog, a), int(prog, b));
+    match op {
+        Op2::Eq => Box::new(move |c| x(c) == y(c)),
+        Op2::Ne => Box::new(move |c| x(c) != y(c)),
+        Op2::Gt => Box::new(move |c| x(c) > y(c)),
+        Op2::Ge => Box::new(move |c| x(c) >= y(c)),
+        Op2::Lt => Box::new(move |c| x(c) < y(c)),
+        _ => Box::new(move |c| x(c) <= y(c)),
+    }
+}
+
+/// True when the value is not zero (`eval_any_zero`'s negation).
+fn nonzero(prog: &Prog, e: &Ex) -> BoolFn {
+    if e.wide {
+        let e = e.clone();
+        return Box::new(move |c| !Arith::is_zero(&eval::eval::<BigInt>(c, &e)));
+    }
+    let x = int(prog, e);
+    Box::new(move |c| x(c) != 0)
+}
+
+/// An action parameter as a narrow store takes it (`None` when it came in wide).
+#[inline]
+pub fn narrow_arg(args: &[Arg], p: u32) -> Option<u64> {
+    match args.get(p as usize) {
+        Some(Arg::N(v)) => Some(*v),
+        _ => None,
+    }
+}

@@ -1,0 +1,285 @@
+//! The compiled conditions and expressions (`switch_engine::compile`) against the expression
+//! interpreter (`switch_engine::eval`), which the STF and conformance suites check against p4c:
+//! every condition, checksum condition and action expression of every test program, and random
+//! expressions of every operator over those programs' fields, on random header vectors (values,
+//! validity) and random action data, must evaluate to the same value.
+
+mod common;
+
+use common::Rng;
+use num_bigint::BigInt;
+use switch_engine::compile::{self, Code};
+use switch_engine::eval::{self, Ctx};
+use switch_engine::expr::{Arg, Ex, HRef, Op1, Op2, K};
+use switch_engine::phv::Phv;
+use switch_engine::program::{Prim, Prog, Slot};
+use switch_engine::value::mask64;
+
+/// Small values and all-ones as often as arbitrary ones: comparisons against the programs'
+/// constants and overflow edges are then taken too.
+fn value(rng: &mut Rng, width: u32) -> u64 {
+    let v = match rng.next() % 4 {
+        0 | 1 => rng.next() % 4,
+        2 => u64::MAX,
+        _ => rng.next(),
+    };
+    v & mask64(width)
+}
+
+fn programs() -> Vec<(String, Prog)> {
+    let dir = format!("{}/tests", env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for sub in ["stf", "programs"] {
+        let mut paths: Vec<_> = std::fs::read_dir(format!("{dir}/{sub}"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let json = p4_bmv2_json::Program::from_json(&text).unwrap();
+            let prog = switch_engine::load::load(&json).unwrap();
+            out.push((p.display().to_string(), prog));
+        }
+    }
+    out
+}
+
+fn randomize(rng: &mut Rng, prog: &Prog, phv: &mut Phv) {
+    for f in &prog.fields {
+        match f.slot {
+            Slot::Narrow(i) => phv.narrow[i as usize] = value(rng, f.width),
+            Slot::Wide { off, len } | Slot::Varbit { off, len, .. } => {
+                for b in &mut phv.wide[off as usize..(off + len) as usize] {
+                    *b = rng.next() as u8;
+                }
+                let extra = len * 8 - f.width.min(len * 8);
+                phv.wide[off as usize] &= 0xffu8 >> extra;
+            }
+        }
+    }
+    for v in &mut phv.valid {
+        *v = rng.next() % 2 == 0;
+    }
+}
+
+fn args(rng: &mut Rng, params: &[(String, u32)]) -> Vec<Arg> {
+    params
+        .iter()
+        .map(|(_, w)| {
+            if *w <= 64 {
+                Arg::N(value(rng, *w))
+            } else {
+                Arg::W(BigInt::from(rng.next()) << 64 | BigInt::from(rng.next()))
+            }
+        })
+        .collect()
+}
+
+/// What an expression reads: outside a parser, no packet bytes.
+fn ctx<'a>(prog: &'a Prog, phv: &'a Phv, args: &'a [Arg]) -> Ctx<'a> {
+    Ctx {
+        prog,
+        phv,
+        args,
+        data: &[],
+        cursor: 0,
+    }
+}
+
+/// Every expression an action's primitives evaluate through the compiled path.
+fn action_exprs(prims: &[Prim]) -> Vec<&Ex> {
+    let mut out = Vec::new();
+    for p in prims {
+        match p {
+            Prim::Assign(_, e) | Prim::Count(_, e) | Prim::RegisterRead(_, _, e) => out.push(e),
+            Prim::RegisterWrite(_, i, v) => out.extend([i, v]),
+            Prim::JumpIfZero(c, _) => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn compiled_expressions_agree_with_the_interpreter() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut checked = 0usize;
+    for (name, prog) in programs() {
+        let code = Code::new(&prog);
+        let mut phv = Phv::new(&prog);
+        for round in 0..200 {
+            randomize(&mut rng, &prog, &mut phv);
+            let no_args: &[Arg] = &[];
+            for (i, c) in prog.conds.iter().enumerate() {
+                let c0 = ctx(&prog, &phv, no_args);
+                assert_eq!(
+                    code.conds[i](&c0),
+                    eval::eval_bool(&c0, &c.expr),
+                    "{name}: condition {i}, round {round}: {:?}",
+                    c.expr
+                );
+                checked += 1;
+            }
+            for (ck, cond) in prog.checksums.iter().zip(&code.checksum_conds) {
+                if let (Some(e), Some(f)) = (&ck.cond, cond) {
+                    let c0 = ctx(&prog, &phv, no_args);
+                    assert_eq!(f(&c0), eval::eval_bool(&c0, e), "{name}: checksum {e:?}");
+                    checked += 1;
+                }
+            }
+            for a in &prog.actions {
+                let data = args(&mut rng, &a.params);
+                let c = ctx(&prog, &phv, &data);
+                for e in action_exprs(&a.prims) {
+                    assert_eq!(
+                        compile::boolean(&prog, e)(&c),
+                        eval::eval_bool(&c, e),
+                        "{name}: action {} condition, round {round}: {e:?}",
+                        a.name
+                    );
+                    if !e.wide {
+                        assert_eq!(
+                            compile::int(&prog, e)(&c),
+                            eval::eval::<i128>(&c, e),
+                            "{name}: action {}, round {round}: {e:?}",
+                            a.name
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    // The programs hold a few hundred expressions; a vacuous pass would check none.
+    assert!(checked > 10_000, "only {checked} evaluations compared");
+}
+
+const OPS2: [Op2; 21] = [
+    Op2::Add,
+    Op2::Sub,
+    Op2::Mul,
+    Op2::Div,
+    Op2::Mod,
+    Op2::Shl,
+    Op2::Shr,
+    Op2::Eq,
+    Op2::Ne,
+    Op2::Gt,
+    Op2::Ge,
+    Op2::Lt,
+    Op2::Le,
+    Op2::And,
+    Op2::Or,
+    Op2::BAnd,
+    Op2::BOr,
+    Op2::BXor,
+    Op2::TwoCompMod,
+    Op2::SatCast,
+    Op2::UsatCast,
+];
+const OPS1: [Op1; 5] = [Op1::Not, Op1::BNot, Op1::Neg, Op1::D2b, Op1::B2d];
+
+/// A random expression over `prog`'s fields, with the `wide` marks the loader gives
+/// (`load/expressions.rs`).
+fn gen(rng: &mut Rng, prog: &Prog, params: u32, depth: u32) -> Ex {
+    let leaf = depth == 0 || rng.below(3) == 0;
+    let n = |k| Ex { k, wide: false };
+    if leaf {
+        return match rng.below(5) {
+            0 => n(K::Const(i128::from(value(rng, 64)))),
+            1 if params > 0 => n(K::Param(rng.below(params as usize) as u32)),
+            2 if !prog.headers.is_empty() => {
+                n(K::Valid(HRef::Static(rng.below(prog.headers.len()) as u32)))
+            }
+            _ => {
+                let f = rng.below(prog.fields.len());
+                Ex {
+                    k: K::Field(f as u32),
+                    wide: prog.fields[f].width > 64,
+                }
+            }
+        };
+    }
+    if rng.below(8) == 0 {
+        let (c, a, b) = (
+            gen(rng, prog, params, depth - 1),
+            gen(rng, prog, params, depth - 1),
+            gen(rng, prog, params, depth - 1),
+        );
+        let wide = a.wide || b.wide;
+        return Ex {
+            k: K::Cond(Box::new(c), Box::new(a), Box::new(b)),
+            wide,
+        };
+    }
+    if rng.below(4) == 0 {
+        let op = OPS1[rng.below(OPS1.len())];
+        let a = gen(rng, prog, params, depth - 1);
+        let wide = matches!(op, Op1::BNot | Op1::Neg) && a.wide;
+        return Ex {
+            k: K::Un(op, Box::new(a)),
+            wide,
+        };
+    }
+    let op = OPS2[rng.below(OPS2.len())];
+    if matches!(
+        op,
+        Op2::Eq | Op2::Ne | Op2::Gt | Op2::Ge | Op2::Lt | Op2::Le
+    ) && rng.below(2) == 0
+    {
+        // A field against a small constant, as most pipeline conditions are, often equal.
+        let f = rng.below(prog.fields.len());
+        let a = Ex {
+            k: K::Field(f as u32),
+            wide: prog.fields[f].width > 64,
+        };
+        let b = n(K::Const(rng.below(4) as i128));
+        return Ex {
+            k: K::Bin(op, Box::new(a), Box::new(b)),
+            wide: false,
+        };
+    }
+    let a = gen(rng, prog, params, depth - 1);
+    // Shift amounts and cast widths small enough to matter.
+    let b = match op {
+        Op2::Shl | Op2::Shr | Op2::TwoCompMod | Op2::SatCast | Op2::UsatCast
+            if rng.below(2) == 0 =>
+        {
+            n(K::Const(rng.below(70) as i128))
+        }
+        _ => gen(rng, prog, params, depth - 1),
+    };
+    let wide = match op {
+        Op2::Eq | Op2::Ne | Op2::Gt | Op2::Ge | Op2::Lt | Op2::Le | Op2::And | Op2::Or => false,
+        Op2::Shl | Op2::Shr | Op2::TwoCompMod | Op2::SatCast | Op2::UsatCast => a.wide,
+        _ => a.wide || b.wide,
+    };
+    Ex {
+        k: K::Bin(op, Box::new(a), Box::new(b)),
+        wide,
+    }
+}
+
+#[test]
+fn random_expressions_compile_to_what_the_interpreter_computes() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for (name, prog) in programs() {
+        let mut phv = Phv::new(&prog);
+        let params = [(String::new(), 8), (String::new(), 48), (String::new(), 96)];
+        for _ in 0..1000 {
+            let e = gen(&mut rng, &prog, params.len() as u32, 4);
+            let (b, i) = (compile::boolean(&prog, &e), compile::int(&prog, &e));
+            for _ in 0..4 {
+                randomize(&mut rng, &prog, &mut phv);
+                let data = args(&mut rng, &params);
+                let c = ctx(&prog, &phv, &data);
+                assert_eq!(b(&c), eval::eval_bool(&c, &e), "{name}: {e:?}");
+                if !e.wide {
+                    assert_eq!(i(&c), eval::eval::<i128>(&c, &e), "{name}: {e:?}");
+                }
+            }
+        }
+    }
+}
