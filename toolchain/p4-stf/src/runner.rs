@@ -11,8 +11,8 @@ use std::path::Path;
 use crate::ast::{CountKind, CounterRef, Loc, Stmt, StmtKind};
 use crate::parse::{parse, Diagnostic};
 use crate::pattern::{render_diff, to_hex, Pattern};
-use crate::resolve::{find_table, resolve_action, resolve_entry};
-use crate::target::{CounterCell, EntryHandle, StfTarget, TableInfo};
+use crate::resolve::{find_table, resolve_action, resolve_entry, ResolveError};
+use crate::target::{CounterCell, EntryHandle, StfTarget, TableInfo, TargetError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -95,6 +95,17 @@ pub enum StfError {
     },
 }
 
+/// Why one statement failed; the report gives it after the statement's text.
+#[derive(Debug, thiserror::Error)]
+enum StmtError {
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("no entry was named '{0}' by an 'add ... = {0}'")]
+    UnnamedEntry(String),
+}
+
 fn render_diagnostics(file: &str, diagnostics: &[Diagnostic]) -> String {
     diagnostics
         .iter()
@@ -154,11 +165,11 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
         });
     }
 
-    fn fail(&mut self, stmt: &Stmt, message: String) {
+    fn fail(&mut self, stmt: &Stmt, error: StmtError) {
         self.item(
             Some(stmt.loc),
             Status::Fail,
-            format!("{}: {message}", stmt.text),
+            format!("{}: {error}", stmt.text),
             String::new(),
         );
     }
@@ -192,12 +203,12 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
         ) {
             self.drain(Some(stmt));
         }
-        let result: Result<(), String> = match &stmt.kind {
+        let result: Result<(), StmtError> = match &stmt.kind {
             StmtKind::Packet { port, data } => {
                 self.in_flight = true;
                 self.target
                     .send_packet(*port, data)
-                    .map_err(|e| e.to_string())
+                    .map_err(StmtError::from)
             }
             StmtKind::Expect { port, pattern } => {
                 self.expects.entry(*port).or_default().push(Expectation {
@@ -214,9 +225,9 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                 action,
                 name,
             } => resolve_entry(&self.tables, table, *priority, keys, action)
-                .map_err(|e| e.to_string())
+                .map_err(StmtError::from)
                 .and_then(|entry| {
-                    let handle = self.target.add_entry(&entry).map_err(|e| e.to_string())?;
+                    let handle = self.target.add_entry(&entry).map_err(StmtError::from)?;
                     if let Some(name) = name {
                         self.named
                             .insert(name.clone(), (entry.table.clone(), handle));
@@ -228,15 +239,15 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                     let (action, args) = resolve_action(info, action)?;
                     Ok((info.name.clone(), action.name.clone(), args))
                 })
-                .map_err(|e| e.to_string())
+                .map_err(StmtError::from)
                 .and_then(|(table, action, args)| {
                     self.target
                         .set_default(&table, &action, &args)
-                        .map_err(|e| e.to_string())
+                        .map_err(StmtError::from)
                 }),
             StmtKind::RemoveAll => {
                 self.named.clear();
-                self.target.clear_tables().map_err(|e| e.to_string())
+                self.target.clear_tables().map_err(StmtError::from)
             }
             StmtKind::CheckCounter {
                 counter,
@@ -250,15 +261,13 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                             table: table.clone(),
                             handle: *handle,
                         }),
-                        None => Err(format!(
-                            "no entry was named '{name}' by an 'add ... = {name}'"
-                        )),
+                        None => Err(StmtError::UnnamedEntry(name.clone())),
                     },
                 };
                 cell.and_then(|cell| {
                     self.target
                         .counter_read(counter, &cell)
-                        .map_err(|e| e.to_string())
+                        .map_err(StmtError::from)
                 })
                 .map(|got| {
                     let seen = format!("{} packets, {} bytes", got.packets, got.bytes);
@@ -279,19 +288,19 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
             StmtKind::MirroringAdd { session, port } => self
                 .target
                 .mirroring_add(*session, *port)
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::MirroringAddMc { session, mgrp } => self
                 .target
                 .mirroring_add_mc(*session, *mgrp)
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::MirroringDelete { session } => self
                 .target
                 .mirroring_delete(*session)
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::MirroringGet { session } => self
                 .target
                 .mirroring_get(*session)
-                .map_err(|e| e.to_string())
+                .map_err(StmtError::from)
                 .map(|desc| {
                     self.item(
                         Some(stmt.loc),
@@ -301,25 +310,25 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                     )
                 }),
             StmtKind::McMgrpCreate { mgrp } => {
-                self.target.mc_mgrp_create(*mgrp).map_err(|e| e.to_string())
+                self.target.mc_mgrp_create(*mgrp).map_err(StmtError::from)
             }
             StmtKind::McNodeCreate { rid, ports } => self
                 .target
                 .mc_node_create(*rid, ports)
-                .map_err(|e| e.to_string())
+                .map_err(StmtError::from)
                 .map(|_| ()),
             StmtKind::McNodeUpdate { handle, ports } => self
                 .target
                 .mc_node_update(*handle, ports)
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::McNodeAssociate { mgrp, handle } => self
                 .target
                 .mc_node_associate(*mgrp, *handle)
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::CounterRead { counter, index } => self
                 .target
                 .counter_read(counter, &CounterCell::Index(*index))
-                .map_err(|e| e.to_string())
+                .map_err(StmtError::from)
                 .map(|v| {
                     let what = format!("{}: {} packets, {} bytes", stmt.text, v.packets, v.bytes);
                     self.item(Some(stmt.loc), Status::Info, what, String::new())
@@ -339,7 +348,7 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                         bytes: *bytes,
                     },
                 )
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::RegisterRead {
                 register,
                 index,
@@ -347,7 +356,7 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
             } => self
                 .target
                 .register_read(register, *index)
-                .map_err(|e| e.to_string())
+                .map_err(StmtError::from)
                 .map(|v| {
                     let (status, what) = match check {
                         None => (Status::Info, format!("{}: {v}", stmt.text)),
@@ -366,11 +375,11 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
             } => self
                 .target
                 .register_write(register, *index, value)
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::RegisterReset { register } => self
                 .target
                 .register_reset(register)
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::MeterSetRates {
                 meter,
                 index,
@@ -378,11 +387,11 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
             } => self
                 .target
                 .meter_set_rates(meter, *index, rates)
-                .map_err(|e| e.to_string()),
+                .map_err(StmtError::from),
             StmtKind::MeterGetRates { meter, index } => self
                 .target
                 .meter_get_rates(meter, *index)
-                .map_err(|e| e.to_string())
+                .map_err(StmtError::from)
                 .map(|rates| {
                     let list = rates
                         .iter()
@@ -397,8 +406,8 @@ impl<T: StfTarget + ?Sized> Run<'_, T> {
                     )
                 }),
         };
-        if let Err(message) = result {
-            self.fail(stmt, message);
+        if let Err(error) = result {
+            self.fail(stmt, error);
         }
     }
 

@@ -2,8 +2,9 @@
 //! The same for a local sweep and for points a cluster ran: nothing in the CSV comes from
 //! where or when a point ran.
 
+use super::error::SweepError;
 use super::plan::{point_dir, read_plan, Plan, PLAN};
-use super::spec::{self, SweepError};
+use super::spec;
 use crate::program::Lab;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -148,25 +149,21 @@ pub fn collect(dir: &Path, lab: &Lab) -> Result<Vec<PathBuf>, SweepError> {
         let path = point_dir(dir, &p.name).join("results.json");
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                docs.push(serde_json::from_str(&text).map_err(|e| SweepError::file(&path, e))?)
+                docs.push(serde_json::from_str(&text).map_err(|e| SweepError::json(&path, e))?)
             }
             Err(_) => missing.push(p.name.clone()),
         }
     }
     if !missing.is_empty() {
-        return Err(SweepError::file(
-            &dir.join("points"),
-            format!(
-                "{} of {} points have no results.json (not run, or failed: see their run.log): {}",
-                missing.len(),
-                plan.points.len(),
-                missing.join(", ")
-            ),
-        ));
+        return Err(SweepError::NoResults {
+            dir: dir.join("points"),
+            missing,
+            total: plan.points.len(),
+        });
     }
     let t = table(&plan, &docs);
     let csv = dir.join("sweep.csv");
-    std::fs::write(&csv, t.csv()).map_err(|e| SweepError::file(&csv, e))?;
+    std::fs::write(&csv, t.csv()).map_err(|e| SweepError::io(&csv, e))?;
     let mut written = vec![csv.clone()];
     written.extend(plots(&plan, &t, &csv, &dir.join("plots"), lab)?);
     Ok(written)
@@ -199,13 +196,11 @@ fn plots(
     } else {
         for y in &plan.plot.y {
             if !t.values.contains(y) {
-                return Err(SweepError::file(
-                    &csv.with_file_name(PLAN),
-                    format!(
-                        "plot.y: '{y}' is not a measured value (have: {})",
-                        t.values.join(", ")
-                    ),
-                ));
+                return Err(SweepError::NotMeasured {
+                    plan: csv.with_file_name(PLAN),
+                    y: y.clone(),
+                    have: t.values.clone(),
+                });
             }
         }
         plan.plot.y.clone()
@@ -213,7 +208,7 @@ fn plots(
     if ys.is_empty() {
         return Ok(Vec::new());
     }
-    std::fs::create_dir_all(out).map_err(|e| SweepError::file(out, e))?;
+    std::fs::create_dir_all(out).map_err(|e| SweepError::io(out, e))?;
     let script = "import sys\n\
         from pathlib import Path\n\
         from lossless_topo.plots import sweep\n\
@@ -229,15 +224,12 @@ fn plots(
         .arg(ys.join(","))
         .args(&t.keys)
         .output()
-        .map_err(|e| SweepError::file(&lab.python, e))?;
+        .map_err(|e| SweepError::io(&lab.python, e))?;
     if !got.status.success() {
-        return Err(SweepError::file(
-            out,
-            format!(
-                "lossless_topo.plots.sweep failed:\n{}",
-                String::from_utf8_lossy(&got.stderr).trim_end()
-            ),
-        ));
+        return Err(SweepError::Plots {
+            dir: out.into(),
+            stderr: String::from_utf8_lossy(&got.stderr).trim_end().into(),
+        });
     }
     Ok(String::from_utf8_lossy(&got.stdout)
         .lines()

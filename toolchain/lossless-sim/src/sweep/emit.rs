@@ -3,8 +3,8 @@
 //! DIR, the lab checkout and this binary at the same paths (a shared filesystem, or a volume
 //! and an image that hold them there); `lossless-sim collect DIR` merges the results.
 
+use super::error::SweepError;
 use super::plan::Tools;
-use super::spec::SweepError;
 use std::path::{Path, PathBuf};
 
 /// `text` as one word for sh.
@@ -23,7 +23,7 @@ fn task_command(dir: &Path, tools: &Tools, index: &str) -> String {
 }
 
 fn write(path: PathBuf, text: &str) -> Result<PathBuf, SweepError> {
-    std::fs::write(&path, text).map_err(|e| SweepError::file(&path, e))?;
+    std::fs::write(&path, text).map_err(|e| SweepError::io(&path, e))?;
     Ok(path)
 }
 
@@ -36,7 +36,7 @@ pub fn slurm(
     jobs: Option<usize>,
 ) -> Result<PathBuf, SweepError> {
     let logs = dir.join("logs");
-    std::fs::create_dir_all(&logs).map_err(|e| SweepError::file(&logs, e))?;
+    std::fs::create_dir_all(&logs).map_err(|e| SweepError::io(&logs, e))?;
     let throttle = jobs.map_or(String::new(), |j| format!("%{j}"));
     let text = format!(
         "#!/bin/sh\n\

@@ -6,12 +6,14 @@
 
 pub mod collect;
 pub mod emit;
+pub mod error;
 pub mod plan;
 pub mod spec;
 
 use crate::program::Lab;
+pub use error::SweepError;
 use plan::{parallel, plan, point_dir, read_plan, Plan, Tools, PLAN};
-pub use spec::{Sweep, SweepError};
+pub use spec::Sweep;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,22 +76,16 @@ pub struct CollectArgs {
 
 /// Runs point `i` of the plan in `dir`: `lossless-sim run` in a process of its own, its output
 /// in `points/NAME/run.log`, its results in `points/NAME/results.json`.
-pub fn run_point(dir: &Path, plan: &Plan, i: usize, tools: &Tools) -> Result<(), String> {
-    let p = plan.points.get(i).ok_or_else(|| {
-        format!(
-            "--point {i}: {} has {} points (0-{})",
-            dir.join(PLAN).display(),
-            plan.points.len(),
-            plan.points.len().saturating_sub(1)
-        )
+pub fn run_point(dir: &Path, plan: &Plan, i: usize, tools: &Tools) -> Result<(), SweepError> {
+    let p = plan.points.get(i).ok_or_else(|| SweepError::NoSuchPoint {
+        plan: dir.join(PLAN),
+        index: i,
+        count: plan.points.len(),
     })?;
     let pd = point_dir(dir, &p.name);
     let log_path = pd.join("run.log");
-    let log =
-        std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let err = log
-        .try_clone()
-        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let log = std::fs::File::create(&log_path).map_err(|e| SweepError::io(&log_path, e))?;
+    let err = log.try_clone().map_err(|e| SweepError::io(&log_path, e))?;
     let status = Command::new(&tools.exe)
         .arg("run")
         .arg(pd.join("topology.json"))
@@ -105,16 +101,16 @@ pub fn run_point(dir: &Path, plan: &Plan, i: usize, tools: &Tools) -> Result<(),
         .stdout(log)
         .stderr(err)
         .status()
-        .map_err(|e| format!("{}: {e}", tools.exe.display()))?;
+        .map_err(|e| SweepError::io(&tools.exe, e))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "point {} ({}): lossless-sim run: {status}, see {}",
-            p.name,
-            p.describe(),
-            log_path.display()
-        ))
+        Err(SweepError::PointFailed {
+            point: p.name.clone(),
+            settings: p.describe(),
+            status,
+            log: log_path,
+        })
     }
 }
 
@@ -133,8 +129,7 @@ fn sweep(args: &SweepArgs) -> Result<ExitCode, SweepError> {
     if let Some(i) = args.point {
         if args.sweep.is_some() || args.emit.is_some() {
             return Err(SweepError::Usage(
-                "--point I runs a point of the sweep planned in --out: no SWEEP file, no --emit"
-                    .into(),
+                "--point I runs a point of the sweep planned in --out: no SWEEP file, no --emit",
             ));
         }
         let plan = read_plan(&args.out)?;
@@ -149,7 +144,7 @@ fn sweep(args: &SweepArgs) -> Result<ExitCode, SweepError> {
     let file = args
         .sweep
         .as_deref()
-        .ok_or_else(|| SweepError::Usage("give a sweep file (or --point I --out DIR)".into()))?;
+        .ok_or_else(|| SweepError::Usage("give a sweep file (or --point I --out DIR)"))?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = args.jobs.unwrap_or(cores).max(1);
     let lab = tools.lab();
@@ -158,8 +153,8 @@ fn sweep(args: &SweepArgs) -> Result<ExitCode, SweepError> {
         &lab.root.join("topo/lossless_topo/topologies"),
         args.quick,
     )?;
-    std::fs::create_dir_all(&args.out).map_err(|e| SweepError::file(&args.out, e))?;
-    let out = std::fs::canonicalize(&args.out).map_err(|e| SweepError::file(&args.out, e))?;
+    std::fs::create_dir_all(&args.out).map_err(|e| SweepError::io(&args.out, e))?;
+    let out = std::fs::canonicalize(&args.out).map_err(|e| SweepError::io(&args.out, e))?;
     let seed = args.seed.or(sweep.seed).unwrap_or(1);
     let plan = plan(&sweep, &out, &lab, seed, jobs)?;
     let n = plan.points.len();
@@ -198,7 +193,7 @@ fn sweep(args: &SweepArgs) -> Result<ExitCode, SweepError> {
         );
         r
     });
-    let failed: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+    let failed: Vec<SweepError> = results.into_iter().filter_map(Result::err).collect();
     for f in &failed {
         eprintln!("lossless-sim sweep: {f}");
     }

@@ -2,7 +2,8 @@
 //! point's `points/NNNN/topology.json`, checked by the lab's own code before any point runs;
 //! and where the points' runs find the lab and this binary.
 
-use super::spec::{self, Sweep, SweepError};
+use super::error::SweepError;
+use super::spec::{self, Sweep};
 use crate::program::{self, Lab};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -49,16 +50,18 @@ pub fn point_dir(dir: &Path, name: &str) -> PathBuf {
 }
 
 pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), SweepError> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| SweepError::file(path, e))?;
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| SweepError::json(path, e))?;
     text.push('\n');
-    std::fs::write(path, text).map_err(|e| SweepError::file(path, e))
+    std::fs::write(path, text).map_err(|e| SweepError::io(path, e))
 }
 
 pub fn read_plan(dir: &Path) -> Result<Plan, SweepError> {
     let path = dir.join(PLAN);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| SweepError::file(&path, format!("{e} (not a sweep's output directory?)")))?;
-    serde_json::from_str(&text).map_err(|e| SweepError::file(&path, e))
+    let text = std::fs::read_to_string(&path).map_err(|source| SweepError::NoPlan {
+        path: path.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| SweepError::json(&path, e))
 }
 
 /// Runs `f(0..count)` on `jobs` threads; results in index order.
@@ -97,14 +100,14 @@ pub fn plan(
     let cases = if sweep.cases.is_empty() {
         // The experiment's cases, from its unswept topology.
         let scratch = dir.join("points").join("base");
-        std::fs::create_dir_all(&scratch).map_err(|e| SweepError::file(&scratch, e))?;
+        std::fs::create_dir_all(&scratch).map_err(|e| SweepError::io(&scratch, e))?;
         let topo = scratch.join("topology.json");
         write_json(&topo, &sweep.base)?;
         let fabric =
             program::prepare(lab, &topo, None, false, &scratch).map_err(|e| SweepError::At {
                 file: sweep.file.clone(),
                 path: "topology".into(),
-                message: e.to_string(),
+                source: Box::new(SweepError::Program(Box::new(e))),
             })?;
         let _ = std::fs::remove_dir_all(&scratch);
         fabric.cases
@@ -122,7 +125,7 @@ pub fn plan(
         for case in own {
             let name = format!("{:04}", points.len());
             let pd = point_dir(dir, &name);
-            std::fs::create_dir_all(&pd).map_err(|e| SweepError::file(&pd, e))?;
+            std::fs::create_dir_all(&pd).map_err(|e| SweepError::io(&pd, e))?;
             // What an earlier sweep into this directory left must not be collected as this one's.
             let _ = std::fs::remove_file(pd.join("results.json"));
             write_json(&pd.join("topology.json"), &topology)?;
@@ -145,7 +148,7 @@ pub fn plan(
                 file: sweep.file.clone(),
                 point: p.name.clone(),
                 settings: p.describe(),
-                message: e.to_string(),
+                source: Box::new(e),
             });
         }
     }
@@ -169,8 +172,8 @@ pub struct Tools {
 
 impl Tools {
     pub fn new(lab: &Path, pipeline: Option<&Path>) -> Result<Tools, SweepError> {
-        let abs = |p: &Path| std::fs::canonicalize(p).map_err(|e| SweepError::file(p, e));
-        let exe = std::env::current_exe().map_err(|e| SweepError::Usage(e.to_string()))?;
+        let abs = |p: &Path| std::fs::canonicalize(p).map_err(|e| SweepError::io(p, e));
+        let exe = std::env::current_exe().map_err(SweepError::CurrentExe)?;
         let lab = abs(lab)?;
         let pipeline = match pipeline {
             Some(p) => abs(p)?,

@@ -8,37 +8,7 @@
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
-/// Where a sweep went wrong, located: the sweep file and the JSON path in it, a point, or a
-/// file the sweep reads or writes.
-#[derive(Debug, thiserror::Error)]
-pub enum SweepError {
-    #[error("{file}: {path}: {message}")]
-    At {
-        file: PathBuf,
-        path: String,
-        message: String,
-    },
-    #[error("{file}: point {point} ({settings}): {message}")]
-    Point {
-        file: PathBuf,
-        point: String,
-        settings: String,
-        message: String,
-    },
-    #[error("{path}: {message}")]
-    File { path: PathBuf, message: String },
-    #[error("{0}")]
-    Usage(String),
-}
-
-impl SweepError {
-    pub fn file(path: &Path, message: impl ToString) -> SweepError {
-        SweepError::File {
-            path: path.into(),
-            message: message.to_string(),
-        }
-    }
-}
+pub use super::error::SweepError;
 
 /// One step of a JSON path: a member name, optionally indexed (`links[3]`).
 #[derive(Debug, Clone, PartialEq)]
@@ -57,11 +27,13 @@ enum Address {
 
 const CONFIG_DB: &str = "config_db";
 
-fn parse_address(text: &str) -> Result<Address, String> {
+fn parse_address(text: &str) -> Result<Address, SweepError> {
     if let Some(rest) = text.strip_prefix("config_db.") {
         let parts: Vec<&str> = rest.split('|').collect();
         if parts.len() < 3 || parts.iter().any(|p| p.is_empty()) {
-            return Err("expected config_db.TABLE|KEY|FIELD (KEY may be a glob)".into());
+            return Err(SweepError::ConfigDbKey {
+                address: text.into(),
+            });
         }
         return Ok(Address::ConfigDb(rest.to_string()));
     }
@@ -72,15 +44,15 @@ fn parse_address(text: &str) -> Result<Address, String> {
                 let idx = idx
                     .strip_suffix(']')
                     .and_then(|i| i.parse::<usize>().ok())
-                    .ok_or_else(|| format!("'{part}': expected NAME[INDEX]"))?;
+                    .ok_or_else(|| SweepError::Index { step: part.into() })?;
                 (name, Some(idx))
             }
             None => (part, None),
         };
         if name.is_empty() {
-            return Err(format!(
-                "'{text}': empty name (expected a JSON path such as links.rate_mbps)"
-            ));
+            return Err(SweepError::EmptyName {
+                address: text.into(),
+            });
         }
         steps.push(Step {
             name: name.into(),
@@ -88,17 +60,17 @@ fn parse_address(text: &str) -> Result<Address, String> {
         });
     }
     if steps.len() == 1 && steps[0].name == CONFIG_DB {
-        return Err("expected config_db.TABLE|KEY|FIELD".into());
+        return Err(SweepError::ConfigDbAlone);
     }
     Ok(Address::Path(steps))
 }
 
 /// Sets `value` at `steps` under `at`. A name met on an array applies to every element; the
 /// last name may be new (the topology's own checks reject a field it does not know).
-fn set_path(cur: &mut Value, steps: &[Step], value: &Value, at: &str) -> Result<(), String> {
+fn set_path(cur: &mut Value, steps: &[Step], value: &Value, at: &str) -> Result<(), SweepError> {
     if let Value::Array(items) = cur {
         if items.is_empty() {
-            return Err(format!("{at}: an empty array"));
+            return Err(SweepError::EmptyArray { at: at.into() });
         }
         for (i, item) in items.iter_mut().enumerate() {
             set_path(item, steps, value, &format!("{at}[{i}]"))?;
@@ -106,7 +78,7 @@ fn set_path(cur: &mut Value, steps: &[Step], value: &Value, at: &str) -> Result<
         return Ok(());
     }
     let Value::Object(obj) = cur else {
-        return Err(format!("{at}: not an object"));
+        return Err(SweepError::NotObject { at: at.into() });
     };
     let step = &steps[0];
     let here = if at.is_empty() {
@@ -120,14 +92,18 @@ fn set_path(cur: &mut Value, steps: &[Step], value: &Value, at: &str) -> Result<
     }
     let child = obj
         .get_mut(&step.name)
-        .ok_or_else(|| format!("{here}: no such field in the topology"))?;
+        .ok_or_else(|| SweepError::NoField { at: here.clone() })?;
     let (child, here) = match step.index {
         Some(i) => {
             let len = child.as_array().map_or(0, Vec::len);
             let el = child
                 .as_array_mut()
                 .and_then(|a| a.get_mut(i))
-                .ok_or_else(|| format!("{here}[{i}]: no such element (it has {len})"))?;
+                .ok_or_else(|| SweepError::NoElement {
+                    at: here.clone(),
+                    index: i,
+                    len,
+                })?;
             (el, format!("{here}[{i}]"))
         }
         None => (child, here),
@@ -139,19 +115,17 @@ fn set_path(cur: &mut Value, steps: &[Step], value: &Value, at: &str) -> Result<
     set_path(child, &steps[1..], value, &here)
 }
 
-fn apply(doc: &mut Value, address: &Address, value: &Value) -> Result<(), String> {
+fn apply(doc: &mut Value, address: &Address, value: &Value) -> Result<(), SweepError> {
     match address {
         Address::ConfigDb(key) => {
             if !(value.is_string() || value.is_number() || value.is_boolean()) {
-                return Err("a config_db value is a string, number or boolean".into());
+                return Err(SweepError::ConfigDbValue);
             }
-            let obj = doc.as_object_mut().ok_or("the topology is not an object")?;
+            let obj = doc.as_object_mut().ok_or(SweepError::TopologyNotObject)?;
             let table = obj
                 .entry(CONFIG_DB)
                 .or_insert_with(|| Value::Object(Map::new()));
-            let table = table
-                .as_object_mut()
-                .ok_or("config_db: the topology's is not an object")?;
+            let table = table.as_object_mut().ok_or(SweepError::ConfigDbNotObject)?;
             table.insert(key.clone(), value.clone());
             Ok(())
         }
@@ -221,34 +195,28 @@ fn member(section: &str, address: &str) -> String {
 /// sweep file, or the name of one of `topologies`' files), and every setting's address and
 /// value against that topology, before anything runs.
 pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepError> {
-    let text = std::fs::read_to_string(file).map_err(|e| SweepError::file(file, e))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| {
-        let what = e.to_string();
-        SweepError::File {
-            path: format!("{}({}:{})", file.display(), e.line(), e.column()).into(),
-            message: what.split(" at line ").next().unwrap_or(&what).to_string(),
-        }
+    let text = std::fs::read_to_string(file).map_err(|e| SweepError::io(file, e))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|source| SweepError::Syntax {
+        file: file.into(),
+        source,
     })?;
-    let at = |path: &str, message: String| SweepError::At {
+    let at = |path: &str, source: SweepError| SweepError::At {
         file: file.into(),
         path: path.into(),
-        message,
+        source: Box::new(source),
     };
     let obj = doc
         .as_object()
-        .ok_or_else(|| SweepError::file(file, "expected an object"))?;
+        .ok_or_else(|| SweepError::NotAnObject { file: file.into() })?;
     for key in obj.keys() {
         if !FIELDS.contains(&key.as_str()) {
-            return Err(at(
-                key,
-                format!("unknown field (known: {})", FIELDS.join(", ")),
-            ));
+            return Err(at(key, SweepError::UnknownField { known: FIELDS }));
         }
     }
     let name = obj
         .get("topology")
         .and_then(Value::as_str)
-        .ok_or_else(|| at("topology", "missing, or not a string".into()))?;
+        .ok_or_else(|| at("topology", SweepError::Shape("missing, or not a string")))?;
     let relative = file.parent().unwrap_or(Path::new(".")).join(name);
     let topo_path = if relative.is_file() {
         relative
@@ -257,19 +225,19 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
     } else {
         relative
     };
-    let topo_text = std::fs::read_to_string(&topo_path)
-        .map_err(|e| at("topology", format!("{}: {e}", topo_path.display())))?;
-    let mut base: Value = serde_json::from_str(&topo_text).map_err(|e| {
-        at(
-            "topology",
-            format!("{}({}:{}): {e}", topo_path.display(), e.line(), e.column()),
-        )
+    let topo_text = std::fs::read_to_string(&topo_path).map_err(|source| {
+        let path = topo_path.clone();
+        at("topology", SweepError::TopologyRead { path, source })
+    })?;
+    let mut base: Value = serde_json::from_str(&topo_text).map_err(|source| {
+        let path = topo_path.clone();
+        at("topology", SweepError::TopologySyntax { path, source })
     })?;
     let quick = quick
         || match obj.get("quick") {
             None => false,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(at("quick", "expected true or false".into())),
+            Some(_) => return Err(at("quick", SweepError::Shape("expected true or false"))),
         };
     if quick {
         merge_quick(&mut base);
@@ -278,18 +246,21 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
         None => None,
         Some(v) => Some(
             v.as_u64()
-                .ok_or_else(|| at("seed", "expected a non-negative integer".into()))?,
+                .ok_or_else(|| at("seed", SweepError::Shape("expected a non-negative integer")))?,
         ),
     };
     let cases = match obj.get("cases") {
         None => Vec::new(),
-        Some(v) => case_list(v).ok_or_else(|| at("cases", CASES_EXPECTED.into()))?,
+        Some(v) => case_list(v).ok_or_else(|| at("cases", SweepError::Shape(CASES_EXPECTED)))?,
     };
     let section = |key: &str| -> Result<Map<String, Value>, SweepError> {
         match obj.get(key) {
             None => Ok(Map::new()),
             Some(Value::Object(m)) => Ok(m.clone()),
-            Some(_) => Err(at(key, "expected an object of address: value".into())),
+            Some(_) => Err(at(
+                key,
+                SweepError::Shape("expected an object of address: value"),
+            )),
         }
     };
     // Each address checked by setting its first value in a copy of the topology.
@@ -307,10 +278,12 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
     let mut grid: Vec<(String, Vec<Value>)> = Vec::new();
     for (address, values) in section("grid")? {
         let path = member("grid", &address);
-        let values = values
-            .as_array()
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| at(&path, "expected a non-empty array of values".into()))?;
+        let values = values.as_array().filter(|v| !v.is_empty()).ok_or_else(|| {
+            at(
+                &path,
+                SweepError::Shape("expected a non-empty array of values"),
+            )
+        })?;
         for (i, v) in values.iter().enumerate() {
             check(&base, format!("{path}[{i}]"), &address, v)?;
         }
@@ -339,19 +312,26 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
     if let Some(points) = obj.get("points") {
         let points = points
             .as_array()
-            .ok_or_else(|| at("points", "expected an array of objects".into()))?;
+            .ok_or_else(|| at("points", SweepError::Shape("expected an array of objects")))?;
         for (i, p) in points.iter().enumerate() {
-            let p = p
-                .as_object()
-                .ok_or_else(|| at(&format!("points[{i}]"), "expected an object".into()))?;
+            let p = p.as_object().ok_or_else(|| {
+                at(
+                    &format!("points[{i}]"),
+                    SweepError::Shape("expected an object"),
+                )
+            })?;
             let mut s = Setting {
                 values: Vec::new(),
                 cases: Vec::new(),
             };
             for (address, value) in p {
                 if address == CASE {
-                    s.cases = case_list(value)
-                        .ok_or_else(|| at(&format!("points[{i}].case"), CASES_EXPECTED.into()))?;
+                    s.cases = case_list(value).ok_or_else(|| {
+                        at(
+                            &format!("points[{i}].case"),
+                            SweepError::Shape(CASES_EXPECTED),
+                        )
+                    })?;
                     continue;
                 }
                 check(&base, format!("points[{i}].\"{address}\""), address, value)?;
@@ -365,18 +345,17 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
     }
     let plot: Plot = match obj.get("plot") {
         None => Plot::default(),
-        Some(p) => serde_json::from_value(p.clone()).map_err(|e| {
-            at(
-                "plot",
-                format!("{e} (expected {{\"x\": ADDRESS, \"y\": [VALUE, ...]}})"),
-            )
-        })?,
+        Some(p) => serde_json::from_value(p.clone())
+            .map_err(|source| at("plot", SweepError::Plot { source }))?,
     };
     if let Some(x) = &plot.x {
         if !columns.contains(x) {
             return Err(at(
                 "plot.x",
-                format!("'{x}' is not swept (swept: {})", columns.join(", ")),
+                SweepError::NotSwept {
+                    x: x.clone(),
+                    swept: columns,
+                },
             ));
         }
     }
@@ -483,15 +462,15 @@ mod tests {
         let mut doc = topo();
         let err = |addr: &str| apply(&mut doc.clone(), &parse_address(addr).unwrap(), &json!(1));
         assert_eq!(
-            err("experiment.nosuch.kmax").unwrap_err(),
+            err("experiment.nosuch.kmax").unwrap_err().to_string(),
             "experiment.nosuch: no such field in the topology"
         );
         assert_eq!(
-            err("links[5].rate_mbps").unwrap_err(),
+            err("links[5].rate_mbps").unwrap_err().to_string(),
             "links[5]: no such element (it has 2)"
         );
         assert_eq!(
-            err("links.rate_mbps.x").unwrap_err(),
+            err("links.rate_mbps.x").unwrap_err().to_string(),
             "links[0].rate_mbps: not an object"
         );
         assert!(parse_address("links[x].rate_mbps").is_err());
