@@ -343,6 +343,15 @@ fn inline_apply(
             .or_default()
             .extend(direct);
     }
+    // The callee's applied tables are applied through their copies (P4Info lists only the
+    // actions of applied tables).
+    let applied: Vec<DeclId> = b
+        .map
+        .iter()
+        .filter(|(orig, _)| p.control_plane_uses.applied_tables.contains(orig))
+        .map(|(_, copy)| *copy)
+        .collect();
+    p.control_plane_uses.applied_tables.extend(applied);
     if let DeclKind::Control { locals, .. } = &mut p.decls[ctl.0 as usize].kind {
         splice_locals(locals, inst, b.locals);
     }
