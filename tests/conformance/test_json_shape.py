@@ -177,12 +177,10 @@ KNOWN_LOADER_ERRORS = {
     "parser-if": "a computed select key in the transition key (p4c sets a scalar)",
 }
 KNOWN_TABLE_DIFFERENCES = {
-    "gauntlet_exit_combination_21-bmv2": "a table named like p4c's hidden tables",
     "gauntlet_nested_switch-bmv2": "a table named like p4c's hidden tables",
     "invalid-hdr-warnings3-bmv2": "p4c's switch_N_table for a switch on a value",
     "issue3374": "p4c's switch_N_table for a switch on a value",
     "issue3650": "p4c's switch_N_table for a switch on a value",
-    "name_annotations_to_p4info-bmv2": "@name on a control instance",
 }
 
 

@@ -200,11 +200,13 @@ def test_incast_pfc_off_drops_on_the_lossless_priority(incast):
     assert_nothing_left(incast)
 
 
-def test_incast_tuned_profile_is_seed_000s_formula(incast):
+def test_incast_last_case_loads_the_default_buffers_with_pfc(incast):
     cfg = json.loads((incast.dir / "config" / "s1.config_db.json").read_text())
-    # The last case loaded is the tuned one: 4174-byte frames in 256-byte cells (seed 000).
+    # The last case loaded is `pfc` (it runs after `tuned`, whose profile, seed 000's formula,
+    # test_model checks): SONiC's default lossless profile, one 4174-byte MTU of xoff
+    # headroom, with PFC on the lossless priorities.
     prof = cfg["BUFFER_PROFILE"]["pg_lossless_profile"]
-    assert (prof["size"], prof["xoff"], prof["xon"]) == ("69632", "13056", "512")
+    assert (prof["size"], prof["xoff"], prof["xon"]) == ("16696", "4174", "4174")
     assert cfg["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "3,4"
 
 
