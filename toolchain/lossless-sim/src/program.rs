@@ -174,18 +174,13 @@ fn ctl_all(lab: &Lab, calls: Vec<(String, Vec<String>)>) -> Result<Vec<String>, 
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         );
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Ok(status),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Ok(None) => {
-                    abort_with_stacks(&mut child);
-                    break Err(format!("did not finish in {} s", CTL_TIMEOUT.as_secs()));
-                }
-                Err(e) => break Err(e.to_string()),
+        let status = match wait_until(&mut child, deadline) {
+            Ok(Some(status)) => Ok(status),
+            Ok(None) => {
+                abort_with_stacks(&mut child);
+                Err(format!("did not finish in {} s", CTL_TIMEOUT.as_secs()))
             }
+            Err(e) => Err(e.to_string()),
         };
         let (out, err) = (
             out.join().unwrap_or_default(),
@@ -213,16 +208,26 @@ fn abort_with_stacks(child: &mut std::process::Child) {
     if let Ok(pid) = libc::pid_t::try_from(child.id()) {
         // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
         unsafe { libc::kill(pid, libc::SIGABRT) };
-        let until = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < until {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Ok(Some(_)) = wait_until(child, Instant::now() + Duration::from_secs(2)) {
+            return;
         }
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// `child`'s exit status, polled until `deadline`; None if it is still running then.
+fn wait_until(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    loop {
+        match child.try_wait()? {
+            Some(status) => return Ok(Some(status)),
+            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            None => return Ok(None),
+        }
+    }
 }
 
 /// A switch's core where its P4Runtime server reaches it: in the slot while virtual time
