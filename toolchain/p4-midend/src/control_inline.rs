@@ -37,8 +37,8 @@ pub const PASS: Pass = Pass {
     run,
 };
 
-/// P4 has no recursion; this bounds a malformed program.
-const MAX_APPLIES: usize = 4096;
+/// P4 has no recursion; this bounds a malformed program (sub-parser inlining too).
+pub(crate) const MAX_APPLIES: usize = 4096;
 
 fn run(p: &mut Program) {
     let mut h = Hoister::new(p, Mode::Control);

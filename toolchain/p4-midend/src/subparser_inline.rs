@@ -14,7 +14,9 @@
 //! state splits the state at the `if` first: a select on the condition into a state per
 //! branch, both going on to a state with the rest (as the lowering splits an `if`).
 
-use crate::control_inline::{applied_block, bind, copy_locals, splice_locals, without_blocks};
+use crate::control_inline::{
+    applied_block, bind, copy_locals, splice_locals, without_blocks, MAX_APPLIES,
+};
 use crate::hoist::{Hoister, Mode};
 use crate::Pass;
 use p4_sema::ir::{
@@ -29,9 +31,6 @@ pub const PASS: Pass = Pass {
     about: "sub-parser applies inlined: the calling state split around copies of the sub-parser's states, `in` arguments copied in, others by reference, locals copied per call",
     run,
 };
-
-/// P4 has no recursion; this bounds a malformed program.
-const MAX_APPLIES: usize = 4096;
 
 fn run(p: &mut Program) {
     let mut h = Hoister::new(p, Mode::Parser);
