@@ -23,9 +23,37 @@ from .switch import missing_features
 DEFAULT_LAB_LINK_MBPS = 25
 
 
-def _terminate(signum, _frame):
-    # SIGTERM takes the same path as Ctrl-C: unwind through the finally blocks.
-    raise KeyboardInterrupt(f"signal {signum}")
+class Interrupt:
+    """Ctrl-C and SIGTERM unwind the run through its finally blocks as KeyboardInterrupt.
+
+    Python drops an exception raised inside a callback it runs for itself, such as the
+    logging module's at-fork hook during subprocess.Popen or a finalizer ("Exception
+    ignored in ..."). A signal landing there would be lost and the run would go on to its
+    end, so until the runner's own except clause has taken the interrupt, it is raised
+    again every RETRY_S.
+    """
+
+    RETRY_S = 0.2
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def install(self) -> None:
+        signal.signal(signal.SIGALRM, self._again)
+        signal.signal(signal.SIGINT, self._first)
+        signal.signal(signal.SIGTERM, self._first)
+
+    def taken(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _first(self, signum, _frame):
+        self.signum = signum
+        signal.setitimer(signal.ITIMER_REAL, self.RETRY_S, self.RETRY_S)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    def _again(self, _signum, _frame):
+        if self.signum is not None:
+            raise KeyboardInterrupt(f"signal {self.signum}")
 
 
 def parse_args(argv):
@@ -100,7 +128,8 @@ def main(argv=None) -> int:
     state = cleanup.RunState(args.state)
     state.save()
     lab = Lab(topo, scale, args.switch, pipeline, outdir, state, routing=args.routing)
-    signal.signal(signal.SIGTERM, _terminate)
+    interrupt = Interrupt()
+    interrupt.install()
     try:
         lab.start(configdb.Variant())
         capture(lab, outdir / "pcap", state)
@@ -138,6 +167,7 @@ def main(argv=None) -> int:
         print(f"lossless-lab: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        interrupt.taken()
         print("\nlossless-lab: interrupted; cleaning up", file=sys.stderr)
         return 130
     finally:
@@ -220,6 +250,8 @@ def interact(lab: Lab, res: Results | None) -> int:
             """Queue occupancy and PFC frames per switch, from the stats endpoints."""
             print(counters_text(lab))
 
+    # In the CLI, Ctrl-C stops the command it interrupts, as in Mininet, not the run.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print("Mininet CLI: 'counters' shows queue and PFC counters; 'exit' ends the run.")
     LabCLI(lab.net)
     return 0
