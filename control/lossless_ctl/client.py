@@ -7,6 +7,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from typing import Any
 
 import grpc
@@ -110,6 +111,19 @@ def update_errors(err: grpc.RpcError, offset: int, count: int) -> list[UpdateErr
     return [UpdateError(offset + i, code, err.details() or "") for i in range(count)]
 
 
+class _Prefixes(dict):
+    """What precedes an update of each length in a WriteRequest: the field's tag and the
+    length (varint), made once per length."""
+
+    def __init__(self, tag: bytes):
+        super().__init__()
+        self.tag = tag
+
+    def __missing__(self, length: int) -> bytes:
+        prefix = self[length] = self.tag + varint(length)
+        return prefix
+
+
 class P4RuntimeClient:
     """One controller session with one device. Use as a context manager."""
 
@@ -143,7 +157,7 @@ class P4RuntimeClient:
             response_deserializer=self.pb.WriteResponse.FromString,
         )
         updates = self.pb.WriteRequest.DESCRIPTOR.fields_by_name["updates"].number
-        self._updates_tag = varint(updates << 3 | 2)  # wire type 2: length-delimited
+        self._update_prefix = _Prefixes(varint(updates << 3 | 2))  # wire type 2
         self._outgoing: queue.Queue = queue.Queue()
         self._arbitration: queue.Queue = queue.Queue()
         self._packet_ins: queue.Queue = queue.Queue()
@@ -285,44 +299,48 @@ class P4RuntimeClient:
 
     def write(
         self,
-        updates: list[Any],
+        updates: Iterable[Any],
         batch_size: int = 1000,
         in_flight: int = 4,
         progress: Callable[[int], None] | None = None,
     ) -> WriteResult:
         """Write `updates` in WriteRequests of `batch_size`, keeping up to `in_flight` requests
         outstanding. Updates within the call must not depend on each other's order. Updates are
-        p4.v1.Update messages, or all of them already serialized (bytes): those go into the
-        request as they are."""
+        p4.v1.Update messages, or already serialized (bytes): those go into the request as they
+        are. An iterator is taken a request's worth at a time, so what makes the updates runs
+        while the requests before are in flight."""
         if batch_size < 1 or in_flight < 1:
             raise ValueError("batch size and requests in flight must be at least 1")
-        encoded = bool(updates) and isinstance(updates[0], bytes)
-        if encoded:
-            head = self.pb.WriteRequest(
-                device_id=self.device_id, election_id=self.election_id
-            ).SerializeToString()
+        head = self.pb.WriteRequest(
+            device_id=self.device_id, election_id=self.election_id
+        ).SerializeToString()
         result = WriteResult()
         pending: queue.Queue = queue.Queue()
         slots = threading.Semaphore(in_flight)
-        batches = [(o, updates[o : o + batch_size]) for o in range(0, len(updates), batch_size)]
-        for offset, batch in batches:
-            slots.acquire()
-            if encoded:
-                tag = self._updates_tag  # length_delimited(), inlined: a call per update shows
-                request = head + b"".join([tag + varint(len(u)) + u for u in batch])
-                future = self._write_encoded.future(request, timeout=self.timeout)
+        updates, offset, requests = iter(updates), 0, 0
+        while batch := list(islice(updates, batch_size)):
+            # Made before waiting for a slot: the switch works on the requests in flight.
+            if isinstance(batch[0], bytes):
+                # length_delimited() in C-level iterators: a Python call per update shows.
+                prefixes = map(self._update_prefix.__getitem__, map(len, batch))
+                request = head + b"".join(chain.from_iterable(zip(prefixes, batch, strict=True)))
+                call = self._write_encoded
             else:
                 request = self.pb.WriteRequest(
                     device_id=self.device_id, election_id=self.election_id, updates=batch
                 )
-                future = self.stub.Write.future(request, timeout=self.timeout)
+                call = self.stub.Write
+            slots.acquire()
+            future = call.future(request, timeout=self.timeout)
 
             def done(f: Any, offset: int = offset, count: int = len(batch)) -> None:
                 pending.put((f, offset, count))
                 slots.release()
 
             future.add_done_callback(done)
-        for _ in batches:
+            offset += len(batch)
+            requests += 1
+        for _ in range(requests):
             future, offset, count = pending.get()
             error = future.exception()
             if error is None:

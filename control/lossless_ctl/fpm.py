@@ -43,11 +43,24 @@ class FpmError(Exception):
         super().__init__(message)
 
 
+class Via(NamedTuple):
+    """What zebra last said of a route, in the decoder's compact form (it gives plain tuples;
+    this names their fields). `hops`: the distinct next hops' addresses (4 or 16 bytes each),
+    sorted and concatenated; None for a deletion, empty for a blackhole (drop) route.
+    `protocol`: zebra's RTPROT as a name ("static", "bgp", ...)."""
+
+    hops: bytes | None
+    protocol: str = "zebra"
+
+
+# The decoder's unit: the keys (config_db.route_key()) of the routes one Via is about. A
+# decode call folds each prefix's messages to its last and groups the rest by Via, so the route
+# path handles a next-hop set's routes together (dict and set operations over `keys`).
+Routes = tuple[Via, list[bytes]]
+
+
 class FpmRoute(NamedTuple):
-    """One route as zebra last sent it, in the decoder's compact form (plain tuples of these
-    three flow through the route path; this names their fields). `key`: config_db.route_key()
-    of the prefix. `hops`: the distinct next hops' addresses (4 or 16 bytes each), sorted and
-    concatenated; None for a deletion, empty for a blackhole (drop) route."""
+    """One route of a `Routes` group, for callers that look at routes one by one."""
 
     key: bytes
     hops: bytes | None
@@ -64,6 +77,11 @@ class FpmRoute(NamedTuple):
     @property
     def nexthops(self) -> tuple[IpAddress, ...] | None:
         return None if self.hops is None else nexthops_of(self.key, self.hops)
+
+
+def each_route(groups: list[Routes]) -> list[FpmRoute]:
+    """The routes of decoded groups one by one."""
+    return [FpmRoute(key, *via) for via, keys in groups for key in keys]
 
 
 def nexthops_of(key: bytes, hops: bytes) -> tuple[IpAddress, ...]:
@@ -93,13 +111,13 @@ class FpmReader:
         self.log = log
         self.buffer = b""
 
-    def feed(self, data: bytes) -> list[tuple[bytes, bytes | None, str]]:
-        """Routes (FpmRoute's fields) of the complete frames in `data` (plus what was
-        buffered). A frame whose header cannot be right (a length below the header's) loses
+    def feed(self, data: bytes) -> list[Routes]:
+        """The routes of the complete frames in `data` (plus what was buffered), folded and
+        grouped (`Routes`). A frame whose header cannot be right (a length below the header's) loses
         the stream's framing: FpmError("desynchronised") tells the caller to drop the
         connection."""
         buffer = self.buffer + data if self.buffer else data
-        consumed, routes, counts, logs, desynchronised = decode(buffer)
+        consumed, groups, counts, logs, desynchronised = decode(buffer)
         self.buffer = buffer[consumed:]
         with self.counters.lock:
             self.counters.update(counts)
@@ -107,17 +125,17 @@ class FpmReader:
             self.log(line)
         if desynchronised is not None:
             raise FpmError("desynchronised", desynchronised)
-        return routes
+        return groups
 
 
 class FpmServer:
     """Accepts zebra's FPM connection (one at a time: zebra reconnects when it drops) and hands
-    each frame's routes to `sink`. Runs in its own thread until `stop()`."""
+    the routes of what each receive brings to `sink`. Runs in its own thread until `stop()`."""
 
     def __init__(
         self,
         address: str,
-        sink: Callable[[list[FpmRoute]], None],
+        sink: Callable[[list[Routes]], None],
         log: Callable[[str], None] = print,
         netns: str | None = None,
         on_connect: Callable[[], None] | None = None,
@@ -180,9 +198,9 @@ class FpmServer:
             if not data:
                 return
             try:
-                routes = reader.feed(data)
+                groups = reader.feed(data)
             except FpmError as err:
                 self.log(f"fpm: {err}; dropping the connection (zebra reconnects)")
                 return
-            if routes:
-                self.sink(routes)
+            if groups:
+                self.sink(groups)

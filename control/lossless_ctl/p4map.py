@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import threading
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from lossless_ctl.config_db import route_key
@@ -837,6 +838,10 @@ class NeighborEntries:
         return created
 
 
+# A route key's parts (config_db.route_key()): its first byte, address, prefix length.
+_FIRST, _ADDRESS, _LAST = itemgetter(0), itemgetter(slice(0, -1)), itemgetter(-1)
+
+
 class RouteEntries:
     """Entries for routes added at run time (FPM): next hops, ECMP members, groups and their
     ecmp_group entries, and route entries whose `metadata` names their source ("fpm:bgp"),
@@ -889,14 +894,53 @@ class RouteEntries:
         return [group, entry] if insert else [entry, group]
 
     def route(self, key: bytes, target: tuple[str, int], source: str, kind: int) -> bytes:
-        """A route entry (config_db.route_key() `key`) to ("nexthop", id), ("group", id) or
+        """A route entry (config_db.route_key() `key`); see routes()."""
+        return self.routes([key], target, source, kind)[0]
+
+    def routes(
+        self, keys: list[bytes], target: tuple[str, int], source: str, kind: int
+    ) -> list[bytes]:
+        """Route entries (config_db.route_key() `keys`) to ("nexthop", id), ("group", id) or
         ("drop", 0), as update `kind`, serialized: the route path's hot spot, so the part all
         routes of one target share is built once with protobuf (`_route_template`) and each
-        route adds only its match, encoded by hand (`_lpm_match`)."""
-        template = self._templates.get((len(key), target, source, kind))
-        if template is None:
-            template = self._route_template(len(key), target, source, kind)
-        return template + self._lpm_match(len(key), key)
+        route adds only its LPM match (a zero-length prefix is a wildcard: no match field)
+        around its address; the bytes there depend only on the address's length and the prefix
+        length (`_lpm_frame`, made once per such pair)."""
+        frames, out = self._frames, []
+        plens = set(map(_LAST, keys))
+        if 0 not in plens and len(plens) == 1 and len(set(map(len, keys))) == 1:
+            if min(map(_FIRST, keys)):
+                # The usual batch: no leading zero byte (the address is the whole value) and
+                # one prefix length, so one frame around every address.
+                width, plen = len(keys[0]), keys[0][-1]
+                template = self._templates.get(
+                    (width, target, source, kind)
+                ) or self._route_template(width, target, source, kind)
+                frame = frames.get((width, width - 1, plen))
+                if frame is None:
+                    frame = frames[(width, width - 1, plen)] = self._lpm_frame(
+                        width, keys[0][:-1], plen
+                    )
+                head, tail = template + frame[0], frame[1]
+                return [head + address + tail for address in map(_ADDRESS, keys)]
+        templates: dict[int, bytes] = {}  # by route key width: IPv4 and IPv6 drop routes mix
+        for key in keys:
+            width = len(key)
+            template = templates.get(width)
+            if template is None:
+                template = templates[width] = self._templates.get(
+                    (width, target, source, kind)
+                ) or self._route_template(width, target, source, kind)
+            plen = key[-1]
+            if plen == 0:
+                out.append(template)
+                continue
+            value = key[:-1].lstrip(b"\0") or b"\0"  # P4Runtime's canonical binary string
+            frame = frames.get((width, len(value), plen))
+            if frame is None:
+                frame = frames[(width, len(value), plen)] = self._lpm_frame(width, value, plen)
+            out.append(template + frame[0] + value + frame[1])
+        return out
 
     def _route_template(self, width: int, target: tuple[str, int], source: str, kind: int):
         table = ING + ("ipv4_route" if width == 5 else "ipv6_route")
@@ -915,21 +959,9 @@ class RouteEntries:
             self._dst[width] = self.b._table(table)[1]["dst"].id
         return template
 
-    def _lpm_match(self, width: int, key: bytes) -> bytes:
-        """Update.entity.table_entry.match[dst], LPM, for route `key` (a zero-length prefix is
-        a wildcard: no match field). Around the address, the bytes depend only on its length
-        and the prefix length: made once per such pair (`_lpm_frame`)."""
-        plen = key[-1]
-        if plen == 0:
-            return b""
-        value = key[:-1].lstrip(b"\0") or b"\0"  # P4Runtime's canonical binary string
-        frame = self._frames.get((width, len(value), plen))
-        if frame is None:
-            frame = self._frames[(width, len(value), plen)] = self._lpm_frame(width, value, plen)
-        return frame[0] + value + frame[1]
-
     def _lpm_frame(self, width: int, value: bytes, plen: int) -> tuple[bytes, bytes]:
-        """(what precedes the address, what follows it) in _lpm_match's encoding."""
+        """(what precedes the address, what follows it) in the encoding of
+        Update.entity.table_entry.match[dst], LPM."""
         tail = self._f_prefix_len + varint(plen)
         lpm = length_delimited(self._f_value, value) + tail
         match = self._f_field_id + varint(self._dst[width]) + length_delimited(self._f_lpm, lpm)

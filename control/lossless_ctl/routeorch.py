@@ -14,8 +14,11 @@ a changed route becomes a MODIFY), so a route never blinks.
 Flushes run in a thread of their own: the FPM listener only records what zebra sent (under
 `lock`, briefly), so decoding goes on while a flush waits for the switch, and a flush takes
 everything pending by then (in WriteRequests of `Bulk.size`, several in flight). Routes are
-kept as the decoder gives them (fpm.FpmRoute's compact fields); a next-hop set is resolved
-once and its target reused; route updates are pre-encoded (p4map.RouteEntries.route).
+handled a next-hop set at a time, as the decoder groups them (fpm.Routes): each route is a key
+in dictionaries whose values are shared per set (its fpm.Via, its Target), so recording,
+planning and bookkeeping are dictionary and set operations over a set's keys; a next-hop set is
+resolved once and its target reused; route updates are pre-encoded
+(p4map.RouteEntries.routes).
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from __future__ import annotations
 import ipaddress
 import threading
 import time
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from itertools import groupby
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.config_db import IpAddress, IpNetwork, network_of, route_key
-from lossless_ctl.fpm import FpmRoute, nexthops_of
+from lossless_ctl.fpm import Routes, Via, nexthops_of
 from lossless_ctl.neighbor import Interface
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4map import ING, HardwareIds, RouteEntries
@@ -146,6 +152,20 @@ class _FpmState:
                     raise ValueError(f"ECMP group {gid}: member {nid} is not on the switch")
 
 
+class _Batch(NamedTuple):
+    """Route updates of one kind (`kind`: INSERT, MODIFY, DELETE) for routes `keys` that go
+    the same way: what `installed` holds for them once written (`placed`; None for
+    deletions), the targets they leave (`left`, one per key; None for new routes), and what
+    their entries say (`hw`, `source`: p4map.RouteEntries.routes)."""
+
+    keys: list[bytes]
+    kind: int
+    placed: tuple[Via, Target] | None
+    left: list[Target] | None
+    hw: tuple[str, int]
+    source: str
+
+
 @dataclass
 class FlushStats:
     routes: int = 0
@@ -158,7 +178,7 @@ class RouteOrch:
         p4info: P4InfoIndex,
         ids: HardwareIds,
         interfaces: dict[str, Interface],
-        bulk: Bulk = SEED002,
+        bulk: Bulk,
         log: Callable[[str], None] = print,
         in_flight: int = 4,
         resolve: Callable[[IpAddress], None] | None = None,
@@ -181,13 +201,14 @@ class RouteOrch:
         self.lock = threading.RLock()
         self.state_lock = threading.RLock()
         self._wake = threading.Event()  # `bulk.size` routes are pending
-        # Routes by route key (config_db.route_key), as FpmRoute tuples.
-        self.desired: dict[bytes, FpmRoute] = {}  # every route zebra has, resolvable or not
-        self.pending: dict[bytes, FpmRoute] = {}
-        self.installed: dict[bytes, tuple[FpmRoute, Target]] = {}
-        self.waiting: dict[bytes, FpmRoute] = {}  # found their table full
-        # Next-hop set (FpmRoute.hops) -> (target or None, next hops on no router interface).
-        self._targets: dict[bytes, tuple[Target | None, int]] = {}
+        # What zebra said of each route (fpm.Via), by route key (config_db.route_key).
+        self.desired: dict[bytes, Via] = {}  # every route zebra has, resolvable or not
+        self.pending: dict[bytes, Via] = {}
+        self.installed: dict[bytes, tuple[Via, Target]] = {}  # one tuple per set and target
+        self.waiting: dict[bytes, Via] = {}  # found their table full
+        # (route key width, next-hop set (Via.hops)) -> (target or None, next hops on no
+        # router interface).
+        self._targets: dict[tuple[int, bytes], tuple[Target | None, int]] = {}
         self.nexthops: dict[str, _Ref] = {}
         self.members: dict[int, _Ref] = {}
         self.groups: dict[frozenset, _Ref] = {}
@@ -294,9 +315,9 @@ class RouteOrch:
                     hops, target = [], ("drop",)
                 packed = sorted({ipaddress.ip_address(h.split("|")[1]).packed for h in hops})
                 key = route_key(prefix)
-                route = FpmRoute(key, b"".join(packed), protocol)
-                self.desired[key] = route
-                self.installed[key] = (route, target)
+                via = Via(b"".join(packed), protocol)
+                self.desired[key] = via
+                self.installed[key] = (via, target)
                 self.ids.routes.add(key)
             self.ids.claim("nexthop", max(ours, default=0))
             self.ids.claim("group", max(found.groups, default=0))
@@ -392,8 +413,8 @@ class RouteOrch:
             if not self.stale or time.monotonic() - self.last_input < self.restart_s:
                 return
             for key in self.stale:
-                route = self.desired.pop(key)
-                self.pending[key] = FpmRoute(key, None, route[2])
+                via = self.desired.pop(key)
+                self.pending[key] = Via(None, via[1])
             self.log(
                 f"routeorch: {len(self.stale)} routes zebra did not send again after it "
                 f"reconnected ({self.restart_s:g} s quiet) are removed"
@@ -401,47 +422,49 @@ class RouteOrch:
             self.counters["stale routes removed"] += len(self.stale)
             self.stale = set()
 
-    def submit(self, routes: list[FpmRoute]) -> None:
-        """Routes from zebra (the FPM listener's sink: FpmRoute tuples); the flushing thread is
-        woken once `bulk.size` are pending."""
+    def submit(self, groups: list[Routes]) -> None:
+        """Routes from zebra (the FPM listener's sink: the decoder's groups); the flushing
+        thread is woken once `bulk.size` are pending."""
         desired, pending = self.desired, self.pending
         with self.lock:
             self.last_input = time.monotonic()
-            if self.stale:
-                self.stale.difference_update(route[0] for route in routes)
-            for route in routes:
-                key = route[0]
-                if route[1] is None:
-                    desired.pop(key, None)
+            for via, keys in groups:
+                if self.stale:
+                    self.stale.difference_update(keys)
+                said = dict.fromkeys(keys, via)
+                if via[0] is None:
+                    for key in keys:
+                        desired.pop(key, None)
                 else:
-                    desired[key] = route
-                pending[key] = route
+                    desired.update(said)
+                pending.update(said)
             full = len(pending) >= self.bulk.size
         if full:
             self._wake.set()
 
     # --- resolution and references -----------------------------------------------------------
 
-    def _resolve(self, route: FpmRoute) -> Target | None:
-        """Where the route goes; every route with the same next hops gets the same target
-        object (resolved, and its unresolvable next hops logged, once per set)."""
-        found = self._targets.get(route[1])
+    def _resolve(self, via: Via, key: bytes, routes: int) -> Target | None:
+        """Where the `routes` routes that `via` says go to (`key` one of them); every route
+        with the same next hops gets the same target object (resolved, and its unresolvable
+        next hops logged, once per set)."""
+        found = self._targets.get((len(key), via[0]))
         if found is None:
-            found = self._targets[route[1]] = self._resolve_set(route)
+            found = self._targets[(len(key), via[0])] = self._resolve_set(key, via[0])
         target, unresolvable = found
         if unresolvable:
-            self.counters["unresolvable next hops"] += unresolvable
+            self.counters["unresolvable next hops"] += unresolvable * routes
         return target
 
-    def _resolve_set(self, route: FpmRoute) -> tuple[Target | None, int]:
-        if not route[1]:
+    def _resolve_set(self, key: bytes, hops: bytes) -> tuple[Target | None, int]:
+        if not hops:
             return ("drop",), 0
         keys, unresolvable = [], 0
-        for ip in nexthops_of(route[0], route[1]):
+        for ip in nexthops_of(key, hops):
             iface = next((i for i in self.interfaces.values() if i.on_link(ip)), None)
             if iface is None or f"rif:{iface.name}" not in self.ids.rif_ids:
                 unresolvable += 1
-                prefix = network_of(route[0])
+                prefix = network_of(key)
                 self.log(f"routeorch: {prefix}: next hop {ip} is on no router interface")
                 continue
             keys.append(f"nexthop:{iface.name}|{ip}")
@@ -451,9 +474,10 @@ class RouteOrch:
             return ("nexthop", keys[0]), unresolvable
         return ("group", frozenset(keys)), unresolvable
 
-    def _nexthop_id(self, key: str, out: list[Any]) -> int:
+    def _nexthop_id(self, key: str, out: list[Any], users: int = 1) -> int:
         """The id of next hop `key`, written (into `out`) if neither the config, a learned
-        neighbour nor an earlier route has it; a new one's neighbour is to be resolved."""
+        neighbour nor an earlier route has it; a new one's neighbour is to be resolved. It has
+        `users` more users."""
         ref = self.nexthops.get(key)
         if ref is None:
             with self.ids.lock:  # the neighbour learner may be making the same next hop
@@ -467,15 +491,15 @@ class RouteOrch:
                 self.ids.nexthop_ids[key] = ref.id
             out.append(self.entries.nexthop(ref.id, rif, address))
             self._to_resolve.append(address)
-        ref.refs += 1
+        ref.refs += users
         return ref.id
 
-    def _acquire(self, target: Target, writes: dict[str, list[Any]]) -> tuple[str, int]:
-        """One more user of `target`; its objects go into `writes` when new."""
+    def _acquire(self, target: Target, writes: dict[str, list[Any]], users: int) -> tuple[str, int]:
+        """`users` more users (routes) of `target`; its objects go into `writes` when new."""
         if target[0] == "drop":
             return ("drop", 0)
         if target[0] == "nexthop":
-            return ("nexthop", self._nexthop_id(target[1], writes["nexthops"]))
+            return ("nexthop", self._nexthop_id(target[1], writes["nexthops"], users))
         ref = self.groups.get(target[1])
         if ref is None:
             members = sorted(self._nexthop_id(k, writes["nexthops"]) for k in target[1])
@@ -490,18 +514,19 @@ class RouteOrch:
                 mref.refs += 1
             ref = self.groups[target[1]] = _Ref(self.ids.allocate("group"), 0, members)
             writes["groups"].append((target[1], self.entries.group(ref.id, members)))
-        ref.refs += 1
+        ref.refs += users
         return ("group", ref.id)
 
-    def _release(self, target: Target, gone: dict[str, list[Any]]) -> None:
-        """One user fewer; objects nobody uses go into `gone` (deleted at the flush's end)."""
+    def _release(self, target: Target, gone: dict[str, list[Any]], users: int = 1) -> None:
+        """`users` users fewer; objects nobody uses go into `gone` (deleted at the flush's
+        end)."""
         if target[0] == "drop":
             return
         if target[0] == "nexthop":
-            self._release_nexthop(target[1], gone)
+            self._release_nexthop(target[1], gone, users)
             return
         ref = self.groups[target[1]]
-        ref.refs -= 1
+        ref.refs -= users
         if ref.refs > 0:
             return
         del self.groups[target[1]]
@@ -519,11 +544,11 @@ class RouteOrch:
         for key in target[1]:
             self._release_nexthop(key, gone)
 
-    def _release_nexthop(self, key: str, gone: dict[str, list[Any]]) -> None:
+    def _release_nexthop(self, key: str, gone: dict[str, list[Any]], users: int = 1) -> None:
         ref = self.nexthops.get(key)
         if ref is None:
             return
-        ref.refs -= 1
+        ref.refs -= users
         if ref.refs == 0:
             del self.nexthops[key]
             self.ids.nexthop_ids.pop(key, None)
@@ -533,11 +558,9 @@ class RouteOrch:
 
     # --- flushing ----------------------------------------------------------------------------
 
-    def _write(self, updates: list[Any], what: str) -> dict[int, str]:
+    def _write(self, updates: Iterable[Any], what: str) -> dict[int, str]:
         """Write `updates`; the google.rpc code of each that failed, by index (each counted,
         and logged unless it is a full table, which the caller reports once)."""
-        if not updates:
-            return {}
         result = self.client.write(updates, batch_size=self.bulk.size, in_flight=self.in_flight)
         for e in result.errors:
             self.counters[f"{what} failed"] += 1
@@ -556,39 +579,67 @@ class RouteOrch:
                 self.resolve(ip)
         return stats
 
-    def _plan(self, changes: dict[bytes, FpmRoute], writes: dict[str, list[Any]]) -> list[tuple]:
-        """The route updates for `changes`, as (key, route or None, target, update, kind); the
-        objects their targets need go into `writes`."""
-        installed, routes, entries = self.installed, self.ids.routes, self.entries
-        insert, modify, delete = self.pb.Update.INSERT, self.pb.Update.MODIFY, self.pb.Update.DELETE
-        planned = []
-        for key, route in changes.items():
-            old = installed.get(key)
-            if route[1] is None:
-                if old is not None:
-                    update = entries.route(key, self._hw(old[1]), "", delete)
-                    planned.append((key, None, None, update, delete))
+    def _plan(self, changes: dict[bytes, Via], writes: dict[str, list[Any]]) -> list[_Batch]:
+        """The route updates for `changes`, in batches of routes that say the same (fpm.Via)
+        and take the same kind of update; the objects their targets need go into `writes`."""
+        # `submit` recorded each decoded group's routes together: runs of one Via.
+        by_via: dict[Via, list[bytes]] = {}
+        for via, run in groupby(changes.items(), itemgetter(1)):
+            by_via.setdefault(via, []).extend(map(itemgetter(0), run))
+        installed, routes = self.installed, self.ids.routes
+        insert, modify = self.pb.Update.INSERT, self.pb.Update.MODIFY
+        planned: list[_Batch] = []
+        for via, keys in by_via.items():
+            olds = list(map(installed.get, keys))
+            if via[0] is None:
+                self._plan_removal(keys, olds, planned)
                 continue
-            if old is None and key in routes:
-                self.counters["routes the config has"] += 1
-                self.log(f"routeorch: {network_of(key)}: the config routes it; FPM's route ignored")
+            new, moved, left = keys, [], []
+            if olds.count(None) != len(olds):
+                new, installed_keys = [], []
+                for key, old in zip(keys, olds, strict=True):
+                    (new if old is None else installed_keys).append(key)
+                olds = [old for old in olds if old is not None]
+            else:
+                installed_keys, olds = [], []
+            if new and not routes.isdisjoint(new):
+                for key in [key for key in new if key in routes]:
+                    self.counters["routes the config has"] += 1
+                    self.log(f"routeorch: {network_of(key)}: the config routes it; FPM's ignored")
+                new = [key for key in new if key not in routes]
+            if not new and not installed_keys:
                 continue
-            target = self._resolve(route)
+            target = self._resolve(via, (new or installed_keys)[0], len(new) + len(olds))
             if target is None:
-                self.counters["unresolvable routes"] += 1
-                if old is not None:
-                    update = entries.route(key, self._hw(old[1]), "", delete)
-                    planned.append((key, None, None, update, delete))
+                self.counters["unresolvable routes"] += len(new) + len(olds)
+                self._plan_removal(installed_keys, olds, planned)
                 continue
-            if old is not None and old[1] == target and old[0][2] == route[2]:
-                # The entry would be written as it is (an adopted route's next hops aside).
-                installed[key] = (route, target)
+            placed = (via, target)
+            for key, old in zip(installed_keys, olds, strict=True):
+                if old[1] == target and old[0][1] == via[1]:
+                    # The entry would be written as it is (an adopted route's next hops aside).
+                    installed[key] = placed
+                else:
+                    moved.append(key)
+                    left.append(old[1])
+            if not new and not moved:
                 continue
-            hw = self._acquire(target, writes)
-            kind = insert if old is None else modify
-            update = entries.route(key, hw, "fpm:" + route[2], kind)
-            planned.append((key, route, target, update, kind))
+            hw = self._acquire(target, writes, len(new) + len(moved))
+            source = "fpm:" + via[1]
+            for kind, batch, leaving in ((insert, new, None), (modify, moved, left)):
+                if batch:
+                    planned.append(_Batch(batch, kind, placed, leaving, hw, source))
         return planned
+
+    def _plan_removal(self, keys: list[bytes], olds: list, planned: list[_Batch]) -> None:
+        """DELETEs of the routes `keys` whose `olds` (installed entries) are not None."""
+        by_target: dict[Target, list[bytes]] = {}
+        for key, old in zip(keys, olds, strict=True):
+            if old is not None:
+                by_target.setdefault(old[1], []).append(key)
+        delete = self.pb.Update.DELETE
+        for target, gone in by_target.items():
+            planned.append(_Batch(gone, delete, None, [target] * len(gone), self._hw(target), ""))
 
     def _flush(self) -> FlushStats:
         stats = FlushStats()
@@ -608,54 +659,95 @@ class RouteOrch:
             ready = planned
             if failed_groups:
                 ready = []
-                for item in planned:
-                    target = item[2]
+                for batch in planned:
+                    target = batch.placed[1] if batch.placed is not None else None
                     if target is not None and target[0] == "group" and target[1] in failed_groups:
-                        self.counters["routes with a failed group"] += 1
-                        self._release(target, gone)
+                        self.counters["routes with a failed group"] += len(batch.keys)
+                        self._release(target, gone, len(batch.keys))
                     else:
-                        ready.append(item)
-            failed = self._write([item[3] for item in ready], "route")
-            full, freed = Counter(), set()
-            insert, delete = self.pb.Update.INSERT, self.pb.Update.DELETE
-            installed, routes, waiting = self.installed, self.ids.routes, self.waiting
-            for i, (key, route, target, _update, kind) in enumerate(ready):
-                old = installed.get(key)
-                if failed and i in failed:
-                    if failed[i] == "RESOURCE_EXHAUSTED":
-                        full[len(key)] += 1
-                        waiting[key] = route
-                    if kind != delete:
-                        self._release(target, gone)
-                    continue
-                if old is not None:
-                    self._release(old[1], gone)
-                if route is None:
-                    del installed[key]
-                    routes.discard(key)
-                    freed.add(len(key))
-                else:
-                    if waiting:
-                        waiting.pop(key, None)
-                    installed[key] = (route, target)
-                    routes.add(key)
-            stats.routes = len(ready) - len(failed)
+                        ready.append(batch)
+            failed = self._write(self._updates(ready), "route")
+            failures = sorted(failed)
+            full: Counter = Counter()
+            freed: set[int] = set()
+            offset = 0
+            for batch in ready:
+                end = offset + len(batch.keys)
+                here = failures[bisect_left(failures, offset) : bisect_left(failures, end)]
+                self._settle(batch, {i - offset: failed[i] for i in here}, gone, full, freed)
+                offset = end
+            stats.routes = sum(len(batch.keys) for batch in ready) - len(failed)
+            insert = self.pb.Update.INSERT
             for width, n in full.items():
-                inserts = sum(1 for item in ready if item[4] == insert and len(item[0]) == width)
+                inserts = sum(
+                    1 for b in ready if b.kind == insert for key in b.keys if len(key) == width
+                )
                 self._report_full(width, n, inserts)
             # Routes that found the table full get another try once routes of their family go.
+            waiting = self.waiting
             if waiting and freed:
                 with self.lock:
                     for key in [k for k in waiting if len(k) in freed]:
-                        route = waiting.pop(key)
-                        if self.desired.get(key) == route and key not in self.pending:
-                            self.pending[key] = route
+                        via = waiting.pop(key)
+                        if self.desired.get(key) == via and key not in self.pending:
+                            self.pending[key] = via
             for what in ("groups", "members", "nexthops"):
                 self._write(gone[what], f"stale {what}")
             stats.seconds = time.perf_counter() - start
             self.counters["routes written"] += stats.routes
             self._unwritten = set()
         return stats
+
+    def _updates(self, ready: list[_Batch]) -> Iterator[bytes]:
+        """The route updates of `ready`, made a request's worth at a time as the write takes
+        them: they are made while the requests before are in flight."""
+        size = self.bulk.size
+        for batch in ready:
+            keys = batch.keys
+            for at in range(0, len(keys), size):
+                yield from self.entries.routes(
+                    keys[at : at + size], batch.hw, batch.source, batch.kind
+                )
+
+    def _settle(
+        self,
+        batch: _Batch,
+        failed: dict[int, str],
+        gone: dict[str, list[Any]],
+        full: Counter,
+        freed: set[int],
+    ) -> None:
+        """The state after `batch` was written, with the codes of its updates that `failed`
+        by position: a route whose update failed stays as it was (one that found its table
+        full waits for room, counted in `full` by key width); the targets routes left lose
+        them; the key widths of deleted routes go into `freed`."""
+        keys, left = batch.keys, batch.left
+        delete = self.pb.Update.DELETE
+        if failed:
+            for i, code in failed.items():
+                if batch.kind == delete:
+                    continue
+                if code == "RESOURCE_EXHAUSTED":
+                    full[len(keys[i])] += 1
+                    self.waiting[keys[i]] = batch.placed[0]
+                self._release(batch.placed[1], gone)
+            kept = [i for i in range(len(keys)) if i not in failed]
+            keys = [keys[i] for i in kept]
+            left = [left[i] for i in kept] if left is not None else None
+        if left:
+            for target, users in Counter(left).items():
+                self._release(target, gone, users)
+        if batch.kind == delete:
+            for key in keys:
+                del self.installed[key]
+            self.ids.routes.difference_update(keys)
+            freed.update(map(len, keys))
+            return
+        self.installed.update(dict.fromkeys(keys, batch.placed))
+        self.ids.routes.update(keys)
+        if self.waiting:
+            for key in keys:
+                self.waiting.pop(key, None)
 
     def _write_objects(self, writes: dict[str, list[Any]]) -> set:
         """Next hops, members, then groups with their entries; the next-hop sets of the groups
@@ -707,9 +799,10 @@ class RouteOrch:
 
     def summary(self, counters: Counter | None = None) -> str:
         with self.state_lock, self.lock:
+            via_groups = sum(ref.refs for ref in self.groups.values())
             parts = [
                 f"{len(self.installed)} routes installed",
-                f"{len(self.groups)} ECMP groups",
+                f"{len(self.groups)} ECMP groups ({via_groups} routes)",
                 f"{len(self.desired) - len(self.installed)} not installed",
             ]
             merged = Counter(self.counters) + Counter(counters or {})

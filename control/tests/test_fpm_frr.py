@@ -226,12 +226,14 @@ def _send_frames(ns: str, port: int, frames: list[bytes]) -> None:
 
 
 def _portless_switch(workdir: Path) -> SwitchProcess:
-    """A started p4-switch without ports, on a free gRPC port."""
+    """A started p4-switch without ports, on free gRPC and stats ports (the default stats
+    port, 9090, may be another test's)."""
     assert (BIN / "p4-switch").is_file(), "build/bin/p4-switch missing: run `make build`"
     switch = SwitchProcess(
         BIN / "p4-switch",
         device_id=1,
         grpc_addr=f"127.0.0.1:{free_port()}",
+        stats_addr="127.0.0.1:0",
         log_path=workdir / "p4-switch.log",
     )
     switch.start()
@@ -366,10 +368,11 @@ def _show(switch: str, *what: str) -> str:
 
 
 def test_route_bulk_setting():
+    from lossless_ctl.cli import ROUTE_BULK
     from lossless_ctl.routeorch import SEED002, Bulk, parse_bulk
 
     assert parse_bulk("seed002") == SEED002 == Bulk(64, 1.0)
-    assert parse_bulk("1000/0.05") == Bulk(1000, 0.05)
+    assert parse_bulk("1000/0.05") == Bulk(1000, 0.05) == parse_bulk(ROUTE_BULK)
     for bad in ("64", "0/1", "64/0", "x/y"):
         with pytest.raises(ValueError, match="SIZE/SECONDS"):
             parse_bulk(bad)
@@ -426,14 +429,14 @@ def test_a_full_route_table_is_reported_and_keeps_what_it_holds(small_ipv6_contr
 def test_fpm_frames_split_anywhere_decode_the_same():
     """TCP delivers the stream in any pieces: fed one byte at a time, three frames give their
     three routes; a length below the header's loses the framing and says so."""
-    from lossless_ctl.fpm import FpmCounters, FpmError, FpmReader, FpmRoute
+    from lossless_ctl.fpm import FpmCounters, FpmError, FpmReader, each_route
 
     frames = b"".join(_fpm(_route_msg(24, f"70.0.{i}.0", 24, "10.2.0.2")) for i in range(3)) + _fpm(
         _route_msg(24, "2001:db8:70::", 48, "fc00:2::2")
     )
     counters = FpmCounters()
     reader = FpmReader(counters, log=lambda line: pytest.fail(line))
-    routes = [FpmRoute(*r) for i in range(len(frames)) for r in reader.feed(frames[i : i + 1])]
+    routes = [r for i in range(len(frames)) for r in each_route(reader.feed(frames[i : i + 1]))]
     want = [ipaddress.ip_network(f"70.0.{i}.0/24") for i in range(3)]
     assert [r.prefix for r in routes] == [*want, ipaddress.ip_network("2001:db8:70::/48")]
     assert routes[0].nexthops == (ipaddress.ip_address("10.2.0.2"),)
@@ -443,9 +446,9 @@ def test_fpm_frames_split_anywhere_decode_the_same():
 
 
 def test_the_decoder_reads_each_kind_of_route_message_as_rtnetlink_defines_it():
-    """Messages built field by field from rtnetlink(7), in one frame and in frames of their
-    own; what each must give is written out here by hand."""
-    from lossless_ctl.fpm import FpmCounters, FpmReader, FpmRoute
+    """Messages built field by field from rtnetlink(7), each decoded alone, then all in one
+    frame and in frames of their own; what each must give is written out here by hand."""
+    from lossless_ctl.fpm import FpmCounters, FpmReader, each_route
 
     ip4, ip6 = socket.inet_aton, lambda a: socket.inet_pton(socket.AF_INET6, a)
     cases = [
@@ -468,18 +471,54 @@ def test_the_decoder_reads_each_kind_of_route_message_as_rtnetlink_defines_it():
         (struct.pack("=IHHII", 16 + 16, 16, 0, 0, 0) + bytes(16), None, "netlink type 16 ignored"),
     ]  # fmt: skip
     logs: list[str] = []
+    for message, want, _ in cases:
+        routes = each_route(FpmReader(FpmCounters(), logs.append).feed(_fpm(message)))
+        assert routes == ([want] if want is not None else [])
+    # Together, the first message's route is folded into the second's (its deletion).
+    together = [want for _, want, _ in cases if want is not None][1:]
     for stream in (_fpm(b"".join(m for m, _, _ in cases)), b"".join(_fpm(m) for m, _, _ in cases)):
         counters = FpmCounters()
-        routes = FpmReader(counters, logs.append).feed(stream)
-        assert routes == [want for _, want, _ in cases if want is not None]
+        routes = each_route(FpmReader(counters, logs.append).feed(stream))
+        assert routes == together
         want_counts: dict[str, int] = {}
         for _, _, kind in cases:
             want_counts[kind] = want_counts.get(kind, 0) + 1
         assert {k: v for k, v in counters.items() if k != "frames"} == want_counts
-    assert FpmRoute(*routes[0]).nexthops == tuple(map(ipaddress.ip_address, GATEWAYS[:2]))
+    first = each_route(FpmReader(FpmCounters(), logs.append).feed(_fpm(cases[0][0])))
+    assert first[0].nexthops == tuple(map(ipaddress.ip_address, GATEWAYS[:2]))
     assert "fpm: malformed: destination 70.3.0.1/24: has host bits set" in logs
     assert "fpm: other vrf: route in table 1000 (only the default VRF is routed)" in logs
     assert "fpm: malformed: next hop fc00:1::2 of another family than the route" in logs
+
+
+def test_the_decoder_folds_each_prefix_to_its_last_message_and_groups_by_next_hops():
+    """What one receive brings comes as one group per (next hops, protocol) with the keys of
+    its routes, each prefix once with what its last message said; groups in the order their
+    first route (so folded) came."""
+    from lossless_ctl.fpm import FpmCounters, FpmReader
+
+    key = [socket.inet_aton(f"70.{i}.0.0") + bytes([24]) for i in range(5)]
+    hop = {gw: socket.inet_aton(gw) for gw in ("10.1.0.2", "10.2.0.2")}
+    messages = [
+        _route_msg(24, "70.0.0.0", 24, "10.1.0.2"),  # moves to 10.2.0.2 below
+        _route_msg(24, "70.1.0.0", 24, "10.2.0.2"),  # deleted below
+        _route_msg(24, "70.2.0.0", 24, "10.1.0.2"),
+        _route_msg(24, "70.0.0.0", 24, "10.2.0.2"),
+        _route_msg(25, "70.1.0.0", 24, None),
+        _route_msg(24, "70.3.0.0", 24, None, rtype=6),
+        _route_msg(24, "70.4.0.0", 24, "10.1.0.2"),
+    ]
+    counters = FpmCounters()
+    groups = FpmReader(counters, lambda line: pytest.fail(line)).feed(
+        b"".join(_fpm(m) for m in messages)
+    )
+    assert groups == [
+        ((hop["10.1.0.2"], "static"), [key[2], key[4]]),
+        ((hop["10.2.0.2"], "static"), [key[0]]),
+        ((None, "static"), [key[1]]),
+        ((b"", "static"), [key[3]]),
+    ]
+    assert counters["routes"] == len(messages)
 
 
 ROUTER_MAC = bytes.fromhex("020000000001")  # DEVICE_METADATA mac

@@ -49,8 +49,9 @@ from pyroute2.netlink.rtnl import RTM_NEWROUTE
 from pyroute2.netlink.rtnl.rtmsg import rtmsg
 from pyroute2.netns import create_socket
 
+from lossless_ctl.cli import ROUTE_BULK
 from lossless_ctl.client import P4RuntimeClient
-from lossless_ctl.fpm import FpmCounters, FpmReader, FpmRoute
+from lossless_ctl.fpm import FpmCounters, FpmReader, each_route
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.show import action_profiles
 from lossless_paths import BIN
@@ -95,8 +96,11 @@ SEED002_SECONDS = {"ipv4_10k": 11, "ipv4_30k": 30, "ipv4_60k": 48, "ipv4_90k": 6
 WAIT_S = 600.0
 RT_TABLE_MAIN, RTPROT_STATIC, RTN_UNICAST = 254, 196, 1  # rtnetlink(7), FRR's rt_netlink.h
 WAIT_FRR_S = 3600.0  # staticd at 200k routes
-# routeorch's state line (the end of a burst): routes installed and ECMP groups it made.
-STATE = re.compile(rb"routeorch: (\d+) routes installed, (\d+) ECMP groups, (\d+) not installed")
+# routeorch's state line (the end of a burst): routes installed, the ECMP groups it made and
+# the routes through them (staticd's routes come with one next hop first), routes not installed.
+STATE = re.compile(
+    rb"routeorch: (\d+) routes installed, (\d+) ECMP groups \((\d+) routes\), (\d+) not installed"
+)
 
 
 class BenchError(Exception):
@@ -135,7 +139,7 @@ class Recorder:
         with conn:
             while chunk := conn.recv(1 << 16):
                 self.data += chunk
-                for route in map(FpmRoute._make, reader.feed(chunk)):
+                for route in each_route(reader.feed(chunk)):
                     if route.prefix in self.wanted and not route.deleted:
                         self.last = time.perf_counter()
                         if len(route.nexthops) == self.width:
@@ -218,6 +222,13 @@ def check_switch(client: P4RuntimeClient, index: P4InfoIndex, counts: dict[int, 
     return ""
 
 
+def route_messages(stream: bytes) -> int:
+    """The route messages in `stream` (the decoder folds a prefix's to its last)."""
+    counters = FpmCounters()
+    FpmReader(counters, log=lambda _: None).feed(stream)
+    return counters["routes"]
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time of process `pid` so far (proc(5): stat fields 14 and 15)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
@@ -251,7 +262,12 @@ def replay(stream: bytes, counts: dict[int, int], pipeline: Path, bulk: str, wor
                     start = time.perf_counter()
                     zebra.sendall(stream)
                     deadline = time.monotonic() + WAIT_S
-                    want = (str(total).encode(), str(len(counts)).encode(), b"0")
+                    want = (
+                        str(total).encode(),
+                        str(len(counts)).encode(),
+                        str(total).encode(),
+                        b"0",
+                    )
                     wrong = "no report yet"
                     while True:
                         with log.open("rb") as f:
@@ -299,7 +315,7 @@ def run_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Path) -
         "readback_s": round(readback, 3),
         "frr_seconds": frr_total,
         "fpm_bytes": len(stream),
-        "fpm_messages": len(FpmReader(FpmCounters(), log=lambda _: None).feed(stream)),
+        "fpm_messages": route_messages(stream),
     }
     if len(parts) > 1:
         out["frr_seconds_parts"] = {k: v and round(v, 3) for k, v in frr_seconds.items()}
@@ -319,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", default=",".join(SMALL), help=f"of {', '.join(POINTS)}")
     parser.add_argument("--seed002", action="store_true", help="seed 002's points as well")
     parser.add_argument("--goal", action="store_true", help=f"{GOAL} as well (issue 22's goal)")
-    parser.add_argument("--route-bulk", default="seed002", help="lossless-ctl's --route-bulk")
+    parser.add_argument(
+        "--route-bulk", default=ROUTE_BULK, help="lossless-ctl's --route-bulk (its default)"
+    )
     parser.add_argument(
         "--streams", default="results/bench/fpm-streams", help="recorded streams, reused"
     )

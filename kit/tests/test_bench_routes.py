@@ -36,14 +36,14 @@ def test_the_encoded_stream_is_one_message_per_route_with_its_final_next_hops():
     decoder, give each prefix once with all the family's gateways."""
     import ipaddress
 
-    from lossless_ctl.fpm import FpmCounters, FpmReader, FpmRoute
+    from lossless_ctl.fpm import FpmCounters, FpmReader, each_route
     from lossless_kit.bench_routes import encoded, prefixes
     from lossless_kit.frr import GATEWAYS, V6_GATEWAYS
 
     for version, gateways in ((4, GATEWAYS), (6, V6_GATEWAYS)):
         wanted = prefixes(version, 3)
         counters = FpmCounters()
-        routes = [FpmRoute(*r) for r in FpmReader(counters, print).feed(encoded(wanted))]
+        routes = each_route(FpmReader(counters, print).feed(encoded(wanted)))
         assert [r.prefix for r in routes] == wanted
         hops = tuple(sorted(map(ipaddress.ip_address, gateways)))
         assert {r.nexthops for r in routes} == {hops}
