@@ -21,10 +21,10 @@ from lossless_ctl.buffer_calc import (
 from lossless_ctl.chips import CHIPS
 
 # `run --route-bulk`'s default: a burst (zebra's whole FIB at once) goes in WriteRequests of
-# 1000, where the switch's cost per entry is low (at seed 002's 64 the per-request costs take
-# the controller's CPU time from 0.66 to 1.6 s for 265k routes, kit/README.md), and a lone
-# route waits at most 50 ms. routeorch.parse_bulk reads it.
-ROUTE_BULK = "1000/0.05"
+# 4000, where per-request costs are small (seed 002's 64 per request more than doubles the
+# controller's CPU time per route; 4000 took 265k routes to the switch in about two thirds of
+# the time 1000 did, kit/README.md), and a lone route waits at most 50 ms.
+ROUTE_BULK = "4000/0.05"
 
 
 def _buffer_calc(args: argparse.Namespace) -> int:

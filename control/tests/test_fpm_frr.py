@@ -372,7 +372,8 @@ def test_route_bulk_setting():
     from lossless_ctl.routeorch import SEED002, Bulk, parse_bulk
 
     assert parse_bulk("seed002") == SEED002 == Bulk(64, 1.0)
-    assert parse_bulk("1000/0.05") == Bulk(1000, 0.05) == parse_bulk(ROUTE_BULK)
+    assert parse_bulk("1000/0.05") == Bulk(1000, 0.05)
+    assert parse_bulk(ROUTE_BULK) == Bulk(4000, 0.05)
     for bad in ("64", "0/1", "64/0", "x/y"):
         with pytest.raises(ValueError, match="SIZE/SECONDS"):
             parse_bulk(bad)
