@@ -43,7 +43,7 @@ help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
 	@echo "make run        build and run the default lab (ROUTING=bgp: FRR on every switch)"
-	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR restart, clear neighbours, controller and switch restart"
+	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR restart, clear neighbours, controller and switch restart (IPv4 and IPv6 traffic); kernel neighbours"
 	@echo "make sim        lossless-sim, nominal rates, virtual time: seed 003 quick subset; EXP=seed003 all 40 cases; TOPO=..."
 	@echo "make sweep      lossless-sim sweep SWEEP=file (default: SFC threshold x 25G/100G), J=parallel"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
@@ -252,7 +252,8 @@ run: build deps
 # ROUTING=bgp end to end (topo/bgp_tests, about 3 minutes, root): the leaf-spine with FRR on
 # every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded over IPv4 and IPv6,
 # a leaf-spine link down and up, a flap storm, an FRR restart, clear neighbours, a controller and
-# a switch restart under IPv4 and IPv6 traffic (loss from sequence numbers to $(RESULTS)/bgp/*.json).
+# a switch restart under IPv4 and IPv6 traffic (loss from sequence numbers to $(RESULTS)/bgp/*.json),
+# neighbours from the kernel's table (run --neighsync).
 test-bgp: build deps
 	$(PY) -m pytest -s topo/bgp_tests
 

@@ -451,3 +451,39 @@ def test_switch_restart_is_replayed(lab):
     for r in (result, result["ipv6"]):
         assert r["lost"] <= PPS * (replayed_s + 1.0), r
         assert r["lost_in_last_s"] == 0, r
+
+
+def test_neighbours_follow_the_kernels_table(lab):
+    """SONiC's neighsyncd (`run --neighsync`): a neighbour that leaf1's kernel gets (added
+    here with iproute2 on the tap of h1's port, IPv4 and IPv6, as the kernel's own ARP and ND
+    would) reaches the switch's neighbour table with its MAC; a new MAC there moves it; deleted
+    from the kernel, it goes from the switch. Last: what it leaves (the next hop and host
+    route, as a clear leaves them) is no concern of the items before."""
+    h1 = next(h for h in lab.topo.hosts.values() if h.switch == LEAF)
+    v4 = h1.ip.network.network_address + 200
+    v6 = model.ipv6_of(ipaddress.IPv4Interface(f"{v4}/{h1.ip.network.prefixlen}")).ip
+    ns = f"lab-{LEAF}"
+    route = subprocess.run(
+        ["ip", "-n", ns, "-j", "route", "get", str(h1.ip.ip)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    dev = json.loads(route)[0]["dev"]
+
+    def neigh(*args: str) -> None:
+        subprocess.run(["ip", "-n", ns, "neigh", *args, "dev", dev], check=True)
+
+    def table() -> dict[str, str]:
+        have = lab.bgp.neighbors(LEAF)
+        return {ip: have[ip] for ip in (str(v4), str(v6)) if ip in have}
+
+    timings = {}
+    start = time.monotonic()
+    for mac in ("02:00:00:00:77:01", "02:00:00:00:77:02"):
+        for ip in (v4, v6):
+            neigh("replace", str(ip), "lladdr", mac, "nud", "permanent")
+        want = {str(v4): mac, str(v6): mac}
+        timings[mac] = until(lambda want=want: table() == want, table, timeout_s=10.0)
+    for ip in (v4, v6):
+        neigh("del", str(ip))
+    timings["deleted"] = until(lambda: table() == {}, table, timeout_s=10.0)
+    print(f"kernel neighbours on {LEAF} ({dev}): {timings} ({time.monotonic() - start:.2f} s)")
