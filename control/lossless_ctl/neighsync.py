@@ -13,7 +13,6 @@ from __future__ import annotations
 import ipaddress
 import queue
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from pyroute2 import IPRoute
@@ -32,10 +31,9 @@ class NeighSync:
     """Watches the kernel's neighbour table of namespace `netns` for the interfaces named in
     `ifnames`; `events` gets an Event per change (and per entry at start)."""
 
-    def __init__(self, netns: str, ifnames: set[str], log: Callable[[str], None] = print):
+    def __init__(self, netns: str, ifnames: set[str]):
         self.netns = netns
         self.ifnames = ifnames
-        self.log = log
         self.events: queue.Queue[Event] = queue.Queue()
         self.names: dict[int, str] = {}
         self.ipr: IPRoute | None = None

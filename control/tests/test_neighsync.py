@@ -44,7 +44,7 @@ def events(sync: NeighSync, count: int) -> list:
 def test_kernel_neighbours_become_events(namespace):
     ip("neigh", "add", str(PEER), "lladdr", "02:00:00:00:00:aa", "nud", "permanent",
        "dev", "Ethernet0")  # fmt: skip
-    sync = NeighSync(namespace, {"Ethernet0"}, log=lambda _: None).start()
+    sync = NeighSync(namespace, {"Ethernet0"}).start()
     try:
         # What the table already holds comes first (the dump at start).
         assert events(sync, 1) == [("Ethernet0", PEER, bytes.fromhex("0200000000aa"))]
