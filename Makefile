@@ -43,19 +43,20 @@ help:
 	@echo "make build      build the Rust toolchain into $(BUILD)/bin"
 	@echo "make test       lint, unit, golden and integration tests (what CI runs)"
 	@echo "make run        build and run the default lab (ROUTING=bgp: FRR on every switch)"
-	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR restart, clear neighbours, controller and switch restart"
+	@echo "make test-bgp   leaf-spine with FRR/BGP over FPM; link flap, flap storm, FRR restart, clear neighbours, controller and switch restart (IPv4 and IPv6 traffic); kernel neighbours"
 	@echo "make sim        lossless-sim, nominal rates, virtual time: seed 003 quick subset; EXP=seed003 all 40 cases; TOPO=..."
 	@echo "make sweep      lossless-sim sweep SWEEP=file (default: SFC threshold x 25G/100G), J=parallel"
 	@echo "make bench      benchmarks; JSON results under $(RESULTS)/bench/"
 	@echo "make bench-routes  FRR's routes over FPM to p4-switch (root); SEED002=1 for 10k-90k IPv4,"
-	@echo "                GOAL=1 for 200k IPv4 + 65k IPv6 (streams kept in $(RESULTS)/bench/fpm-streams)"
+	@echo "                GOAL=1 for 200k IPv4 + 65k IPv6 (streams kept in $(RESULTS)/bench/fpm-streams);"
+	@echo "                BGP=1: live from a BGP peer (ExaBGP -> bgpd -> zebra), seed 002's points, the goal, ECMP"
 	@echo "make soak       60 s (switch time) of PFC storms and lossless incast through p4-switch"
 	@echo "make stf        STF tests of the pipeline's mechanisms (p4src/tests/)"
 	@echo "make p4sh-test  the PyPI p4runtime-shell drives p4-switch (tests/p4runtime-shell/)"
 	@echo "make conformance  p4c's harness, real p4c's JSON and P4Info vs our tools (tests/conformance/)"
 	@echo "make ptf        PTF conformance suite against \$$SWITCH in namespaces (root)"
 	@echo "make ptf-negative  PFC/ECN/SFC tests must fail with the mechanism off in the controller"
-	@echo "make test-scale seed 002's full scale points through \$$SWITCH; times in $(RESULTS)/ptf/"
+	@echo "make test-scale seed 002's full scale points through \$$SWITCH (times in $(RESULTS)/ptf/), then FRR-as-source route points"
 	@echo "make p4         compile p4src/ with \$$P4C into $(BUILD)/p4/"
 	@echo "make check-p4c  compile p4src/ with the real p4c (without it: fails, after comparing our"
 	@echo "                P4Info with the real p4c's in tests/p4c-corpus/p4src/; CHECK_P4C=optional)"
@@ -226,8 +227,12 @@ ptf: build deps p4
 ptf-negative: build deps p4
 	$(PTF_RUN) --scale ci --negative --baseline
 
+# Then seed 002's route points with FRR as the source (a BGP peer feeding bgpd, about 10
+# minutes): every route checked on the switch, times in $(RESULTS)/scale/routes-fpm-bgp.json.
 test-scale: build deps p4
 	$(PTF_RUN) --scale full scale
+	$(PY) -m lossless_kit.bench_routes --pipeline $(P4_OUT) --points '' --bgp --bgp-ecmp \
+	    --streams $(RESULTS)/scale/fpm-streams -o $(RESULTS)/scale/routes-fpm-bgp.json
 
 # --- lab ----------------------------------------------------------------------------------
 
@@ -247,7 +252,8 @@ run: build deps
 # ROUTING=bgp end to end (topo/bgp_tests, about 3 minutes, root): the leaf-spine with FRR on
 # every switch, BGP sessions, FPM routes in the P4 tables, h1 -> h8 forwarded over IPv4 and IPv6,
 # a leaf-spine link down and up, a flap storm, an FRR restart, clear neighbours, a controller and
-# a switch restart under traffic (loss from sequence numbers to $(RESULTS)/bgp/*.json).
+# a switch restart under IPv4 and IPv6 traffic (loss from sequence numbers to $(RESULTS)/bgp/*.json),
+# neighbours from the kernel's table (run --neighsync).
 test-bgp: build deps
 	$(PY) -m pytest -s topo/bgp_tests
 
@@ -301,11 +307,13 @@ bench: build deps p4
 
 # Issue 22: FRR's static routes recorded off zebra's FPM stream and replayed into `lossless-ctl
 # run --fpm`, first FPM byte to the last route on the switch, beside seed 002 (kit/README.md).
-# Root (network namespaces) and FRR; minutes with SEED002=1, so not part of `make bench`.
+# BGP=1 adds FRR fed live by a BGP peer (ExaBGP) at seed 002's points, the goal and ECMP.
+# Root (network namespaces) and FRR; minutes with SEED002=1 or BGP=1, so not part of `make bench`.
 bench-routes: build deps p4
 	@mkdir -p $(BENCH_OUT)
 	$(PY) -m lossless_kit.bench_routes --pipeline $(P4_OUT) $(if $(filter 1,$(SEED002)),--seed002) \
-	    $(if $(filter 1,$(GOAL)),--goal) --streams $(BENCH_OUT)/fpm-streams -o $(BENCH_OUT)/routes-fpm.json
+	    $(if $(filter 1,$(GOAL)),--goal) $(if $(filter 1,$(BGP)),--bgp --bgp-ecmp) \
+	    --streams $(BENCH_OUT)/fpm-streams -o $(BENCH_OUT)/routes-fpm.json
 
 # Issue 19: 60 s of switch time of lossless incast with a PFC storm every 5 s, through p4-switch's
 # core on a simulated clock (toolchain/p4-switch/README.md, "Soak"); fails on a lossless drop

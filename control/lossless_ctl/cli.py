@@ -251,10 +251,22 @@ def _run(args: argparse.Namespace) -> int:
         except HostIfError as err:
             print(f"run: --hostif {args.hostif}: {err}", file=sys.stderr)
             return 1
+    neighsync = None
+    if args.neighsync:
+        from lossless_ctl.neighbor import routed_interfaces
+        from lossless_ctl.neighsync import NeighSync
+
+        if not args.hostif:
+            print("run: --neighsync needs --hostif (the kernel's interfaces)", file=sys.stderr)
+            return 1
+        neighsync = NeighSync(args.hostif, set(routed_interfaces(cfg))).start()
     try:
         events = (stop, reload, session_end, clear)
-        return _sessions(args, cfg, pipeline, (model, program), events, routing, hostif)
+        kernel = neighsync.events if neighsync is not None else None
+        return _sessions(args, cfg, pipeline, (model, program), events, routing, hostif, kernel)
     finally:
+        if neighsync is not None:
+            neighsync.close()
         if hostif is not None:
             hostif.close()
             print(f"hostif: {dict(hostif.counters)}", flush=True)
@@ -296,7 +308,7 @@ def _start_fpm(args: argparse.Namespace, cfg, pipeline, program):
     return server, orch, asks
 
 
-def _sessions(args, cfg, pipeline, planned, events, routing, hostif) -> int:
+def _sessions(args, cfg, pipeline, planned, events, routing, hostif, kernel=None) -> int:
     """One P4Runtime session after the other, until stopped (see _run)."""
     from lossless_ctl.client import P4RuntimeClient, P4RuntimeError
     from lossless_ctl.loader import plan, reconcile
@@ -380,6 +392,7 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif) -> int:
                         resolve=resolve,
                         hostif=hostif,
                         clear=clear,
+                        kernel=kernel,
                     )
                 finally:
                     if hostif is not None:
@@ -670,6 +683,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a kernel interface (tap) per routed port in this network namespace, with the "
         "config's addresses: ARP, ND and IP to the router go to it, what the kernel sends goes "
         "out of the port (SONiC's hostif; FRR runs there); its carrier is the port's oper state",
+    )
+    run.add_argument(
+        "--neighsync",
+        action="store_true",
+        help="with --hostif: neighbours from the kernel's neighbour table of that namespace "
+        "too (RTM_NEWNEIGH/RTM_DELNEIGH, as SONiC's neighsyncd)",
     )
     run.add_argument(
         "--route-bulk",

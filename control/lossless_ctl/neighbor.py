@@ -410,6 +410,23 @@ class NeighborLearner:
                 out.extend(self._learn(iface, ip, mac, now))
         return out
 
+    def kernel(self, ifname: str, ip: IpAddress, mac: bytes | None, now: float) -> Actions:
+        """A change of the kernel's neighbour table (neighsync, SONiC's neighsyncd): an entry
+        with its MAC is learned; one the kernel deleted or could not resolve loses its
+        neighbour entry as `clear` does (its next hop and host route stay, so ECMP groups keep
+        their members), until the kernel or an answer has it again."""
+        iface = self.interfaces.get(ifname)
+        if iface is None:
+            return Actions()
+        if mac is not None:
+            return self._learn(iface, ip, mac, now)
+        out = Actions()
+        if (ifname, ip) in self.learned:
+            out.updates += self.entries.clear(ifname, ip)
+            del self.learned[(ifname, ip)]
+            out.log.append(f"neighbour {ip} on {ifname} gone from the kernel")
+        return out
+
     def clear(self, now: float) -> Actions:
         """`sonic-clear arp` and `ndp`: every learned neighbour's entry goes (its next hop and
         host route stay, so ECMP groups keep their members) and each is asked for again at
@@ -478,13 +495,15 @@ def serve(
     resolve: queue.Queue | None = None,
     hostif: Any = None,
     clear: threading.Event | None = None,
+    kernel: queue.Queue | None = None,
 ) -> None:
     """PacketIns in, updates and PacketOuts out, until `stop` is set or the switch's stream is
     lost. PacketIns that arrive together (up to `burst`) are handled as one, so their updates
     share WriteRequests. Addresses put in `resolve` (routes' next hops, from another thread)
     are asked for as a glean is, within a tick. With `hostif` (hostif.HostIf), what the kernel
     wants of the punted frames is also written to the port's kernel interface. When `clear`
-    is set, the learned neighbours are cleared (NeighborLearner.clear) within a tick."""
+    is set, the learned neighbours are cleared (NeighborLearner.clear) within a tick. Changes
+    of the kernel's neighbour table put in `kernel` (neighsync) are applied within a tick."""
     for line in apply(client, learner, learner.start(time.monotonic())):
         log(line)
     next_tick = time.monotonic() + tick_s
@@ -507,6 +526,12 @@ def serve(
             while not resolve.empty():
                 asks.extend(learner.glean(resolve.get_nowait(), now))
             for line in apply(client, learner, asks):
+                log(line)
+        if kernel is not None:
+            changes = Actions()
+            while not kernel.empty():
+                changes.extend(learner.kernel(*kernel.get_nowait(), now))
+            for line in apply(client, learner, changes):
                 log(line)
         if clear is not None and clear.is_set():
             clear.clear()

@@ -359,3 +359,26 @@ def test_a_new_session_installs_what_the_last_one_learned_again(setup):
         ("INSERT", "nexthop", (3,), (2, host)),
         ("INSERT", "ipv4_route", (host,), (3,)),
     ]
+
+
+def test_the_kernels_neighbours_are_learned_and_its_deletions_clear_the_entry(setup):
+    """neighsync's events (SONiC's neighsyncd): an entry with a MAC writes the neighbour, next
+    hop and host route as a learned one does; a new MAC moves it; a deletion drops the
+    neighbour entry alone (ECMP groups keep the next hop) until the kernel has it again;
+    entries of other interfaces, or outside the port's subnets, are not learned."""
+    cfg, program, index, _ = setup
+    learner = NeighborLearner(cfg, program, index, age_s=60)
+    ip, host = V4("192.168.1.20"), int(V4("192.168.1.20"))
+    added = learner.kernel("Ethernet4", ip, HOST_MAC, 0.0)
+    kinds = {(t, name) for t, name, _, _ in summary(index, added.updates)}
+    assert kinds == {("INSERT", "neighbor"), ("INSERT", "nexthop"), ("INSERT", "ipv4_route")}
+    moved = learner.kernel("Ethernet4", ip, mac_bytes("02:00:00:00:00:0b"), 1.0)
+    assert summary(index, moved.updates) == [("MODIFY", "neighbor", (2, host), (0x02000000000B,))]
+    assert learner.kernel("Ethernet4", ip, mac_bytes("02:00:00:00:00:0b"), 2.0).updates == []
+    gone = learner.kernel("Ethernet4", ip, None, 3.0)
+    assert [u[:3] for u in summary(index, gone.updates)] == [("DELETE", "neighbor", (2, host))]
+    assert learner.kernel("Ethernet4", ip, None, 4.0).updates == []
+    back = learner.kernel("Ethernet4", ip, HOST_MAC, 5.0)
+    assert summary(index, back.updates) == [("INSERT", "neighbor", (2, host), (0x02000000000A,))]
+    assert learner.kernel("Ethernet99", ip, HOST_MAC, 6.0).updates == []
+    assert learner.kernel("Ethernet4", V4("10.77.0.1"), HOST_MAC, 6.0).updates == []

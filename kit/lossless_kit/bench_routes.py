@@ -1,6 +1,7 @@
 """Route programming time from FRR over FPM to the switch, beside seed 002's, as JSON.
 
     python -m lossless_kit.bench_routes [--pipeline DIR] [--points ipv4_1k,...] [--seed002] [--goal]
+        [--bgp] [--bgp-ecmp]
         [--route-bulk SIZE/SECONDS] [--streams DIR] [-o results/bench/routes-fpm.json]
 
 Per point (root: a network namespace):
@@ -26,6 +27,10 @@ A point `A+B` replays A's stream then B's on one connection (the issue's goal po
 Debian's FRR has no sharpd, so staticd produces the routes; it is slow at scale, which is why
 its time is reported apart from ours. At 200k routes it is too slow to wait for here: point
 ipv4_200k_pyroute2 is pyroute2's stand-in stream (ENCODED), without an FRR time.
+
+Points `bgp_*` (`--bgp`, `--bgp-ecmp`; run_bgp_point) are live instead: a BGP peer (ExaBGP,
+lossless_kit.bgp_peer) feeds bgpd, bgpd zebra, and zebra's stream goes on to the controller
+as it comes, with the peer's, FRR's and our times apart.
 """
 
 from __future__ import annotations
@@ -34,13 +39,16 @@ import argparse
 import ipaddress
 import json
 import os
+import random
 import re
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +62,16 @@ from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.fpm import FpmCounters, FpmReader, each_route
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.show import action_profiles
+from lossless_ctl.show import routes as show_routes
 from lossless_paths import BIN
 
 from .bench import write_report
+from .bgp_peer import ExaBgpPeer, announcements, peer_namespace
 from .frr import (
     GATEWAYS,
+    PORTS,
     V6_GATEWAYS,
+    V6_PORTS,
     Frr,
     fpm_controller,
     missing,
@@ -116,18 +128,20 @@ def prefixes(version: int, count: int) -> list[ipaddress.IPv4Network | ipaddress
 
 
 class Recorder:
-    """zebra's FPM peer in the namespace: keeps the byte stream until every wanted prefix has
-    come with all its next hops (staticd adds them one by one), and the time of the last."""
+    """zebra's FPM peer in the namespace: keeps the byte stream (and passes it on as it comes
+    to `forward`, a port of this namespace's loopback, when given) until every wanted prefix
+    has come with all its next hops (`wanted`: prefix -> their number; staticd adds them one
+    by one), with the times of the first and the last message of a wanted prefix."""
 
-    def __init__(self, ns: str, wanted: set, width: int):
+    def __init__(self, ns: str, wanted: dict, forward: int | None = None):
         self.sock = create_socket(ns, socket.AF_INET, socket.SOCK_STREAM, flags=0)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(1)
         self.port = self.sock.getsockname()[1]
         self.wanted = wanted
-        self.width = width  # next hops per route once staticd has given them all
+        self.forward = socket.create_connection(("127.0.0.1", forward)) if forward else None
         self.seen: set = set()
-        self.last = 0.0
+        self.first = self.last = 0.0
         self.data = bytearray()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._serve, name="fpm-recorder", daemon=True)
@@ -138,24 +152,30 @@ class Recorder:
         reader = FpmReader(FpmCounters(), log=lambda line: print(line, file=sys.stderr))
         with conn:
             while chunk := conn.recv(1 << 16):
+                if self.forward is not None:
+                    self.forward.sendall(chunk)
                 self.data += chunk
                 for route in each_route(reader.feed(chunk)):
-                    if route.prefix in self.wanted and not route.deleted:
+                    width = self.wanted.get(route.prefix)
+                    if width is not None and not route.deleted:
                         self.last = time.perf_counter()
-                        if len(route.nexthops) == self.width:
+                        self.first = self.first or self.last
+                        if len(route.nexthops) == width:
                             self.seen.add(route.prefix)
                 if len(self.seen) == len(self.wanted):
                     self.done.set()
 
     def close(self) -> None:
         self.sock.close()
+        if self.forward is not None:
+            self.forward.close()
 
 
 def record(name: str, wanted: list) -> tuple[bytes, float]:
     """zebra's FPM stream for the point's static routes, and FRR's time to send them."""
     gateways = GATEWAYS if wanted[0].version == 4 else V6_GATEWAYS
     with routed_namespace(f"llbench-{os.getpid()}") as ns:
-        recorder = Recorder(ns, set(wanted), len(gateways))
+        recorder = Recorder(ns, dict.fromkeys(wanted, len(gateways)))
         try:
             with Frr(ns, recorder.port) as frr:
                 start = time.perf_counter()
@@ -235,11 +255,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def replay(stream: bytes, counts: dict[int, int], pipeline: Path, bulk: str, work: Path):
+def replay(
+    stream: bytes, counts: dict[int, int], pipeline: Path, bulk: str, work: Path, expect=None
+):
     """From the stream's first byte to the controller's report of every route of the point
     installed (`counts`: routes per IP version) in one ECMP group per family: (seconds, CPU
     seconds the controller and the switch spent meanwhile, and the length of the read-back
-    that then checks the switch holds just that)."""
+    that then checks the switch holds just that). `expect`, when given, is (ECMP groups,
+    routes through them, check(client, index)) in place of that."""
     switch = SwitchProcess(
         BIN / "p4-switch",
         grpc_addr=f"127.0.0.1:{free_port()}",
@@ -261,36 +284,45 @@ def replay(stream: bytes, counts: dict[int, int], pipeline: Path, bulk: str, wor
                     cpu = [cpu_seconds(pid) for pid in pids]
                     start = time.perf_counter()
                     zebra.sendall(stream)
-                    deadline = time.monotonic() + WAIT_S
-                    want = (
-                        str(total).encode(),
-                        str(len(counts)).encode(),
-                        str(total).encode(),
-                        b"0",
+                    groups, grouped, check = expect or (
+                        len(counts), total, lambda c, i: check_switch(c, i, counts)
                     )
-                    wrong = "no report yet"
-                    while True:
-                        with log.open("rb") as f:
-                            f.seek(seen)
-                            text = f.read()
-                        now = time.perf_counter()
-                        cpu_now = [cpu_seconds(pid) for pid in pids]
-                        done = [m for m in STATE.finditer(text) if m.groups() == want]
-                        if done:
-                            # A burst can end early on a starved machine (the listener
-                            # stalled past routeorch's quiet time): then the switch is not
-                            # yet as wanted, and the next report is waited for.
-                            seen += done[0].end()
-                            read_start = time.perf_counter()
-                            wrong = check_switch(client, index, counts)
-                            readback = time.perf_counter() - read_start
-                            if not wrong:
-                                cpu = [b - a for a, b in zip(cpu, cpu_now, strict=True)]
-                                return now - start, cpu, readback
-                            print(f"reported early ({wrong}); waiting on", file=sys.stderr)
-                        if time.monotonic() > deadline or proc.poll() is not None:
-                            raise BenchError(f"not all {total} routes: {wrong}")
-                        time.sleep(0.005)
+                    done, cpu_done, readback = wait_written(
+                        log, seen, proc, pids, (total, groups, grouped), lambda: check(client, index)
+                    )
+                    cpu = [b - a for a, b in zip(cpu, cpu_done, strict=True)]
+                    return done - start, cpu, readback
+
+
+def wait_written(log: Path, seen: int, proc, pids, want: tuple[int, int, int], check):
+    """Wait for the controller's end-of-burst report (in `log` after offset `seen`) of
+    `want` = (routes installed, ECMP groups, routes through them), none left out, that `check()` (a read-back of
+    the switch: "" when it holds what the point wants) confirms: (when it was reported, the
+    CPU seconds of `pids` then, and the read-back's length)."""
+    deadline = time.monotonic() + WAIT_S
+    groups = tuple(str(n).encode() for n in want) + (b"0",)
+    wrong = "no report yet"
+    while True:
+        with log.open("rb") as f:
+            f.seek(seen)
+            text = f.read()
+        now = time.perf_counter()
+        cpu_now = [cpu_seconds(pid) for pid in pids]
+        done = [m for m in STATE.finditer(text) if m.groups() == groups]
+        if done:
+            # A burst can end early on a starved machine (the listener stalled past
+            # routeorch's quiet time): then the switch is not yet as wanted, and the next
+            # report is waited for.
+            seen += done[0].end()
+            read_start = time.perf_counter()
+            wrong = check()
+            readback = time.perf_counter() - read_start
+            if not wrong:
+                return now, cpu_now, readback
+            print(f"reported early ({wrong}); waiting on", file=sys.stderr)
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise BenchError(f"not all {want[0]} routes: {wrong}")
+        time.sleep(0.005)
 
 
 def run_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Path) -> dict[str, Any]:
@@ -326,6 +358,241 @@ def run_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Path) -
     return out
 
 
+# --- FRR as the source, live: a BGP peer feeds bgpd, bgpd zebra, zebra the controller ---------
+
+# The peer (ExaBGP, lossless_kit.bgp_peer) sits at the far end of Ethernet0, on the PTF
+# config's neighbour addresses there, so every next hop it gives is on that port's subnet.
+PEER_VETH = "p0"  # routed_namespace's far end of Ethernet0
+PEER_AS, FRR_AS = 65001, 65000
+PEER_V4, PEER_V6 = PORTS["Ethernet0"][1], V6_PORTS["Ethernet0"][1]
+FRR_V4, FRR_V6 = PORTS["Ethernet0"][0].split("/")[0], V6_PORTS["Ethernet0"][0].split("/")[0]
+# ECMP points: next hops drawn from Ethernet0's /24 (all its addresses but the router's),
+# each group a distinct set, ROUTES_PER_GROUP routes through each so that groups are shared.
+ECMP_POOL = [str(ip) for ip in ipaddress.ip_network(PORTS["Ethernet0"][0], strict=False).hosts()]
+ECMP_POOL.remove(FRR_V4)
+ROUTES_PER_GROUP = 2
+ECMP_BASE = int(ipaddress.IPv4Address("60.0.0.0"))
+# IPv4 routes, IPv6 routes (/96: longer than 64 bits), ECMP (groups, members).
+BGP_POINTS: dict[str, tuple[int, int, tuple[int, int] | None]] = {
+    "bgp_ipv4_1k": (1_000, 0, None),
+    "bgp_ipv6_1k": (0, 1_000, None),
+    "bgp_ipv4_10k": (10_000, 0, None),
+    "bgp_ipv4_30k": (30_000, 0, None),
+    "bgp_ipv4_60k": (60_000, 0, None),
+    "bgp_ipv4_90k": (90_000, 0, None),
+    "bgp_ipv6_10k": (0, 10_000, None),
+    "bgp_ipv6_30k": (0, 30_000, None),
+    "bgp_ipv4_200k_ipv6_65k": (200_000, 65_000, None),
+    "bgp_ecmp_8x4": (0, 0, (8, 4)),
+    "bgp_ecmp_512x32": (0, 0, (512, 32)),
+    "bgp_ecmp_256x64": (0, 0, (256, 64)),
+    "bgp_ecmp_128x128": (0, 0, (128, 128)),
+}
+BGP_SEED002 = {f"bgp_{name}": s for name, s in SEED002_SECONDS.items()}
+BGP_GOAL = "bgp_ipv4_200k_ipv6_65k"
+BGP_ECMP = ("bgp_ecmp_512x32", "bgp_ecmp_256x64", "bgp_ecmp_128x128")
+MULTIPATH = 256  # Debian's FRR 8.4: configured with --enable-multipath=256 (zebra -v)
+
+
+def bgp_routes(name: str) -> dict:
+    """Point `name`'s routes: prefix -> its next hops (sorted addresses), as the peer
+    announces them."""
+    v4, v6, ecmp = BGP_POINTS[name]
+    routes: dict = {}
+    routes |= dict.fromkeys(prefixes(4, v4), (ipaddress.ip_address(PEER_V4),))
+    routes |= dict.fromkeys(prefixes(6, v6), (ipaddress.ip_address(PEER_V6),))
+    if ecmp:
+        groups, members = ecmp
+        rng, sets = random.Random(groups * 1000 + members), set()
+        while len(sets) < groups:
+            sets.add(tuple(sorted(map(ipaddress.ip_address, rng.sample(ECMP_POOL, members)))))
+        for g, hops in enumerate(sorted(sets)):
+            for k in range(ROUTES_PER_GROUP):
+                n = g * ROUTES_PER_GROUP + k
+                routes[ipaddress.IPv4Network((ECMP_BASE + (n << 8), 24))] = hops
+    return routes
+
+
+def bgpd_conf() -> str:
+    """FRR's bgpd: eBGP to the peer, a session per family, multipath as wide as FRR allows
+    (ADD-PATH receive is on by default in FRR 8.4, so the peer's paths all arrive). The
+    peer's routes are held: kept as received (soft-reconfiguration inbound) and refused by
+    route-map HOLD until release() applies PASS, so FRR's time does not include the peer's
+    pace (ExaBGP, in Python, sends about 2k routes/s here)."""
+    lines = [
+        f"router bgp {FRR_AS}", f" bgp router-id {FRR_V4}", " no bgp ebgp-requires-policy",
+        " no bgp default ipv4-unicast",
+    ]  # fmt: skip
+    for peer in (PEER_V4, PEER_V6):
+        lines += [f" neighbor {peer} remote-as {PEER_AS}", f" neighbor {peer} timers connect 1"]
+    for family, peer in (("ipv4", PEER_V4), ("ipv6", PEER_V6)):
+        lines += [
+            f" address-family {family} unicast", f"  neighbor {peer} activate",
+            f"  neighbor {peer} soft-reconfiguration inbound",
+            f"  neighbor {peer} route-map HOLD in", f"  maximum-paths {MULTIPATH}",
+            " exit-address-family",
+        ]  # fmt: skip
+    lines += ["exit", "route-map HOLD deny 10", "route-map PASS permit 10"]
+    return "\n".join(lines) + "\n"
+
+
+def release(frr: Frr) -> None:
+    """Let bgpd take the held routes: PASS in place of HOLD, which makes bgpd run its stored
+    copy of the peer's routes through the new policy (no route refresh from the peer)."""
+    lines = [f"router bgp {FRR_AS}"]
+    for family, peer in (("ipv4", PEER_V4), ("ipv6", PEER_V6)):
+        lines += [f" address-family {family} unicast", f"  neighbor {peer} route-map PASS in"]
+        lines += [" exit-address-family"]
+    frr.configure(lines)
+
+
+def received(frr: Frr, paths: Counter) -> bool:
+    """Whether bgpd holds every path of the point as the peer sent it (its Adj-RIB-In;
+    `paths` per IP version)."""
+    for version, peer in ((4, PEER_V4), (6, PEER_V6)):
+        if paths[version]:
+            data = json.loads(
+                frr.show(f"show bgp ipv{version} unicast neighbors {peer} prefix-counts json")
+            )
+            if data.get("ribTableWalkCounters", {}).get("Adj-in", 0) < paths[version]:
+                return False
+    return True
+
+
+def check_routes(client: P4RuntimeClient, index: P4InfoIndex, routes: dict, groups: int) -> str:
+    """What is not as the point wants it ("" when all is): the switch's FPM routes are just
+    `routes`, each through its next hops, routes with one next-hop set through one group."""
+    rows = [
+        r for v in (4, 6) for r in show_routes(client, index, v, {}) if r.source == "fpm"
+    ]  # fmt: skip
+    have = {r.prefix: tuple(sorted(h.ip for h in r.nexthops)) for r in rows}
+    if have != routes:
+        wrong = [p for p in routes if have.get(p) != routes[p]]
+        extra = len(set(have) - set(routes))
+        return f"{len(wrong)} of {len(routes)} routes not as announced, {extra} others"
+    by_set: dict = {}
+    for r in rows:
+        by_set.setdefault(have[r.prefix], set()).add(r.group)
+    shared = [s for s, ids in by_set.items() if len(s) > 1 and (len(ids) != 1 or None in ids)]
+    if shared or sum(len(s) > 1 for s in by_set) != groups:
+        return f"{len(shared)} next-hop sets not through one group each ({len(by_set)} sets)"
+    return ""
+
+
+def bgp_established(frr: Frr) -> bool:
+    states = []
+    for family in ("ipv4", "ipv6"):
+        data = json.loads(frr.show(f"show bgp {family} unicast summary json") or "{}")
+        states += [p.get("state") for p in data.get("peers", {}).values()]
+    return states == ["Established"] * 2
+
+
+def run_bgp_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Path) -> dict:
+    """Point `name` with FRR as the source, live: once the peer's sessions are established
+    (empty), it announces the point's routes and bgpd holds them (`peer_seconds`: until
+    bgpd has them all); then they are released (bgpd_conf), bgpd hands them to zebra and
+    zebra streams them over FPM through a recorder into `lossless-ctl run --fpm` on a fresh
+    p4-switch. `frr_seconds`: from the release to zebra's last message of the point's
+    routes; `seconds`: from zebra's first such message to the controller's report of every
+    route written (then checked by a read-back)."""
+    routes = bgp_routes(name)
+    counts = Counter(p.version for p in routes)
+    paths = Counter()  # bgpd keeps a received copy per path (ADD-PATH: one per next hop)
+    for prefix, hops in routes.items():
+        paths[prefix.version] += len(hops)
+    groups = len({hops for hops in routes.values() if len(hops) > 1})
+    grouped = sum(len(hops) > 1 for hops in routes.values())
+    switch = SwitchProcess(
+        BIN / "p4-switch",
+        grpc_addr=f"127.0.0.1:{free_port()}",
+        stats_addr="127.0.0.1:0",
+        log_path=work / f"{name}-p4-switch.log",
+    )
+    log = work / f"{name}-lossless-ctl.log"
+    peer_ns = f"llpeer-{os.getpid()}"
+    with switch:
+        switch.wait_ready(timeout=30)
+        with (
+            fpm_controller(switch.grpc_addr, pipeline, log, "--route-bulk", bulk) as running,
+            P4RuntimeClient(switch.grpc_addr, timeout=600) as client,
+            routed_namespace(f"llbench-{os.getpid()}") as ns,
+        ):
+            proc, fpm_port = running
+            client.connect()
+            index = P4InfoIndex(client.p4info())
+            recorder = Recorder(ns, {p: len(h) for p, h in routes.items()}, forward=fpm_port)
+            try:
+                peer_namespace(ns, peer_ns, PEER_VETH, [f"{PEER_V4}/24", f"{PEER_V6}/64"])
+                sessions = [(PEER_V4, FRR_V4, "ipv4"), (PEER_V6, FRR_V6, "ipv6")]
+                with (
+                    Frr(ns, recorder.port, {"bgpd": bgpd_conf()}) as frr,
+                    ExaBgpPeer(peer_ns, sessions, PEER_AS, FRR_AS) as peer,
+                ):
+                    deadline = time.monotonic() + 60
+                    while not bgp_established(frr) or "fpm: connection" not in log.read_text():
+                        if time.monotonic() > deadline:
+                            raise BenchError(f"no BGP sessions:\n{frr.logs()}\n{peer.logs()}")
+                        time.sleep(0.2)
+                    time.sleep(1.5)  # zebra's first dump (connected routes) flushed
+                    announced = time.perf_counter()
+                    peer.announce(announcements(routes.items()))
+                    while not received(frr, paths):
+                        if time.monotonic() > deadline + WAIT_S:
+                            raise BenchError(f"bgpd did not receive the routes:\n{peer.logs()}")
+                        time.sleep(0.5)
+                    peer_s = time.perf_counter() - announced
+                    seen, pids = log.stat().st_size, (proc.pid, switch.pid)
+                    cpu = [cpu_seconds(pid) for pid in pids]
+                    start = time.perf_counter()
+                    release(frr)
+                    done, cpu_done, readback = wait_written(
+                        log, seen, proc, pids, (len(routes), groups, grouped),
+                        lambda: check_routes(client, index, routes, groups),
+                    )  # fmt: skip
+                    if not recorder.done.wait(10):
+                        raise BenchError(f"zebra sent {len(recorder.seen)} of {len(routes)}")
+                    # Before FRR stops: its withdrawals on the way out are not the point's.
+                    stream = bytes(recorder.data)
+            finally:
+                recorder.close()
+                subprocess.run(["ip", "netns", "del", peer_ns], capture_output=True)
+    streams.mkdir(parents=True, exist_ok=True)
+    (streams / f"{name}.fpm").write_bytes(stream)
+    cpu = [b - a for a, b in zip(cpu, cpu_done, strict=True)]
+    # Our path alone: zebra's stream replayed at once into a fresh controller and switch.
+    check = (groups, grouped, lambda c, i: check_routes(c, i, routes, groups))
+    replay_s, replay_cpu, _ = replay(stream, counts, pipeline, bulk, work, check)
+    out = {
+        "point": name,
+        "source": "ExaBGP -> bgpd -> zebra (dplane_fpm_nl), live",
+        "routes": len(routes),
+        "routes_by_family": {f"ipv{v}": n for v, n in sorted(counts.items())},
+        "ecmp_groups": groups,
+        "seconds": round(done - recorder.first, 3),
+        "routes_per_s": round(len(routes) / (done - recorder.first)),
+        "peer_seconds": round(peer_s, 3),
+        "frr_seconds": round(recorder.last - start, 3),
+        "frr_first_message_s": round(recorder.first - start, 3),
+        "release_to_forwarding_s": round(done - start, 3),
+        "after_last_message_s": round(done - recorder.last, 3),
+        "controller_cpu_s": round(cpu[0], 2),
+        "switch_cpu_s": round(cpu[1], 2),
+        "readback_s": round(readback, 3),
+        "replay_seconds": round(replay_s, 3),
+        "replay_controller_cpu_s": round(replay_cpu[0], 2),
+        "replay_switch_cpu_s": round(replay_cpu[1], 2),
+        "fpm_bytes": len(stream),
+        "fpm_messages": len(FpmReader(FpmCounters(), log=lambda _: None).feed(stream)),
+    }
+    if BGP_POINTS[name][2]:
+        out["ecmp"] = "{}x{}".format(*BGP_POINTS[name][2])
+    if name in BGP_SEED002:
+        out["seed002_seconds"] = BGP_SEED002[name]
+    if name == BGP_GOAL:
+        out["goal_seconds"] = GOAL_SECONDS
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lossless_kit.bench_routes", description=__doc__,
@@ -335,6 +602,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", default=",".join(SMALL), help=f"of {', '.join(POINTS)}")
     parser.add_argument("--seed002", action="store_true", help="seed 002's points as well")
     parser.add_argument("--goal", action="store_true", help=f"{GOAL} as well (issue 22's goal)")
+    parser.add_argument(
+        "--bgp", action="store_true",
+        help="FRR as the source, live from a BGP peer: seed 002's points and the goal",
+    )  # fmt: skip
+    parser.add_argument(
+        "--bgp-ecmp", action="store_true", help=f"FRR as the source: {', '.join(BGP_ECMP)}"
+    )
     parser.add_argument(
         "--route-bulk", default=ROUTE_BULK, help="lossless-ctl's --route-bulk (its default)"
     )
@@ -348,17 +622,25 @@ def main(argv: list[str] | None = None) -> int:
         names += [n for n in SEED002_POINTS if n not in names]
     if args.goal and GOAL not in names:
         names.append(GOAL)
-    unknown = [n for n in names if any(part not in POINTS for part in n.split("+"))]
+    if args.bgp:
+        names += [n for n in (*BGP_SEED002, BGP_GOAL) if n not in names]
+    if args.bgp_ecmp:
+        names += [n for n in BGP_ECMP if n not in names]
+    unknown = [
+        n for n in names
+        if n not in BGP_POINTS and any(part not in POINTS for part in n.split("+"))
+    ]  # fmt: skip
     if unknown:
-        parser.error(f"unknown points {unknown} (known: {', '.join(POINTS)})")
-    if missing():
+        parser.error(f"unknown points {unknown} (known: {', '.join([*POINTS, *BGP_POINTS])})")
+    if missing() or (any(n in BGP_POINTS for n in names) and missing(("bgpd",))):
         parser.error(f"{', '.join(map(str, missing()))} missing: install frr (`make deps`)")
     results = []
     with tempfile.TemporaryDirectory(prefix="llbench-routes-") as tmp:
         work = Path(tmp)
         pipeline = Path(args.pipeline) if args.pipeline else compile_pipeline(work / "p4")
         for name in names:
-            record_ = run_point(name, pipeline, args.route_bulk, work, Path(args.streams))
+            run = run_bgp_point if name in BGP_POINTS else run_point
+            record_ = run(name, pipeline, args.route_bulk, work, Path(args.streams))
             results.append(record_)
             seed, goal = record_.get("seed002_seconds"), record_.get("goal_seconds")
             beside = f"  (seed 002: {seed} s)" if seed else ""
@@ -370,10 +652,16 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
     report = {
-        "bench": "FPM to switch: zebra's recorded stream replayed into lossless-ctl run --fpm",
+        "bench": "FPM to switch: zebra's recorded stream replayed into lossless-ctl run --fpm; "
+        "bgp_* points live, zebra fed by bgpd from a BGP peer (ExaBGP)",
         "seconds": "first FPM byte to the controller reporting every route written in its final "
         "ECMP group (then checked by a read-back of the switch, readback_s)",
-        "frr_seconds": "vtysh static routes to zebra's last route message (staticd, not ours)",
+        "frr_seconds": "vtysh static routes to zebra's last route message (staticd, not ours); "
+        "bgp_* points: bgpd's release of the peer's held routes to zebra's last route message",
+        "peer_seconds": "bgp_* points: the peer's announcement until bgpd holds every path",
+        "after_last_message_s": "bgp_* points: zebra's last route message to `seconds`' end",
+        "replay_seconds": "bgp_* points: zebra's recorded stream replayed at once into a fresh "
+        "controller and switch, first byte to every route written (our path alone)",
         "cpu_s": "CPU seconds lossless-ctl and p4-switch spent within `seconds` (the machine is "
         "shared: wall time is CPU time plus waiting for a core)",
         "route_bulk": args.route_bulk,

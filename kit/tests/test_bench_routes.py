@@ -49,3 +49,43 @@ def test_the_encoded_stream_is_one_message_per_route_with_its_final_next_hops():
         assert {r.nexthops for r in routes} == {hops}
         assert {r.protocol for r in routes} == {"static"}
         assert counters["frames"] == counters["routes"] == 3
+
+
+def test_frr_as_the_source_from_a_bgp_peer(tmp_path):
+    """FRR fed live by ExaBGP: 1k IPv6 /96s through the peer, and 8 ECMP groups of 4 next hops
+    (2 routes each) that bgpd gets as ADD-PATH paths of one session and makes multipath. The
+    bench fails unless the switch then holds each route through exactly the announced next
+    hops, routes with one next-hop set sharing one group."""
+    out = tmp_path / "routes-fpm.json"
+    args = ["--points", "bgp_ipv6_1k,bgp_ecmp_8x4", "--route-bulk", "64/0.1"]
+    assert bench_routes([*args, "--streams", str(tmp_path), "-o", str(out)]) == 0
+    v6, ecmp = json.loads(out.read_text())["results"]
+    assert (v6["routes"], v6["routes_by_family"], v6["ecmp_groups"]) == (1000, {"ipv6": 1000}, 0)
+    assert (ecmp["routes"], ecmp["ecmp_groups"], ecmp["ecmp"]) == (16, 8, "8x4")
+    for point in (v6, ecmp):
+        # FRR's time ends with zebra's last message, ours starts with its first.
+        assert 0 < point["frr_first_message_s"] <= point["frr_seconds"]
+        assert point["peer_seconds"] > 0
+        assert 0 < point["seconds"] <= point["release_to_forwarding_s"]
+        assert point["fpm_messages"] >= point["routes"]
+        # The same stream replayed into a fresh controller and switch passed the same check.
+        assert point["replay_seconds"] > 0
+    assert (tmp_path / "bgp_ecmp_8x4.fpm").stat().st_size == ecmp["fpm_bytes"]
+
+
+def test_announcements_batch_prefixes_per_next_hop_set_with_a_path_per_hop():
+    """ExaBGP's API commands: a path id per next hop of a set (ADD-PATH), prefixes of one set
+    batched."""
+    import ipaddress
+
+    from lossless_kit.bench_routes import prefixes
+    from lossless_kit.bgp_peer import NLRI_PER_COMMAND, announcements
+
+    nets = prefixes(4, NLRI_PER_COMMAND + 1)
+    hops = (ipaddress.ip_address("10.1.0.2"), ipaddress.ip_address("10.1.0.3"))
+    lines = announcements([(n, hops) for n in nets] + [(nets[0], hops[:1])])
+    assert len(lines) == 2 * 2 + 1
+    assert lines[0].startswith("announce attributes path-information 1 next-hop 10.1.0.2 nlri ")
+    assert lines[2].startswith("announce attributes path-information 2 next-hop 10.1.0.3 nlri ")
+    assert lines[1].endswith(f"nlri {nets[-1]}")
+    assert lines[-1] == f"announce attributes path-information 1 next-hop 10.1.0.2 nlri {nets[0]}"

@@ -1,12 +1,12 @@
-"""ROUTING=bgp end to end (`make test-bgp`, about 2 minutes, as root): the leaf-spine fabric
+"""ROUTING=bgp end to end (`make test-bgp`, about 3 minutes, as root): the leaf-spine fabric
 with FRR (zebra, bgpd) on every switch over FPM into `lossless-ctl run`, p4-switch forwarding.
 
 The reference is the topology, not our own output: every leaf-spine link is a BGP session, and
 every leaf reaches every other leaf's host subnet through both spines (the model's equal-cost
 paths), so the routes the P4 tables hold must be those, from FPM. Then seed 002's regression
-items under traffic: a leaf-spine link down and up, a flap storm on it, an FRR restart and a
-switch restart, each with loss counted from the packets' sequence numbers and reported
-(results/bgp/*.json).
+items under IPv4 and IPv6 traffic at once: a leaf-spine link down and up, a flap storm on it,
+an FRR restart, clear neighbours, a controller and a switch restart, each with each family's
+loss counted from the packets' sequence numbers and reported (results/bgp/*.json).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from lossless_topo.lab import Lab, Pipeline
 
 SEQFLOW = Path(__file__).with_name("seqflow.py")
 PORT = 7000
+PORT6 = 7100  # the IPv6 flows' (their source ports follow it: a v6 socket on "::" takes v4's too)
 FLOWS, PPS = 16, 200.0
 LEAF, FAR, SPINE = "leaf1", "leaf8", "spine1"
 
@@ -63,6 +64,10 @@ def lab(compiled_pipeline, tmp_path_factory):
 
 def far_subnet(topo: model.Topology) -> ipaddress.IPv4Network:
     return next(h.ip.network for h in topo.hosts.values() if h.switch == FAR)
+
+
+def far_subnet6(topo: model.Topology) -> ipaddress.IPv6Network:
+    return next(model.ipv6_of(h.ip).network for h in topo.hosts.values() if h.switch == FAR)
 
 
 def spine_hops(topo: model.Topology, leaf: str) -> dict[str, ipaddress.IPv4Address]:
@@ -112,17 +117,24 @@ def flows(lab, seconds: float, tag: str, ipv6: bool = False):
     """Start h1 -> h8 flows for `seconds`: (sender, receiver, their output files)."""
     h8 = lab.topo.hosts["h8"].ip
     dst = model.ipv6_of(h8).ip if ipv6 else h8.ip
+    port = PORT6 if ipv6 else PORT
     sent, got = lab.workdir / f"{tag}-sent.json", lab.workdir / f"{tag}-received.json"
     rx = lab.net["h8"].popen(
-        [sys.executable, str(SEQFLOW), "recv", str(PORT), "--seconds", str(seconds + 3),
+        [sys.executable, str(SEQFLOW), "recv", str(port), "--seconds", str(seconds + 3),
          "--out", str(got), *(["--ipv6"] if ipv6 else [])]
     )  # fmt: skip
     time.sleep(0.5)
     tx = lab.net["h1"].popen(
-        [sys.executable, str(SEQFLOW), "send", str(dst), str(PORT), "--flows", str(FLOWS),
+        [sys.executable, str(SEQFLOW), "send", str(dst), str(port), "--flows", str(FLOWS),
          "--pps", str(PPS), "--seconds", str(seconds), "--out", str(sent)]
     )  # fmt: skip
     return tx, rx, sent, got
+
+
+def both_flows(lab, seconds: float, tag: str) -> list:
+    """h1 -> h8 flows over IPv4 and over IPv6 at once: seed 002's regression items run under
+    both families' traffic."""
+    return [flows(lab, seconds, tag), flows(lab, seconds, f"{tag}-ipv6", ipv6=True)]
 
 
 def loss(sent_path: Path, got_path: Path, tail_s: float) -> dict:
@@ -172,11 +184,14 @@ def test_ipv6_routes_come_from_fpm_and_h1_to_h8_is_forwarded(lab):
     assert result["sent"] >= PPS * 2 and result["lost"] == 0, result
 
 
-def finish(tx, rx, sent: Path, got: Path, name: str, what: str, **figures) -> dict:
-    """Wait for the flows to end; their loss (the last 2 s apart) with `figures`, printed and
-    written to results/bgp/NAME.json."""
-    assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
+def finish(started: list, name: str, what: str, **figures) -> dict:
+    """Wait for both_flows() to end; the IPv4 flows' loss (the last 2 s apart) with `figures`
+    and the IPv6 flows' loss under `ipv6`, printed and written to results/bgp/NAME.json."""
+    for tx, rx, _, _ in started:
+        assert tx.wait(timeout=60) == 0 and rx.wait(timeout=60) == 0
+    (_, _, sent, got), (_, _, sent6, got6) = started
     result = loss(sent, got, 2.0) | figures | {"flows": FLOWS, "pps": PPS}
+    result["ipv6"] = loss(sent6, got6, 2.0)
     out = RESULTS / "bgp" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
@@ -214,36 +229,45 @@ def test_leaf_spine_link_down_and_up_under_traffic(lab):
     """Seed 002's link flap: the ECMP member through the link goes and comes back; the flows
     hashed to it lose what the switch forwarded into the dead link until the route changed."""
     topo = lab.topo
-    subnet = far_subnet(topo)
+    subnet, subnet6 = far_subnet(topo), far_subnet6(topo)
     uplinks = {
         r.node: local.intf for local, r, _ in topo.switch_links(LEAF) if r.node in topo.switches
     }
     hops = spine_hops(topo, LEAF)
     assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
     seconds = 16.0
-    tx, rx, sent, got = flows(lab, seconds, "flap")
+    started = both_flows(lab, seconds, "flap")
     time.sleep(3.0)
     lab.net.configLinkStatus(LEAF, SPINE, "down")
     removed_s = wait_hops(lab, subnet, 1)
-    left = next(r for r in lab.bgp.route_rows(LEAF) if r.prefix == subnet)
-    assert [h.ip for h in left.nexthops] == [v for k, v in hops.items() if k != SPINE]
+    removed6_s = removed_s + wait_hops(lab, subnet6, 1)
+    rows = {r.prefix: r for r in lab.bgp.route_rows(LEAF)}
+    assert [h.ip for h in rows[subnet].nexthops] == [v for k, v in hops.items() if k != SPINE]
+    assert [h.ip for h in rows[subnet6].nexthops] == [
+        model.ipv6_of(ipaddress.IPv4Interface(f"{v}/31")).ip for k, v in hops.items() if k != SPINE
+    ]
     time.sleep(2.0)
     lab.net.configLinkStatus(LEAF, SPINE, "up")
     restored_s = wait_hops(lab, subnet, 2)
+    restored6_s = restored_s + wait_hops(lab, subnet6, 2)
     before = tx_packets(uplinks[SPINE])
-    assert tx.wait(timeout=60) == 0
+    for tx, _, _, _ in started:
+        assert tx.wait(timeout=60) == 0
     result = finish(
-        tx, rx, sent, got, "link-flap", f"link flap {LEAF}-{SPINE}",
+        started, "link-flap", f"link flap {LEAF}-{SPINE}",
         member_removed_after_s=round(removed_s, 3),
         member_restored_after_s=round(restored_s, 3),
+        ipv6_member_removed_after_s=round(removed6_s, 3),
+        ipv6_member_restored_after_s=round(restored6_s, 3),
         packets_through_the_restored_link=tx_packets(uplinks[SPINE]) - before,
     )  # fmt: skip
     through_spine = result["packets_through_the_restored_link"]
     # Only flows hashed to the dead member lose, and only until the route changed (the BGP
     # session drops with the carrier, the route follows within a flush): well under 3 s of
     # half the traffic.
-    assert result["lost"] <= PPS * 3.0 / 2, result
-    assert result["lost_in_last_s"] == 0, result
+    for r in (result, result["ipv6"]):
+        assert r["lost"] <= PPS * 3.0 / 2, r
+        assert r["lost_in_last_s"] == 0, r
     assert through_spine > 50, f"traffic did not return to the restored link: {through_spine}"
 
 
@@ -254,7 +278,7 @@ def test_ecmp_member_flap_storm_under_traffic(lab):
     topo = lab.topo
     subnet = far_subnet(topo)
     assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
-    tx, rx, sent, got = flows(lab, 20.0, "storm")
+    started = both_flows(lab, 20.0, "storm")
     time.sleep(2.0)
     start = time.monotonic()
     for i in range(10):
@@ -264,12 +288,14 @@ def test_ecmp_member_flap_storm_under_traffic(lab):
         time.sleep(max(0.0, start + 1.0 + i - time.monotonic()))
     storm_s = time.monotonic() - start
     restored_s = wait_hops(lab, subnet, 2)
+    restored_s += wait_hops(lab, far_subnet6(topo), 2)  # IPv6 too
     result = finish(
-        tx, rx, sent, got, "flap-storm", f"flap storm {LEAF}-{SPINE}",
+        started, "flap-storm", f"flap storm {LEAF}-{SPINE}",
         flaps=10, storm_s=round(storm_s, 3), member_restored_after_storm_s=round(restored_s, 3),
     )  # fmt: skip
-    assert result["lost"] <= PPS / 2 * (storm_s + 2.0), result
-    assert result["lost_in_last_s"] == 0, result
+    for r in (result, result["ipv6"]):
+        assert r["lost"] <= PPS / 2 * (storm_s + 2.0), r
+        assert r["lost_in_last_s"] == 0, r
 
 
 def test_frr_restart_keeps_the_routes(lab):
@@ -278,7 +304,7 @@ def test_frr_restart_keeps_the_routes(lab):
     it has sent them again, so h1 -> h8 loses nothing and the sessions come back."""
     topo = lab.topo
     subnet = far_subnet(topo)
-    tx, rx, sent, got = flows(lab, 12.0, "frr-restart")
+    started = both_flows(lab, 12.0, "frr-restart")
     time.sleep(2.0)
     start = time.monotonic()
     lab.bgp.restart_frr(LEAF)
@@ -287,12 +313,14 @@ def test_frr_restart_keeps_the_routes(lab):
         lambda: established(lab, LEAF), lambda: lab.bgp.sessions(LEAF)
     )
     result = finish(
-        tx, rx, sent, got, "frr-restart", f"FRR restart on {LEAF}",
+        started, "frr-restart", f"FRR restart on {LEAF}",
         daemons_restarted_in_s=round(restarted_s, 3),
         sessions_established_after_s=round(established_s, 3),
     )  # fmt: skip
-    assert result["lost"] == 0, result
+    for r in (result, result["ipv6"]):
+        assert r["lost"] == 0, r
     assert lab.bgp.fpm_nexthops(LEAF)[subnet] == 2
+    assert lab.bgp.fpm_nexthops(LEAF)[far_subnet6(topo)] == 2
 
 
 def test_clear_neighbours_and_relearn(lab):
@@ -315,7 +343,7 @@ def test_clear_neighbours_and_relearn(lab):
         config = json.loads(lab.config_path(sw).read_text())
         assert config["NEIGH"] == {}, config["NEIGH"]
     cleared = {sw: lab.bgp.log_path(sw).read_text().count("neighbours cleared") for sw in switches}
-    tx, rx, sent, got = flows(lab, 8.0, "clear-neighbours")
+    started = both_flows(lab, 8.0, "clear-neighbours")
     time.sleep(2.0)
     start = time.monotonic()
     for sw in switches:
@@ -334,15 +362,16 @@ def test_clear_neighbours_and_relearn(lab):
         timeout_s=10.0,
     )
     result = finish(
-        tx, rx, sent, got, "clear-neighbours", f"clear neighbours on {LEAF} and {FAR}",
+        started, "clear-neighbours", f"clear neighbours on {LEAF} and {FAR}",
         neighbours_cleared={sw: len(before[sw]) for sw in switches},
         cleared_after_s=round(cleared_s, 3),
         relearned_after_s=round(relearned_s, 3),
     )  # fmt: skip
     # Traffic is lost only between an entry's removal and its answer (one ARP round trip
     # through both controllers): under a second of the traffic, none at the end.
-    assert result["lost"] <= PPS * 1.0, result
-    assert result["lost_in_last_s"] == 0, result
+    for r in (result, result["ipv6"]):
+        assert r["lost"] <= PPS * 1.0, r
+        assert r["lost_in_last_s"] == 0, r
 
 
 def uptimes_s(lab, switch: str) -> dict[str, float]:
@@ -363,7 +392,7 @@ def test_controller_restart_loses_nothing(lab):
     (adopt) and its reconcile writes only the difference from the config, which is none;
     zebra reconnects and sends its routes again, identical, so none is written."""
     subnet = far_subnet(lab.topo)
-    tx, rx, sent, got = flows(lab, 12.0, "ctl-restart")
+    started = both_flows(lab, 12.0, "ctl-restart")
     time.sleep(2.0)
     before = uptimes_s(lab, LEAF)
     start = time.monotonic()
@@ -379,7 +408,7 @@ def test_controller_restart_loses_nothing(lab):
     taken = re.search(r"took over (\d+) FPM routes, (\d+) ECMP groups", after)
     flushed = sum(int(n) for n in re.findall(r"(\d+) in the last flush", after))
     result = finish(
-        tx, rx, sent, got, "controller-restart", f"controller restart on {LEAF}",
+        started, "controller-restart", f"controller restart on {LEAF}",
         controller_ready_after_s=round(ready_s, 3),
         zebra_reconnected_after_s=round(resent_s, 3),
         reconcile_writes=written(log),
@@ -391,7 +420,8 @@ def test_controller_restart_loses_nothing(lab):
     elapsed = time.monotonic() - start
     up = uptimes_s(lab, LEAF)
     assert set(up) == set(before) and all(up[ip] > elapsed for ip in up), (before, up)
-    assert result["lost"] == 0, result
+    for r in (result, result["ipv6"]):
+        assert r["lost"] == 0, r
     assert result["reconcile_writes"] == 0, log
     assert result["fpm_routes_taken_over"] == len(expected_routes(lab.topo, LEAF)), after
     assert result["fpm_routes_written_after_reconnect"] == 0, after
@@ -404,18 +434,56 @@ def test_switch_restart_is_replayed(lab):
     sessions, whose keepalives stop only for the outage (under the 9 s hold time), stay up."""
     topo = lab.topo
     subnet = far_subnet(topo)
-    tx, rx, sent, got = flows(lab, 14.0, "switch-restart")
+    started = both_flows(lab, 14.0, "switch-restart")
     time.sleep(2.0)
     start = time.monotonic()
     lab.restart_switch(LEAF)
     listening_s = time.monotonic() - start
     replayed_s = listening_s + wait_hops(lab, subnet, 2)
+    replayed_s += wait_hops(lab, far_subnet6(topo), 2)  # IPv6 too
     result = finish(
-        tx, rx, sent, got, "switch-restart", f"switch restart of {LEAF}",
+        started, "switch-restart", f"switch restart of {LEAF}",
         switch_listening_after_s=round(listening_s, 3),
         routes_replayed_after_s=round(replayed_s, 3),
     )  # fmt: skip
     assert established(lab, LEAF), lab.bgp.sessions(LEAF)
     # Everything is lost while the switch is away, nothing once it is replayed.
-    assert result["lost"] <= PPS * (replayed_s + 1.0), result
-    assert result["lost_in_last_s"] == 0, result
+    for r in (result, result["ipv6"]):
+        assert r["lost"] <= PPS * (replayed_s + 1.0), r
+        assert r["lost_in_last_s"] == 0, r
+
+
+def test_neighbours_follow_the_kernels_table(lab):
+    """SONiC's neighsyncd (`run --neighsync`): a neighbour that leaf1's kernel gets (added
+    here with iproute2 on the tap of h1's port, IPv4 and IPv6, as the kernel's own ARP and ND
+    would) reaches the switch's neighbour table with its MAC; a new MAC there moves it; deleted
+    from the kernel, it goes from the switch. Last: what it leaves (the next hop and host
+    route, as a clear leaves them) is no concern of the items before."""
+    h1 = next(h for h in lab.topo.hosts.values() if h.switch == LEAF)
+    v4 = h1.ip.network.network_address + 200
+    v6 = model.ipv6_of(ipaddress.IPv4Interface(f"{v4}/{h1.ip.network.prefixlen}")).ip
+    ns = f"lab-{LEAF}"
+    route = subprocess.run(
+        ["ip", "-n", ns, "-j", "route", "get", str(h1.ip.ip)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    dev = json.loads(route)[0]["dev"]
+
+    def neigh(*args: str) -> None:
+        subprocess.run(["ip", "-n", ns, "neigh", *args, "dev", dev], check=True)
+
+    def table() -> dict[str, str]:
+        have = lab.bgp.neighbors(LEAF)
+        return {ip: have[ip] for ip in (str(v4), str(v6)) if ip in have}
+
+    timings = {}
+    start = time.monotonic()
+    for mac in ("02:00:00:00:77:01", "02:00:00:00:77:02"):
+        for ip in (v4, v6):
+            neigh("replace", str(ip), "lladdr", mac, "nud", "permanent")
+        want = {str(v4): mac, str(v6): mac}
+        timings[mac] = until(lambda want=want: table() == want, table, timeout_s=10.0)
+    for ip in (v4, v6):
+        neigh("del", str(ip))
+    timings["deleted"] = until(lambda: table() == {}, table, timeout_s=10.0)
+    print(f"kernel neighbours on {LEAF} ({dev}): {timings} ({time.monotonic() - start:.2f} s)")

@@ -258,7 +258,7 @@ class BgpFabric:
             *self.lab.ctl, "run", "--config", str(self.lab.config_path(switch)),
             "--switch", node.grpc_addr, "--pipeline", str(self.lab.pipeline.directory),
             "--device-id", str(node.device_id), "--fpm", f"127.0.0.1:{FPM_PORT}",
-            "--fpm-netns", ns, "--fpm-restart", str(FPM_RESTART_S), "--hostif", ns,
+            "--fpm-netns", ns, "--fpm-restart", str(FPM_RESTART_S), "--hostif", ns, "--neighsync",
             *(["--stats", node.stats_addr] if node.stats_addr else []),
         ]  # fmt: skip
         with self.log_path(switch).open(mode) as out:
