@@ -285,20 +285,23 @@ def replay(
                     start = time.perf_counter()
                     zebra.sendall(stream)
                     groups, grouped, check = expect or (
-                        len(counts), total, lambda c, i: check_switch(c, i, counts)
+                        len(counts),
+                        total,
+                        lambda c, i: check_switch(c, i, counts),
                     )
                     done, cpu_done, readback = wait_written(
-                        log, seen, proc, pids, (total, groups, grouped), lambda: check(client, index)
-                    )
+                        log, seen, proc, pids, (total, groups, grouped),
+                        lambda: check(client, index),
+                    )  # fmt: skip
                     cpu = [b - a for a, b in zip(cpu, cpu_done, strict=True)]
                     return done - start, cpu, readback
 
 
 def wait_written(log: Path, seen: int, proc, pids, want: tuple[int, int, int], check):
     """Wait for the controller's end-of-burst report (in `log` after offset `seen`) of
-    `want` = (routes installed, ECMP groups, routes through them), none left out, that `check()` (a read-back of
-    the switch: "" when it holds what the point wants) confirms: (when it was reported, the
-    CPU seconds of `pids` then, and the read-back's length)."""
+    `want` = (routes installed, ECMP groups, routes through them), none left out, that
+    `check()` (a read-back of the switch: "" when it holds what the point wants) confirms:
+    (when it was reported, the CPU seconds of `pids` then, and the read-back's length)."""
     deadline = time.monotonic() + WAIT_S
     groups = tuple(str(n).encode() for n in want) + (b"0",)
     wrong = "no report yet"
