@@ -585,7 +585,7 @@ def run_bgp_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Pat
         "replay_controller_cpu_s": round(replay_cpu[0], 2),
         "replay_switch_cpu_s": round(replay_cpu[1], 2),
         "fpm_bytes": len(stream),
-        "fpm_messages": len(FpmReader(FpmCounters(), log=lambda _: None).feed(stream)),
+        "fpm_messages": route_messages(stream),
     }
     if BGP_POINTS[name][2]:
         out["ecmp"] = "{}x{}".format(*BGP_POINTS[name][2])
