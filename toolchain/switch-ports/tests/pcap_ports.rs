@@ -76,10 +76,17 @@ fn use_files_port_reads_name_in_and_writes_name_out() {
     assert_eq!(out[0].data, vec![7; 42]);
 }
 
-#[test]
-fn use_files_port_reads_a_fifo_as_the_writer_produces() {
-    let dir = TempDir::new("fifo");
-    let fifo = dir.0.join("p1_in.pcap");
+type FifoWriter = PcapWriter<std::fs::File>;
+
+/// A FIFO `NAME_in.pcap` in `dir`, and a thread that opens it for writing (so the port's open
+/// returns), writes with `before`, waits for the test's go and writes with `after`.
+fn fifo_writer(
+    dir: &TempDir,
+    name: &str,
+    before: fn(&mut FifoWriter),
+    after: fn(&mut FifoWriter),
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let fifo = dir.0.join(format!("{name}_in.pcap"));
     let c = CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: valid C path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -87,11 +94,23 @@ fn use_files_port_reads_a_fifo_as_the_writer_produces() {
     let writer = std::thread::spawn(move || {
         let file = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
         let mut w = PcapWriter::new(file).unwrap();
-        w.write_now(&[1; 14]).unwrap();
-        // The second frame is written only after the first was received: a FIFO, not a file.
+        before(&mut w);
         go_rx.recv().unwrap();
-        w.write_now(&[2; 14]).unwrap();
+        after(&mut w);
     });
+    (go_tx, writer)
+}
+
+#[test]
+fn use_files_port_reads_a_fifo_as_the_writer_produces() {
+    let dir = TempDir::new("fifo");
+    // The second frame is written only after the first was received: a FIFO, not a file.
+    let (go_tx, writer) = fifo_writer(
+        &dir,
+        "p1",
+        |w| w.write_now(&[1; 14]).unwrap(),
+        |w| w.write_now(&[2; 14]).unwrap(),
+    );
     let port = PcapFilePort::open(&dir.0.join("p1")).unwrap();
     let mut buf = [0u8; 64];
     assert_eq!(port.recv(&mut buf, WAIT).unwrap(), Recv::Frame(14));
@@ -182,17 +201,12 @@ fn merged_inputs_go_by_timestamp_then_port_as_bmv2_reads_them() {
 #[test]
 fn merged_inputs_wait_for_every_fifo_before_choosing() {
     let dir = TempDir::new("merge-fifo");
-    let fifo = dir.0.join("p1_in.pcap");
-    let c = CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: valid C path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-    let writer = std::thread::spawn(move || {
-        let file = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-        let mut w = PcapWriter::new(file).unwrap();
-        go_rx.recv().unwrap();
-        w.write(Duration::from_micros(5), &[0x11; 14]).unwrap();
-    });
+    let (go_tx, writer) = fifo_writer(
+        &dir,
+        "p1",
+        |_| {},
+        |w| w.write(Duration::from_micros(5), &[0x11; 14]).unwrap(),
+    );
     let p0 = input(&dir, "p0", &[(10, 0x01)]);
     let p1 = std::sync::Arc::new(PcapFilePort::open(&dir.0.join("p1")).unwrap());
     let mut merge = PcapMerge::new(vec![(0, p0), (1, p1)]);
