@@ -215,9 +215,11 @@ conformance: build deps
 
 # Namespaces and veths need root. PTF_OVERLAY=ptf-tests/config/no_pfc.json loads the suite with
 # a mechanism turned off (the tests still expect it); PTF_TESTS=pfc runs one module or test.
+# Against bmv2 (SWITCH=simple_switch_grpc) the tests of ptf-tests/ptf_harness/bmv2_limits.py
+# are skipped; PTF_AS_BMV2=1 runs the tests that way on p4-switch too.
 PTF_RUN = $(SUDO) env PYTHONPATH=$(CURDIR)/ptf-tests $(PY) -m ptf_harness.run \
 	--switch $(SWITCH) --pipeline $(P4_OUT) --results $(RESULTS)/ptf \
-	$(foreach o,$(PTF_OVERLAY),--overlay $(o))
+	$(foreach o,$(PTF_OVERLAY),--overlay $(o)) $(if $(PTF_AS_BMV2),--as-bmv2)
 
 ptf: build deps p4
 	$(PTF_RUN) --scale ci $(PTF_TESTS)

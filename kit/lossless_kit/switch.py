@@ -71,6 +71,7 @@ class SwitchProcess:
     device_id: int = 1
     grpc_addr: str = "127.0.0.1:9559"
     stats_addr: str | None = None
+    thrift_port: int | None = None  # the runtime CLI's server (simple_switch_CLI); None: none
     port_config: Path | None = None
     log_path: Path = Path("switch.log")
     exec_prefix: list[str] = field(default_factory=list)
@@ -85,6 +86,8 @@ class SwitchProcess:
         cmd = [*self.exec_prefix, str(self.binary), "--device-id", str(self.device_id)]
         for port, iface in sorted(self.interfaces.items()):
             cmd += ["-i", f"{port}@{iface}"]
+        if self.thrift_port is not None:
+            cmd += ["--thrift-port", str(self.thrift_port)]
         cmd += [str(self.json_path)] if self.json_path is not None else ["--no-p4"]
         cmd += ["--", "--grpc-server-addr", self.grpc_addr]
         cmd += ["--cpu-port", str(CPU_PORT), "--priority-queues", "8"]
@@ -95,9 +98,23 @@ class SwitchProcess:
                 cmd += ["--stats-addr", self.stats_addr]
         return cmd
 
+    def runtime_cli(self) -> list[str]:
+        """The command line of the runtime CLI for this switch (commands on its stdin): the
+        `simple_switch_CLI` beside the switch's binary (bmv2 installs both in one directory,
+        `make build` both names in build/bin), else the one on PATH."""
+        if self.thrift_port is None:
+            raise SwitchError("the switch was configured without a runtime CLI (thrift_port)")
+        beside = Path(self.binary).parent / "simple_switch_CLI"
+        found = str(beside) if beside.is_file() else shutil.which("simple_switch_CLI")
+        if found is None:
+            raise SwitchError(f"no simple_switch_CLI beside {self.binary} nor on PATH")
+        return [*self.exec_prefix, found, "--thrift-port", str(self.thrift_port)]
+
     def ports(self) -> list[int]:
         """The TCP ports the started switch listens on (a stats port 0 is the switch's pick)."""
         ports = [_port(self.grpc_addr)]
+        if self.thrift_port is not None:
+            ports.append(self.thrift_port)
         if self.stats_addr is not None and not self.bmv2 and _port(self.stats_addr) != 0:
             ports.append(_port(self.stats_addr))
         return ports

@@ -51,6 +51,24 @@ def test_bmv2_gets_its_program_and_target_options_but_not_ours():
     assert bmv2.ports() == [9559]  # no statistics endpoint to wait for
 
 
+def test_runtime_cli_port_and_the_cli_beside_the_switch(tmp_path):
+    (tmp_path / "simple_switch_CLI").write_text("")
+    sw = SwitchProcess(
+        tmp_path / "simple_switch_grpc", {1: "sw1"}, thrift_port=9091,
+        exec_prefix=["ip", "netns", "exec", "ns"],
+    )  # fmt: skip
+    assert sw.command()[:7] == [
+        "ip", "netns", "exec", "ns", str(tmp_path / "simple_switch_grpc"), "--device-id", "1",
+    ]  # fmt: skip
+    assert sw.command()[7:12] == ["-i", "1@sw1", "--thrift-port", "9091", "--no-p4"]
+    assert sw.ports() == [9559, 9091]
+    assert sw.runtime_cli() == [
+        "ip", "netns", "exec", "ns", str(tmp_path / "simple_switch_CLI"), "--thrift-port", "9091",
+    ]  # fmt: skip
+    with pytest.raises(SwitchError, match="without a runtime CLI"):
+        SwitchProcess(tmp_path / "simple_switch_grpc").runtime_cli()
+
+
 def test_bmv2_is_decided_by_the_file_a_name_resolves_to(tmp_path):
     # `make build` links bmv2's names to p4-switch: those are p4-switch, with its features.
     ours = tmp_path / "p4-switch"

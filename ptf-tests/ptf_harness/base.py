@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import json
+import subprocess
 import time
 import urllib.request
 from typing import Any
@@ -15,6 +16,7 @@ import ptf
 from ptf.base_tests import BaseTest
 from ptf.testutils import test_params_get
 
+from ptf_harness.bmv2_limits import bmv2_limit
 from ptf_harness.packets import describe_difference, nearest
 
 # p4src/headers.p4 DROP_* and PUNT_*.
@@ -150,19 +152,30 @@ class LosslessTest(BaseTest):
         self.cfg = SuiteConfig(self.params["config"])
         self._client = None
         self._index = None
+        if self.target == "bmv2" and (reason := bmv2_limit(str(self))):
+            self.skipTest(f"bmv2: {reason}")
 
     def tearDown(self) -> None:
         if self._client is not None:
             self._client.close()
         BaseTest.tearDown(self)
 
-    # --- target ---------------------------------------------------------------------------
+    # --- the runtime CLI (bmv2's Thrift CLI; p4-switch's --thrift-port) ----------------------
 
-    def skip_on_bmv2(self, reason: str) -> None:
-        """Skip only against bmv2's simple_switch_grpc, for a feature it lacks; never against
-        p4-switch."""
-        if self.target == "bmv2":
-            self.skipTest(f"bmv2: {reason}")
+    def runtime_cli(self, command: str) -> str:
+        """What `simple_switch_CLI` prints for one command (without its banner and prompts)."""
+        cli = self.params.get("runtime_cli")
+        if not cli:
+            self.fail("the runner gave no runtime CLI command line (runtime_cli)")
+        proc = subprocess.run(cli, input=command + "\n", capture_output=True, text=True, timeout=30)
+        # Banner, then "RuntimeCmd: " before each command read and once more at EOF.
+        parts = proc.stdout.split("RuntimeCmd: ")
+        if proc.returncode != 0 or len(parts) < 3:
+            self.fail(
+                f"simple_switch_CLI `{command}`: exit status {proc.returncode}, "
+                f"{(proc.stdout + proc.stderr).strip()[-500:]}"
+            )
+        return parts[1]
 
     # --- P4Runtime ------------------------------------------------------------------------
 
@@ -210,6 +223,13 @@ class LosslessTest(BaseTest):
         return {i: self.counter(name, i)[0] for i in indexes}
 
     def register_write(self, name: str, index: int, value: int) -> None:
+        """Over P4Runtime, or on bmv2 (whose P4Runtime server answers `UNIMPLEMENTED: Register
+        writes are not supported yet`) through its runtime CLI."""
+        if self.target == "bmv2":
+            said = self.runtime_cli(f"register_write {name} {index} {value}")
+            if said.strip():
+                raise AssertionError(f"register {name}[{index}] = {value}: {said.strip()}")
+            return
         pb = self.client.pb
         reg = self._object("registers", name)
         width = reg.type_spec.bitstring.bit.bitwidth

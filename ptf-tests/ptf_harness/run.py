@@ -3,8 +3,9 @@ program it with lossless-ctl from config_db.json, run PTF on the veth peers, and
 down, also when something fails or the run is interrupted.
 
     python -m ptf_harness.run [--switch BIN] [--pipeline DIR] [--overlay FILE ...]
-                              [--scale ci|full] [--results DIR] [--expect-fail] [TEST ...]
-    python -m ptf_harness.run --negative [--baseline] [OVERLAY ...]
+                              [--scale ci|full] [--results DIR] [--expect-fail] [--as-bmv2]
+                              [TEST ...]
+    python -m ptf_harness.run --negative [--baseline] [--as-bmv2] [OVERLAY ...]
 
 TEST names PTF tests (`l3`, `pfc.XoffAtThreshold`); none runs the whole suite. Overlays are
 config_db.json fragments merged over the suite's config before loading (`config/no_pfc.json`
@@ -12,7 +13,10 @@ turns PFC off): the tests still expect the suite's config, so they show what bre
 `--expect-fail` succeeds only if every selected test fails with an assertion; `--negative` runs
 negative.NEGATIVE (each mechanism-off overlay with the tests that must then fail) and succeeds
 only if all of them fail; with `--baseline` they must also pass without the overlays first.
-Each test's outcome is kept in RESULTS/outcomes.jsonl.
+Each test's outcome is kept in RESULTS/outcomes.jsonl. Against bmv2 (or with `--as-bmv2`,
+which runs the tests as against bmv2 on any switch, to check those paths on p4-switch) the
+tests of bmv2_limits.BMV2_LIMITS are skipped and leave the negative check, register state is
+written through the runtime CLI, and there is no statistics endpoint.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from pathlib import Path
 
 from lossless_kit.switch import SwitchError, SwitchProcess, is_bmv2
 from lossless_paths import CONTROL, P4_BUILD, PTF_CONFIG_DB, PTF_TESTS, RESULTS
-from ptf_harness.negative import NEGATIVE, TESTS, Verdict, module_tests
+from ptf_harness.bmv2_limits import bmv2_limit
+from ptf_harness.negative import NEGATIVE, TESTS, Negative, Verdict, module_tests
 from ptf_harness.topology import PTF_MGMT_IP, SWITCH_MGMT_IP, Topology, TopologyError
 
 GRPC_PORT = 9559
 STATS_PORT = 9090
+THRIFT_PORT = 9091  # the runtime CLI's (on bmv2), reached from the switch's namespace
 
 
 class RunError(Exception):
@@ -91,13 +97,14 @@ def session(
     outcomes.write_text("")
 
     topo = Topology(ports=4, prefix=args.prefix)
-    bmv2 = is_bmv2(args.switch)
+    bmv2 = as_bmv2(args)
     switch = SwitchProcess(
         binary=shutil.which(args.switch) or args.switch,
         interfaces={p: topo.switch_iface(p) for p in topo.port_numbers()},
         grpc_addr=f"0.0.0.0:{GRPC_PORT}",
         port_config=ports_json,
         stats_addr=f"{SWITCH_MGMT_IP}:{STATS_PORT}",
+        thrift_port=THRIFT_PORT if bmv2 else None,
         exec_prefix=topo.exec_prefix(topo.switch_ns),
         log_path=results / "switch.log",
     )
@@ -132,6 +139,8 @@ def session(
             "ptf_mgmt_ip": PTF_MGMT_IP,
             "stats_url": "" if bmv2 else f"http://{SWITCH_MGMT_IP}:{STATS_PORT}",
             "outcomes": str(outcomes),
+            # Run from the PTF namespace into the switch's, where the CLI server listens.
+            "runtime_cli": switch.runtime_cli() if bmv2 else [],
         }
         cmd = [
             *topo.exec_prefix(topo.ptf_ns), python, str(Path(python).parent / "ptf"),
@@ -172,6 +181,11 @@ def summary(outcomes: dict[str, tuple[str, str]]) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no test ran"
 
 
+def as_bmv2(args: argparse.Namespace) -> bool:
+    """Whether the tests run as against bmv2: the switch is bmv2's, or --as-bmv2."""
+    return args.as_bmv2 or is_bmv2(args.switch)
+
+
 def run(args: argparse.Namespace) -> int:
     results = Path(args.results).resolve()
     overlays = [Path(o) for o in args.overlay]
@@ -185,12 +199,17 @@ def run(args: argparse.Namespace) -> int:
             )
         reports, ok = [], True
         baseline = None
+
+        def runnable(neg: Negative) -> list[str]:
+            # A test skipped for a bmv2 limit shows nothing there.
+            return [t for t in neg.must_fail() if not (as_bmv2(args) and bmv2_limit(t))]
+
         if args.baseline:
-            union = list(dict.fromkeys(t for n in chosen for t in n.must_fail()))
+            union = list(dict.fromkeys(t for n in chosen for t in runnable(n)))
             print(f"ptf: negative check baseline: {len(union)} tests must pass")
             _code, baseline = session(args, overlays, union, results / "negative" / "baseline")
         for neg in chosen:
-            expected = neg.must_fail()
+            expected = runnable(neg)
             print(f"ptf: negative check {neg.overlay}: {len(expected)} tests must fail")
             _code, outcomes = session(
                 args, [*overlays, neg.path], expected, results / "negative" / neg.overlay
@@ -199,6 +218,11 @@ def run(args: argparse.Namespace) -> int:
             ok = ok and verdict.ok
             reports.append(verdict.report(f"with {neg.path.name}"))
             reports += [f"  (not run: {t}: {why})" for t, why in neg.unaffected.items()]
+            reports += [
+                f"  (not run: {t}: skipped against bmv2, bmv2_limits.py)"
+                for t in neg.must_fail()
+                if t not in expected
+            ]
         text = "\n".join(reports)
         (results / "negative.txt").write_text(text + "\n")
         print(text)
@@ -235,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--negative", action="store_true",
         help="each mechanism-off overlay (or those named) with the tests that must fail",
+    )  # fmt: skip
+    p.add_argument(
+        "--as-bmv2", action="store_true",
+        help="run the tests as against bmv2 (its skips, state through the runtime CLI)",
     )  # fmt: skip
     p.add_argument(
         "--baseline", action="store_true",

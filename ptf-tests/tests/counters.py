@@ -50,7 +50,6 @@ class PortAndDropCounters(LosslessTest):
     PAUSE into port 2: each counter moves by exactly what was sent, received or dropped."""
 
     def runTest(self) -> None:
-        self.skip_on_bmv2("bmv2's simple_switch_grpc has no port/traffic-manager statistics")
         _ip, h2_mac = self.cfg.host(2)
         forwarded = [
             Ether(dst=self.cfg.router_mac, src=H1_MAC)

@@ -1,8 +1,10 @@
 """ECN marking (WRED_PROFILE with ecn) against queue depth, within statistical bounds.
 
 The depth is set exactly: the test writes the pipeline's own byte count for (port 3, queue 3)
-(`queue_bytes`, p4src/README.md) over P4Runtime; each packet adds its length at admission and
-removes it in egress, so it leaves exactly that depth behind, which is what marking uses.
+(`queue_bytes`, p4src/README.md) over P4Runtime, on bmv2 through its runtime CLI (traffic
+cannot build these depths there: ptf-tests/README.md, "Against bmv2"); each packet adds its
+length at admission and removes it in egress, so it leaves exactly that depth behind, which is
+what marking uses.
 Packets go one at a time, so they never overlap. The expected probability is WRED's: 0 up to
 Kmin, Pmax x (depth - Kmin) / (Kmax - Kmin) between, 1 at or above Kmax.
 """

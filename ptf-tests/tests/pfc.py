@@ -20,7 +20,6 @@ from ptf_harness.packets import pause_frame, pause_time_s, pfc_frame, routed
 
 FRAME = 1000  # bytes per data frame, as the switch counts them (no FCS)
 PEER_MAC = "02:00:00:00:03:01"
-NO_PFC = "bmv2 does not act on received PFC/PAUSE frames, so it cannot hold the egress queue"
 
 
 def data(dscp: int, seq: int, dst: str = "10.3.0.1") -> object:
@@ -49,7 +48,6 @@ def reset_accounting(test: LosslessTest) -> None:
 class PfcBase(LosslessTest):
     def setUp(self) -> None:
         super().setUp()
-        self.skip_on_bmv2(NO_PFC)
         self.pg_index = 1 * 8 + 3  # (ingress port 1, PG 3)
         self.th = self.cfg.lossless()
         _ip, self.peer_mac = self.cfg.host(3)
@@ -251,7 +249,6 @@ class PfcWatchdogStorm(LosslessTest):
     end the storm (restoration needs calm time without XOFF), after which it forwards again."""
 
     def runTest(self) -> None:
-        self.skip_on_bmv2(NO_PFC)
         reset_accounting(self)
         wd = self.cfg.tables["PFC_WD"]["Ethernet12"]
         detection = int(wd["detection_time"]) / 1000

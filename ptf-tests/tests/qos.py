@@ -20,9 +20,6 @@ PEER_MAC = "02:00:00:00:03:01"
 class QosBase(LosslessTest):
     def order_test(self, ingress: int, packets: list[tuple[int, object]], what: str) -> None:
         """`packets`: (expected queue, packet); they must leave port 3 by descending queue."""
-        self.skip_on_bmv2(
-            "bmv2 does not act on received PAUSE frames, so queued packets cannot be held"
-        )
         _ip, mac = self.cfg.host(3)
         self.dataplane.send(0, 3, pause_frame(PEER_MAC, 0xFFFF))
         try:

@@ -2,7 +2,8 @@
 deduplication, and conversion to PFC at the source ToR only (p4src/README.md, "Source Flow
 Control").
 
-Queue depth is set exactly by writing the pipeline's `queue_bytes` for (host port, queue 3).
+Queue depth is set exactly by writing the pipeline's `queue_bytes` for (host port, queue 3)
+(over P4Runtime; on bmv2 through its runtime CLI, ptf-tests/README.md, "Against bmv2").
 The expected pause is the README's: duration_us = min(65535, (depth - target) x
 us_per_byte_q24 >> 24) with us_per_byte_q24 = round(2^24 x 8e6 / port bps), quanta =
 min(65535, ceil(duration_us x port bps / 512e6)) (pause quanta per us in Q16.16, rounded up).

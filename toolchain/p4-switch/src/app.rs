@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use switch_ports::pcap::PcapMerge;
 use switch_ports::{AfPacketPort, Captured, PcapFilePort, Port, PortError};
 use switch_tm::{ConfigFormat, TmError};
 use switch_v1model::{Switch, SwitchConfig};
@@ -255,9 +256,14 @@ pub fn start(args: &Args) -> Result<Running, StartError> {
     }
     // Ascending port order: opening a FIFO blocks until its writer opens it, as in bmv2.
     let mut ports: Vec<(u32, Arc<dyn Port>)> = Vec::new();
+    let mut pcap_inputs = Vec::new();
     for (p, iface) in &wanted {
         let port: Arc<dyn Port> = match (args.use_files.is_some(), &args.pcap) {
-            (true, _) => Arc::new(PcapFilePort::open(std::path::Path::new(iface))?),
+            (true, _) => {
+                let file = Arc::new(PcapFilePort::open(std::path::Path::new(iface))?);
+                pcap_inputs.push((*p, file.clone()));
+                file
+            }
             (false, None) => Arc::new(AfPacketPort::open(iface)?),
             (false, Some(dir)) => Arc::new(Captured::new(AfPacketPort::open(iface)?, dir)?),
         };
@@ -279,8 +285,13 @@ pub fn start(args: &Args) -> Result<Running, StartError> {
     }
     core.log = logger;
     let delay = Duration::from_secs(args.use_files.unwrap_or(0));
-    let runtime =
-        Runtime::start(core, ports, delay, clock, args.device_id).map_err(StartError::Threads)?;
+    let runtime = if args.use_files.is_some() {
+        let inputs = PcapMerge::new(pcap_inputs);
+        Runtime::start_pcap_files(core, inputs, delay, clock, args.device_id)
+    } else {
+        Runtime::start(core, ports, delay, clock, args.device_id)
+    }
+    .map_err(StartError::Threads)?;
     let handle = runtime.handle();
     let default_addr = |d: &'static str| (!args.as_simple_switch).then_some(d);
     let stats_addr = args

@@ -63,6 +63,10 @@ impl Drop for CliServer {
 
 fn serve(stream: TcpStream, h: &Handle) {
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    // One write per answer, sent at once: with Nagle's algorithm a reply in several writes
+    // waited for the client's delayed ACK, about 40 ms a command, so that p4c's STF harness,
+    // which sends a packet 1 s after its last command, overtook a long command list.
+    let _ = stream.set_nodelay(true);
     let Ok(mut out) = stream.try_clone() else {
         return;
     };
@@ -95,7 +99,10 @@ fn serve(stream: TcpStream, h: &Handle) {
             Ok(t) => ("OK", t),
             Err(e) => ("ERR", e),
         };
-        if write!(out, "{tag} {}\n{text}", text.len()).is_err() {
+        if out
+            .write_all(format!("{tag} {}\n{text}", text.len()).as_bytes())
+            .is_err()
+        {
             return;
         }
     }
@@ -110,6 +117,7 @@ pub struct CliClient {
 impl CliClient {
     pub fn connect(addr: &str) -> std::io::Result<CliClient> {
         let s = TcpStream::connect(addr)?;
+        s.set_nodelay(true)?;
         Ok(CliClient {
             writer: s.try_clone()?,
             reader: BufReader::new(s),
@@ -117,7 +125,8 @@ impl CliClient {
     }
 
     pub fn run(&mut self, line: &str) -> std::io::Result<Result<String, String>> {
-        writeln!(self.writer, "{}", line.replace('\n', " "))?;
+        let request = format!("{}\n", line.replace('\n', " "));
+        self.writer.write_all(request.as_bytes())?;
         let mut head = String::new();
         self.reader.read_line(&mut head)?;
         let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed reply");

@@ -1,5 +1,6 @@
 //! Threads: one dataplane thread owning the [`Core`] (engine and traffic manager), one transmit
-//! thread, and a receive thread for each port that cannot be polled. Control-plane work reaches
+//! thread, and a receive thread for each port that cannot be polled (one for all of bmv2's
+//! `--use-files` inputs, which it merges by timestamp as bmv2 does). Control-plane work reaches
 //! the engine as closures run by the dataplane thread between two packets
 //! ([`Handle::exec_core`]), so the engine needs no lock.
 //!
@@ -25,6 +26,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use switch_ports::pcap::{Merged, PcapMerge};
 use switch_ports::{Port, Recv, MAX_FRAME};
 use switch_v1model::{Switch, SwitchConfig};
 
@@ -221,6 +223,37 @@ impl Runtime {
         clock: impl Clock + 'static,
         device_id: u64,
     ) -> std::io::Result<Runtime> {
+        Runtime::launch(core, ports, None, start_delay, clock, device_id)
+    }
+
+    /// The same for bmv2's `--use-files` ports: one receive thread reads them all in `inputs`'
+    /// order (earliest timestamp first), so that frames written to several ports reach the
+    /// pipeline in the order they were written.
+    pub fn start_pcap_files(
+        core: Core,
+        inputs: PcapMerge,
+        start_delay: Duration,
+        clock: impl Clock + 'static,
+        device_id: u64,
+    ) -> std::io::Result<Runtime> {
+        Runtime::launch(
+            core,
+            Vec::new(),
+            Some(inputs),
+            start_delay,
+            clock,
+            device_id,
+        )
+    }
+
+    fn launch(
+        core: Core,
+        ports: Vec<(u32, Arc<dyn Port>)>,
+        merged: Option<PcapMerge>,
+        start_delay: Duration,
+        clock: impl Clock + 'static,
+        device_id: u64,
+    ) -> std::io::Result<Runtime> {
         let (tx, rx) = sync_channel(QUEUE);
         let shared = Arc::new(Shared {
             tx,
@@ -258,6 +291,14 @@ impl Runtime {
                 std::thread::Builder::new()
                     .name(format!("rx {num}"))
                     .spawn(move || receive(num, port, start_delay, &s))?,
+            );
+        }
+        if let Some(inputs) = merged {
+            let s = shared.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("rx pcap".into())
+                    .spawn(move || receive_merged(inputs, start_delay, &s))?,
             );
         }
         Ok(Runtime {
@@ -427,13 +468,42 @@ fn dataplane(
     }
 }
 
-fn receive(num: u32, port: Arc<dyn Port>, start_delay: Duration, s: &Shared) {
+/// Sleeps until `start_delay` has passed; false when the runtime stopped first.
+fn wait_start(start_delay: Duration, s: &Shared) -> bool {
     let begin = Instant::now();
     while begin.elapsed() < start_delay {
         if s.stop.load(Ordering::Relaxed) {
-            return;
+            return false;
         }
         std::thread::sleep(RX_POLL.min(start_delay.saturating_sub(begin.elapsed())));
+    }
+    true
+}
+
+/// The receive thread of merged pcap inputs: one frame per batch, in the merge's order.
+fn receive_merged(mut inputs: PcapMerge, start_delay: Duration, s: &Shared) {
+    if !wait_start(start_delay, s) {
+        return;
+    }
+    while !s.stop.load(Ordering::Relaxed) {
+        match inputs.next(RX_POLL) {
+            Ok(Merged::Frame(port, data)) => {
+                let mut batch = s.batch(port);
+                batch.push(&data);
+                if !s.send(Msg::Frames(batch)) {
+                    return;
+                }
+            }
+            Ok(Merged::Waiting) => {}
+            Ok(Merged::Ended) => return,
+            Err(e) => eprintln!("{e}"),
+        }
+    }
+}
+
+fn receive(num: u32, port: Arc<dyn Port>, start_delay: Duration, s: &Shared) {
+    if !wait_start(start_delay, s) {
+        return;
     }
     let mut frame = vec![0u8; MAX_FRAME];
     let mut batch = s.batch(num);

@@ -295,9 +295,10 @@ pub fn create_file(path: &Path) -> io::Result<PcapWriter<BufWriter<File>>> {
 /// and writes what the switch sends to `NAME_out.pcap`.
 ///
 /// Frames are delivered in file order as fast as they are read; timestamps are not replayed.
+/// Several ports' inputs are ordered among themselves by [`PcapMerge`].
 pub struct PcapFilePort {
     name: String,
-    frames: Mutex<Receiver<Result<Vec<u8>, PcapError>>>,
+    frames: Mutex<Receiver<Result<PcapRecord, PcapError>>>,
     out: Mutex<PcapWriter<BufWriter<File>>>,
     out_path: PathBuf,
 }
@@ -324,7 +325,7 @@ impl PcapFilePort {
             .spawn(move || loop {
                 match reader.next_record() {
                     Ok(Some(record)) => {
-                        if tx.send(Ok(record.data)).is_err() {
+                        if tx.send(Ok(record)).is_err() {
                             return;
                         }
                     }
@@ -348,6 +349,90 @@ impl PcapFilePort {
     pub fn out_path(&self) -> &Path {
         &self.out_path
     }
+
+    /// Waits at most `timeout` for the next input record, timestamp included.
+    pub fn recv_record(&self, timeout: Duration) -> Result<Option<NextRecord>, PortError> {
+        let frames = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        match frames.recv_timeout(timeout) {
+            Ok(Ok(record)) => Ok(Some(NextRecord::Record(record))),
+            Ok(Err(e)) => Err(PortError::Pcap(e)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Ok(Some(NextRecord::End)),
+        }
+    }
+}
+
+/// What an input gave: its next record, or its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextRecord {
+    Record(PcapRecord),
+    End,
+}
+
+/// The inputs of several `--use-files` ports read in bmv2's order (its `PcapFilesReader`): the
+/// next record of every input that has not ended is read first, waiting for FIFO writers if
+/// need be, and the one with the earliest timestamp goes first (the lower port on a tie). So
+/// frames written to different ports' FIFOs one after the other reach the switch in that
+/// order, whichever reader thread runs first. Timestamps order the frames; they are not
+/// replayed as delays.
+pub struct PcapMerge {
+    inputs: Vec<(u32, std::sync::Arc<PcapFilePort>)>,
+    /// Each input's next record once read; `None` while wanted (or after the end).
+    heads: Vec<Option<PcapRecord>>,
+    ended: Vec<bool>,
+}
+
+/// What [`PcapMerge::next`] gave.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Merged {
+    /// The next frame, and the port it arrived on.
+    Frame(u32, Vec<u8>),
+    /// An input has no next record yet (within the timeout): ask again.
+    Waiting,
+    /// Every input has ended.
+    Ended,
+}
+
+impl PcapMerge {
+    /// `inputs`: (port number, port); ties go to the lower port number.
+    pub fn new(mut inputs: Vec<(u32, std::sync::Arc<PcapFilePort>)>) -> Self {
+        inputs.sort_by_key(|(num, _)| *num);
+        PcapMerge {
+            heads: vec![None; inputs.len()],
+            ended: vec![false; inputs.len()],
+            inputs,
+        }
+    }
+
+    /// The next frame in bmv2's order, waiting at most `timeout` for each input's next record.
+    /// A malformed input is reported once and then counts as ended.
+    pub fn next(&mut self, timeout: Duration) -> Result<Merged, PortError> {
+        let wanted = self.heads.iter_mut().zip(self.ended.iter_mut());
+        for ((head, ended), (_, port)) in wanted.zip(&self.inputs) {
+            if head.is_some() || *ended {
+                continue;
+            }
+            match port.recv_record(timeout) {
+                Ok(Some(NextRecord::Record(r))) => *head = Some(r),
+                Ok(Some(NextRecord::End)) => *ended = true,
+                Ok(None) => return Ok(Merged::Waiting),
+                Err(e) => {
+                    *ended = true;
+                    return Err(e);
+                }
+            }
+        }
+        let earliest = self
+            .heads
+            .iter_mut()
+            .zip(&self.inputs)
+            .filter(|(head, _)| head.is_some())
+            .min_by_key(|(head, (num, _))| (head.as_ref().map(|r| r.timestamp), *num));
+        match earliest.and_then(|(head, (num, _))| Some((*num, head.take()?))) {
+            Some((num, record)) => Ok(Merged::Frame(num, record.data)),
+            None => Ok(Merged::Ended),
+        }
+    }
 }
 
 impl Port for PcapFilePort {
@@ -362,12 +447,10 @@ impl Port for PcapFilePort {
     }
 
     fn recv(&self, buf: &mut [u8], timeout: Duration) -> Result<Recv, PortError> {
-        let frames = self.frames.lock().unwrap_or_else(|p| p.into_inner());
-        match frames.recv_timeout(timeout) {
-            Ok(Ok(frame)) => deliver(&self.name, &frame, buf),
-            Ok(Err(e)) => Err(PortError::Pcap(e)),
-            Err(RecvTimeoutError::Timeout) => Ok(Recv::Timeout),
-            Err(RecvTimeoutError::Disconnected) => Ok(Recv::Closed),
+        match self.recv_record(timeout)? {
+            Some(NextRecord::Record(r)) => deliver(&self.name, &r.data, buf),
+            Some(NextRecord::End) => Ok(Recv::Closed),
+            None => Ok(Recv::Timeout),
         }
     }
 }

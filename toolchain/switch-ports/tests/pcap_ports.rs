@@ -1,12 +1,12 @@
 //! pcap-file ports as bmv2 uses them: `--pcap DIR` captures and `--use-files` ports, through
-//! real files and a FIFO.
+//! real files and a FIFO, and several `--use-files` inputs merged in bmv2's order.
 
 use std::ffi::CString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use switch_ports::pcap::{self, PcapWriter};
+use switch_ports::pcap::{self, Merged, PcapMerge, PcapWriter};
 use switch_ports::{Captured, ChannelPort, PcapFilePort, Port, PortError, Recv};
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -76,10 +76,17 @@ fn use_files_port_reads_name_in_and_writes_name_out() {
     assert_eq!(out[0].data, vec![7; 42]);
 }
 
-#[test]
-fn use_files_port_reads_a_fifo_as_the_writer_produces() {
-    let dir = TempDir::new("fifo");
-    let fifo = dir.0.join("p1_in.pcap");
+type FifoWriter = PcapWriter<std::fs::File>;
+
+/// A FIFO `NAME_in.pcap` in `dir`, and a thread that opens it for writing (so the port's open
+/// returns), writes with `before`, waits for the test's go and writes with `after`.
+fn fifo_writer(
+    dir: &TempDir,
+    name: &str,
+    before: fn(&mut FifoWriter),
+    after: fn(&mut FifoWriter),
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let fifo = dir.0.join(format!("{name}_in.pcap"));
     let c = CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: valid C path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -87,11 +94,23 @@ fn use_files_port_reads_a_fifo_as_the_writer_produces() {
     let writer = std::thread::spawn(move || {
         let file = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
         let mut w = PcapWriter::new(file).unwrap();
-        w.write_now(&[1; 14]).unwrap();
-        // The second frame is written only after the first was received: a FIFO, not a file.
+        before(&mut w);
         go_rx.recv().unwrap();
-        w.write_now(&[2; 14]).unwrap();
+        after(&mut w);
     });
+    (go_tx, writer)
+}
+
+#[test]
+fn use_files_port_reads_a_fifo_as_the_writer_produces() {
+    let dir = TempDir::new("fifo");
+    // The second frame is written only after the first was received: a FIFO, not a file.
+    let (go_tx, writer) = fifo_writer(
+        &dir,
+        "p1",
+        |w| w.write_now(&[1; 14]).unwrap(),
+        |w| w.write_now(&[2; 14]).unwrap(),
+    );
     let port = PcapFilePort::open(&dir.0.join("p1")).unwrap();
     let mut buf = [0u8; 64];
     assert_eq!(port.recv(&mut buf, WAIT).unwrap(), Recv::Frame(14));
@@ -132,4 +151,71 @@ fn malformed_use_files_input_is_reported_with_its_location() {
             .contains("absent_in.pcap: byte 0: cannot open:"),
         "{missing}"
     );
+}
+
+fn input(dir: &TempDir, name: &str, frames: &[(u64, u8)]) -> std::sync::Arc<PcapFilePort> {
+    let mut w = pcap::create_file(&dir.0.join(format!("{name}_in.pcap"))).unwrap();
+    for (micros, byte) in frames {
+        w.write(Duration::from_micros(*micros), &[*byte; 14])
+            .unwrap();
+    }
+    drop(w);
+    std::sync::Arc::new(PcapFilePort::open(&dir.0.join(name)).unwrap())
+}
+
+/// Every frame of `merge` as (port, first byte), until all inputs end.
+fn drain(merge: &mut PcapMerge) -> Vec<(u32, u8)> {
+    let mut out = Vec::new();
+    loop {
+        match merge.next(WAIT).unwrap() {
+            Merged::Frame(port, data) => out.push((port, data[0])),
+            Merged::Waiting => panic!("files never make the merge wait {WAIT:?}"),
+            Merged::Ended => return out,
+        }
+    }
+}
+
+#[test]
+fn merged_inputs_go_by_timestamp_then_port_as_bmv2_reads_them() {
+    let dir = TempDir::new("merge");
+    // Port 3 is opened first and its frames are read first by its thread; the timestamps
+    // decide, and equal ones go to the lower port.
+    let p3 = input(&dir, "p3", &[(30, 0x31), (50, 0x32)]);
+    let p0 = input(&dir, "p0", &[(10, 0x01), (50, 0x02), (70, 0x03)]);
+    let p1 = input(&dir, "p1", &[(20, 0x11)]);
+    let empty = input(&dir, "p5", &[]);
+    let mut merge = PcapMerge::new(vec![(3, p3), (0, p0), (1, p1), (5, empty)]);
+    assert_eq!(
+        drain(&mut merge),
+        vec![
+            (0, 0x01),
+            (1, 0x11),
+            (3, 0x31),
+            (0, 0x02),
+            (3, 0x32),
+            (0, 0x03)
+        ]
+    );
+}
+
+#[test]
+fn merged_inputs_wait_for_every_fifo_before_choosing() {
+    let dir = TempDir::new("merge-fifo");
+    let (go_tx, writer) = fifo_writer(
+        &dir,
+        "p1",
+        |_| {},
+        |w| w.write(Duration::from_micros(5), &[0x11; 14]).unwrap(),
+    );
+    let p0 = input(&dir, "p0", &[(10, 0x01)]);
+    let p1 = std::sync::Arc::new(PcapFilePort::open(&dir.0.join("p1")).unwrap());
+    let mut merge = PcapMerge::new(vec![(0, p0), (1, p1)]);
+    // Port 0's frame is ready, but port 1 may still write an earlier one.
+    assert_eq!(
+        merge.next(Duration::from_millis(50)).unwrap(),
+        Merged::Waiting
+    );
+    go_tx.send(()).unwrap();
+    writer.join().unwrap();
+    assert_eq!(drain(&mut merge), vec![(1, 0x11), (0, 0x01)]);
 }
