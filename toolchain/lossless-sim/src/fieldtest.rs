@@ -135,6 +135,7 @@ impl FieldTest {
             nic_cnp_interval_ns: self.nic_cnp_interval_ns,
             nic_min_rate_mbps: self.nic_min_rate_mbps,
             host_latency_ns: None,
+            latency_probe: None,
             quick: None,
         }
     }

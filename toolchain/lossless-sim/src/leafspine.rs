@@ -7,8 +7,11 @@
 //! What a mix means is the lab runner's (`topo/lossless_topo/experiments.py`): RoCE:TCP `r:t`
 //! gives TCP `t / (r + t)` of the receiver's line rate, split evenly over the senders' iperf3
 //! clients (`-b`); RoCE is not limited, its QPs post again as each message completes. The
-//! latency is perftest's per message (completion minus post), averaged over every message of
-//! every sender, as the lab averages its `--samples` files.
+//! latency is perftest's per message (completion minus post). Without `latency_probe` it is
+//! averaged over every message of every sender's QPs, as the lab averages its `--samples`
+//! files. With it (seed 003's reading, README.md): those QPs are the background load and the
+//! row's latency is that of one more QP on the probe host, one message in flight, posting again
+//! as each completes until the load is done; the load's own average is reported beside it.
 
 use crate::error::ExperimentError;
 use crate::net::Sim;
@@ -47,6 +50,9 @@ pub struct Leafspine {
     pub nic_min_rate_mbps: Option<f64>,
     #[serde(default)]
     pub host_latency_ns: Option<serde_json::Value>,
+    /// The sender whose extra QP carries the latency probe; `None`: the latency is the flows'.
+    #[serde(default)]
+    pub latency_probe: Option<String>,
     #[serde(default)]
     pub quick: Option<serde_json::Value>,
 }
@@ -242,8 +248,9 @@ pub fn clear_counters(sim: &mut Sim) {
 
 /// Sets up one row from `start_ns`: fresh endpoints on every host (QP numbers from `rng`, so
 /// their UDP source ports and ECMP paths follow `--seed`), `flows` QPs per sender to the
-/// receiver at depth 1, and one iperf3-like TCP connection per sender at its share of the
-/// line, started [`TCP_LEAD_NS`] before RoCE.
+/// receiver at depth 1, the latency probe's QP (depth 1, as long as they run) on its sender,
+/// and one iperf3-like TCP connection per sender at its share of the line, started
+/// [`TCP_LEAD_NS`] before RoCE.
 pub fn setup_row(
     sim: &mut Sim,
     ls: &Leafspine,
@@ -269,6 +276,18 @@ pub fn setup_row(
         }
         senders.push(h);
     }
+    let probe = match &ls.latency_probe {
+        None => None,
+        Some(p) => {
+            let h = host("latency_probe".into(), p)?;
+            if !senders.contains(&h) {
+                return Err(ExperimentError::Parse(format!(
+                    "latency_probe: '{p}' is not one of the senders"
+                )));
+            }
+            Some(h)
+        }
+    };
     let rate = sim
         .host_link(recv)
         .map(|l| l.rate_bps)
@@ -293,6 +312,15 @@ pub fn setup_row(
             }
         }
         sim.add_sender(s, sender);
+        if probe == Some(s) {
+            let mut p = Sender::new(s, row.size, u64::MAX, 1, start);
+            p.background = true;
+            p.probe = true;
+            if let Some((a, b)) = sim.two_nics(s, recv) {
+                p.connect(&mut a.ep, gw, &mut b.ep, peer_gw);
+            }
+            sim.add_sender(s, p);
+        }
         sim.wake_nic(s, start);
         if per_sender > 0 {
             let addr = Addressing {
@@ -313,8 +341,9 @@ pub fn setup_row(
     Ok(())
 }
 
-/// The row's measurement: perftest latency of every RoCE message, what the fabric and the
-/// hosts' mechanisms did during it, and TCP's goodput.
+/// The row's measurement: perftest latency of the probe's messages (or, without a probe, of
+/// every RoCE message) and of the flows' beside it, what the fabric and the hosts' mechanisms
+/// did during it, and TCP's goodput.
 pub fn row_results(
     sim: &Sim,
     ls: &Leafspine,
@@ -330,6 +359,8 @@ pub fn row_results(
         failed,
         latency_ns: latencies,
         wire_latency_ns: wire,
+        probe_latency_ns,
+        probe_wire_latency_ns,
         last_completion,
         ce,
         cnps,
@@ -350,15 +381,23 @@ pub fn row_results(
     } else {
         0.0
     };
-    let mut samples = latencies.clone();
-    let lat = LatReport::compute(row.size as u64, &mut samples);
-    let avg = if latencies.is_empty() {
-        0.0
-    } else {
-        latencies.iter().sum::<u64>() as f64 / latencies.len() as f64 / 1000.0
+    let mean_us = |v: &[u64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<u64>() as f64 / v.len() as f64 / 1000.0
+        }
     };
-    let mut wire_samples = wire.clone();
-    let wire_lat = LatReport::compute(row.size as u64, &mut wire_samples);
+    let report = |v: &[u64]| LatReport::compute(row.size as u64, &mut v.to_vec());
+    let flows_lat = report(&latencies);
+    let wire_lat = report(&wire);
+    // The row's latency: the probe's where there is one.
+    let (measured, measured_wire) = if ls.latency_probe.is_some() {
+        (&probe_latency_ns, &probe_wire_latency_ns)
+    } else {
+        (&latencies, &wire)
+    };
+    let lat = report(measured);
     let flows = format!("{}x{}", row.flows, ls.senders.len());
     Measurement {
         case: format!(
@@ -370,11 +409,17 @@ pub fn row_results(
         params: serde_json::json!({"roce_tcp": row.mix, "size": row.size, "flows": flows,
             "remote_pfc": remote_pfc, "iters": ls.iters}),
         values: serde_json::json!({
-            "avg_latency_us": avg,
+            "latency_from": if ls.latency_probe.is_some() { "probe" } else { "flows" },
+            "avg_latency_us": mean_us(measured),
             "p50_latency_us": lat.t_typical_usec,
             "p99_latency_us": lat.p99_usec,
-            "avg_wire_latency_us": wire_lat.t_avg_usec,
-            "p99_wire_latency_us": wire_lat.p99_usec,
+            "latency_samples": measured.len(),
+            "avg_wire_latency_us": mean_us(measured_wire),
+            "p99_wire_latency_us": report(measured_wire).p99_usec,
+            "flows_avg_latency_us": mean_us(&latencies),
+            "flows_p99_latency_us": flows_lat.p99_usec,
+            "flows_avg_wire_latency_us": mean_us(&wire),
+            "flows_p99_wire_latency_us": wire_lat.p99_usec,
             // The packet generator's PFC refresh packets the pipeline drops by design are not
             // traffic lost.
             "drops_pipeline": sim.switches.iter().map(|s| {
@@ -403,30 +448,53 @@ pub fn row_results(
             "duration_us": span as f64 / 1000.0,
             "seed_avg_latency_us": seed_us(remote_pfc, row),
         }),
-        latency_us: latencies.iter().map(|&l| l as f64 / 1000.0).collect(),
+        latency_us: measured.iter().map(|&l| l as f64 / 1000.0).collect(),
         throughput: serde_json::Map::new(),
+    }
+}
+
+/// A row's figures in the printed tables (us).
+pub struct RowFigures {
+    pub row: Row,
+    /// The row's latency (the probe's, or the flows' without one) and its part from the wire.
+    pub avg: f64,
+    pub wire: f64,
+    /// The flows' own perftest average.
+    pub flows_avg: f64,
+}
+
+impl RowFigures {
+    pub fn of(row: Row, m: &Measurement) -> RowFigures {
+        let v = |k: &str| m.values[k].as_f64().unwrap_or(0.0);
+        RowFigures {
+            row,
+            avg: v("avg_latency_us"),
+            wire: v("avg_wire_latency_us"),
+            flows_avg: v("flows_avg_latency_us"),
+        }
     }
 }
 
 /// Seed 003's tables for one remote PFC setting: one per (size, flows), the seed's figure
 /// beside each simulated one.
-/// `rows`: each row with its average latency and average wire latency (us).
-pub fn tables(remote_pfc: bool, rows: &[(Row, f64, f64)], senders: usize) -> Vec<String> {
-    let mut keys: Vec<(usize, u32)> = rows.iter().map(|(r, ..)| (r.size, r.flows)).collect();
+pub fn tables(remote_pfc: bool, rows: &[RowFigures], senders: usize) -> Vec<String> {
+    let mut keys: Vec<(usize, u32)> = rows.iter().map(|f| (f.row.size, f.row.flows)).collect();
     keys.dedup();
     keys.iter()
         .map(|&(size, flows)| {
             let body: Vec<Vec<String>> = rows
                 .iter()
-                .filter(|(r, ..)| r.size == size && r.flows == flows)
-                .map(|(r, us, wire)| {
+                .filter(|f| f.row.size == size && f.row.flows == flows)
+                .map(|f| {
+                    let r = &f.row;
                     vec![
                         r.mix.clone(),
                         format!("{:.2}", r.size as f64),
                         format!("{}*{senders}", r.flows),
-                        format!("{us:.2}"),
+                        format!("{:.2}", f.avg),
                         seed_us(remote_pfc, r).map_or("-".into(), |v| format!("{v}")),
-                        format!("{wire:.2}"),
+                        format!("{:.2}", f.wire),
+                        format!("{:.2}", f.flows_avg),
                     ]
                 })
                 .collect();
@@ -442,6 +510,7 @@ pub fn tables(remote_pfc: bool, rows: &[(Row, f64, f64)], senders: usize) -> Vec
                     "Avg Latency",
                     "seed 003",
                     "Avg from wire",
+                    "Flows' avg",
                 ],
                 &body,
             )

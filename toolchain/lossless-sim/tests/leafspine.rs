@@ -5,14 +5,17 @@
 //! of that run are exactly those of a run of sfc=on alone: nothing of sfc=off carries over.
 //!
 //! What it checks are directions the simulation can be held to:
+//! - the row's latency is the probe's (h1's extra QP, one message at a time), sampled while
+//!   the load runs, and the flows' own average is reported beside it;
 //! - 256x7: remote PFC fires (pauses from the senders' ToRs, none without it) and holds the
-//!   congested port's RoCE queue and the network's part of the latency (first packet on the
-//!   wire to completion) lower;
+//!   congested port's RoCE queue and the network's part of the flows' latency (first packet
+//!   on the wire to completion) lower;
 //! - 8x7 stays similar (within 2x), as the seed says.
 //!
-//! perftest's average (post to completion) is not among them: with every QP keeping one
-//! message in flight it is the messages in flight over the receiver's goodput (Little's law),
-//! which remote PFC does not change (README.md, seed 003).
+//! The flows' perftest average (post to completion) is not among them: with every QP keeping
+//! one message in flight it is the messages in flight over the receiver's goodput (Little's
+//! law), which remote PFC does not change; nor is the probe's at 256x7, which waits in its
+//! NIC's round robin with the paused flows (README.md, seed 003).
 //!
 //! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
 
@@ -84,6 +87,16 @@ fn remote_pfc_holds_the_256x7_queue_down_and_8x7_stays_similar_in_one_run_over_b
             assert_eq!(v["qps_failed"], 0, "{m}");
             assert!(f(v, "tcp_throughput_mbps") > 0.0, "TCP flowed: {m}");
             assert_eq!(m["params"]["roce_tcp"], "9:1");
+            assert_eq!(v["latency_from"], "probe", "{m}");
+            assert!(v["latency_samples"].as_u64().unwrap() > 0, "{m}");
+            assert_eq!(
+                m["latency_us"].as_array().unwrap().len() as u64,
+                v["latency_samples"].as_u64().unwrap()
+            );
+            assert!(
+                (f(v, "avg_latency_us") - f(v, "flows_avg_latency_us")).abs() > 1e-9,
+                "the probe's figure is its own: {m}"
+            );
         }
     }
     let (off256, on256) = (row(&off, "256x7"), row(&on, "256x7"));
@@ -98,11 +111,15 @@ fn remote_pfc_holds_the_256x7_queue_down_and_8x7_stays_similar_in_one_run_over_b
         "{on256}\n{off256}"
     );
     assert!(
-        f(on256, "avg_wire_latency_us") < f(off256, "avg_wire_latency_us"),
+        f(on256, "flows_avg_wire_latency_us") < f(off256, "flows_avg_wire_latency_us"),
         "{on256}\n{off256}"
     );
     let (off8, on8) = (row(&off, "8x7"), row(&on, "8x7"));
-    for k in ["avg_latency_us", "avg_wire_latency_us"] {
+    for k in [
+        "avg_latency_us",
+        "flows_avg_latency_us",
+        "flows_avg_wire_latency_us",
+    ] {
         let (a, b) = (f(off8, k), f(on8, k));
         assert!(a < 2.0 * b && b < 2.0 * a, "{k}: {a} vs {b}");
     }
