@@ -368,13 +368,23 @@ pub fn row_results(
         ..
     } = tally(sim);
     let mut tcp_bytes = 0;
-    let (mut tcp_retx, mut tcp_timeouts) = (0, 0);
+    let (mut tcp_retx, mut tcp_timeouts, mut tcp_ce, mut tcp_reductions) = (0, 0, 0, 0);
     for c in sim.hosts.iter().flat_map(|h| &h.tcp) {
         let s = c.stats();
         tcp_bytes += s.rx_bytes;
         tcp_retx += s.retransmits;
         tcp_timeouts += s.timeouts;
+        tcp_ce += s.rx_ce;
+        tcp_reductions += s.ecn_reductions;
     }
+    let queues = queue_usage(sim, ls);
+    // The congested port's queue of a priority (its queue, by the lab's DSCP_TO_TC_MAP), KB.
+    let queue_kb = |prio: u8, k: &str| {
+        queues
+            .iter()
+            .find(|q| q["queue"] == u64::from(prio))
+            .and_then(|q| q[k].as_f64())
+    };
     let span = last_completion.saturating_sub(start_ns);
     let tcp_mbps = if span > 0 {
         tcp_bytes as f64 * 8.0 * 1e3 / span as f64
@@ -433,11 +443,17 @@ pub fn row_results(
             }).sum::<u64>(),
             "pauses_tx": pauses.values().filter_map(|v| v.as_u64()).sum::<u64>(),
             "pauses_tx_by_switch": pauses,
-            "receiver_port_queues": queue_usage(sim, ls),
+            "receiver_port_queues": queues,
+            "roce_queue_avg_kb": queue_kb(ls.roce_priority, "average_kb"),
+            "tcp_queue_avg_kb": queue_kb(ls.tcp_priority, "average_kb"),
+            "tcp_queue_peak_kb": queue_kb(ls.tcp_priority, "peak_kb"),
             "cnps": cnps,
-            // CE-marked RoCE packets the receiver took (the row's endpoints are fresh; TCP
-            // runs without ECN, so the switches marked these and no others).
+            // CE-marked RoCE packets the receiver took (the row's endpoints are fresh).
             "ecn_marked": ce,
+            // TCP segments that arrived CE-marked, and the senders' window reductions for them
+            // (TCP is ECN-capable only with DCTCP, `tcp_cc`).
+            "tcp_ce_marked": tcp_ce,
+            "tcp_ecn_reductions": tcp_reductions,
             "tcp_throughput_mbps": tcp_mbps,
             "tcp_retransmits": tcp_retx,
             "tcp_timeouts": tcp_timeouts,
