@@ -132,8 +132,7 @@ pub fn seed_us(remote_pfc: bool, row: &Row) -> Option<f64> {
 
 impl Leafspine {
     pub fn parse(doc: &serde_json::Value) -> Result<Leafspine, ExperimentError> {
-        let ls: Leafspine = serde_json::from_value(doc.clone())
-            .map_err(|e| ExperimentError::Parse(e.to_string()))?;
+        let ls: Leafspine = serde_json::from_value(doc.clone()).map_err(ExperimentError::Shape)?;
         ls.rows()?;
         ls.tcp_params()?;
         Ok(ls)
@@ -145,9 +144,7 @@ impl Leafspine {
         match self.tcp_cc.as_deref() {
             None | Some("newreno") => Ok(p),
             Some("dctcp") => Ok(p.with_dctcp()),
-            Some(other) => Err(ExperimentError::Parse(format!(
-                "tcp_cc: '{other}' is not a congestion control here (newreno, dctcp)"
-            ))),
+            Some(other) => Err(ExperimentError::CongestionControl { name: other.into() }),
         }
     }
 
@@ -157,7 +154,10 @@ impl Leafspine {
         for &size in &self.sizes {
             for &flows in &self.flows_per_sender {
                 for (i, mix) in self.mixes.iter().enumerate() {
-                    let bad = || ExperimentError::Parse(format!("mixes[{i}]: '{mix}' is not R:T"));
+                    let bad = || ExperimentError::Mix {
+                        index: i,
+                        mix: mix.clone(),
+                    };
                     let (r, t) = mix.split_once(':').ok_or_else(bad)?;
                     let (roce, tcp) = (
                         r.trim().parse().map_err(|_| bad())?,
@@ -270,9 +270,10 @@ pub fn setup_row(
     for (i, s) in ls.senders.iter().enumerate() {
         let h = host(format!("senders[{i}]"), s)?;
         if h == recv || senders.contains(&h) {
-            return Err(ExperimentError::Parse(format!(
-                "senders[{i}]: '{s}' is the receiver or listed twice"
-            )));
+            return Err(ExperimentError::SenderRepeated {
+                index: i,
+                host: s.clone(),
+            });
         }
         senders.push(h);
     }
@@ -281,9 +282,7 @@ pub fn setup_row(
         Some(p) => {
             let h = host("latency_probe".into(), p)?;
             if !senders.contains(&h) {
-                return Err(ExperimentError::Parse(format!(
-                    "latency_probe: '{p}' is not one of the senders"
-                )));
+                return Err(ExperimentError::ProbeNotSender { host: p.clone() });
             }
             Some(h)
         }
@@ -291,7 +290,7 @@ pub fn setup_row(
     let rate = sim
         .host_link(recv)
         .map(|l| l.rate_bps)
-        .ok_or_else(|| ExperimentError::Parse("receiver has no link".into()))?;
+        .ok_or(ExperimentError::ReceiverUnlinked)?;
     for &h in senders.iter().chain([&recv]) {
         // QP numbers in steps of 2^14 keep each host's range apart and its ports spread.
         let qpn_base = 0x100 + (rng.u32(0..1 << 9) << 14);
