@@ -217,22 +217,41 @@ def build(
     return cfg
 
 
+def _selector(address: str) -> tuple[str, str]:
+    """`SWITCH:TABLE|KEY|FIELD` as (SWITCH, TABLE|KEY|FIELD); ("", address) without a switch.
+    Only the table's part is looked at: keys may hold colons (IPv6 addresses)."""
+    head, sep, rest = address.partition("|")
+    switches, _, table = head.rpartition(":")
+    return switches, table + sep + rest
+
+
 def configs(
     topo: Topology, variant: Variant, scale: Scale, static_routes: bool = True
 ) -> dict[str, dict]:
-    """Every switch's config, with the topology's `config_db` settings applied over them."""
+    """Every switch's config, with the topology's `config_db` settings applied over them.
+
+    A setting `SWITCH:TABLE|KEY|FIELD` (SWITCH a glob) goes to the switches it names only, after
+    the settings for every switch, so that it wins over them."""
     cfgs = {sw: build(topo, sw, variant, scale, static_routes) for sw in topo.switches}
-    for address, value in topo.config_db.items():
-        table, *key, name = address.split("|")
-        pattern = "|".join(key)
+    for address, value in sorted(topo.config_db.items(), key=lambda s: bool(_selector(s[0])[0])):
         where = f'config_db."{address}"'
+        switches, setting = _selector(address)
+        targets = cfgs
+        if switches:
+            targets = {sw: cfg for sw, cfg in cfgs.items() if fnmatchcase(sw, switches)}
+            if not targets:
+                raise TopologyError(
+                    f"{where}: no switch matches {switches!r} (have: {', '.join(cfgs)})"
+                )
+        table, *key, name = setting.split("|")
+        pattern = "|".join(key)
         if table not in HANDLED_TABLES:
             raise TopologyError(f"{where}: lossless-ctl does not program a table {table!r}")
         known = KNOWN_FIELDS.get(table)
         if known is not None and name not in known:
             fields = ", ".join(sorted(known))
             raise TopologyError(f"{where}: {table} has no field {name!r} (known: {fields})")
-        present = [cfg[table] for cfg in cfgs.values() if table in cfg]
+        present = [cfg[table] for cfg in targets.values() if table in cfg]
         matched = [entries[k] for entries in present for k in entries if fnmatchcase(k, pattern)]
         # A table this case does not configure (SFC with sfc=off) takes no setting; a key that
         # matches nowhere where the table is configured is a mistake.

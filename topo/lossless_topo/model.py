@@ -224,7 +224,15 @@ EXPERIMENT_FIELDS = {
         "quick",
     },
     "leafspine": SEED003_FIELDS
-    | {"mixes", "flows_per_sender", "sizes", "iters", "seconds", "sfc_threshold_kmax"},
+    | {
+        "mixes",
+        "flows_per_sender",
+        "sizes",
+        "iters",
+        "seconds",
+        "sfc_threshold_kmax",
+        "latency_probe",
+    },
     # Seed 003's "issue in field test" and its two observed phenomena (lossless-sim).
     "fieldtest": SEED003_FIELDS | {"latency", "ecn_ratio", "cnp_rate"},
 }

@@ -304,9 +304,26 @@ def test_topology_config_db_settings_land_in_every_switch():
     assert all("SFC" not in cfg for cfg in sfc_configs({queues: 1}, sfc=False).values())
 
 
+def test_topology_config_db_settings_for_some_switches_win_over_those_for_all():
+    # Given in the order that would lose if it were kept: the switch's own setting first.
+    cfgs = sfc_configs(
+        {
+            "leaf8:SFC|*|3-4|threshold": 3000000,
+            "leaf[1-3]:SFC|GLOBAL|dedup": "none",
+            "SFC|*|3-4|threshold": 1500000,
+        }
+    )
+    for sw, cfg in cfgs.items():
+        (queue,) = [v for k, v in cfg["SFC"].items() if k.endswith("|3-4")]
+        assert queue["threshold"] == ("3000000" if sw == "leaf8" else "1500000"), sw
+        dedup = cfg["SFC"]["GLOBAL"].get("dedup")
+        assert (dedup == "none") == (sw in {"leaf1", "leaf2", "leaf3"}), (sw, dedup)
+
+
 @pytest.mark.parametrize(
     "settings, message",
     [
+        ({"leaf9:SFC|GLOBAL|dedup": 1}, "no switch matches 'leaf9' (have: leaf1, leaf2,"),
         ({"SFC|*|3-5|threshold": 1}, "no SFC key matches '*|3-5' (have: Ethernet0,"),
         ({"SFC|GLOBAL|dedupe": 1}, "SFC has no field 'dedupe' (known: dedup,"),
         ({"SCF|GLOBAL|dedup": 1}, "lossless-ctl does not program a table 'SCF'"),

@@ -77,13 +77,12 @@ impl Plan {
                         o.remove(k);
                     }
                 }
-                let inc: Incast = serde_json::from_value(doc)
-                    .map_err(|e| ExperimentError::Parse(e.to_string()))?;
+                let inc: Incast = serde_json::from_value(doc).map_err(ExperimentError::Shape)?;
                 Ok(Plan::Incast(inc))
             }
             Some("prio-2to1") => serde_json::from_value(fabric.experiment.clone())
                 .map(Plan::Prio)
-                .map_err(|e| ExperimentError::Parse(e.to_string())),
+                .map_err(ExperimentError::Shape),
             Some("leafspine") => {
                 crate::leafspine::Leafspine::parse(&fabric.experiment).map(Plan::Leafspine)
             }
@@ -116,9 +115,10 @@ pub fn setup_incast(
     for (i, s) in inc.senders.iter().enumerate() {
         let h = host(sim, format!("senders[{i}]"), s)?;
         if h == recv || senders.contains(&h) {
-            return Err(ExperimentError::Parse(format!(
-                "senders[{i}]: '{s}' is the receiver or listed twice"
-            )));
+            return Err(ExperimentError::SenderRepeated {
+                index: i,
+                host: s.clone(),
+            });
         }
         senders.push(h);
     }
@@ -257,9 +257,7 @@ pub fn setup_prio_case(
     let recv = host(sim, "receiver".into(), &prio.receiver)?;
     let bw = host(sim, "bw_host".into(), &prio.bw_host)?;
     if lat == recv || bw == recv || lat == bw {
-        return Err(ExperimentError::Parse(
-            "lat_host, bw_host and receiver must be three hosts".into(),
-        ));
+        return Err(ExperimentError::PrioHostsShared);
     }
     let lat_nic = NicParams {
         dscp: case.lat_priority * 8,
@@ -279,7 +277,7 @@ pub fn setup_prio_case(
         )
     });
     let Some((client, server)) = pair else {
-        return Err(ExperimentError::Parse("write_lat: cannot connect".into()));
+        return Err(ExperimentError::Connect { what: "write_lat" });
     };
     sim.add_pingpong(lat, client);
     sim.add_pingpong(recv, server);

@@ -77,6 +77,27 @@ pub enum FabricError {
     },
     #[error("{path}: {what}")]
     Invalid { path: PathBuf, what: String },
+    #[error("{path}: {source}")]
+    HostLatency {
+        path: PathBuf,
+        source: HostLatencyError,
+    },
+}
+
+/// What is wrong with `experiment.host_latency_ns`, at its JSON path.
+#[derive(Debug, thiserror::Error)]
+pub enum HostLatencyError {
+    #[error("experiment.host_latency_ns: expected a non-negative integer (ns), got {value} or an object of host names to ns")]
+    NotNsOrObject { value: serde_json::Value },
+    #[error(
+        "experiment.host_latency_ns.{host}: expected a non-negative integer (ns), got {value}"
+    )]
+    NotNs {
+        host: String,
+        value: serde_json::Value,
+    },
+    #[error("experiment.host_latency_ns.{host}: unknown host '{host}'")]
+    UnknownHost { host: String },
 }
 
 /// "02:aa:00:00:00:01" as bytes.
@@ -128,33 +149,37 @@ impl Fabric {
                 }
             }
         }
-        fabric.host_latency_ns = host_latencies(&fabric).map_err(invalid)?;
+        fabric.host_latency_ns =
+            host_latencies(&fabric).map_err(|source| FabricError::HostLatency {
+                path: path.into(),
+                source,
+            })?;
         Ok(fabric)
     }
 }
 
 /// `experiment.host_latency_ns`: one figure for every host, or an object of host name to
 /// figure, in ns.
-fn host_latencies(fabric: &Fabric) -> Result<BTreeMap<String, u64>, String> {
-    const FIELD: &str = "experiment.host_latency_ns";
+fn host_latencies(fabric: &Fabric) -> Result<BTreeMap<String, u64>, HostLatencyError> {
     let Some(v) = fabric.experiment.get("host_latency_ns") else {
         return Ok(BTreeMap::new());
-    };
-    let ns = |v: &serde_json::Value, at: &str| {
-        v.as_u64()
-            .ok_or_else(|| format!("{at}: expected a non-negative integer (ns), got {v}"))
     };
     if let Some(map) = v.as_object() {
         let mut out = BTreeMap::new();
         for (host, v) in map {
-            let at = format!("{FIELD}.{host}");
             if !fabric.hosts.iter().any(|h| &h.name == host) {
-                return Err(format!("{at}: unknown host '{host}'"));
+                return Err(HostLatencyError::UnknownHost { host: host.clone() });
             }
-            out.insert(host.clone(), ns(v, &at)?);
+            let ns = v.as_u64().ok_or_else(|| HostLatencyError::NotNs {
+                host: host.clone(),
+                value: v.clone(),
+            })?;
+            out.insert(host.clone(), ns);
         }
         return Ok(out);
     }
-    let all = ns(v, FIELD).map_err(|e| e + " or an object of host names to ns")?;
+    let all = v
+        .as_u64()
+        .ok_or_else(|| HostLatencyError::NotNsOrObject { value: v.clone() })?;
     Ok(fabric.hosts.iter().map(|h| (h.name.clone(), all)).collect())
 }

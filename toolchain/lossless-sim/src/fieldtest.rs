@@ -94,22 +94,19 @@ const GAP_NS: u64 = 10_000;
 
 impl FieldTest {
     pub fn parse(doc: &serde_json::Value) -> Result<FieldTest, ExperimentError> {
-        let ft: FieldTest = serde_json::from_value(doc.clone())
-            .map_err(|e| ExperimentError::Parse(e.to_string()))?;
+        let ft: FieldTest = serde_json::from_value(doc.clone()).map_err(ExperimentError::Shape)?;
         let ls = ft.leafspine();
         ls.rows()?;
         ls.tcp_params()?;
         if ft.cnp_rate.senders.len() != 2 {
-            return Err(ExperimentError::Parse(
-                "cnp_rate.senders: expected two hosts (sender 1 takes the CNPs)".into(),
-            ));
+            return Err(ExperimentError::CnpRateSenders);
         }
         for (what, us) in [
             ("ecn_ratio.measure_us", ft.ecn_ratio.measure_us),
             ("cnp_rate.measure_us", ft.cnp_rate.measure_us),
         ] {
             if us == 0 {
-                return Err(ExperimentError::Parse(format!("{what}: must be positive")));
+                return Err(ExperimentError::NotPositive { field: what });
             }
         }
         Ok(ft)
@@ -135,6 +132,7 @@ impl FieldTest {
             nic_cnp_interval_ns: self.nic_cnp_interval_ns,
             nic_min_rate_mbps: self.nic_min_rate_mbps,
             host_latency_ns: None,
+            latency_probe: None,
             quick: None,
         }
     }
@@ -214,9 +212,7 @@ pub fn run_part(
         "latency" => latency(sim, ft, nic, rng, limits),
         "ecn-ratio" => ecn_ratio(sim, ft, nic, rng, limits),
         "cnp-rate" => cnp_rate(sim, ft, nic, rng, limits),
-        other => Err(ExperimentError::Parse(format!(
-            "case '{other}': not a part of the field test (latency, ecn-ratio, cnp-rate)"
-        ))),
+        other => Err(ExperimentError::FieldTestPart { case: other.into() }),
     }
 }
 
@@ -565,7 +561,7 @@ fn cnp_rate(
         let start = start_write_bw(sim, &w, nic, rng);
         let qpn = |h: usize| sim.hosts[h].nic.as_ref().and_then(|n| n.ep.qpns().next());
         let (Some(s1_qpn), Some(r_qpn)) = (qpn(senders[0]), qpn(recv)) else {
-            return Err(ExperimentError::Parse("cnp_rate: cannot connect".into()));
+            return Err(ExperimentError::Connect { what: "cnp_rate" });
         };
         let end = start + warm + window;
         if rate > 0 {

@@ -7,8 +7,11 @@
 //! What a mix means is the lab runner's (`topo/lossless_topo/experiments.py`): RoCE:TCP `r:t`
 //! gives TCP `t / (r + t)` of the receiver's line rate, split evenly over the senders' iperf3
 //! clients (`-b`); RoCE is not limited, its QPs post again as each message completes. The
-//! latency is perftest's per message (completion minus post), averaged over every message of
-//! every sender, as the lab averages its `--samples` files.
+//! latency is perftest's per message (completion minus post). Without `latency_probe` it is
+//! averaged over every message of every sender's QPs, as the lab averages its `--samples`
+//! files. With it (seed 003's reading, README.md): those QPs are the background load and the
+//! row's latency is that of one more QP on the probe host, one message in flight, posting again
+//! as each completes until the load is done; the load's own average is reported beside it.
 
 use crate::error::ExperimentError;
 use crate::net::Sim;
@@ -47,6 +50,9 @@ pub struct Leafspine {
     pub nic_min_rate_mbps: Option<f64>,
     #[serde(default)]
     pub host_latency_ns: Option<serde_json::Value>,
+    /// The sender whose extra QP carries the latency probe; `None`: the latency is the flows'.
+    #[serde(default)]
+    pub latency_probe: Option<String>,
     #[serde(default)]
     pub quick: Option<serde_json::Value>,
 }
@@ -126,8 +132,7 @@ pub fn seed_us(remote_pfc: bool, row: &Row) -> Option<f64> {
 
 impl Leafspine {
     pub fn parse(doc: &serde_json::Value) -> Result<Leafspine, ExperimentError> {
-        let ls: Leafspine = serde_json::from_value(doc.clone())
-            .map_err(|e| ExperimentError::Parse(e.to_string()))?;
+        let ls: Leafspine = serde_json::from_value(doc.clone()).map_err(ExperimentError::Shape)?;
         ls.rows()?;
         ls.tcp_params()?;
         Ok(ls)
@@ -139,9 +144,7 @@ impl Leafspine {
         match self.tcp_cc.as_deref() {
             None | Some("newreno") => Ok(p),
             Some("dctcp") => Ok(p.with_dctcp()),
-            Some(other) => Err(ExperimentError::Parse(format!(
-                "tcp_cc: '{other}' is not a congestion control here (newreno, dctcp)"
-            ))),
+            Some(other) => Err(ExperimentError::CongestionControl { name: other.into() }),
         }
     }
 
@@ -151,7 +154,10 @@ impl Leafspine {
         for &size in &self.sizes {
             for &flows in &self.flows_per_sender {
                 for (i, mix) in self.mixes.iter().enumerate() {
-                    let bad = || ExperimentError::Parse(format!("mixes[{i}]: '{mix}' is not R:T"));
+                    let bad = || ExperimentError::Mix {
+                        index: i,
+                        mix: mix.clone(),
+                    };
                     let (r, t) = mix.split_once(':').ok_or_else(bad)?;
                     let (roce, tcp) = (
                         r.trim().parse().map_err(|_| bad())?,
@@ -242,8 +248,9 @@ pub fn clear_counters(sim: &mut Sim) {
 
 /// Sets up one row from `start_ns`: fresh endpoints on every host (QP numbers from `rng`, so
 /// their UDP source ports and ECMP paths follow `--seed`), `flows` QPs per sender to the
-/// receiver at depth 1, and one iperf3-like TCP connection per sender at its share of the
-/// line, started [`TCP_LEAD_NS`] before RoCE.
+/// receiver at depth 1, the latency probe's QP (depth 1, as long as they run) on its sender,
+/// and one iperf3-like TCP connection per sender at its share of the line, started
+/// [`TCP_LEAD_NS`] before RoCE.
 pub fn setup_row(
     sim: &mut Sim,
     ls: &Leafspine,
@@ -263,16 +270,27 @@ pub fn setup_row(
     for (i, s) in ls.senders.iter().enumerate() {
         let h = host(format!("senders[{i}]"), s)?;
         if h == recv || senders.contains(&h) {
-            return Err(ExperimentError::Parse(format!(
-                "senders[{i}]: '{s}' is the receiver or listed twice"
-            )));
+            return Err(ExperimentError::SenderRepeated {
+                index: i,
+                host: s.clone(),
+            });
         }
         senders.push(h);
     }
+    let probe = match &ls.latency_probe {
+        None => None,
+        Some(p) => {
+            let h = host("latency_probe".into(), p)?;
+            if !senders.contains(&h) {
+                return Err(ExperimentError::ProbeNotSender { host: p.clone() });
+            }
+            Some(h)
+        }
+    };
     let rate = sim
         .host_link(recv)
         .map(|l| l.rate_bps)
-        .ok_or_else(|| ExperimentError::Parse("receiver has no link".into()))?;
+        .ok_or(ExperimentError::ReceiverUnlinked)?;
     for &h in senders.iter().chain([&recv]) {
         // QP numbers in steps of 2^14 keep each host's range apart and its ports spread.
         let qpn_base = 0x100 + (rng.u32(0..1 << 9) << 14);
@@ -293,6 +311,15 @@ pub fn setup_row(
             }
         }
         sim.add_sender(s, sender);
+        if probe == Some(s) {
+            let mut p = Sender::new(s, row.size, u64::MAX, 1, start);
+            p.background = true;
+            p.probe = true;
+            if let Some((a, b)) = sim.two_nics(s, recv) {
+                p.connect(&mut a.ep, gw, &mut b.ep, peer_gw);
+            }
+            sim.add_sender(s, p);
+        }
         sim.wake_nic(s, start);
         if per_sender > 0 {
             let addr = Addressing {
@@ -313,8 +340,9 @@ pub fn setup_row(
     Ok(())
 }
 
-/// The row's measurement: perftest latency of every RoCE message, what the fabric and the
-/// hosts' mechanisms did during it, and TCP's goodput.
+/// The row's measurement: perftest latency of the probe's messages (or, without a probe, of
+/// every RoCE message) and of the flows' beside it, what the fabric and the hosts' mechanisms
+/// did during it, and TCP's goodput.
 pub fn row_results(
     sim: &Sim,
     ls: &Leafspine,
@@ -330,6 +358,8 @@ pub fn row_results(
         failed,
         latency_ns: latencies,
         wire_latency_ns: wire,
+        probe_latency_ns,
+        probe_wire_latency_ns,
         last_completion,
         ce,
         cnps,
@@ -337,28 +367,46 @@ pub fn row_results(
         ..
     } = tally(sim);
     let mut tcp_bytes = 0;
-    let (mut tcp_retx, mut tcp_timeouts) = (0, 0);
+    let (mut tcp_retx, mut tcp_timeouts, mut tcp_ce, mut tcp_reductions) = (0, 0, 0, 0);
     for c in sim.hosts.iter().flat_map(|h| &h.tcp) {
         let s = c.stats();
         tcp_bytes += s.rx_bytes;
         tcp_retx += s.retransmits;
         tcp_timeouts += s.timeouts;
+        tcp_ce += s.rx_ce;
+        tcp_reductions += s.ecn_reductions;
     }
+    let queues = queue_usage(sim, ls);
+    // The congested port's queue of a priority (its queue, by the lab's DSCP_TO_TC_MAP), KB.
+    let queue_kb = |prio: u8, k: &str| {
+        queues
+            .iter()
+            .find(|q| q["queue"] == u64::from(prio))
+            .and_then(|q| q[k].as_f64())
+    };
     let span = last_completion.saturating_sub(start_ns);
     let tcp_mbps = if span > 0 {
         tcp_bytes as f64 * 8.0 * 1e3 / span as f64
     } else {
         0.0
     };
-    let mut samples = latencies.clone();
-    let lat = LatReport::compute(row.size as u64, &mut samples);
-    let avg = if latencies.is_empty() {
-        0.0
-    } else {
-        latencies.iter().sum::<u64>() as f64 / latencies.len() as f64 / 1000.0
+    let mean_us = |v: &[u64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<u64>() as f64 / v.len() as f64 / 1000.0
+        }
     };
-    let mut wire_samples = wire.clone();
-    let wire_lat = LatReport::compute(row.size as u64, &mut wire_samples);
+    let report = |v: &[u64]| LatReport::compute(row.size as u64, &mut v.to_vec());
+    let flows_lat = report(&latencies);
+    let wire_lat = report(&wire);
+    // The row's latency: the probe's where there is one.
+    let (measured, measured_wire) = if ls.latency_probe.is_some() {
+        (&probe_latency_ns, &probe_wire_latency_ns)
+    } else {
+        (&latencies, &wire)
+    };
+    let lat = report(measured);
     let flows = format!("{}x{}", row.flows, ls.senders.len());
     Measurement {
         case: format!(
@@ -370,11 +418,17 @@ pub fn row_results(
         params: serde_json::json!({"roce_tcp": row.mix, "size": row.size, "flows": flows,
             "remote_pfc": remote_pfc, "iters": ls.iters}),
         values: serde_json::json!({
-            "avg_latency_us": avg,
+            "latency_from": if ls.latency_probe.is_some() { "probe" } else { "flows" },
+            "avg_latency_us": mean_us(measured),
             "p50_latency_us": lat.t_typical_usec,
             "p99_latency_us": lat.p99_usec,
-            "avg_wire_latency_us": wire_lat.t_avg_usec,
-            "p99_wire_latency_us": wire_lat.p99_usec,
+            "latency_samples": measured.len(),
+            "avg_wire_latency_us": mean_us(measured_wire),
+            "p99_wire_latency_us": report(measured_wire).p99_usec,
+            "flows_avg_latency_us": mean_us(&latencies),
+            "flows_p99_latency_us": flows_lat.p99_usec,
+            "flows_avg_wire_latency_us": mean_us(&wire),
+            "flows_p99_wire_latency_us": wire_lat.p99_usec,
             // The packet generator's PFC refresh packets the pipeline drops by design are not
             // traffic lost.
             "drops_pipeline": sim.switches.iter().map(|s| {
@@ -388,11 +442,17 @@ pub fn row_results(
             }).sum::<u64>(),
             "pauses_tx": pauses.values().filter_map(|v| v.as_u64()).sum::<u64>(),
             "pauses_tx_by_switch": pauses,
-            "receiver_port_queues": queue_usage(sim, ls),
+            "receiver_port_queues": queues,
+            "roce_queue_avg_kb": queue_kb(ls.roce_priority, "average_kb"),
+            "tcp_queue_avg_kb": queue_kb(ls.tcp_priority, "average_kb"),
+            "tcp_queue_peak_kb": queue_kb(ls.tcp_priority, "peak_kb"),
             "cnps": cnps,
-            // CE-marked RoCE packets the receiver took (the row's endpoints are fresh; TCP
-            // runs without ECN, so the switches marked these and no others).
+            // CE-marked RoCE packets the receiver took (the row's endpoints are fresh).
             "ecn_marked": ce,
+            // TCP segments that arrived CE-marked, and the senders' window reductions for them
+            // (TCP is ECN-capable only with DCTCP, `tcp_cc`).
+            "tcp_ce_marked": tcp_ce,
+            "tcp_ecn_reductions": tcp_reductions,
             "tcp_throughput_mbps": tcp_mbps,
             "tcp_retransmits": tcp_retx,
             "tcp_timeouts": tcp_timeouts,
@@ -403,30 +463,53 @@ pub fn row_results(
             "duration_us": span as f64 / 1000.0,
             "seed_avg_latency_us": seed_us(remote_pfc, row),
         }),
-        latency_us: latencies.iter().map(|&l| l as f64 / 1000.0).collect(),
+        latency_us: measured.iter().map(|&l| l as f64 / 1000.0).collect(),
         throughput: serde_json::Map::new(),
+    }
+}
+
+/// A row's figures in the printed tables (us).
+pub struct RowFigures {
+    pub row: Row,
+    /// The row's latency (the probe's, or the flows' without one) and its part from the wire.
+    pub avg: f64,
+    pub wire: f64,
+    /// The flows' own perftest average.
+    pub flows_avg: f64,
+}
+
+impl RowFigures {
+    pub fn of(row: Row, m: &Measurement) -> RowFigures {
+        let v = |k: &str| m.values[k].as_f64().unwrap_or(0.0);
+        RowFigures {
+            row,
+            avg: v("avg_latency_us"),
+            wire: v("avg_wire_latency_us"),
+            flows_avg: v("flows_avg_latency_us"),
+        }
     }
 }
 
 /// Seed 003's tables for one remote PFC setting: one per (size, flows), the seed's figure
 /// beside each simulated one.
-/// `rows`: each row with its average latency and average wire latency (us).
-pub fn tables(remote_pfc: bool, rows: &[(Row, f64, f64)], senders: usize) -> Vec<String> {
-    let mut keys: Vec<(usize, u32)> = rows.iter().map(|(r, ..)| (r.size, r.flows)).collect();
+pub fn tables(remote_pfc: bool, rows: &[RowFigures], senders: usize) -> Vec<String> {
+    let mut keys: Vec<(usize, u32)> = rows.iter().map(|f| (f.row.size, f.row.flows)).collect();
     keys.dedup();
     keys.iter()
         .map(|&(size, flows)| {
             let body: Vec<Vec<String>> = rows
                 .iter()
-                .filter(|(r, ..)| r.size == size && r.flows == flows)
-                .map(|(r, us, wire)| {
+                .filter(|f| f.row.size == size && f.row.flows == flows)
+                .map(|f| {
+                    let r = &f.row;
                     vec![
                         r.mix.clone(),
                         format!("{:.2}", r.size as f64),
                         format!("{}*{senders}", r.flows),
-                        format!("{us:.2}"),
+                        format!("{:.2}", f.avg),
                         seed_us(remote_pfc, r).map_or("-".into(), |v| format!("{v}")),
-                        format!("{wire:.2}"),
+                        format!("{:.2}", f.wire),
+                        format!("{:.2}", f.flows_avg),
                     ]
                 })
                 .collect();
@@ -442,6 +525,7 @@ pub fn tables(remote_pfc: bool, rows: &[(Row, f64, f64)], senders: usize) -> Vec
                     "Avg Latency",
                     "seed 003",
                     "Avg from wire",
+                    "Flows' avg",
                 ],
                 &body,
             )

@@ -454,16 +454,17 @@ fn run_case(
             leafspine::setup_row(sim, ls, &row, &roce, start, &mut rng)?;
             out.stop = sim.run(args.time_limit, args.max_events, &mut progress);
             let m = leafspine::row_results(sim, ls, &row, remote_pfc, start);
-            let avg = m.values["avg_latency_us"].as_f64().unwrap_or(0.0);
-            let wire = m.values["avg_wire_latency_us"].as_f64().unwrap_or(0.0);
+            let fig = leafspine::RowFigures::of(row, &m);
             eprintln!(
-                "lossless-sim: {}: {avg:.2} us (seed {}), virtual {:.3} ms",
+                "lossless-sim: {}: {:.2} us (seed {}; flows {:.2}), virtual {:.3} ms",
                 m.case,
+                fig.avg,
                 m.values["seed_avg_latency_us"],
+                fig.flows_avg,
                 sim.now_ns() as f64 / 1e6
             );
             out.measurements.push(m);
-            rows.push((row, avg, wire));
+            rows.push(fig);
             if out.partial() {
                 break;
             }

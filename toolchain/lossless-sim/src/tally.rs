@@ -13,6 +13,10 @@ pub struct Tally {
     /// out of the NIC) of every message.
     pub latency_ns: Vec<u64>,
     pub wire_latency_ns: Vec<u64>,
+    /// The same for the latency probes' messages ([`crate::traffic::Sender::probe`]), which
+    /// the figures above leave out.
+    pub probe_latency_ns: Vec<u64>,
+    pub probe_wire_latency_ns: Vec<u64>,
     pub first_post: u64,
     pub last_completion: u64,
     pub ce: u64,
@@ -28,6 +32,11 @@ pub fn tally(sim: &Sim) -> Tally {
     };
     for nic in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
         for s in &nic.senders {
+            if s.probe {
+                t.probe_latency_ns.extend(&s.latency_ns);
+                t.probe_wire_latency_ns.extend(&s.wire_latency_ns);
+                continue;
+            }
             t.posted += s.posted_ns.len();
             t.completed += s.completed_ns.len();
             t.failed += u64::from(s.failed > 0);

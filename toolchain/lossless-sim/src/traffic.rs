@@ -102,6 +102,10 @@ pub struct Sender {
     /// Runs beside the other applications and stops posting when they are done (perftest's
     /// write_bw -D, long enough to cover a write_lat beside it).
     pub background: bool,
+    /// A latency probe: its messages are the measured latency, tallied apart from the load's
+    /// (seed 003's "send one message from a sender to the receiver iteratively" beside the
+    /// background QPs).
+    pub probe: bool,
     stopped: bool,
 }
 
@@ -121,6 +125,7 @@ impl Sender {
             wire_latency_ns: Vec::new(),
             failed: 0,
             background: false,
+            probe: false,
             stopped: false,
         }
     }

@@ -5,14 +5,17 @@
 //! of that run are exactly those of a run of sfc=on alone: nothing of sfc=off carries over.
 //!
 //! What it checks are directions the simulation can be held to:
+//! - the row's latency is the probe's (h1's extra QP, one message at a time), sampled while
+//!   the load runs, and the flows' own average is reported beside it;
 //! - 256x7: remote PFC fires (pauses from the senders' ToRs, none without it) and holds the
-//!   congested port's RoCE queue and the network's part of the latency (first packet on the
-//!   wire to completion) lower;
+//!   congested port's RoCE queue and the network's part of the flows' latency (first packet
+//!   on the wire to completion) lower;
 //! - 8x7 stays similar (within 2x), as the seed says.
 //!
-//! perftest's average (post to completion) is not among them: with every QP keeping one
-//! message in flight it is the messages in flight over the receiver's goodput (Little's law),
-//! which remote PFC does not change (README.md, seed 003).
+//! The flows' perftest average (post to completion) is not among them: with every QP keeping
+//! one message in flight it is the messages in flight over the receiver's goodput (Little's
+//! law), which remote PFC does not change; nor is the probe's at 256x7, which waits in its
+//! NIC's round robin with the paused flows (README.md, seed 003).
 //!
 //! Needs what `make test` provides: the venv (.venv) and build/bin/p4-compile.
 
@@ -21,24 +24,29 @@ use std::path::Path;
 mod common;
 use common::{root, run_ok};
 
-/// The small topology's measurements, of one case or (`None`) of all.
-fn run(case: Option<&str>) -> Vec<serde_json::Value> {
-    let name = case.unwrap_or("all");
+/// leafspine-7to1 with `experiment` fields replaced, run in `name`'s directory: its
+/// measurements, of one case or (`None`) of all.
+fn run_with(name: &str, set: serde_json::Value, case: Option<&str>) -> Vec<serde_json::Value> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-ls-{name}"));
     std::fs::create_dir_all(&dir).unwrap();
     let file = root().join("topo/lossless_topo/topologies/leafspine-7to1.json");
     let mut topo: serde_json::Value =
         serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
-    let e = &mut topo["experiment"];
-    e["mixes"] = serde_json::json!(["9:1"]);
-    e["sizes"] = serde_json::json!([4096]);
-    e["flows_per_sender"] = serde_json::json!([8, 256]);
-    e["iters"] = serde_json::json!(3);
+    for (k, v) in set.as_object().unwrap() {
+        topo["experiment"][k] = v.clone();
+    }
     let path = dir.join("leafspine-small.json");
     std::fs::write(&path, serde_json::to_string(&topo).unwrap()).unwrap();
     let args: Vec<&str> = case.map_or(Vec::new(), |c| vec!["--case", c]);
     let doc = run_ok(path.to_str().unwrap(), &args, &dir.join("out"));
     doc["measurements"].as_array().unwrap().clone()
+}
+
+/// The small topology's measurements, of one case or (`None`) of all.
+fn run(case: Option<&str>) -> Vec<serde_json::Value> {
+    let small = serde_json::json!({"mixes": ["9:1"], "sizes": [4096],
+        "flows_per_sender": [8, 256], "iters": 3});
+    run_with(case.unwrap_or("all"), small, case)
 }
 
 fn row<'a>(ms: &'a [serde_json::Value], flows: &str) -> &'a serde_json::Value {
@@ -84,6 +92,16 @@ fn remote_pfc_holds_the_256x7_queue_down_and_8x7_stays_similar_in_one_run_over_b
             assert_eq!(v["qps_failed"], 0, "{m}");
             assert!(f(v, "tcp_throughput_mbps") > 0.0, "TCP flowed: {m}");
             assert_eq!(m["params"]["roce_tcp"], "9:1");
+            assert_eq!(v["latency_from"], "probe", "{m}");
+            assert!(v["latency_samples"].as_u64().unwrap() > 0, "{m}");
+            assert_eq!(
+                m["latency_us"].as_array().unwrap().len() as u64,
+                v["latency_samples"].as_u64().unwrap()
+            );
+            assert!(
+                (f(v, "avg_latency_us") - f(v, "flows_avg_latency_us")).abs() > 1e-9,
+                "the probe's figure is its own: {m}"
+            );
         }
     }
     let (off256, on256) = (row(&off, "256x7"), row(&on, "256x7"));
@@ -98,12 +116,41 @@ fn remote_pfc_holds_the_256x7_queue_down_and_8x7_stays_similar_in_one_run_over_b
         "{on256}\n{off256}"
     );
     assert!(
-        f(on256, "avg_wire_latency_us") < f(off256, "avg_wire_latency_us"),
+        f(on256, "flows_avg_wire_latency_us") < f(off256, "flows_avg_wire_latency_us"),
         "{on256}\n{off256}"
     );
     let (off8, on8) = (row(&off, "8x7"), row(&on, "8x7"));
-    for k in ["avg_latency_us", "avg_wire_latency_us"] {
+    for k in [
+        "avg_latency_us",
+        "flows_avg_latency_us",
+        "flows_avg_wire_latency_us",
+    ] {
         let (a, b) = (f(off8, k), f(on8, k));
         assert!(a < 2.0 * b && b < 2.0 * a, "{k}: {a} vs {b}");
     }
+}
+
+/// TCP on priority 4 rides queue 4, which the config marks (WRED, seed 003's Kmin / Kmax): DCTCP
+/// answers the marks and holds TCP's queue far below NewReno's, which is not ECN-capable and
+/// so is never marked; on priority 0 (no WRED) the two are the same run.
+#[test]
+fn dctcp_holds_a_marked_tcp_queue_down_and_is_newreno_where_unmarked() {
+    let row = |prio: u8, cc: &str| -> serde_json::Value {
+        let set = serde_json::json!({"mixes": ["1:9"], "sizes": [4096], "flows_per_sender": [8],
+            "iters": 50, "tcp_priority": prio, "tcp_cc": cc});
+        let ms = run_with(&format!("tcp{prio}-{cc}"), set, Some("sfc=off"));
+        assert_eq!(ms.len(), 1);
+        ms[0]["values"].clone()
+    };
+    let (reno4, dctcp4) = (row(4, "newreno"), row(4, "dctcp"));
+    assert_eq!(reno4["tcp_ce_marked"], 0, "{reno4}");
+    assert!(f(&dctcp4, "tcp_ecn_reductions") > 0.0, "{dctcp4}");
+    assert!(
+        f(&dctcp4, "tcp_queue_avg_kb") < f(&reno4, "tcp_queue_avg_kb") / 4.0,
+        "{dctcp4}\n{reno4}"
+    );
+    assert!(f(&dctcp4, "tcp_throughput_mbps") > 0.9 * f(&reno4, "tcp_throughput_mbps"));
+    let (reno0, dctcp0) = (row(0, "newreno"), row(0, "dctcp"));
+    assert_eq!(dctcp0["tcp_ce_marked"], 0, "{dctcp0}");
+    assert_eq!(reno0, dctcp0);
 }

@@ -358,6 +358,14 @@ fn bad_sweep_files_fail_at_their_json_path_before_anything_runs() {
             "bad.json: points[0].case: expected a case name",
         ),
         (
+            r#"{"topology": "prio-2to1", "grid": {"run.seed": [1]}}"#,
+            r#"bad.json: grid."run.seed"[0]: run.seed: not an option of run a sweep sets (known: pipeline_latency_ns,"#,
+        ),
+        (
+            r#"{"topology": "prio-2to1", "set": {"run.pipeline_latency_ns": 0.5}}"#,
+            r#"bad.json: set."run.pipeline_latency_ns": --pipeline-latency-ns: expected a non-negative integer"#,
+        ),
+        (
             r#"{"topology": "prio-2to1", "plot": {"x": "links.rate_mbps"}}"#,
             "bad.json: plot.x: 'links.rate_mbps' is not swept",
         ),
@@ -406,4 +414,42 @@ fn bad_sweep_files_fail_at_their_json_path_before_anything_runs() {
             .count();
         assert_eq!(ran, 0, "{text}: a point ran");
     }
+}
+
+/// `run.pipeline_latency_ns` reaches each point's `run`: with one switch between write_lat's
+/// hosts, 1000 ns more pipeline latency is exactly 1.000 us more of its one-way latency alone.
+#[test]
+fn a_run_option_swept_moves_write_lat_alone_by_exactly_its_step() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lossless-sim-sweep-runflag");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let file = tmp.join("runflag.json");
+    std::fs::write(
+        &file,
+        r#"{"topology": "prio-2to1", "quick": true, "cases": ["ecn=on"],
+            "grid": {"run.pipeline_latency_ns": [500, 1500]}}"#,
+    )
+    .unwrap();
+    let out = tmp.join("out");
+    sweep(&file, &out, &["-j", "2"]);
+    let alone = |point: &str| -> f64 {
+        let doc: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(out.join("points").join(point).join("results.json")).unwrap(),
+        )
+        .unwrap();
+        let m = doc["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["params"]["name"] == "baseline")
+            .unwrap();
+        m["values"]["lat_t_avg_us_nominal"].as_f64().unwrap()
+    };
+    let step = alone("0001") - alone("0000");
+    assert!((step - 1.0).abs() < 1e-6, "{step}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert!(
+        csv.starts_with("point,run.pipeline_latency_ns,case,"),
+        "{csv}"
+    );
 }

@@ -256,6 +256,7 @@ mod tests {
                 case: "sfc=on".into(),
                 seed: 1,
                 settings: vec![("links.rate_mbps".into(), json!(25000))],
+                run_args: Vec::new(),
             }],
         };
         let doc = json!({"measurements": [

@@ -70,6 +70,16 @@ pub enum SweepError {
     },
     #[error("a config_db value is a string, number or boolean")]
     ConfigDbValue,
+    #[error("run.{name}: not an option of run a sweep sets (known: {})", known.join(", "))]
+    RunFlag {
+        name: String,
+        known: Vec<&'static str>,
+    },
+    #[error("{flag}: expected {expected}")]
+    RunValue {
+        flag: &'static str,
+        expected: &'static str,
+    },
     #[error("the topology is not an object")]
     TopologyNotObject,
     #[error("config_db: the topology's is not an object")]

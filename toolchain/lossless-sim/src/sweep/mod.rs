@@ -97,6 +97,7 @@ pub fn run_point(dir: &Path, plan: &Plan, i: usize, tools: &Tools) -> Result<(),
         .arg(&tools.pipeline)
         // The sweep draws its own plots from sweep.csv; a point's would cost seconds each.
         .arg("--no-plots")
+        .args(&p.run_args)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err)

@@ -29,6 +29,9 @@ pub struct Point {
     pub seed: u64,
     /// The swept addresses it sets, with their values.
     pub settings: Vec<(String, Value)>,
+    /// `run`'s own options for it (`run.FLAG` settings, shared and its own).
+    #[serde(default)]
+    pub run_args: Vec<String>,
 }
 
 impl Point {
@@ -134,6 +137,7 @@ pub fn plan(
                 case: case.clone(),
                 seed,
                 settings: setting.values.clone(),
+                run_args: sweep.run_args(&setting.values),
             });
         }
     }

@@ -3,7 +3,8 @@
 //! a JSON path into the topology file (`links.rate_mbps`, `experiment.ecn.kmax`,
 //! `links[8].delay_ns`; a name applied to an array sets it in every element), or
 //! `config_db.TABLE|KEY|FIELD`, which lands in the topology's `config_db` object and is written
-//! over every switch's generated config_db.json (KEY a glob: `SFC|*|3-4|threshold`).
+//! over every switch's generated config_db.json (KEY a glob: `SFC|*|3-4|threshold`), or
+//! `run.FLAG`, one of `run`'s own options for the point (`run.pipeline_latency_ns`).
 
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -22,10 +23,61 @@ struct Step {
 enum Address {
     /// `config_db.TABLE|KEY|FIELD`: one key of the topology's `config_db` object.
     ConfigDb(String),
+    /// `run.FLAG`: one of `run`'s options, given on the point's command line.
+    Run(&'static RunFlag),
     Path(Vec<Step>),
 }
 
 const CONFIG_DB: &str = "config_db";
+
+/// One of `run`'s options a sweep may set: its address name, its flag, and whether it takes
+/// any non-negative number (else a non-negative integer).
+#[derive(Debug, PartialEq)]
+pub struct RunFlag {
+    name: &'static str,
+    flag: &'static str,
+    real: bool,
+}
+
+const RUN_FLAGS: &[RunFlag] = &[
+    RunFlag {
+        name: "pipeline_latency_ns",
+        flag: "--pipeline-latency-ns",
+        real: false,
+    },
+    RunFlag {
+        name: "cnp_interval_ns",
+        flag: "--cnp-interval-ns",
+        real: false,
+    },
+    RunFlag {
+        name: "min_rate_mbps",
+        flag: "--min-rate-mbps",
+        real: true,
+    },
+];
+
+impl RunFlag {
+    /// The flag and its value as `run` takes them, or why the value does not fit.
+    fn args(&'static self, value: &Value) -> Result<[String; 2], SweepError> {
+        let fits = if self.real {
+            value.as_f64().is_some_and(|v| v >= 0.0)
+        } else {
+            value.as_u64().is_some()
+        };
+        if !fits {
+            return Err(SweepError::RunValue {
+                flag: self.flag,
+                expected: if self.real {
+                    "a non-negative number"
+                } else {
+                    "a non-negative integer"
+                },
+            });
+        }
+        Ok([self.flag.to_string(), value.to_string()])
+    }
+}
 
 fn parse_address(text: &str) -> Result<Address, SweepError> {
     if let Some(rest) = text.strip_prefix("config_db.") {
@@ -36,6 +88,16 @@ fn parse_address(text: &str) -> Result<Address, SweepError> {
             });
         }
         return Ok(Address::ConfigDb(rest.to_string()));
+    }
+    if let Some(name) = text.strip_prefix("run.") {
+        return RUN_FLAGS
+            .iter()
+            .find(|f| f.name == name)
+            .map(Address::Run)
+            .ok_or_else(|| SweepError::RunFlag {
+                name: name.into(),
+                known: RUN_FLAGS.iter().map(|f| f.name).collect(),
+            });
     }
     let mut steps = Vec::new();
     for part in text.split('.') {
@@ -129,6 +191,8 @@ fn apply(doc: &mut Value, address: &Address, value: &Value) -> Result<(), SweepE
             table.insert(key.clone(), value.clone());
             Ok(())
         }
+        // Not in the topology: checked here, given to `run` by [`Sweep::run_args`].
+        Address::Run(flag) => flag.args(value).map(|_| ()),
         Address::Path(steps) => set_path(doc, steps, value, ""),
     }
 }
@@ -140,6 +204,8 @@ pub struct Sweep {
     /// The topology document with the shared settings applied (and `--quick`'s overrides merged
     /// into its experiment, so that a swept experiment field is not overridden by them).
     pub base: Value,
+    /// The shared settings of `run`'s own options (`run.FLAG`), which the topology does not hold.
+    pub set_run: Vec<(String, Value)>,
     /// The config cases every point runs (empty: every case of its experiment).
     pub cases: Vec<String>,
     pub seed: Option<u64>,
@@ -269,10 +335,14 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
             let a = parse_address(address).map_err(|m| at(&path, m))?;
             apply(&mut base.clone(), &a, value).map_err(|m| at(&path, m))
         };
+    let mut set_run = Vec::new();
     for (address, value) in section("set")? {
         let path = member("set", &address);
         let a = parse_address(&address).map_err(|m| at(&path, m))?;
         apply(&mut base, &a, &value).map_err(|m| at(&path, m))?;
+        if matches!(a, Address::Run(_)) {
+            set_run.push((address, value));
+        }
     }
     let mut columns = Vec::new();
     let mut grid: Vec<(String, Vec<Value>)> = Vec::new();
@@ -362,6 +432,7 @@ pub fn load(file: &Path, topologies: &Path, quick: bool) -> Result<Sweep, SweepE
     Ok(Sweep {
         file: file.into(),
         base,
+        set_run,
         cases,
         seed,
         settings,
@@ -396,6 +467,21 @@ impl Sweep {
             );
         }
         doc
+    }
+
+    /// `run`'s own options for one point: the shared ones, then the point's (a later flag
+    /// wins in `run`'s parser).
+    pub fn run_args(&self, settings: &[(String, Value)]) -> Vec<String> {
+        self.set_run
+            .iter()
+            .chain(settings)
+            .filter_map(|(address, value)| match parse_address(address) {
+                // Every address and value was checked on load.
+                Ok(Address::Run(flag)) => flag.args(value).ok(),
+                _ => None,
+            })
+            .flatten()
+            .collect()
     }
 }
 
@@ -455,6 +541,54 @@ mod tests {
         assert!(parse_address("config_db.SFC|threshold").is_err());
         assert!(parse_address("config_db").is_err());
         assert!(apply(&mut doc, &a, &json!([1])).is_err());
+    }
+
+    #[test]
+    fn run_addresses_are_run_options_not_topology_fields() {
+        let mut doc = topo();
+        let before = doc.clone();
+        let p = parse_address("run.pipeline_latency_ns").unwrap();
+        apply(&mut doc, &p, &json!(800)).unwrap();
+        assert_eq!(doc, before);
+        for bad in [json!(-1), json!(1.5), json!("800")] {
+            let e = apply(&mut doc, &p, &bad).unwrap_err().to_string();
+            assert_eq!(e, "--pipeline-latency-ns: expected a non-negative integer");
+        }
+        let m = parse_address("run.min_rate_mbps").unwrap();
+        apply(&mut doc, &m, &json!(45.5)).unwrap();
+        assert!(apply(&mut doc, &m, &json!(-45)).is_err());
+        let e = parse_address("run.seed").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "run.seed: not an option of run a sweep sets \
+             (known: pipeline_latency_ns, cnp_interval_ns, min_rate_mbps)"
+        );
+        let sweep = Sweep {
+            file: "s.json".into(),
+            base: doc,
+            set_run: vec![("run.cnp_interval_ns".into(), json!(1000))],
+            cases: Vec::new(),
+            seed: None,
+            settings: Vec::new(),
+            columns: Vec::new(),
+            plot: Plot::default(),
+        };
+        let point = [
+            ("run.pipeline_latency_ns".to_string(), json!(800)),
+            ("links.rate_mbps".to_string(), json!(5)),
+            ("run.min_rate_mbps".to_string(), json!(45.5)),
+        ];
+        assert_eq!(
+            sweep.run_args(&point),
+            [
+                "--cnp-interval-ns",
+                "1000",
+                "--pipeline-latency-ns",
+                "800",
+                "--min-rate-mbps",
+                "45.5"
+            ]
+        );
     }
 
     #[test]
