@@ -54,6 +54,14 @@ fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
             )),
             // Annotations that only steer the compiler.
             ("field_list" | "alias" | "metadata" | "match", _) => {}
+            (_, ast::AnnotationBody::Structured(body)) => {
+                if let Some(body) = structured_body(body) {
+                    out.push(m::Annotation::Structured {
+                        name: name.to_string(),
+                        body,
+                    });
+                }
+            }
             (_, ast::AnnotationBody::Empty) => {
                 out.push(m::Annotation::rendered(format!("@{name}")))
             }
@@ -75,6 +83,77 @@ fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
         }
     }
     out
+}
+
+/// A structured annotation's body with its expressions evaluated, as p4c lists it in
+/// P4Info; `None` when an expression is not a constant this can evaluate.
+fn structured_body(body: &ast::AnnotationBody) -> Option<m::StructuredBody> {
+    Some(match body {
+        ast::AnnotationBody::Empty => m::StructuredBody::Empty,
+        ast::AnnotationBody::Exprs(es) => {
+            m::StructuredBody::Expressions(es.iter().map(constant).collect::<Option<_>>()?)
+        }
+        ast::AnnotationBody::KeyValues(kvs) => m::StructuredBody::KeyValues(
+            kvs.iter()
+                .map(|(k, v)| Some((k.name.clone(), constant(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+        _ => return None,
+    })
+}
+
+/// A compile-time constant of a structured annotation: a string, a boolean or an integer,
+/// with arithmetic, comparisons and logic folded (`5+6` is 11, `1==2` false).
+fn constant(e: &ast::Expr) -> Option<m::AnnotationValue> {
+    use ast::{BinOp as B, ExprKind as K, UnOp as U};
+    use m::AnnotationValue::{Bool, Int, String as Str};
+    Some(match &e.kind {
+        K::Str(t) => Str(t.clone()),
+        K::Bool(b) => Bool(*b),
+        K::Int { value, .. } => Int(value.to_i64()?),
+        K::Unary(op, x) => match (op, constant(x)?) {
+            (U::Neg, Int(v)) => Int(v.checked_neg()?),
+            (U::Plus, Int(v)) => Int(v),
+            (U::BitNot, Int(v)) => Int(!v),
+            (U::Not, Bool(b)) => Bool(!b),
+            _ => return None,
+        },
+        K::Binary(op, a, b) => match (constant(a)?, constant(b)?) {
+            (Int(x), Int(y)) => match op {
+                B::Add => Int(x.checked_add(y)?),
+                B::Sub => Int(x.checked_sub(y)?),
+                B::Mul => Int(x.checked_mul(y)?),
+                B::Div => Int(x.checked_div(y)?),
+                B::Mod => Int(x.checked_rem(y)?),
+                B::Shl => Int(x.checked_shl(u32::try_from(y).ok()?)?),
+                B::Shr => Int(x.checked_shr(u32::try_from(y).ok()?)?),
+                B::BitAnd => Int(x & y),
+                B::BitOr => Int(x | y),
+                B::BitXor => Int(x ^ y),
+                B::Eq => Bool(x == y),
+                B::Ne => Bool(x != y),
+                B::Lt => Bool(x < y),
+                B::Le => Bool(x <= y),
+                B::Gt => Bool(x > y),
+                B::Ge => Bool(x >= y),
+                _ => return None,
+            },
+            (Bool(x), Bool(y)) => match op {
+                B::And => Bool(x && y),
+                B::Or => Bool(x || y),
+                B::Eq => Bool(x == y),
+                B::Ne => Bool(x != y),
+                _ => return None,
+            },
+            (Str(x), Str(y)) => match op {
+                B::Eq => Bool(x == y),
+                B::Ne => Bool(x != y),
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 /// `@p4runtime_translation("uri", N | bit<N> | string)`: how the controller sees a `type`.
