@@ -29,6 +29,8 @@ pub(crate) struct Collector {
     /// Declared action profiles and selectors, by name: p4c lists them even when no table
     /// uses them.
     declared_profiles: Vec<(String, DeclId)>,
+    /// Top-level extern instances by name, in declaration order.
+    top_instances: Vec<String>,
 }
 
 fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
@@ -240,6 +242,24 @@ impl Collector {
             })
             .collect();
         self.model.errors = p.errors.clone();
+        // p4c meets top-level extern instances before it descends from `main` into the
+        // controls: they come first, in declaration order.
+        for &d in &p.top {
+            if let DeclKind::Instance {
+                ty: Type::Extern(..),
+                ..
+            } = &p.decl(d).kind
+            {
+                let name = match ast::find_annotation(&p.decl(d).annotations, "name")
+                    .and_then(|a| a.string_arg())
+                {
+                    Some(n) => n.trim_start_matches('.').to_string(),
+                    None => p.decl(d).name.clone(),
+                };
+                self.top_instances.push(name.clone());
+                self.profile_order.push(name);
+            }
+        }
     }
 
     /// The control-plane type of a P4 type; named types are described in `types`.
@@ -811,6 +831,13 @@ pub(crate) fn finish(cx: &mut Ctx) -> R<()> {
         .model
         .action_profiles
         .sort_by_key(|a| position(&a.name));
+    // The other instances are listed where the lowering met them, top-level ones first.
+    let top = std::mem::take(&mut cx.cp.top_instances);
+    let position = |name: &str| top.iter().position(|n| n == name).unwrap_or(usize::MAX);
+    let model = &mut cx.cp.model;
+    model.counters.sort_by_key(|c| position(&c.name));
+    model.meters.sort_by_key(|c| position(&c.name));
+    model.registers.sort_by_key(|c| position(&c.name));
     for (i, t) in p.types.iter().enumerate() {
         let Some(a) = ast::find_annotation(&t.annotations, "controller_header") else {
             continue;
