@@ -56,7 +56,7 @@ pub struct Output {
 /// whole control-plane model when only statements and blocks were refused, as p4c-bm2-ss
 /// still writes P4Info for a program its backend refuses; `None` when lowering stopped early.
 pub struct Refused {
-    pub control_plane: Option<p4_p4info::ControlPlane>,
+    pub control_plane: Option<Box<p4_p4info::ControlPlane>>,
 }
 
 /// A construct the backend cannot lower; reported as `unsupported: WHAT` at the span.
@@ -98,7 +98,7 @@ pub fn compile(
     }
     if !cx.errors.is_empty() {
         return Err(Refused {
-            control_plane: (finished && cx.cp_whole).then(|| cx.cp.take_model()),
+            control_plane: (finished && cx.cp_whole).then(|| Box::new(cx.cp.take_model())),
         });
     }
     let control_plane = cx.cp.take_model();

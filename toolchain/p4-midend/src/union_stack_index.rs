@@ -29,7 +29,7 @@ fn run(p: &mut Program) {
         };
         let stmts: Vec<Stmt> = stmts
             .into_iter()
-            .map(|s| stmts_owned(s, &mut |s| expand(p, s)))
+            .map(|s| stmts_owned(s, &mut expand))
             .collect();
         match &mut p.decls[i].kind {
             DeclKind::Action { body, .. }
@@ -42,13 +42,12 @@ fn run(p: &mut Program) {
 }
 
 /// `s`, or the chain of guarded copies it becomes (their own run-time indices expanded too).
-fn expand(p: &Program, s: Stmt) -> Stmt {
+fn expand(s: Stmt) -> Stmt {
     if !matches!(s.kind, StmtKind::Assign(..) | StmtKind::Call(_)) {
         return s;
     }
     let mut probe = s.clone();
-    let Some((index, size)) = first_dynamic_index(p, &mut probe).map(|(i, n)| (i.clone(), n))
-    else {
+    let Some((index, size)) = first_dynamic_index(&mut probe).map(|(i, n)| (i.clone(), n)) else {
         return s;
     };
     let width = match &index.ty {
@@ -67,7 +66,7 @@ fn expand(p: &Program, s: Stmt) -> Stmt {
             span: index.span,
         };
         let mut copy = s.clone();
-        if let Some((slot, _)) = first_dynamic_index(p, &mut copy) {
+        if let Some((slot, _)) = first_dynamic_index(&mut copy) {
             *slot = konst.clone();
         }
         let guard = Expr {
@@ -75,7 +74,7 @@ fn expand(p: &Program, s: Stmt) -> Stmt {
             ty: Type::Bool,
             span: index.span,
         };
-        let then = Box::new(expand(p, copy));
+        let then = Box::new(expand(copy));
         chain = Some(Box::new(stmt(StmtKind::If(guard, then, chain), s.span)));
     }
     chain.map_or_else(|| stmt(StmtKind::Empty, s.span), |c| *c)
@@ -83,16 +82,16 @@ fn expand(p: &Program, s: Stmt) -> Stmt {
 
 /// The first run-time index (outer operands first) into a stack of header unions in `s`,
 /// with the stack's size.
-fn first_dynamic_index<'s>(p: &Program, s: &'s mut Stmt) -> Option<(&'s mut Expr, u32)> {
+fn first_dynamic_index(s: &mut Stmt) -> Option<(&mut Expr, u32)> {
     let roots: Vec<&mut Expr> = match &mut s.kind {
         StmtKind::Assign(l, r) => vec![l, r],
         StmtKind::Call(e) => vec![e],
         _ => Vec::new(),
     };
-    roots.into_iter().find_map(|e| find(p, e))
+    roots.into_iter().find_map(find)
 }
 
-fn find<'e>(p: &Program, e: &'e mut Expr) -> Option<(&'e mut Expr, u32)> {
+fn find(e: &mut Expr) -> Option<(&mut Expr, u32)> {
     let target = match &e.kind {
         ExprKind::Index(a, i) if !matches!(i.kind, ExprKind::Const(_)) && !i.has_call() => {
             match &a.ty {
@@ -108,5 +107,5 @@ fn find<'e>(p: &Program, e: &'e mut Expr) -> Option<(&'e mut Expr, u32)> {
             _ => None,
         };
     }
-    operands_mut(e).into_iter().find_map(|(o, _)| find(p, o))
+    operands_mut(e).into_iter().find_map(|(o, _)| find(o))
 }
