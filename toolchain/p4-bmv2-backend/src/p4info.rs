@@ -435,6 +435,18 @@ impl Collector {
     }
 }
 
+/// The extern types of v1model.p4 and core.p4 that a control can instantiate.
+const V1MODEL_EXTERNS: &[&str] = &[
+    "counter",
+    "direct_counter",
+    "meter",
+    "direct_meter",
+    "register",
+    "action_profile",
+    "action_selector",
+    "Checksum16",
+];
+
 /// The actions of a control the control plane sees, as p4c's front end leaves them: those
 /// its tables use and those its apply block calls (top-level ones first, p4c localizes them),
 /// not those only other actions call (inlined into them) nor unused ones.
@@ -476,8 +488,15 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
         }
     }
     let uses = &p.control_plane_uses;
-    if uses.extern_function_called {
-        cx.cp.model.extern_function_called = true;
+    let own_extern = locals.iter().any(|&l| match &p.decl(l).kind {
+        DeclKind::Instance {
+            ty: Type::Extern(id, _),
+            ..
+        } => !V1MODEL_EXTERNS.contains(&p.ty(*id).name.as_str()),
+        _ => false,
+    });
+    if uses.extern_function_called || own_extern {
+        cx.cp.model.extern_type_info = true;
     }
     let direct = uses.direct_actions.get(&d).map_or(&[][..], Vec::as_slice);
     // A directly called action's arguments are bound at its call: it has no parameters left.
