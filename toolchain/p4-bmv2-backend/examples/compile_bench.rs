@@ -61,7 +61,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         };
         p4_midend::run(&mut ir);
-        let Some(output) = p4_bmv2_backend::compile(&ir, &map, &mut diags) else {
+        let Ok(output) = p4_bmv2_backend::compile(&ir, &map, &mut diags) else {
             eprint!("{}", diags.render(&map));
             return ExitCode::FAILURE;
         };

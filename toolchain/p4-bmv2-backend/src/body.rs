@@ -23,9 +23,13 @@ use p4_syntax::ast::Direction;
 use p4_syntax::Span;
 
 impl Ctx<'_> {
+    /// Lowers `stmts` into `b`. A statement the lowering refuses is reported and the next one
+    /// lowered, so that every refusal is reported (the program is refused as a whole).
     pub fn stmts(&mut self, b: &mut Body, stmts: &[Stmt]) -> R<()> {
         for s in stmts {
-            self.stmt(b, s)?;
+            if let Err(u) = self.stmt(b, s) {
+                self.errors.push(u);
+            }
         }
         Ok(())
     }
@@ -1106,7 +1110,13 @@ impl Ctx<'_> {
     /// Declares the BMv2 object of an extern instance (register, counter, meter, ...).
     pub fn declare_instance(&mut self, name: &str, d: DeclId) -> R<()> {
         let decl = self.p.decl(d);
-        let DeclKind::Instance { ty, args, .. } = &decl.kind else {
+        let DeclKind::Instance {
+            ty,
+            args,
+            via_typedef,
+            ..
+        } = &decl.kind
+        else {
             return Ok(());
         };
         let Type::Extern(tid, targs) = ty else {
@@ -1145,7 +1155,9 @@ impl Ctx<'_> {
                     size: int_arg(0) as u32,
                     bitwidth: w as u32,
                 });
-                self.cp.register(self.p, name, d, &elem, int_arg(0));
+                if !via_typedef {
+                    self.cp.register(self.p, name, d, &elem, int_arg(0));
+                }
             }
             "counter" => {
                 let id = self.json.counter_arrays.len() as i64;

@@ -167,7 +167,15 @@ impl Ctx<'_> {
                 continue;
             }
             next = self.flush(&mut pending, next)?;
-            next = self.lower_ctl(s, next, ret.clone())?;
+            // A statement the lowering refuses (here or in `flush`) is reported and left out,
+            // so that every refusal is reported and the control's tables are still collected.
+            next = match self.lower_ctl(s, next.clone(), ret.clone()) {
+                Ok(n) => n,
+                Err(u) => {
+                    self.errors.push(u);
+                    next
+                }
+            };
         }
         self.flush(&mut pending, next)
     }
@@ -216,7 +224,9 @@ impl Ctx<'_> {
         }
         let mut b = Body::new(false);
         while let Some(s) = pending.pop() {
-            self.stmt(&mut b, s)?;
+            if let Err(u) = self.stmt(&mut b, s) {
+                self.errors.push(u);
+            }
         }
         self.action_node(b, next)
     }

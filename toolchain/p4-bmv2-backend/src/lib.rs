@@ -52,6 +52,13 @@ pub struct Output {
     pub control_plane: p4_p4info::ControlPlane,
 }
 
+/// A program the lowering refused (its errors are in the diagnostics). `control_plane` is the
+/// whole control-plane model when only statements and blocks were refused, as p4c-bm2-ss
+/// still writes P4Info for a program its backend refuses; `None` when lowering stopped early.
+pub struct Refused {
+    pub control_plane: Option<Box<p4_p4info::ControlPlane>>,
+}
+
 /// A construct the backend cannot lower; reported as `unsupported: WHAT` at the span.
 #[derive(Debug, Clone)]
 pub(crate) struct Unsupported {
@@ -72,21 +79,31 @@ pub(crate) fn unsupported<T>(span: Span, what: impl Into<String>) -> R<T> {
 const V1SWITCH_BLOCKS: usize = 6;
 
 /// Compiles a checked program read from `map` (which names hidden actions after their source
-/// lines); every problem goes to `diags` (`None` if there was any).
-pub fn compile(p: &ir::Program, map: &SourceMap, diags: &mut Diagnostics) -> Option<Output> {
+/// lines); every problem goes to `diags`.
+pub fn compile(
+    p: &ir::Program,
+    map: &SourceMap,
+    diags: &mut Diagnostics,
+) -> Result<Output, Refused> {
     let mut cx = Ctx::new(p, map);
-    if let Err(u) = cx.run() {
-        cx.errors.push(u);
-    }
+    let finished = match cx.run() {
+        Ok(()) => true,
+        Err(u) => {
+            cx.errors.push(u);
+            false
+        }
+    };
     for u in &cx.errors {
         diags.unsupported(u.span, &u.what);
     }
     if !cx.errors.is_empty() {
-        return None;
+        return Err(Refused {
+            control_plane: (finished && cx.cp_whole).then(|| Box::new(cx.cp.take_model())),
+        });
     }
     let control_plane = cx.cp.take_model();
     shape::conform(&mut cx.json);
-    Some(Output {
+    Ok(Output {
         json: cx.json,
         control_plane,
     })
@@ -138,6 +155,9 @@ pub(crate) struct Ctx<'p> {
     pub hoisted: HashMap<*const ir::Expr, layout::Place>,
     /// The parser's state that raises error.NoMatch, once a select without `default` needs it.
     pub no_match_state: Option<String>,
+    /// Whether the control-plane model is whole: no block that holds control-plane objects
+    /// (parser, ingress, egress) was left unfinished by a refusal.
+    pub cp_whole: bool,
 }
 
 impl<'p> Ctx<'p> {
@@ -160,6 +180,7 @@ impl<'p> Ctx<'p> {
             std_meta: None,
             hoisted: HashMap::new(),
             no_match_state: None,
+            cp_whole: true,
         }
     }
 
@@ -219,20 +240,24 @@ impl<'p> Ctx<'p> {
             .enumerate()
             .map(|(i, e)| (e.clone(), i as i64))
             .collect();
-        // Parser.
-        self.enter_block(blocks[0], &binds[0])?;
-        self.lower_parser(blocks[0])?;
-        // Verify checksum, ingress, egress, compute checksum, deparser.
-        self.enter_block(blocks[1], &binds[1])?;
-        self.lower_checksums(blocks[1], true)?;
-        for (i, name) in [(2, "ingress"), (3, "egress")] {
-            self.enter_block(blocks[i], &binds[i])?;
-            self.lower_pipeline(blocks[i], name)?;
+        // Parser, verify checksum, ingress, egress, compute checksum, deparser. A block the
+        // lowering refuses is reported and the others are still lowered, so that every
+        // refusal is reported and the control-plane model is whole.
+        for (i, block) in blocks.iter().enumerate() {
+            self.enter_block(*block, &binds[i])?;
+            let lowered = match i {
+                0 => self.lower_parser(*block),
+                1 | 4 => self.lower_checksums(*block, i == 1),
+                2 => self.lower_pipeline(*block, "ingress"),
+                3 => self.lower_pipeline(*block, "egress"),
+                _ => self.lower_deparser(*block),
+            };
+            if let Err(u) = lowered {
+                self.errors.push(u);
+                // The checksum controls and the deparser hold no control-plane object.
+                self.cp_whole &= matches!(i, 1 | 4 | 5);
+            }
         }
-        self.enter_block(blocks[4], &binds[4])?;
-        self.lower_checksums(blocks[4], false)?;
-        self.enter_block(blocks[5], &binds[5])?;
-        self.lower_deparser(blocks[5])?;
         self.finish_layout();
         self.finish_meters();
         self.json.program = None;

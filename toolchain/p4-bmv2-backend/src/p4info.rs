@@ -29,6 +29,8 @@ pub(crate) struct Collector {
     /// Declared action profiles and selectors, by name: p4c lists them even when no table
     /// uses them.
     declared_profiles: Vec<(String, DeclId)>,
+    /// Top-level extern instances by name, in declaration order.
+    top_instances: Vec<String>,
 }
 
 fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
@@ -54,6 +56,14 @@ fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
             )),
             // Annotations that only steer the compiler.
             ("field_list" | "alias" | "metadata" | "match", _) => {}
+            (_, ast::AnnotationBody::Structured(body)) => {
+                if let Some(body) = structured_body(body) {
+                    out.push(m::Annotation::Structured {
+                        name: name.to_string(),
+                        body,
+                    });
+                }
+            }
             (_, ast::AnnotationBody::Empty) => {
                 out.push(m::Annotation::rendered(format!("@{name}")))
             }
@@ -75,6 +85,77 @@ fn annotations(annos: &[ast::Annotation]) -> Vec<m::Annotation> {
         }
     }
     out
+}
+
+/// A structured annotation's body with its expressions evaluated, as p4c lists it in
+/// P4Info; `None` when an expression is not a constant this can evaluate.
+fn structured_body(body: &ast::AnnotationBody) -> Option<m::StructuredBody> {
+    Some(match body {
+        ast::AnnotationBody::Empty => m::StructuredBody::Empty,
+        ast::AnnotationBody::Exprs(es) => {
+            m::StructuredBody::Expressions(es.iter().map(constant).collect::<Option<_>>()?)
+        }
+        ast::AnnotationBody::KeyValues(kvs) => m::StructuredBody::KeyValues(
+            kvs.iter()
+                .map(|(k, v)| Some((k.name.clone(), constant(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+        _ => return None,
+    })
+}
+
+/// A compile-time constant of a structured annotation: a string, a boolean or an integer,
+/// with arithmetic, comparisons and logic folded (`5+6` is 11, `1==2` false).
+fn constant(e: &ast::Expr) -> Option<m::AnnotationValue> {
+    use ast::{BinOp as B, ExprKind as K, UnOp as U};
+    use m::AnnotationValue::{Bool, Int, String as Str};
+    Some(match &e.kind {
+        K::Str(t) => Str(t.clone()),
+        K::Bool(b) => Bool(*b),
+        K::Int { value, .. } => Int(value.to_i64()?),
+        K::Unary(op, x) => match (op, constant(x)?) {
+            (U::Neg, Int(v)) => Int(v.checked_neg()?),
+            (U::Plus, Int(v)) => Int(v),
+            (U::BitNot, Int(v)) => Int(!v),
+            (U::Not, Bool(b)) => Bool(!b),
+            _ => return None,
+        },
+        K::Binary(op, a, b) => match (constant(a)?, constant(b)?) {
+            (Int(x), Int(y)) => match op {
+                B::Add => Int(x.checked_add(y)?),
+                B::Sub => Int(x.checked_sub(y)?),
+                B::Mul => Int(x.checked_mul(y)?),
+                B::Div => Int(x.checked_div(y)?),
+                B::Mod => Int(x.checked_rem(y)?),
+                B::Shl => Int(x.checked_shl(u32::try_from(y).ok()?)?),
+                B::Shr => Int(x.checked_shr(u32::try_from(y).ok()?)?),
+                B::BitAnd => Int(x & y),
+                B::BitOr => Int(x | y),
+                B::BitXor => Int(x ^ y),
+                B::Eq => Bool(x == y),
+                B::Ne => Bool(x != y),
+                B::Lt => Bool(x < y),
+                B::Le => Bool(x <= y),
+                B::Gt => Bool(x > y),
+                B::Ge => Bool(x >= y),
+                _ => return None,
+            },
+            (Bool(x), Bool(y)) => match op {
+                B::And => Bool(x && y),
+                B::Or => Bool(x || y),
+                B::Eq => Bool(x == y),
+                B::Ne => Bool(x != y),
+                _ => return None,
+            },
+            (Str(x), Str(y)) => match op {
+                B::Eq => Bool(x == y),
+                B::Ne => Bool(x != y),
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 /// `@p4runtime_translation("uri", N | bit<N> | string)`: how the controller sees a `type`.
@@ -161,6 +242,24 @@ impl Collector {
             })
             .collect();
         self.model.errors = p.errors.clone();
+        // p4c meets top-level extern instances before it descends from `main` into the
+        // controls: they come first, in declaration order.
+        for &d in &p.top {
+            if let DeclKind::Instance {
+                ty: Type::Extern(..),
+                ..
+            } = &p.decl(d).kind
+            {
+                let name = match ast::find_annotation(&p.decl(d).annotations, "name")
+                    .and_then(|a| a.string_arg())
+                {
+                    Some(n) => n.trim_start_matches('.').to_string(),
+                    None => p.decl(d).name.clone(),
+                };
+                self.top_instances.push(name.clone());
+                self.profile_order.push(name);
+            }
+        }
     }
 
     /// The control-plane type of a P4 type; named types are described in `types`.
@@ -336,6 +435,18 @@ impl Collector {
     }
 }
 
+/// The extern types of v1model.p4 and core.p4 that a control can instantiate.
+const V1MODEL_EXTERNS: &[&str] = &[
+    "counter",
+    "direct_counter",
+    "meter",
+    "direct_meter",
+    "register",
+    "action_profile",
+    "action_selector",
+    "Checksum16",
+];
+
 /// The actions of a control the control plane sees, as p4c's front end leaves them: those
 /// its tables use and those its apply block calls (top-level ones first, p4c localizes them),
 /// not those only other actions call (inlined into them) nor unused ones.
@@ -377,8 +488,15 @@ pub(crate) fn control(cx: &mut Ctx, d: DeclId) {
         }
     }
     let uses = &p.control_plane_uses;
-    if uses.extern_function_called {
-        cx.cp.model.extern_function_called = true;
+    let own_extern = locals.iter().any(|&l| match &p.decl(l).kind {
+        DeclKind::Instance {
+            ty: Type::Extern(id, _),
+            ..
+        } => !V1MODEL_EXTERNS.contains(&p.ty(*id).name.as_str()),
+        _ => false,
+    });
+    if uses.extern_function_called || own_extern {
+        cx.cp.model.extern_type_info = true;
     }
     let direct = uses.direct_actions.get(&d).map_or(&[][..], Vec::as_slice);
     // A directly called action's arguments are bound at its call: it has no parameters left.
@@ -732,6 +850,13 @@ pub(crate) fn finish(cx: &mut Ctx) -> R<()> {
         .model
         .action_profiles
         .sort_by_key(|a| position(&a.name));
+    // The other instances are listed where the lowering met them, top-level ones first.
+    let top = std::mem::take(&mut cx.cp.top_instances);
+    let position = |name: &str| top.iter().position(|n| n == name).unwrap_or(usize::MAX);
+    let model = &mut cx.cp.model;
+    model.counters.sort_by_key(|c| position(&c.name));
+    model.meters.sort_by_key(|c| position(&c.name));
+    model.registers.sort_by_key(|c| position(&c.name));
     for (i, t) in p.types.iter().enumerate() {
         let Some(a) = ast::find_annotation(&t.annotations, "controller_header") else {
             continue;

@@ -140,7 +140,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
     let mut report = Report::default();
     let mut ast = None;
     let mut ir = None;
-    let mut output = None;
+    let mut lowered = None;
     for step in passes::passes() {
         match step.stage {
             Stage::Parse => ast = Some(p4_syntax::parse(&map, &mut diags)),
@@ -159,7 +159,7 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
             }
             Stage::Lower => {
                 if let Some(p) = &ir {
-                    output = p4_bmv2_backend::compile(p, &map, &mut diags);
+                    lowered = Some(p4_bmv2_backend::compile(p, &map, &mut diags));
                 }
             }
         }
@@ -183,11 +183,24 @@ pub fn run(opts: &Options) -> Result<Report, Failure> {
             return Err(fail(report.diagnostics, error));
         }
     }
+    // Likewise p4c-bm2-ss writes P4Info before its backend refuses a program: so do we when
+    // only the lowering refused it and its control-plane model is whole.
+    if let Some(Err(p4_bmv2_backend::Refused {
+        control_plane: Some(cp),
+    })) = &lowered
+    {
+        let written = p4_p4info::generate(cp)
+            .map_err(CompileError::P4Info)
+            .and_then(|info| write_p4info(opts, &info));
+        if let Err(error) = written {
+            return Err(fail(report.diagnostics, error));
+        }
+    }
     if diags.has_errors() {
         let errors = diags.error_count();
         return Err(fail(report.diagnostics, CompileError::Program { errors }));
     }
-    if let Some(out) = output {
+    if let Some(Ok(out)) = lowered {
         if let Err(error) = write_outputs(opts, &out) {
             return Err(fail(report.diagnostics, error));
         }

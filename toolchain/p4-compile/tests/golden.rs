@@ -178,6 +178,7 @@ fn list_passes_names_the_pipeline_in_order() {
             "inline",
             "table-actions",
             "control-inline",
+            "union-stack-index",
             "bmv2"
         ]
     );

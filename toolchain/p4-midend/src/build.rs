@@ -4,7 +4,7 @@
 use p4_sema::ir::{
     Block, Decl, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type, Value,
 };
-use p4_syntax::ast::{self, UnOp};
+use p4_syntax::ast::UnOp;
 use p4_syntax::Span;
 use std::collections::HashSet;
 
@@ -99,21 +99,6 @@ pub(crate) fn block(stmts: Vec<Stmt>, span: Span) -> Stmt {
         }),
         span,
     )
-}
-
-/// `@name("name")`: the control-plane name a copy keeps (a leading `.` makes it absolute).
-pub(crate) fn name_annotation(name: &str, span: Span) -> ast::Annotation {
-    ast::Annotation {
-        name: ast::Ident {
-            name: "name".into(),
-            span,
-        },
-        body: ast::AnnotationBody::Exprs(vec![ast::Expr {
-            kind: ast::ExprKind::Str(name.into()),
-            span,
-        }]),
-        span,
-    }
 }
 
 pub(crate) fn bool_const(b: bool, span: Span) -> Expr {

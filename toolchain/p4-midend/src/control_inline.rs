@@ -18,7 +18,7 @@
 //! inlined in turn. The actions the callee's apply block calls directly are recorded as the
 //! caller's (`control_plane_uses`), so P4Info still lists them.
 
-use crate::build::{assign, block, name_annotation, var_ref};
+use crate::build::{assign, block, var_ref};
 use crate::calls::{copy_out_before_exit, lower_returns, pin_indices, rename_locals, subst_expr};
 use crate::hoist::{Hoister, Mode};
 use crate::visit::stmts_owned;
@@ -27,7 +27,7 @@ use p4_sema::ir::{
     CallTarget, DeclId, DeclKind, Expr, ExprKind, Param, Program, Stmt, StmtKind, Type,
     TypeDeclKind,
 };
-use p4_syntax::ast::{find_annotation, Direction};
+use p4_syntax::ast::{self, find_annotation, Direction};
 use p4_syntax::Span;
 use std::collections::HashMap;
 
@@ -245,7 +245,7 @@ pub(crate) fn copy_locals(
             let name = hierarchical(p, inst, l);
             decl.annotations.retain(|a| a.name.name != "name");
             decl.annotations
-                .insert(0, name_annotation(&name, decl.span));
+                .insert(0, ast::Annotation::name(&name, decl.span));
         }
         let id = DeclId(p.decls.len() as u32);
         p.decls.push(decl);
@@ -385,7 +385,8 @@ fn copy_local(
         for k in &mut t.key {
             if find_annotation(&k.annotations, "name").is_none() {
                 let name = k.control_plane_name(p);
-                k.annotations.insert(0, name_annotation(&name, k.span));
+                k.annotations
+                    .insert(0, ast::Annotation::name(&name, k.span));
             }
         }
     }

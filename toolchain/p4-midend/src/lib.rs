@@ -17,6 +17,7 @@ pub mod parser_side_effects;
 pub mod side_effects;
 pub mod subparser_inline;
 pub mod table_actions;
+pub mod union_stack_index;
 mod visit;
 
 use p4_sema::ir::Program;
@@ -37,6 +38,7 @@ pub struct Pass {
 /// `parser-inline` copies have their own side effects ordered already. `control-inline` runs
 /// last: an `exit` in a sub-control's body or actions then already has the copy-outs of the
 /// actions it leaves before it, and the control's copy-outs go after those.
+/// `union-stack-index` runs after it, so that it sees inlined sub-controls' statements too.
 pub const PASSES: &[Pass] = &[
     control_locals::PASS,
     subparser_inline::PASS,
@@ -47,6 +49,7 @@ pub const PASSES: &[Pass] = &[
     inline::PASS,
     table_actions::PASS,
     control_inline::PASS,
+    union_stack_index::PASS,
 ];
 
 /// Runs every pass of [`PASSES`] in order.

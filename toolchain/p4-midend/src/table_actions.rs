@@ -7,7 +7,6 @@
 //! action of the list. A `return` left in any action becomes a flag (see `calls`), so the
 //! lowering needs no jumps for it.
 
-use crate::build::name_annotation;
 use crate::calls::{inline_action_args, lower_returns};
 use crate::hoist::{Hoister, Mode};
 use crate::visit::stmts_mut;
@@ -15,7 +14,7 @@ use crate::Pass;
 use p4_sema::ir::{
     ActionRef, Block, Decl, DeclId, DeclKind, Expr, Program, StmtKind, SwitchLabel, Type,
 };
-use p4_syntax::ast::find_annotation;
+use p4_syntax::ast::{self, find_annotation};
 use std::collections::HashMap;
 
 pub const PASS: Pass = Pass {
@@ -139,7 +138,7 @@ fn specialize(p: &mut Program, h: &mut Hoister, ctl: DeclId, ar: &ActionRef) -> 
     let mut annotations = orig.annotations.clone();
     if let Some(n) = cp_name {
         annotations.retain(|a| a.name.name != "name");
-        annotations.insert(0, name_annotation(&n, ar.span));
+        annotations.insert(0, ast::Annotation::name(&n, ar.span));
     }
     let id = DeclId(p.decls.len() as u32);
     p.decls.push(Decl {

@@ -39,7 +39,7 @@ pub fn generate(program: &ControlPlane) -> Result<P4Info, Vec<P4InfoError>> {
             .collect(),
         profile_tables: HashMap::new(),
     };
-    gen.uses_type_info = program.extern_function_called;
+    gen.uses_type_info = program.extern_type_info;
     for table in &program.tables {
         if let Some(profile) = &table.implementation {
             gen.profile_tables

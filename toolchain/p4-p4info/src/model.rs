@@ -426,8 +426,9 @@ pub struct ControlPlane {
     /// The members of `error`, for `type_info.error` when an `error` value reaches the
     /// control plane.
     pub errors: Vec<String>,
-    /// Whether a control calls an extern function (`mark_to_drop`, `hash`, ...), directly or
-    /// in an action the control plane sees: p4c's v1model handler creates `type_info` (empty
-    /// unless a digest needs a type) for each such call.
-    pub extern_function_called: bool,
+    /// Whether p4c's v1model handler creates `type_info` (empty unless a digest needs a type)
+    /// for an extern: a control calls an extern function (`mark_to_drop`, `hash`, ...),
+    /// directly or in an action the control plane sees, or declares an instance of an extern
+    /// type the program declares itself (none of v1model's).
+    pub extern_type_info: bool,
 }

@@ -51,6 +51,8 @@ pub(crate) struct Checker<'d> {
     pub ctx: Ctx,
     /// Specialisations of generic structs and headers.
     spec_cache: HashMap<(TypeId, Vec<Type>), TypeId>,
+    /// What each specialisation specialises: the generic type and its arguments.
+    spec_origin: HashMap<TypeId, (TypeId, Vec<Type>)>,
 }
 
 pub(crate) fn dir_name(d: Option<Direction>) -> &'static str {
@@ -70,6 +72,7 @@ impl<'d> Checker<'d> {
             scopes: vec![Scope::default()],
             ctx: Ctx::default(),
             spec_cache: HashMap::new(),
+            spec_origin: HashMap::new(),
         }
     }
 
@@ -281,6 +284,26 @@ impl<'d> Checker<'d> {
         }
     }
 
+    /// `t` with `sub` applied, also inside the generic structs and headers it names: a field
+    /// `standard_t<T> s;` of `struct headers_t<T>` is `standard_t<bit<8>>` in
+    /// `headers_t<bit<8>>`.
+    fn respecialize(&mut self, t: &Type, sub: &Subst, span: Span) -> Type {
+        match t {
+            Type::Header(sid) | Type::Struct(sid) | Type::HeaderUnion(sid) => {
+                match self.spec_origin.get(sid).cloned() {
+                    Some((generic, args)) if args.iter().any(has_vars) => {
+                        let args = args.iter().map(|a| subst(a, sub)).collect();
+                        self.generic_type(generic, args, span)
+                            .unwrap_or_else(|| t.clone())
+                    }
+                    _ => t.clone(),
+                }
+            }
+            Type::Stack(e, n) => Type::Stack(Box::new(self.respecialize(e, sub, span)), *n),
+            _ => subst(t, sub),
+        }
+    }
+
     /// A generic type applied to `args`; externs and blocks accept fewer arguments (the rest
     /// are inferred at each use), structs need all of them.
     fn generic_type(&mut self, id: TypeId, args: Vec<Type>, span: Span) -> Option<Type> {
@@ -310,7 +333,7 @@ impl<'d> Checker<'d> {
                         let fields: Vec<Field> = fields
                             .iter()
                             .map(|f| Field {
-                                ty: subst(&f.ty, &sub),
+                                ty: self.respecialize(&f.ty, &sub, span),
                                 ..f.clone()
                             })
                             .collect();
@@ -328,6 +351,7 @@ impl<'d> Checker<'d> {
                             kind: k,
                         });
                         self.spec_cache.insert(key, sid);
+                        self.spec_origin.insert(sid, (id, args));
                         sid
                     }
                 };
@@ -1358,11 +1382,18 @@ impl<'d> Checker<'d> {
             _ => {}
         }
         let methods = self.abstract_methods(&ty, i);
+        let via_typedef = matches!(i.ty.kind, ast::TypeKind::Name(_))
+            && matches!(&ty, Type::Extern(_, targs) if !targs.is_empty());
         let id = self.add_decl(Decl {
             name: i.name.name.clone(),
             span: i.name.span,
             annotations: i.annotations.clone(),
-            kind: DeclKind::Instance { ty, args, methods },
+            kind: DeclKind::Instance {
+                ty,
+                args,
+                methods,
+                via_typedef,
+            },
         });
         self.declare(&i.name, Entity::Value(id));
         id
@@ -1479,8 +1510,18 @@ impl<'d> Checker<'d> {
                                 format!("unknown match kind '{}'", k.match_kind.name),
                             );
                         }
+                        let mut annotations = k.annotations.clone();
+                        // p4c names a key that is not a field after the expression as written
+                        // (constants in their source base).
+                        if ast::find_annotation(&annotations, "name").is_none()
+                            && key_text(&self.p, &expr).is_none()
+                        {
+                            if let Some(text) = key_source_text(&k.expr) {
+                                annotations.insert(0, ast::Annotation::name(&text, k.expr.span));
+                            }
+                        }
                         table.key.push(KeyElement {
-                            annotations: k.annotations.clone(),
+                            annotations,
                             expr,
                             match_kind: k.match_kind.name.clone(),
                             span: k.expr.span,
@@ -2066,4 +2107,37 @@ pub(crate) fn has_vars(t: &Type) -> bool {
         | Type::Package(_, ts) => ts.iter().any(has_vars),
         _ => false,
     }
+}
+
+/// A key expression as p4c prints it in the control-plane name of a key: operands separated
+/// by their operator, constants in the base they were written in; `None` for forms p4c's
+/// printing is not known for.
+fn key_source_text(e: &ast::Expr) -> Option<String> {
+    use ast::ExprKind as K;
+    Some(match &e.kind {
+        K::Path(p) => p.name.name.clone(),
+        K::Member(b, m) => format!("{}.{}", key_source_text(b)?, m.name),
+        K::Index(b, i) => format!("{}[{}]", key_source_text(b)?, key_source_text(i)?),
+        K::Slice(b, h, l) => format!(
+            "{}[{}:{}]",
+            key_source_text(b)?,
+            key_source_text(h)?,
+            key_source_text(l)?
+        ),
+        K::Int { value, radix, .. } => match radix {
+            16 => format!("0x{}", value.to_str_radix(16)),
+            8 => format!("0o{}", value.to_str_radix(8)),
+            2 => format!("0b{}", value.to_str_radix(2)),
+            _ => value.to_string(),
+        },
+        K::Bool(b) => b.to_string(),
+        K::Unary(op, x) => format!("{}{}", op.symbol(), key_source_text(x)?),
+        K::Binary(op, a, b) => format!(
+            "{} {} {}",
+            key_source_text(a)?,
+            op.symbol(),
+            key_source_text(b)?
+        ),
+        _ => return None,
+    })
 }

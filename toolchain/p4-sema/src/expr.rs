@@ -102,7 +102,7 @@ impl Checker<'_> {
         let span = e.span;
         match &e.kind {
             K::Bool(b) => constant(Value::Bool(*b), Type::Bool, span),
-            K::Int { value, width } => {
+            K::Int { value, width, .. } => {
                 let v = BigInt::from(value.clone());
                 match width {
                     None => constant(Value::Int(v), Type::InfInt, span),
@@ -745,12 +745,7 @@ impl Checker<'_> {
             return unknown(span);
         }
         if !ok {
-            let sym = match op {
-                UnOp::Not => "!",
-                UnOp::BitNot => "~",
-                UnOp::Neg => "-",
-                UnOp::Plus => "+",
-            };
+            let sym = op.symbol();
             let shown = self.p.show(&x.ty);
             let hint = if x.ty == Type::InfInt {
                 " (give the value a width)"
@@ -1169,6 +1164,14 @@ impl Checker<'_> {
                     || self.can_cast(from, u) && from.is_integral()
             }
             (Type::SerEnum(_, u), _) => self.can_cast(u, to),
+            // A `type` casts to and from the type it was declared over, also when that is
+            // another `type` (`type foo_t bar_t;`).
+            (_, Type::NewType(id)) if matches!(&self.p.ty(*id).kind, TypeDeclKind::NewType(u) if u == from) => {
+                true
+            }
+            (Type::NewType(id), _) if matches!(&self.p.ty(*id).kind, TypeDeclKind::NewType(u) if u == to) => {
+                true
+            }
             (_, Type::NewType(_)) => {
                 let u = self.underlying(to);
                 u == *from || (*from == Type::InfInt && u.is_integral())
@@ -1391,7 +1394,10 @@ impl Checker<'_> {
             {
                 let x = self.expr(e);
                 if let Type::Set(elem) = &x.ty {
-                    if **elem != *ty {
+                    // A struct of one field matches a value of that field's type (p4c).
+                    let one_field = matches!(elem.as_ref(), Type::Struct(_))
+                        && matches!(self.p.fields(elem), Some([f]) if f.ty == *ty);
+                    if **elem != *ty && !one_field {
                         let (sa, sb) = (self.p.show(elem), self.p.show(ty));
                         self.d.error(
                             e.span,
@@ -1742,18 +1748,7 @@ impl Checker<'_> {
         } else {
             format!("{base}_inst_{n}")
         };
-        let text = ast::Expr {
-            kind: ast::ExprKind::Str(base),
-            span,
-        };
-        let annotation = ast::Annotation {
-            name: ast::Ident {
-                name: "name".into(),
-                span,
-            },
-            body: ast::AnnotationBody::Exprs(vec![text]),
-            span,
-        };
+        let annotation = ast::Annotation::name(&base, span);
         let inst = self.add_decl(Decl {
             name,
             span,
@@ -1762,6 +1757,7 @@ impl Checker<'_> {
                 ty: ty.clone(),
                 args,
                 methods: Vec::new(),
+                via_typedef: false,
             },
         });
         self.ctx.direct_instances.push(inst);

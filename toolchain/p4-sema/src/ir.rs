@@ -224,6 +224,9 @@ pub enum DeclKind {
         args: Vec<Option<Expr>>,
         /// Bodies of abstract methods given with the instantiation.
         methods: Vec<DeclId>,
+        /// Declared through a `typedef` of a specialized extern (`typedef register<T> R;
+        /// R(n) r;`): p4c's P4Info, which reads the declaration's own type, leaves it out.
+        via_typedef: bool,
     },
     Table(Table),
     ValueSet {
@@ -668,44 +671,48 @@ impl Expr {
 }
 
 impl KeyElement {
-    /// The key's control-plane name: its `@name`, else the expression as p4c prints it.
+    /// The key's control-plane name: its `@name`, else the expression as p4c prints it
+    /// (`p4_sema::check` names the keys that are not references, slices or `isValid()`).
     pub fn control_plane_name(&self, p: &Program) -> String {
         if let Some(n) =
             p4_syntax::ast::find_annotation(&self.annotations, "name").and_then(|a| a.string_arg())
         {
             return n.to_string();
         }
-        key_text(p, &self.expr)
+        key_text(p, &self.expr).unwrap_or_else(|| "expr".into())
     }
 }
 
-fn key_text(p: &Program, e: &Expr) -> String {
-    match &e.kind {
+/// The name of a key that is a reference, a field, a slice or `isValid()` of one; `None` for
+/// other expressions.
+pub(crate) fn key_text(p: &Program, e: &Expr) -> Option<String> {
+    Some(match &e.kind {
         ExprKind::Ref(d) => p.decl(*d).name.clone(),
         ExprKind::Field(b, i) => {
+            let base = key_text(p, b)?;
             let Some(f) = p.fields(&b.ty).and_then(|fs| fs.get(*i)) else {
-                return format!("{}.", key_text(p, b));
+                return Some(format!("{base}."));
             };
             // A struct field's `@name` renames it; with a leading `.` it is the whole name.
             match p4_syntax::ast::find_annotation(&f.annotations, "name")
                 .and_then(|a| a.string_arg())
             {
                 Some(n) if n.starts_with('.') => n[1..].to_string(),
-                Some(n) => format!("{}.{n}", key_text(p, b)),
-                None => format!("{}.{}", key_text(p, b), f.name),
+                Some(n) => format!("{base}.{n}"),
+                None => format!("{base}.{}", f.name),
             }
         }
-        ExprKind::Index(b, i) => format!("{}[{}]", key_text(p, b), key_text(p, i)),
-        ExprKind::Slice(b, h, l) => format!("{}[{h}:{l}]", key_text(p, b)),
+        ExprKind::Index(b, i) => format!("{}[{}]", key_text(p, b)?, key_text(p, i)?),
+        ExprKind::Slice(b, h, l) => format!("{}[{h}:{l}]", key_text(p, b)?),
         ExprKind::Const(Value::Int(v)) => v.to_string(),
-        ExprKind::Cast(x) => key_text(p, x),
+        ExprKind::Cast(x) => key_text(p, x)?,
         ExprKind::Call(c) => match &c.target {
             // p4c names a validity key after the `$valid$` field bmv2 matches on.
-            CallTarget::Builtin(r, Builtin::IsValid) => format!("{}.$valid$", key_text(p, r)),
-            _ => "expr".into(),
+            CallTarget::Builtin(r, Builtin::IsValid) => format!("{}.$valid$", key_text(p, r)?),
+            _ => return None,
         },
-        _ => "expr".into(),
-    }
+        _ => return None,
+    })
 }
 
 impl Program {

@@ -350,4 +350,45 @@ mod tests {
         assert!(p.is_none());
         assert_eq!(diags.matches("error:").count(), 3, "{diags}");
     }
+    /// p4c's P4Info for p4c's `match-on-exprs2-bmv2` names the key
+    /// `hdr.ethernet.dstAddr & 0x010101010101` as `hdr.ethernet.dstAddr & 0x10101010101`: the
+    /// expression as written, the constant in its source base; a field keeps its path and a
+    /// `@name` wins.
+    #[test]
+    fn key_expressions_are_named_as_written() {
+        let p = ok("match_kind { exact }
+             header E { bit<48> dst; bit<16> t; }
+             struct H { E e; }
+             action a() {}
+             control C(inout H h) {
+                 table t {
+                     key = {
+                         h.e.dst & 0x010101010101 : exact;
+                         h.e.t - 10 : exact @name(\"less_10\");
+                         h.e.t : exact;
+                         h.e.t ^ 0b101 : exact;
+                     }
+                     actions = { a; }
+                 }
+                 apply { t.apply(); }
+             }");
+        let t = p
+            .decls
+            .iter()
+            .find_map(|d| match &d.kind {
+                DeclKind::Table(t) => Some(t),
+                _ => None,
+            })
+            .unwrap();
+        let names: Vec<String> = t.key.iter().map(|k| k.control_plane_name(&p)).collect();
+        assert_eq!(
+            names,
+            [
+                "h.e.dst & 0x10101010101",
+                "less_10",
+                "h.e.t",
+                "h.e.t ^ 0b101"
+            ]
+        );
+    }
 }

@@ -32,6 +32,33 @@ fn annotation_arg(e: &ast::Expr) -> String {
     }
 }
 
+/// An annotation's body as written: `(args)`, `[k=v, ...]` for key-value pairs and
+/// structured annotations, nothing when empty.
+fn annotation_body(body: &AnnotationBody) -> String {
+    match body {
+        AnnotationBody::Empty => String::new(),
+        AnnotationBody::Exprs(es) => {
+            let args: Vec<String> = es.iter().map(annotation_arg).collect();
+            format!("({})", args.join(", "))
+        }
+        AnnotationBody::KeyValues(kvs) => {
+            let args: Vec<String> = kvs
+                .iter()
+                .map(|(k, v)| format!("{}={}", k.name, annotation_arg(v)))
+                .collect();
+            format!("[{}]", args.join(", "))
+        }
+        AnnotationBody::Unparsed(t) => format!("({t})"),
+        AnnotationBody::Structured(inner) => {
+            let text = annotation_body(inner);
+            let items = text
+                .strip_prefix(['(', '['])
+                .and_then(|t| t.strip_suffix([')', ']']));
+            format!("[{}]", items.unwrap_or(&text))
+        }
+    }
+}
+
 impl Printer<'_> {
     fn line(&mut self, s: &str) {
         for _ in 0..self.indent {
@@ -44,25 +71,7 @@ impl Printer<'_> {
     fn annotations(&self, annos: &[ast::Annotation]) -> String {
         let mut s = String::new();
         for a in annos {
-            let _ = write!(s, "@{}", a.name.name);
-            match &a.body {
-                AnnotationBody::Empty => {}
-                AnnotationBody::Exprs(es) => {
-                    let args: Vec<String> = es.iter().map(annotation_arg).collect();
-                    let _ = write!(s, "({})", args.join(", "));
-                }
-                AnnotationBody::KeyValues(kvs) => {
-                    let args: Vec<String> = kvs
-                        .iter()
-                        .map(|(k, v)| format!("{}={}", k.name, annotation_arg(v)))
-                        .collect();
-                    let _ = write!(s, "[{}]", args.join(", "));
-                }
-                AnnotationBody::Unparsed(t) => {
-                    let _ = write!(s, "({t})");
-                }
-            }
-            s.push(' ');
+            let _ = write!(s, "@{}{} ", a.name.name, annotation_body(&a.body));
         }
         s
     }
@@ -175,15 +184,7 @@ impl Printer<'_> {
                 format!("{}.{n}", self.expr(b))
             }
             ExprKind::Slice(b, h, l) => format!("{}[{h}:{l}]", self.expr(b)),
-            ExprKind::Unary(op, x) => {
-                let s = match op {
-                    ast::UnOp::Not => "!",
-                    ast::UnOp::BitNot => "~",
-                    ast::UnOp::Neg => "-",
-                    ast::UnOp::Plus => "+",
-                };
-                format!("{s}({})", self.expr(x))
-            }
+            ExprKind::Unary(op, x) => format!("{}({})", op.symbol(), self.expr(x)),
             ExprKind::Binary(op, a, b) => {
                 format!("({} {} {})", self.expr(a), op.symbol(), self.expr(b))
             }
@@ -490,7 +491,9 @@ impl Printer<'_> {
                 self.indent -= 1;
                 self.line("}");
             }
-            DeclKind::Instance { ty, args, methods } => {
+            DeclKind::Instance {
+                ty, args, methods, ..
+            } => {
                 // Type arguments left to inference per call (`register<bit<32>>`) stay unwritten.
                 let shown = match ty {
                     Type::Extern(id, targs) => {

@@ -29,11 +29,29 @@ pub enum AnnotationBody {
     Empty,
     Exprs(Vec<Expr>),
     KeyValues(Vec<(Ident, Expr)>),
-    /// `@name[...]` or a body that is not an expression list: kept as its source text.
+    /// A body that is not an expression list: kept as its source text.
     Unparsed(String),
+    /// A structured annotation, `@name[...]`: its body parsed as for `@name(...)`.
+    Structured(Box<AnnotationBody>),
 }
 
 impl Annotation {
+    /// `@name("text")`: the control-plane name the compiler gives what it copies or names
+    /// (a leading `.` makes it absolute).
+    pub fn name(text: &str, span: Span) -> Annotation {
+        Annotation {
+            name: Ident {
+                name: "name".into(),
+                span,
+            },
+            body: AnnotationBody::Exprs(vec![Expr {
+                kind: ExprKind::Str(text.into()),
+                span,
+            }]),
+            span,
+        }
+    }
+
     /// The string argument of annotations like `@name("x")`.
     pub fn string_arg(&self) -> Option<&str> {
         match &self.body {
@@ -114,6 +132,17 @@ pub enum BinOp {
     Range,
 }
 
+impl UnOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            UnOp::Not => "!",
+            UnOp::BitNot => "~",
+            UnOp::Neg => "-",
+            UnOp::Plus => "+",
+        }
+    }
+}
+
 impl BinOp {
     pub fn symbol(self) -> &'static str {
         use BinOp::*;
@@ -157,6 +186,9 @@ pub enum ExprKind {
     Int {
         value: BigUint,
         width: Option<(u32, bool)>,
+        /// The base it was written in (2, 8, 10 or 16): p4c prints it back that way in the
+        /// control-plane names of keys.
+        radix: u32,
     },
     Str(String),
     Path(Path),

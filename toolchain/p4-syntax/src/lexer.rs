@@ -10,7 +10,8 @@ use num_traits::Zero;
 pub enum Tok {
     Ident(String),
     /// An integer literal: value, and the `Nw`/`Ns` width prefix if any (width, signed).
-    Int(BigUint, Option<(u32, bool)>),
+    /// Value, `W(w|s)` width and signedness, the radix it was written in.
+    Int(BigUint, Option<(u32, bool)>, u32),
     Str(String),
     Punct(&'static str),
     Eof,
@@ -35,7 +36,7 @@ impl Token {
     pub fn describe(&self) -> String {
         match &self.tok {
             Tok::Ident(s) => format!("'{s}'"),
-            Tok::Int(v, _) => format!("integer {v}"),
+            Tok::Int(v, ..) => format!("integer {v}"),
             Tok::Str(_) => "string literal".to_string(),
             Tok::Punct(p) => format!("'{p}'"),
             Tok::Eof => "end of file".to_string(),
@@ -243,7 +244,7 @@ fn lex_number(text: &str, start: usize, toks: &mut Vec<Token>, diags: &mut Diagn
         }
     };
     toks.push(Token {
-        tok: Tok::Int(value, width),
+        tok: Tok::Int(value, width, radix),
         span: Span::new(start, end),
     });
     end
@@ -300,16 +301,16 @@ mod tests {
     fn literals_with_widths_and_radixes() {
         let (t, d) = toks("8w0xF_F 4s3 0b101 0d12 0o17 16w10");
         assert!(!d.has_errors());
-        let v = |n: u32, w: Option<(u32, bool)>| Tok::Int(BigUint::from(n), w);
+        let v = |n: u32, w: Option<(u32, bool)>, r: u32| Tok::Int(BigUint::from(n), w, r);
         assert_eq!(
             t,
             vec![
-                v(255, Some((8, false))),
-                v(3, Some((4, true))),
-                v(5, None),
-                v(12, None),
-                v(15, None),
-                v(10, Some((16, false))),
+                v(255, Some((8, false)), 16),
+                v(3, Some((4, true)), 10),
+                v(5, None, 2),
+                v(12, None, 10),
+                v(15, None, 8),
+                v(10, Some((16, false)), 10),
                 Tok::Eof
             ]
         );

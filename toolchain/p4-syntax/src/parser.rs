@@ -98,6 +98,7 @@ fn hoist_indices(e: Expr, temps: &mut Vec<Stmt>) -> Expr {
                     kind: ExprKind::Int {
                         value: 32u32.into(),
                         width: None,
+                        radix: 10,
                     },
                     span: i.span,
                 };
@@ -159,6 +160,7 @@ fn int(v: u32, span: Span) -> Expr {
         ExprKind::Int {
             value: v.into(),
             width: None,
+            radix: 10,
         },
         span,
     )
@@ -584,14 +586,16 @@ impl<'a> Parser<'a> {
         Ok(out)
     }
 
-    /// Structured annotation bodies are parsed as expressions or `k = v` pairs; anything else
-    /// is kept as text (annotations are free-form in P4).
+    /// Annotation bodies are parsed as expressions or `k = v` pairs; anything else is kept as
+    /// text (annotations are free-form in P4). A `[...]` body (a structured annotation) is
+    /// parsed the same way and marked structured.
     fn annotation_body(&mut self, inner: Vec<Token>, text: &str, parens: bool) -> AnnotationBody {
+        if !parens {
+            let body = self.annotation_body(inner, text, true);
+            return AnnotationBody::Structured(Box::new(body));
+        }
         if inner.is_empty() {
             return AnnotationBody::Empty;
-        }
-        if !parens {
-            return AnnotationBody::Unparsed(text.to_string());
         }
         let mut toks = inner;
         let eof_at = toks.last().map(|t| t.span.hi).unwrap_or(0) as usize;
@@ -1354,6 +1358,7 @@ impl<'a> Parser<'a> {
                             kind: ExprKind::Int {
                                 value: 1u32.into(),
                                 width: None,
+                                radix: 10,
                             },
                             span: kw,
                         })),
@@ -1422,12 +1427,13 @@ impl<'a> Parser<'a> {
     fn width_expr(&mut self) -> PResult<Expr> {
         let t = self.peek().clone();
         match &t.tok {
-            Tok::Int(value, width) => {
+            Tok::Int(value, width, radix) => {
                 self.bump();
                 Ok(Expr {
                     kind: ExprKind::Int {
                         value: value.clone(),
                         width: *width,
+                        radix: *radix,
                     },
                     span: t.span,
                 })
@@ -2027,11 +2033,12 @@ impl<'a> Parser<'a> {
     fn primary(&mut self) -> PResult<Expr> {
         let t = self.peek().clone();
         let kind = match &t.tok {
-            Tok::Int(value, width) => {
+            Tok::Int(value, width, radix) => {
                 self.bump();
                 ExprKind::Int {
                     value: value.clone(),
                     width: *width,
+                    radix: *radix,
                 }
             }
             Tok::Str(s) => {
