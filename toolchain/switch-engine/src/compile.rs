@@ -401,35 +401,15 @@ fn as_int(b: BoolFn) -> IntFn {
     Box::new(move |c| i128::from(b(c)))
 }
 
-/// Two-operand arithmetic; a constant right operand (`x + 1`, `x & 0xff`) is folded in.
+/// Two-operand arithmetic; a constant right operand (`x + 1`, `x & 0xff`) is folded in, and
+/// a field with a constant (`hdr.ipv4.ttl - 1`) reads its slot in the same closure.
 fn arith(prog: &Prog, op: Op2, a: &Ex, b: &Ex) -> IntFn {
-    if let (Some(i), Some(k)) = (narrow_unsigned(prog, a), constant(b)) {
-        // A field and a constant (`hdr.ipv4.ttl - 1`, `meta.x & 0xff`): one closure call.
-        let f = move |c: &Ctx| i128::from(c.phv.narrow[i]);
-        return match op {
-            Op2::Add => Box::new(move |c| f(c).add(k)),
-            Op2::Sub => Box::new(move |c| f(c).sub(k)),
-            Op2::BAnd => Box::new(move |c| f(c).and(k)),
-            Op2::BOr => Box::new(move |c| f(c).or(k)),
-            Op2::BXor => Box::new(move |c| f(c).xor(k)),
-            Op2::Mul => Box::new(move |c| f(c).mul(k)),
-            Op2::Div => Box::new(move |c| f(c).div(k)),
-            _ => Box::new(move |c| f(c).rem(k)),
-        };
+    match (narrow_unsigned(prog, a), constant(b)) {
+        (Some(i), Some(k)) => return with_constant(op, move |c| i128::from(c.phv.narrow[i]), k),
+        (None, Some(k)) => return with_constant(op, int(prog, a), k),
+        _ => {}
     }
     let x = int(prog, a);
-    if let Some(k) = constant(b) {
-        return match op {
-            Op2::Add => Box::new(move |c| x(c).add(k)),
-            Op2::Sub => Box::new(move |c| x(c).sub(k)),
-            Op2::BAnd => Box::new(move |c| x(c).and(k)),
-            Op2::BOr => Box::new(move |c| x(c).or(k)),
-            Op2::BXor => Box::new(move |c| x(c).xor(k)),
-            Op2::Mul => Box::new(move |c| x(c).mul(k)),
-            Op2::Div => Box::new(move |c| x(c).div(k)),
-            _ => Box::new(move |c| x(c).rem(k)),
-        };
-    }
     let y = int(prog, b);
     match op {
         Op2::Add => Box::new(move |c| x(c).add(y(c))),
@@ -440,6 +420,23 @@ fn arith(prog: &Prog, op: Op2, a: &Ex, b: &Ex) -> IntFn {
         Op2::Mul => Box::new(move |c| x(c).mul(y(c))),
         Op2::Div => Box::new(move |c| x(c).div(y(c))),
         _ => Box::new(move |c| x(c).rem(y(c))),
+    }
+}
+
+/// `x op k` for one of `arith`'s operators.
+fn with_constant<F>(op: Op2, x: F, k: i128) -> IntFn
+where
+    F: Fn(&Ctx) -> i128 + Send + Sync + 'static,
+{
+    match op {
+        Op2::Add => Box::new(move |c| x(c).add(k)),
+        Op2::Sub => Box::new(move |c| x(c).sub(k)),
+        Op2::BAnd => Box::new(move |c| x(c).and(k)),
+        Op2::BOr => Box::new(move |c| x(c).or(k)),
+        Op2::BXor => Box::new(move |c| x(c).xor(k)),
+        Op2::Mul => Box::new(move |c| x(c).mul(k)),
+        Op2::Div => Box::new(move |c| x(c).div(k)),
+        _ => Box::new(move |c| x(c).rem(k)),
     }
 }
 
