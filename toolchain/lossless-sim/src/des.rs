@@ -1,39 +1,18 @@
 //! The event queue: events ordered by virtual time (ns), ties broken by the order they were
 //! scheduled in, so that a run is a pure function of its inputs and its seed.
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-struct Scheduled<E> {
-    at_ns: u64,
-    seq: u64,
-    event: E,
-}
-
-impl<E> PartialEq for Scheduled<E> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at_ns, self.seq) == (other.at_ns, other.seq)
-    }
-}
-
-impl<E> Eq for Scheduled<E> {}
-
-impl<E> PartialOrd for Scheduled<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<E> Ord for Scheduled<E> {
-    /// Reversed, so that the max-heap pops the earliest (time, sequence) first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at_ns, other.seq).cmp(&(self.at_ns, self.seq))
-    }
-}
-
 /// A min-queue of events on (time, sequence number).
+///
+/// The heap holds only each event's order, time and sequence number in one `u128`, and its
+/// slot in `slots`: a sift moves 32 bytes rather than the event (a frame's vector and its
+/// addresses), and compares one integer.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Scheduled<E>>,
+    heap: BinaryHeap<Reverse<(u128, u32)>>,
+    slots: Vec<Option<E>>,
+    free: Vec<u32>,
     seq: u64,
 }
 
@@ -41,6 +20,8 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
             seq: 0,
         }
     }
@@ -48,21 +29,33 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn push(&mut self, at_ns: u64, event: E) {
-        self.heap.push(Scheduled {
-            at_ns,
-            seq: self.seq,
-            event,
-        });
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(event);
+                i
+            }
+            None => {
+                self.slots.push(Some(event));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let order = (u128::from(at_ns) << 64) | u128::from(self.seq);
+        self.heap.push(Reverse((order, slot)));
         self.seq += 1;
     }
 
     /// Time of the next event.
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap.peek().map(|s| s.at_ns)
+        self.heap
+            .peek()
+            .map(|Reverse((order, _))| (order >> 64) as u64)
     }
 
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        self.heap.pop().map(|s| (s.at_ns, s.event))
+        let Reverse((order, slot)) = self.heap.pop()?;
+        self.free.push(slot);
+        let event = self.slots[slot as usize].take()?;
+        Some(((order >> 64) as u64, event))
     }
 
     pub fn len(&self) -> usize {
@@ -87,5 +80,19 @@ mod tests {
         q.push(10, "b");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, vec![(10, "a"), (10, "b"), (20, "c"), (20, "d")]);
+    }
+
+    #[test]
+    fn slots_freed_by_pops_are_reused_without_mixing_events() {
+        let mut q = EventQueue::default();
+        q.push(5, 1);
+        q.push(3, 2);
+        assert_eq!(q.pop(), Some((3, 2)));
+        q.push(4, 3); // takes the slot event 2 left
+        q.push(5, 4);
+        assert_eq!(q.slots.len(), 3, "one slot reused, one new");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec![(4, 3), (5, 1), (5, 4)]);
+        assert!(q.is_empty());
     }
 }

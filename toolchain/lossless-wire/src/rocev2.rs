@@ -464,6 +464,18 @@ pub fn icrc(ip: &[u8], udp: &[u8], bth_onwards: &[u8]) -> u32 {
 /// the IPv4 checksum and the BTH pad count are filled in here; `bth.pad` is ignored.
 pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, payload: &[u8]) {
     let start = out.len();
+    // One allocation for the whole frame, not a doubling series as the payload is appended.
+    out.reserve(
+        ETH_LEN
+            + VLAN_LEN
+            + IPV4_MIN_LEN
+            + UDP_LEN
+            + BTH_LEN
+            + ext.len()
+            + payload.len()
+            + 3
+            + ICRC_LEN,
+    );
     out.extend_from_slice(&l3.dst_mac);
     out.extend_from_slice(&l3.src_mac);
     if let Some((pcp, vid)) = l3.vlan {

@@ -12,7 +12,7 @@
 
 use crate::eval::{self, Ctx};
 use crate::expr::{Arg, Ex, FieldLoc, HRef, Op1, Op2, K};
-use crate::program::{FieldInfo, KeySrc, Prim, Prog, Slot, TableInfo};
+use crate::program::{FieldInfo, KeyPart, KeySrc, Prim, Prog, Slot, TableInfo};
 use crate::value::{mask64, sat_cast, sext, two_comp_mod, usat_cast, Arith};
 use num_bigint::BigInt;
 use std::fmt;
@@ -36,6 +36,12 @@ pub enum Op {
     StoreConst {
         slot: u32,
         value: u64,
+    },
+    /// An unsigned narrow field into a narrow slot (`meta.x = hdr.y`, the commonest store).
+    StoreField {
+        slot: u32,
+        mask: u64,
+        src: u32,
     },
     /// An action parameter into a narrow slot; a parameter given wide runs primitive `prim`.
     StoreParam {
@@ -105,6 +111,9 @@ pub struct Code {
     pub keys: Vec<Option<KeyLayout>>,
     /// By checksum index: its `if_cond`.
     pub checksum_conds: Vec<Option<BoolFn>>,
+    /// By parser, then state: the transition key's layout when it is made of narrow
+    /// unsigned fields (`select(hdr.ethernet.ether_type)`); `None` keeps `exec`'s evaluation.
+    pub parser_keys: Vec<Vec<Option<KeyLayout>>>,
 }
 
 impl fmt::Debug for Code {
@@ -138,8 +147,40 @@ impl Code {
                 .iter()
                 .map(|c| c.cond.as_ref().map(|e| boolean(prog, e)))
                 .collect(),
+            parser_keys: prog
+                .parsers
+                .iter()
+                .map(|p| {
+                    p.states
+                        .iter()
+                        .map(|s| select_layout(prog, &s.key))
+                        .collect()
+                })
+                .collect(),
         }
     }
+}
+
+/// A parser state's select key of narrow unsigned fields: each part's value masked to the
+/// part's width, in its `width.div_ceil(8)` low bytes, as `exec::key_bytes` builds it.
+fn select_layout(prog: &Prog, parts: &[KeyPart]) -> Option<KeyLayout> {
+    let mut at = 0u32;
+    let mut copies = Vec::with_capacity(parts.len());
+    for KeyPart::Value(e, w) in parts {
+        let slot = narrow_unsigned(prog, e).filter(|_| *w <= 64 && !e.wide)?;
+        let bytes = w.div_ceil(8);
+        copies.push(KeyCopy::Narrow {
+            slot: slot as u32,
+            at,
+            bytes,
+            mask: mask64(*w),
+        });
+        at += bytes;
+    }
+    Some(KeyLayout {
+        len: at as usize,
+        copies,
+    })
 }
 
 fn op(prog: &Prog, i: usize, p: &Prim) -> Op {
@@ -161,12 +202,19 @@ fn op(prog: &Prog, i: usize, p: &Prim) -> Op {
                     param: *param,
                     prim: i as u32,
                 },
-                _ if !e.wide => Op::Store {
-                    slot,
-                    mask,
-                    value: int(prog, e),
+                _ => match narrow_unsigned(prog, e) {
+                    Some(src) => Op::StoreField {
+                        slot,
+                        mask,
+                        src: src as u32,
+                    },
+                    None if !e.wide => Op::Store {
+                        slot,
+                        mask,
+                        value: int(prog, e),
+                    },
+                    None => Op::Prim(i as u32),
                 },
-                _ => Op::Prim(i as u32),
             }
         }
         Prim::SetValid(HRef::Static(h)) => Op::SetValid {
@@ -353,21 +401,15 @@ fn as_int(b: BoolFn) -> IntFn {
     Box::new(move |c| i128::from(b(c)))
 }
 
-/// Two-operand arithmetic; a constant right operand (`x + 1`, `x & 0xff`) is folded in.
+/// Two-operand arithmetic; a constant right operand (`x + 1`, `x & 0xff`) is folded in, and
+/// a field with a constant (`hdr.ipv4.ttl - 1`) reads its slot in the same closure.
 fn arith(prog: &Prog, op: Op2, a: &Ex, b: &Ex) -> IntFn {
-    let x = int(prog, a);
-    if let Some(k) = constant(b) {
-        return match op {
-            Op2::Add => Box::new(move |c| x(c).add(k)),
-            Op2::Sub => Box::new(move |c| x(c).sub(k)),
-            Op2::BAnd => Box::new(move |c| x(c).and(k)),
-            Op2::BOr => Box::new(move |c| x(c).or(k)),
-            Op2::BXor => Box::new(move |c| x(c).xor(k)),
-            Op2::Mul => Box::new(move |c| x(c).mul(k)),
-            Op2::Div => Box::new(move |c| x(c).div(k)),
-            _ => Box::new(move |c| x(c).rem(k)),
-        };
+    match (narrow_unsigned(prog, a), constant(b)) {
+        (Some(i), Some(k)) => return with_constant(op, move |c| i128::from(c.phv.narrow[i]), k),
+        (None, Some(k)) => return with_constant(op, int(prog, a), k),
+        _ => {}
     }
+    let x = int(prog, a);
     let y = int(prog, b);
     match op {
         Op2::Add => Box::new(move |c| x(c).add(y(c))),
@@ -378,6 +420,23 @@ fn arith(prog: &Prog, op: Op2, a: &Ex, b: &Ex) -> IntFn {
         Op2::Mul => Box::new(move |c| x(c).mul(y(c))),
         Op2::Div => Box::new(move |c| x(c).div(y(c))),
         _ => Box::new(move |c| x(c).rem(y(c))),
+    }
+}
+
+/// `x op k` for one of `arith`'s operators.
+fn with_constant<F>(op: Op2, x: F, k: i128) -> IntFn
+where
+    F: Fn(&Ctx) -> i128 + Send + Sync + 'static,
+{
+    match op {
+        Op2::Add => Box::new(move |c| x(c).add(k)),
+        Op2::Sub => Box::new(move |c| x(c).sub(k)),
+        Op2::BAnd => Box::new(move |c| x(c).and(k)),
+        Op2::BOr => Box::new(move |c| x(c).or(k)),
+        Op2::BXor => Box::new(move |c| x(c).xor(k)),
+        Op2::Mul => Box::new(move |c| x(c).mul(k)),
+        Op2::Div => Box::new(move |c| x(c).div(k)),
+        _ => Box::new(move |c| x(c).rem(k)),
     }
 }
 

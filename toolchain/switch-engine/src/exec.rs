@@ -1,6 +1,6 @@
 //! Packet processing: parser, checksums, match-action pipelines, primitives, deparser.
 
-use crate::compile::{narrow_arg, Code, KeyCopy, Op};
+use crate::compile::{narrow_arg, Code, KeyCopy, KeyLayout, Op};
 use crate::eval::{eval, eval_bool, eval_u32, eval_u64, Ctx};
 use crate::expr::{Arg, Ex, FieldLoc, HRef, K};
 use crate::phv::Phv;
@@ -249,10 +249,17 @@ fn matches(key: &[u8], value: &[u8], mask: Option<&[u8]>) -> bool {
 }
 
 /// Runs parser `p`; returns the parser error code (0 for none).
-pub fn parse(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) -> Result<(), u32> {
+pub fn parse(
+    prog: &Prog,
+    code: &Code,
+    rt: &mut Runtime,
+    pkt: &mut Pkt,
+    p: usize,
+) -> Result<(), u32> {
     let Some(parser) = prog.parsers.get(p) else {
         return Ok(());
     };
+    let layouts = &code.parser_keys[p];
     let mut state = parser.init;
     let mut steps = 0;
     while let Some(s) = state {
@@ -308,7 +315,14 @@ pub fn parse(prog: &Prog, rt: &mut Runtime, pkt: &mut Pkt, p: usize) -> Result<(
         if st.transitions.is_empty() {
             break;
         }
-        key_bytes(prog, pkt, &st.key)?;
+        match &layouts[s as usize] {
+            Some(layout) => {
+                let mut key = std::mem::take(&mut pkt.scratch);
+                fill_key(layout, &pkt.phv, &mut key);
+                pkt.scratch = key;
+            }
+            None => key_bytes(prog, pkt, &st.key)?,
+        }
         let key = &pkt.scratch[..st.key_bytes.min(pkt.scratch.len())];
         state = None;
         for t in &st.transitions {
@@ -470,13 +484,14 @@ pub fn update_checksums(prog: &Prog, code: &Code, pkt: &mut Pkt) {
 
 // ---- deparser -------------------------------------------------------------------------
 
-/// Serializes valid headers in deparser order followed by the payload; `pkt.data` becomes
-/// the packet to transmit.
+/// Serializes valid headers in deparser order followed by the payload, cut to the length a
+/// `truncate` asked for; `pkt.data` becomes the packet to transmit.
 pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
     let cursor = pkt.cursor.min(pkt.data.len());
+    let limit = pkt.regs.truncate.map_or(usize::MAX, |t| t as usize);
     let Some(dep) = prog.deparsers.get(d) else {
         pkt.scratch.clear();
-        splice_headers(pkt, cursor);
+        splice_headers(pkt, cursor, limit);
         return;
     };
     let header_bytes = |h: u32| {
@@ -517,16 +532,21 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
     if in_place {
         pkt.scratch = std::mem::replace(&mut pkt.data, out);
         pkt.cursor = 0;
+        pkt.data.truncate(limit);
     } else {
         pkt.scratch = out;
-        splice_headers(pkt, cursor);
+        splice_headers(pkt, cursor, limit);
     }
 }
 
-/// Replaces `pkt.data[..cursor]` (the parsed headers) with the bytes in `pkt.scratch`.
-fn splice_headers(pkt: &mut Pkt, cursor: usize) {
+/// Replaces `pkt.data[..cursor]` (the parsed headers) with the bytes in `pkt.scratch`, keeping
+/// at most `limit` bytes in all: a PFC frame made from a 4 KB data packet copies 60 bytes,
+/// not the payload it then drops.
+fn splice_headers(pkt: &mut Pkt, cursor: usize, limit: usize) {
     let mut out = std::mem::take(&mut pkt.scratch);
-    out.extend_from_slice(&pkt.data[cursor..]);
+    let keep = (pkt.data.len() - cursor).min(limit.saturating_sub(out.len()));
+    out.extend_from_slice(&pkt.data[cursor..cursor + keep]);
+    out.truncate(limit);
     pkt.scratch = std::mem::replace(&mut pkt.data, out);
     pkt.cursor = 0;
 }
@@ -628,6 +648,10 @@ fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, ar
             Op::Store { slot, mask, value } => {
                 let v = value(&pkt.ctx(prog, args));
                 pkt.phv.narrow[*slot as usize] = (v as u64) & mask;
+                continue;
+            }
+            Op::StoreField { slot, mask, src } => {
+                pkt.phv.narrow[*slot as usize] = pkt.phv.narrow[*src as usize] & mask;
                 continue;
             }
             Op::StoreConst { slot, value } => {
@@ -959,34 +983,40 @@ fn run_prim(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, p: &Prim, args: &[Arg]) -
 
 // ---- pipelines ------------------------------------------------------------------------
 
+/// Builds a key from its compiled layout (a table's or a parser state's).
+#[inline]
+fn fill_key(layout: &KeyLayout, phv: &Phv, key: &mut Vec<u8>) {
+    key.resize(layout.len, 0);
+    for c in &layout.copies {
+        match *c {
+            KeyCopy::Narrow {
+                slot,
+                at,
+                bytes,
+                mask,
+            } => {
+                // Byte by byte: a copy of a run-time length would be a memcpy call.
+                let v = phv.narrow[slot as usize] & mask;
+                for (j, b) in key[at as usize..(at + bytes) as usize]
+                    .iter_mut()
+                    .enumerate()
+                {
+                    *b = (v >> (8 * (bytes as usize - 1 - j))) as u8;
+                }
+            }
+            KeyCopy::Valid { header, at, mask } => {
+                key[at as usize] = u8::from(phv.valid[header as usize]) & mask;
+            }
+        }
+    }
+}
+
 /// Builds table `t`'s key in `pkt.scratch`: from the compiled layout when the key is made of
 /// fixed fields, else element by element.
 fn table_key(prog: &Prog, code: &Code, pkt: &mut Pkt, t: u32) {
     let mut key = std::mem::take(&mut pkt.scratch);
     if let Some(layout) = &code.keys[t as usize] {
-        key.resize(layout.len, 0);
-        for c in &layout.copies {
-            match *c {
-                KeyCopy::Narrow {
-                    slot,
-                    at,
-                    bytes,
-                    mask,
-                } => {
-                    // Byte by byte: a copy of a run-time length would be a memcpy call.
-                    let v = pkt.phv.narrow[slot as usize] & mask;
-                    for (j, b) in key[at as usize..(at + bytes) as usize]
-                        .iter_mut()
-                        .enumerate()
-                    {
-                        *b = (v >> (8 * (bytes as usize - 1 - j))) as u8;
-                    }
-                }
-                KeyCopy::Valid { header, at, mask } => {
-                    key[at as usize] = u8::from(pkt.phv.valid[header as usize]) & mask;
-                }
-            }
-        }
+        fill_key(layout, &pkt.phv, &mut key);
         pkt.scratch = key;
         return;
     }

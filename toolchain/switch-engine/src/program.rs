@@ -208,9 +208,11 @@ pub struct TableInfo {
     pub profile: Option<u32>,
     pub max_size: usize,
     pub actions: Vec<u32>,
-    /// Next node by action index (`None`, or past the end: not listed). A vector, not a map:
-    /// every table hit reads it, and action indices are small and dense.
-    pub next_by_action: Vec<Option<Next>>,
+    /// Next node after each action the table names a next node for (actions not listed go to
+    /// `base_default_next`). Every table applied reads it: a table's few pairs share a cache
+    /// line, where a vector indexed by action number spread them over up to a kilobyte per
+    /// table and missed the cache in the simulator, whose frames evict the pipeline's data.
+    pub next_by_action: Vec<(u32, Next)>,
     pub hit_miss: Option<(Next, Next)>,
     pub base_default_next: Next,
     pub default_action_const: bool,
@@ -227,10 +229,9 @@ impl TableInfo {
     #[inline]
     pub fn next_of(&self, action: u32) -> Next {
         self.next_by_action
-            .get(action as usize)
-            .copied()
-            .flatten()
-            .unwrap_or(self.base_default_next)
+            .iter()
+            .find(|(a, _)| *a == action)
+            .map_or(self.base_default_next, |&(_, n)| n)
     }
 }
 

@@ -584,7 +584,7 @@ impl Switch {
 
     fn parse(&mut self, pkt: &mut Pkt) {
         let prog = &self.prog;
-        let err = match exec::parse(prog, &mut self.rt, pkt, self.parser) {
+        let err = match exec::parse(prog, &self.code, &mut self.rt, pkt, self.parser) {
             Ok(()) => prog.errors.no_error,
             Err(code) => {
                 self.stats.parser_errors += 1;
@@ -791,9 +791,6 @@ impl Switch {
         }
         exec::update_checksums(prog, &self.code, &mut pkt);
         exec::deparse(prog, &mut pkt, self.deparser);
-        if let Some(t) = pkt.regs.truncate {
-            pkt.data.truncate(t as usize);
-        }
         if let Some(list) = pkt.regs.recirculate.take() {
             let reinjections = pkt.reinjections + 1;
             if reinjections > self.config.max_reinjections {

@@ -8,11 +8,12 @@ mod common;
 
 use common::Rng;
 use num_bigint::BigInt;
-use switch_engine::compile::{self, Code};
+use switch_engine::compile::{self, Code, KeyCopy, Op};
 use switch_engine::eval::{self, Ctx};
+use switch_engine::expr::FieldLoc;
 use switch_engine::expr::{Arg, Ex, HRef, Op1, Op2, K};
 use switch_engine::phv::Phv;
-use switch_engine::program::{Prim, Prog, Slot};
+use switch_engine::program::{KeyPart, Prim, Prog, Slot};
 use switch_engine::value::mask64;
 
 /// Small values and all-ones as often as arbitrary ones: comparisons against the programs'
@@ -241,6 +242,24 @@ fn gen(rng: &mut Rng, prog: &Prog, params: u32, depth: u32) -> Ex {
             wide: false,
         };
     }
+    if matches!(
+        op,
+        Op2::Add | Op2::Sub | Op2::Mul | Op2::Div | Op2::Mod | Op2::BAnd | Op2::BOr | Op2::BXor
+    ) && rng.below(3) == 0
+    {
+        // A field and a constant (`ttl - 1`, `x & 0xff`), compiled as one closure.
+        let f = rng.below(prog.fields.len());
+        let a = Ex {
+            k: K::Field(f as u32),
+            wide: prog.fields[f].width > 64,
+        };
+        let b = n(K::Const(i128::from(value(rng, 16))));
+        let wide = a.wide;
+        return Ex {
+            k: K::Bin(op, Box::new(a), Box::new(b)),
+            wide,
+        };
+    }
     let a = gen(rng, prog, params, depth - 1);
     // Shift amounts and cast widths small enough to matter.
     let b = match op {
@@ -282,4 +301,83 @@ fn random_expressions_compile_to_what_the_interpreter_computes() {
             }
         }
     }
+}
+
+/// A store compiled as a slot-to-slot copy (`Op::StoreField`) writes what the interpreter's
+/// assignment of that field computes.
+#[test]
+fn field_copies_store_what_the_interpreter_assigns() {
+    let mut rng = Rng(0x6a09_e667_f3bc_c908);
+    let mut checked = 0usize;
+    for (name, prog) in programs() {
+        let code = Code::new(&prog);
+        let mut phv = Phv::new(&prog);
+        for (a, ops) in prog.actions.iter().zip(&code.actions) {
+            for (i, op) in ops.iter().enumerate() {
+                let Op::StoreField { slot, mask, src } = *op else {
+                    continue;
+                };
+                let Prim::Assign(FieldLoc::Static(f), e) = &a.prims[i] else {
+                    panic!("{name}: {}: step {i} is a copy of no assignment", a.name);
+                };
+                let info = &prog.fields[*f as usize];
+                assert_eq!(info.slot, Slot::Narrow(slot), "{name}: {}", a.name);
+                for _ in 0..20 {
+                    randomize(&mut rng, &prog, &mut phv);
+                    let want =
+                        eval::eval::<i128>(&ctx(&prog, &phv, &[]), e) as u64 & mask64(info.width);
+                    assert_eq!(
+                        phv.narrow[src as usize] & mask,
+                        want,
+                        "{name}: {}: {e:?}",
+                        a.name
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} copies compared");
+}
+
+/// A parser state's compiled select key holds, part by part, the value the interpreter
+/// evaluates, masked to the part's width, in the part's bytes (big-endian).
+#[test]
+fn compiled_select_keys_hold_the_interpreted_values() {
+    let mut rng = Rng(0xbb67_ae85_84ca_a73b);
+    let (mut states, mut checked) = (0usize, 0usize);
+    for (name, prog) in programs() {
+        let code = Code::new(&prog);
+        let mut phv = Phv::new(&prog);
+        for (p, layouts) in prog.parsers.iter().zip(&code.parser_keys) {
+            for (st, layout) in p.states.iter().zip(layouts) {
+                let Some(layout) = layout.as_ref().filter(|_| !st.key.is_empty()) else {
+                    continue;
+                };
+                assert_eq!(layout.copies.len(), st.key.len(), "{name}: {}", p.name);
+                states += 1;
+                for _ in 0..200 {
+                    randomize(&mut rng, &prog, &mut phv);
+                    let c = ctx(&prog, &phv, &[]);
+                    for (copy, KeyPart::Value(e, w)) in layout.copies.iter().zip(&st.key) {
+                        let KeyCopy::Narrow {
+                            slot, bytes, mask, ..
+                        } = *copy
+                        else {
+                            panic!("{name}: a select key copies a validity bit");
+                        };
+                        assert_eq!(bytes, w.div_ceil(8), "{name}: {e:?}");
+                        let want = eval::eval::<i128>(&c, e) as u64 & mask64(*w);
+                        assert_eq!(phv.narrow[slot as usize] & mask, want, "{name}: {e:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    // Every program selects on ether_type or a protocol field somewhere.
+    assert!(
+        states >= 3 && checked >= 200 * states,
+        "{states} compiled select keys, {checked} values compared"
+    );
 }

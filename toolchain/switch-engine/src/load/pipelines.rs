@@ -220,7 +220,7 @@ impl<'a> L<'a> {
                 by_name.insert(n.as_str(), a as u32);
             }
         }
-        let mut next_by_action: Vec<Option<Next>> = Vec::new();
+        let mut next_by_action: Vec<(u32, Next)> = Vec::new();
         let (mut hit, mut miss) = (None, None);
         for (name, node) in &t.next_tables {
             let npath = format!("{tpath}.next_tables.{name}");
@@ -230,10 +230,11 @@ impl<'a> L<'a> {
                 "__MISS__" => miss = Some(n),
                 _ => match by_name.get(name.as_str()) {
                     Some(&a) => {
-                        if next_by_action.len() <= a as usize {
-                            next_by_action.resize(a as usize + 1, None);
+                        // Two names of one action: the later entry wins, as before.
+                        match next_by_action.iter_mut().find(|(x, _)| *x == a) {
+                            Some(slot) => slot.1 = n,
+                            None => next_by_action.push((a, n)),
                         }
-                        next_by_action[a as usize] = Some(n);
                     }
                     None => {
                         return err(&npath, format!("\"{name}\" is not an action of this table"))
