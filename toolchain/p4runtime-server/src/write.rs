@@ -2,6 +2,7 @@
 //! applied in one `Dataplane::exec`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 use p4runtime_proto::google::rpc::Code;
@@ -121,11 +122,11 @@ pub struct Index {
     pub members: HashMap<String, BTreeMap<u32, (u32, ActionProfileMember)>>,
     pub groups: HashMap<String, BTreeMap<u32, ActionProfileGroup>>,
     /// Entries that set an idle_timeout_ns, per engine table.
-    pub idle: FastMap<String, FastMap<Key, Idle>>,
+    pub idle: FastMap<Arc<str>, FastMap<Key, Idle>>,
     /// Last hit (or insertion) of every entry of a table that supports idle timeout.
-    pub last_hit: FastMap<String, FastMap<EntryHandle, Instant>>,
+    pub last_hit: FastMap<Arc<str>, FastMap<EntryHandle, Instant>>,
     /// One-shot entries per table, and how many each action profile has.
-    pub oneshot: FastMap<String, FastMap<Key, OneShot>>,
+    pub oneshot: FastMap<Arc<str>, FastMap<Key, OneShot>>,
     pub oneshot_count: HashMap<String, usize>,
     /// The last engine group id given to a hidden one-shot group.
     pub oneshot_group: u32,
@@ -135,7 +136,7 @@ pub struct Index {
     pub digests: BTreeMap<u32, DigestConfig>,
     /// Entries' `controller_metadata` and `metadata`, per engine table (only those that set
     /// them).
-    pub cookies: FastMap<String, FastMap<Key, Cookie>>,
+    pub cookies: FastMap<Arc<str>, FastMap<Key, Cookie>>,
 }
 
 impl Index {
@@ -150,7 +151,7 @@ impl Index {
 #[derive(Debug, Clone)]
 pub enum Act {
     Action {
-        name: String,
+        name: Arc<str>,
         args: Vec<Vec<u8>>,
     },
     /// An engine member handle.
@@ -165,7 +166,7 @@ pub enum Act {
     OneShot {
         profile: String,
         selector: bool,
-        actions: Vec<(String, Vec<Vec<u8>>, u32)>,
+        actions: Vec<(Arc<str>, Vec<Vec<u8>>, u32)>,
         set: ActionProfileActionSet,
     },
 }
@@ -189,7 +190,7 @@ pub type Cookie = (u64, Vec<u8>);
 #[derive(Debug, Clone)]
 pub enum Op {
     Insert {
-        table: String,
+        table: Arc<str>,
         key: Key,
         needs_priority: bool,
         act: Act,
@@ -199,19 +200,19 @@ pub enum Op {
         direct: Direct,
     },
     Modify {
-        table: String,
+        table: Arc<str>,
         key: Key,
         act: Act,
         idle_ns: i64,
         direct: Direct,
     },
     DirectMeter {
-        table: String,
+        table: Arc<str>,
         key: Key,
         rates: Rates,
     },
     DirectCounter {
-        table: String,
+        table: Arc<str>,
         key: Key,
         value: CounterValue,
     },
@@ -222,11 +223,11 @@ pub enum Op {
         entry: ValueSetEntry,
     },
     Delete {
-        table: String,
+        table: Arc<str>,
         key: (Vec<FieldMatch>, i32),
     },
     SetDefault {
-        table: String,
+        table: Arc<str>,
         act: Act,
     },
     Counter {
@@ -248,7 +249,7 @@ pub enum Op {
         ty: update::Type,
         profile: String,
         entry: ActionProfileMember,
-        action: (String, Vec<Vec<u8>>),
+        action: (Arc<str>, Vec<Vec<u8>>),
     },
     Group {
         ty: update::Type,
@@ -435,7 +436,7 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                 )));
             };
             let action = match (&m.action, ty) {
-                (_, update::Type::Delete) => (String::new(), Vec::new()),
+                (_, update::Type::Delete) => (Arc::from(""), Vec::new()),
                 (Some(a), _) => action_args(
                     p,
                     a,
@@ -1157,7 +1158,7 @@ fn action_args(
     a: &p4runtime_proto::p4runtime::Action,
     allowed: &[u32],
     owner: impl std::fmt::Display,
-) -> Result<(String, Vec<Vec<u8>>), UpdateError> {
+) -> Result<(Arc<str>, Vec<Vec<u8>>), UpdateError> {
     let params = a.params.iter().map(|x| (x.param_id, &x.value[..]));
     checked_args(p, a.action_id, params, allowed, owner)
 }
@@ -1169,7 +1170,7 @@ fn checked_args<'a>(
     params: impl Iterator<Item = (u32, &'a [u8])> + Clone,
     allowed: &[u32],
     owner: impl std::fmt::Display,
-) -> Result<(String, Vec<Vec<u8>>), UpdateError> {
+) -> Result<(Arc<str>, Vec<Vec<u8>>), UpdateError> {
     let inv = UpdateError::InvalidArgument;
     if !allowed.contains(&action_id) {
         return Err(inv(format!(
@@ -1251,18 +1252,18 @@ impl From<ApiError> for UpdateError {
 /// What undoing one applied op takes.
 enum Undo {
     Delete {
-        table: String,
+        table: Arc<str>,
         key: (Vec<FieldMatch>, i32),
     },
     Restore {
-        table: String,
+        table: Arc<str>,
         key: (Vec<FieldMatch>, i32),
         act: Act,
         priority_ok: bool,
     },
     /// An entry's direct meter rates (empty = unconfigured) and counter as they were.
     Direct {
-        table: String,
+        table: Arc<str>,
         key: Key,
         meter: Option<Vec<switch_v1model::MeterRate>>,
         counter: Option<CounterValue>,
@@ -1279,7 +1280,7 @@ fn old_direct(
     counter: bool,
 ) -> Undo {
     Undo::Direct {
-        table: table.to_string(),
+        table: table.into(),
         key: key.clone(),
         meter: meter
             .then(|| sw.direct_meter_get_rates(table, h).ok())
@@ -1321,7 +1322,10 @@ fn current(sw: &Switch, table: &str, h: EntryHandle) -> Option<(Act, bool)> {
     let prio = e.priority.is_some();
     Some((
         match e.action {
-            switch_v1model::EntryAction::Action { name, args } => Act::Action { name, args },
+            switch_v1model::EntryAction::Action { name, args } => Act::Action {
+                name: name.into(),
+                args,
+            },
             switch_v1model::EntryAction::Member(m) => Act::Member(m),
             switch_v1model::EntryAction::Group(g) => Act::Group(g),
         },
@@ -1455,7 +1459,7 @@ fn set_idle(index: &mut Index, table: &str, key: &Key, handle: EntryHandle, ns: 
             t.remove(key);
         }
     } else {
-        index.idle.entry(table.to_string()).or_default().insert(
+        index.idle.entry(table.into()).or_default().insert(
             key.clone(),
             Idle {
                 timeout_ns: ns,
@@ -1473,7 +1477,7 @@ fn create_oneshot(
     index: &mut Index,
     profile: &str,
     selector: bool,
-    actions: &[(String, Vec<Vec<u8>>, u32)],
+    actions: &[(Arc<str>, Vec<Vec<u8>>, u32)],
     group: Option<u32>,
 ) -> Result<(Vec<u32>, Option<u32>), UpdateError> {
     let mut members = Vec::with_capacity(actions.len());
@@ -1578,7 +1582,7 @@ fn set_cookie(index: &mut Index, table: &str, key: &Key, cookie: Cookie) {
     } else {
         index
             .cookies
-            .entry(table.to_string())
+            .entry(table.into())
             .or_default()
             .insert(key.clone(), cookie);
     }
