@@ -62,6 +62,9 @@ pub struct Entity {
     pub entity: Option<Kind>,
 }
 
+// Boxing the table entry would add an allocation per update; a Kind lives only while its
+// update is translated.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum Kind {
     #[prost(bytes = "bytes", tag = "1")]

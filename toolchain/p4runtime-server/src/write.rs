@@ -148,6 +148,9 @@ impl Index {
     }
 }
 
+/// One action of a one-shot action set: engine name, padded arguments, weight.
+pub type WeightedAction = (Arc<str>, Vec<Vec<u8>>, u32);
+
 #[derive(Debug, Clone)]
 pub enum Act {
     Action {
@@ -166,7 +169,7 @@ pub enum Act {
     OneShot {
         profile: String,
         selector: bool,
-        actions: Vec<(Arc<str>, Vec<Vec<u8>>, u32)>,
+        actions: Vec<WeightedAction>,
         set: ActionProfileActionSet,
     },
 }
@@ -1477,7 +1480,7 @@ fn create_oneshot(
     index: &mut Index,
     profile: &str,
     selector: bool,
-    actions: &[(Arc<str>, Vec<Vec<u8>>, u32)],
+    actions: &[WeightedAction],
     group: Option<u32>,
 ) -> Result<(Vec<u32>, Option<u32>), UpdateError> {
     let mut members = Vec::with_capacity(actions.len());
