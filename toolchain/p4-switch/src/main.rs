@@ -9,6 +9,7 @@ use std::time::Duration;
 /// mimalloc, not glibc's malloc: a P4Runtime write allocates its entries on the gRPC threads
 /// and frees what the engine does not keep on the dataplane thread, and glibc's cross-thread
 /// frees and arena locks cost a quarter of the switch's CPU per entry (p4-switch-p4rt-write-bench).
+/// Built without transparent huge pages (Cargo.toml says why).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -42,7 +42,7 @@ impl Poller {
                 .idle
                 .iter()
                 .filter(|(_, entries)| !entries.is_empty())
-                .map(|(t, _)| t.clone())
+                .map(|(t, _)| t.to_string())
                 .collect();
             if tables.is_empty() {
                 continue;
@@ -76,7 +76,7 @@ impl Poller {
                 let mut expired = Vec::new();
                 for (table, entries) in idle.iter_mut() {
                     let (Some(&table_id), Some(last)) =
-                        (pipeline.table_ids.get(table), last_hit.get(table))
+                        (pipeline.table_ids.get(&**table), last_hit.get(table))
                     else {
                         continue;
                     };

@@ -8,6 +8,7 @@ mod packet;
 mod pipeline;
 mod read;
 mod role;
+mod wire;
 mod write;
 
 use std::collections::HashMap;
@@ -24,13 +25,14 @@ use p4runtime_proto::p4runtime::{
     GetForwardingPipelineConfigResponse, MasterArbitrationUpdate, PacketIn, PacketMetadata,
     ReadRequest, ReadResponse, SetForwardingPipelineConfigRequest,
     SetForwardingPipelineConfigResponse, StreamError, StreamMessageRequest, StreamMessageResponse,
-    Uint128, WriteRequest, WriteResponse,
+    Uint128, Update, WriteRequest, WriteResponse,
 };
 use p4runtime_proto::{P4Runtime, P4RuntimeServer};
 use prost::Message;
 use switch_v1model::SwitchConfig;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::codegen::http;
 use tonic::{Request, Response, Status, Streaming};
 
 pub use bytes::{ByteStringError, ByteStringProblem};
@@ -105,17 +107,85 @@ pub async fn serve_listener(
     tokio::spawn(server.digest_poller());
     tokio::spawn(server.idle_poller());
     tonic::transport::Server::builder()
-        .add_service(
-            P4RuntimeServer::new(server)
-                .max_decoding_message_size(256 << 20)
-                .max_encoding_message_size(256 << 20),
-        )
+        .add_service(Service::new(server))
         .serve_with_incoming_shutdown(
             tokio_stream::wrappers::TcpListenerStream::new(listener),
             shutdown,
         )
         .await
         .map_err(|source| ServeError::Transport { addr, source })
+}
+
+/// Largest request and response (a batch of 100k entries is ~6 MB).
+const MAX_MESSAGE: usize = 256 << 20;
+
+/// The P4Runtime service as [`serve`] mounts it: the generated service, except that Write
+/// requests are decoded by `wire` (updates left encoded until translated).
+#[derive(Clone)]
+pub struct Service {
+    server: Arc<Server>,
+    generated: P4RuntimeServer<Server>,
+}
+
+impl Service {
+    pub fn new(server: Server) -> Service {
+        let server = Arc::new(server);
+        Service {
+            generated: P4RuntimeServer::from_arc(server.clone())
+                .max_decoding_message_size(MAX_MESSAGE)
+                .max_encoding_message_size(MAX_MESSAGE),
+            server,
+        }
+    }
+}
+
+impl tonic::server::NamedService for Service {
+    const NAME: &'static str = p4runtime_proto::p4runtime::p4_runtime_server::SERVICE_NAME;
+}
+
+type BoxFuture<T, E> = std::pin::Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
+
+impl tonic::codegen::Service<http::Request<tonic::body::Body>> for Service {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+        if req.uri().path() != "/p4.v1.P4Runtime/Write" {
+            return self.generated.call(req);
+        }
+        let method = EncodedWrite(self.server.clone());
+        Box::pin(async move {
+            let codec = tonic_prost::ProstCodec::<WriteResponse, wire::WriteRequest>::default();
+            let mut grpc = tonic::server::Grpc::new(codec)
+                .apply_max_message_size_config(Some(MAX_MESSAGE), Some(MAX_MESSAGE));
+            Ok(grpc.unary(method, req).await)
+        })
+    }
+}
+
+struct EncodedWrite(Arc<Server>);
+
+impl tonic::server::UnaryService<wire::WriteRequest> for EncodedWrite {
+    type Response = WriteResponse;
+    type Future = BoxFuture<Response<WriteResponse>, Status>;
+
+    fn call(&mut self, request: Request<wire::WriteRequest>) -> Self::Future {
+        let server = self.0.clone();
+        Box::pin(async move {
+            server
+                .write_encoded(request.into_inner())
+                .await
+                .map(Response::new)
+        })
+    }
 }
 
 type StreamTx = mpsc::Sender<Result<StreamMessageResponse, Status>>;
@@ -368,6 +438,92 @@ impl Server {
         })
     }
 
+    /// Write (spec 12) of a request whose updates are still encoded.
+    async fn write_encoded(&self, req: wire::WriteRequest) -> Result<WriteResponse, Status> {
+        self.check_device(req.device_id)?;
+        self.check_primary(&req.role, &req.election_id)?;
+        let p = self.pipeline()?;
+        let config = lock(&self.arb).config(&req.role);
+        let rollback = match Atomicity::try_from(req.atomicity) {
+            Ok(Atomicity::ContinueOnError) => false,
+            // One exec applies the whole batch between two packets, so an all-or-nothing batch
+            // is also dataplane-atomic.
+            Ok(Atomicity::RollbackOnError | Atomicity::DataplaneAtomic) => true,
+            Err(_) => {
+                return Err(status(
+                    Code::InvalidArgument,
+                    format!("atomicity {}", req.atomicity),
+                ))
+            }
+        };
+        // Decoded and translated outside the writer lock, so the next batch is ready while
+        // the data plane applies this one. Translation reads the pipeline only; a pipeline
+        // committed meanwhile makes the batch translate again under the lock.
+        let role = req.role.clone();
+        let translate = move |p: &Pipeline, req: &wire::WriteRequest| -> Vec<_> {
+            req.updates
+                .iter()
+                .map(|bytes| {
+                    // Plain table entries straight from the wire; role configs filter by
+                    // entity, so a role with one takes the full decode.
+                    if config.is_none() {
+                        let op = wire::Update::decode(bytes.clone())
+                            .ok()
+                            .and_then(|u| write::translate_wire(p, &u));
+                        if let Some(op) = op {
+                            return op;
+                        }
+                    }
+                    let u = Update::decode(bytes.clone()).map_err(|e| {
+                        UpdateError::InvalidArgument(format!("the update does not decode: {e}"))
+                    })?;
+                    match (&config, &u.entity) {
+                        (Some(c), Some(e)) if !c.allows(e) => {
+                            Err(UpdateError::PermissionDenied(format!(
+                                "role \"{role}\": its role config does not give it this entity"
+                            )))
+                        }
+                        _ => write::translate(p, &u),
+                    }
+                })
+                .collect()
+        };
+        let blocking =
+            |e: tokio::task::JoinError| status(Code::Internal, format!("write task: {e}"));
+        let (req, ops, translate) = {
+            let p = p.clone();
+            tokio::task::spawn_blocking(move || {
+                let ops = translate(&p, &req);
+                (req, ops, translate)
+            })
+            .await
+            .map_err(blocking)?
+        };
+        let _guard = self.writer.lock().await;
+        let now = self.pipeline()?;
+        let dp = self.dp.clone();
+        let index = self.index.clone();
+        let results = tokio::task::spawn_blocking(move || {
+            let ops = if Arc::ptr_eq(&now, &p) {
+                ops
+            } else {
+                translate(&now, &req)
+            };
+            exec_on(&*dp, move |sw| match sw {
+                Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
+                None => vec![Err(UpdateError::FailedPrecondition("no pipeline".into()))],
+            })
+        })
+        .await
+        .map_err(blocking)?
+        .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
+        if results.iter().all(|r| r.is_ok()) {
+            Ok(WriteResponse {})
+        } else {
+            Err(batch_status(&results))
+        }
+    }
+
     /// Installs a verified engine and its mapping; entries start empty.
     fn commit(&self, p: Pipeline, sw: switch_v1model::Switch) {
         let _ = exec_on(&*self.dp, move |slot| *slot = Some(sw));
@@ -449,72 +605,9 @@ impl P4Runtime for Server {
         &self,
         request: Request<WriteRequest>,
     ) -> Result<Response<WriteResponse>, Status> {
-        let req = request.into_inner();
-        self.check_device(req.device_id)?;
-        self.check_primary(&req.role, &req.election_id)?;
-        let p = self.pipeline()?;
-        let config = lock(&self.arb).config(&req.role);
-        let rollback = match Atomicity::try_from(req.atomicity) {
-            Ok(Atomicity::ContinueOnError) => false,
-            // One exec applies the whole batch between two packets, so an all-or-nothing batch
-            // is also dataplane-atomic.
-            Ok(Atomicity::RollbackOnError | Atomicity::DataplaneAtomic) => true,
-            Err(_) => {
-                return Err(status(
-                    Code::InvalidArgument,
-                    format!("atomicity {}", req.atomicity),
-                ))
-            }
-        };
-        // Decoded and translated outside the writer lock, so the next batch is ready while
-        // the data plane applies this one. Translation reads the pipeline only; a pipeline
-        // committed meanwhile makes the batch translate again under the lock.
-        let role = req.role.clone();
-        let translate = move |p: &Pipeline, req: &WriteRequest| -> Vec<_> {
-            req.updates
-                .iter()
-                .map(|u| match (&config, &u.entity) {
-                    (Some(c), Some(e)) if !c.allows(e) => Err(UpdateError::PermissionDenied(
-                        format!("role \"{role}\": its role config does not give it this entity"),
-                    )),
-                    _ => write::translate(p, u),
-                })
-                .collect()
-        };
-        let blocking =
-            |e: tokio::task::JoinError| status(Code::Internal, format!("write task: {e}"));
-        let (req, ops, translate) = {
-            let p = p.clone();
-            tokio::task::spawn_blocking(move || {
-                let ops = translate(&p, &req);
-                (req, ops, translate)
-            })
+        self.write_encoded(request.into_inner().into())
             .await
-            .map_err(blocking)?
-        };
-        let _guard = self.writer.lock().await;
-        let now = self.pipeline()?;
-        let dp = self.dp.clone();
-        let index = self.index.clone();
-        let results = tokio::task::spawn_blocking(move || {
-            let ops = if Arc::ptr_eq(&now, &p) {
-                ops
-            } else {
-                translate(&now, &req)
-            };
-            exec_on(&*dp, move |sw| match sw {
-                Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
-                None => vec![Err(UpdateError::FailedPrecondition("no pipeline".into()))],
-            })
-        })
-        .await
-        .map_err(blocking)?
-        .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
-        if results.iter().all(|r| r.is_ok()) {
-            Ok(Response::new(WriteResponse {}))
-        } else {
-            Err(batch_status(&results))
-        }
+            .map(Response::new)
     }
 
     type ReadStream = ReceiverStream<Result<ReadResponse, Status>>;

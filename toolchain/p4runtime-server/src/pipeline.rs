@@ -2,6 +2,7 @@
 //! engine name mapping built once when the pipeline is verified.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use p4_bmv2_json::MatchType;
 use p4runtime_proto::p4info::{match_field, P4Info};
@@ -109,7 +110,8 @@ pub struct KeyInfo {
 
 #[derive(Debug, Clone)]
 pub struct TableInfo {
-    pub name: String,
+    /// Engine name; shared with the write ops that name the table.
+    pub name: Arc<str>,
     pub keys: Vec<KeyInfo>,
     /// Action ids the table accepts (P4Info `action_refs`).
     pub actions: Vec<u32>,
@@ -145,7 +147,8 @@ pub struct ProfileInfo {
 
 #[derive(Debug, Clone)]
 pub struct ActionInfo {
-    pub name: String,
+    /// Engine name; shared with the write ops that name the action.
+    pub name: Arc<str>,
     /// (param id, bitwidth) in P4Info order, which is the engine's argument order.
     pub params: Vec<(u32, u32)>,
 }
@@ -202,7 +205,7 @@ pub fn verify(
         actions.insert(
             pre.id,
             ActionInfo {
-                name: pre.name,
+                name: pre.name.into(),
                 params,
             },
         );
@@ -281,14 +284,14 @@ pub fn verify(
             let Some(a) = actions.get(&r.id) else {
                 return Err(here(TableMismatch::UnknownActionRef(r.id)));
             };
-            let Some(ea) = et.actions.iter().find(|e| e.name == a.name) else {
-                return Err(here(TableMismatch::ActionNotInTable(a.name.clone())));
+            let Some(ea) = et.actions.iter().find(|e| e.name == *a.name) else {
+                return Err(here(TableMismatch::ActionNotInTable(a.name.to_string())));
             };
             let widths: Vec<u32> = a.params.iter().map(|p| p.1).collect();
             let ewidths: Vec<u32> = ea.params.iter().map(|p| p.1).collect();
             if widths != ewidths {
                 return Err(PipelineError::ParamWidths {
-                    action: a.name.clone(),
+                    action: a.name.to_string(),
                     p4info: widths,
                     json: ewidths,
                 });
@@ -310,7 +313,7 @@ pub fn verify(
         tables.insert(
             pre.id,
             TableInfo {
-                name: pre.name,
+                name: pre.name.into(),
                 keys,
                 actions: ids,
                 needs_priority,
@@ -347,12 +350,12 @@ pub fn verify(
                 problem: DirectMismatch::UnknownTable(c.direct_table_id),
             });
         };
-        if json_table != t.name {
+        if json_table != *t.name {
             return Err(PipelineError::Direct {
                 kind,
                 name,
                 problem: DirectMismatch::AttachedElsewhere {
-                    p4info: t.name.clone(),
+                    p4info: t.name.to_string(),
                     json: json_table,
                 },
             });
@@ -372,11 +375,11 @@ pub fn verify(
                 problem: DirectMismatch::UnknownTable(m.direct_table_id),
             });
         };
-        if json_table != t.name {
+        if json_table != *t.name {
             return Err(PipelineError::Direct {
                 kind,
                 name,
-                problem: DirectMismatch::NotAttached(t.name.clone()),
+                problem: DirectMismatch::NotAttached(t.name.to_string()),
             });
         }
         direct_meters.insert(pre_id(&m.preamble), m.direct_table_id);

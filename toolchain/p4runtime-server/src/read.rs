@@ -126,7 +126,7 @@ fn meter_config(r: &[MeterRate]) -> Option<MeterConfig> {
 pub fn note_hits(store: &mut Store, hits: Vec<(String, Vec<EntryHandle>)>) -> std::time::Instant {
     let now = std::time::Instant::now();
     for (table, hs) in hits {
-        let Some(last) = store.last_hit.get_mut(&table) else {
+        let Some(last) = store.last_hit.get_mut(table.as_str()) else {
             continue;
         };
         for h in hs {
@@ -484,7 +484,7 @@ pub fn read(
     }
     let asks: Vec<(String, bool, bool, bool, bool)> = queries
         .iter()
-        .map(|(q, n)| (n.clone(), q.default, q.since_hit, q.meters, q.counters))
+        .map(|(q, n)| (n.to_string(), q.default, q.since_hit, q.meters, q.counters))
         .collect();
     let dp_index = Arc::clone(index);
     let (raw, now) = exec_on(dp, move |sw| {

@@ -2,6 +2,7 @@
 //! applied in one `Dataplane::exec`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 use p4runtime_proto::google::rpc::Code;
@@ -16,6 +17,7 @@ use switch_v1model::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch,
 
 use crate::bytes::{all_ones, bits_past_prefix, to_engine, ByteStringError};
 use crate::pipeline::{Kind, Pipeline, TableInfo};
+use crate::wire;
 
 /// Why one update failed: one variant per canonical code the write path reports, so the code
 /// is decided where the failure is (as bmv2's error mapping and PI's report_error do), and the
@@ -120,11 +122,11 @@ pub struct Index {
     pub members: HashMap<String, BTreeMap<u32, (u32, ActionProfileMember)>>,
     pub groups: HashMap<String, BTreeMap<u32, ActionProfileGroup>>,
     /// Entries that set an idle_timeout_ns, per engine table.
-    pub idle: FastMap<String, FastMap<Key, Idle>>,
+    pub idle: FastMap<Arc<str>, FastMap<Key, Idle>>,
     /// Last hit (or insertion) of every entry of a table that supports idle timeout.
-    pub last_hit: FastMap<String, FastMap<EntryHandle, Instant>>,
+    pub last_hit: FastMap<Arc<str>, FastMap<EntryHandle, Instant>>,
     /// One-shot entries per table, and how many each action profile has.
-    pub oneshot: FastMap<String, FastMap<Key, OneShot>>,
+    pub oneshot: FastMap<Arc<str>, FastMap<Key, OneShot>>,
     pub oneshot_count: HashMap<String, usize>,
     /// The last engine group id given to a hidden one-shot group.
     pub oneshot_group: u32,
@@ -134,7 +136,7 @@ pub struct Index {
     pub digests: BTreeMap<u32, DigestConfig>,
     /// Entries' `controller_metadata` and `metadata`, per engine table (only those that set
     /// them).
-    pub cookies: FastMap<String, FastMap<Key, Cookie>>,
+    pub cookies: FastMap<Arc<str>, FastMap<Key, Cookie>>,
 }
 
 impl Index {
@@ -146,10 +148,13 @@ impl Index {
     }
 }
 
+/// One action of a one-shot action set: engine name, padded arguments, weight.
+pub type WeightedAction = (Arc<str>, Vec<Vec<u8>>, u32);
+
 #[derive(Debug, Clone)]
 pub enum Act {
     Action {
-        name: String,
+        name: Arc<str>,
         args: Vec<Vec<u8>>,
     },
     /// An engine member handle.
@@ -164,7 +169,7 @@ pub enum Act {
     OneShot {
         profile: String,
         selector: bool,
-        actions: Vec<(String, Vec<Vec<u8>>, u32)>,
+        actions: Vec<WeightedAction>,
         set: ActionProfileActionSet,
     },
 }
@@ -188,7 +193,7 @@ pub type Cookie = (u64, Vec<u8>);
 #[derive(Debug, Clone)]
 pub enum Op {
     Insert {
-        table: String,
+        table: Arc<str>,
         key: Key,
         needs_priority: bool,
         act: Act,
@@ -198,19 +203,19 @@ pub enum Op {
         direct: Direct,
     },
     Modify {
-        table: String,
+        table: Arc<str>,
         key: Key,
         act: Act,
         idle_ns: i64,
         direct: Direct,
     },
     DirectMeter {
-        table: String,
+        table: Arc<str>,
         key: Key,
         rates: Rates,
     },
     DirectCounter {
-        table: String,
+        table: Arc<str>,
         key: Key,
         value: CounterValue,
     },
@@ -221,11 +226,11 @@ pub enum Op {
         entry: ValueSetEntry,
     },
     Delete {
-        table: String,
+        table: Arc<str>,
         key: (Vec<FieldMatch>, i32),
     },
     SetDefault {
-        table: String,
+        table: Arc<str>,
         act: Act,
     },
     Counter {
@@ -247,7 +252,7 @@ pub enum Op {
         ty: update::Type,
         profile: String,
         entry: ActionProfileMember,
-        action: (String, Vec<Vec<u8>>),
+        action: (Arc<str>, Vec<Vec<u8>>),
     },
     Group {
         ty: update::Type,
@@ -434,7 +439,7 @@ pub fn translate(p: &Pipeline, u: &Update) -> Result<Op, UpdateError> {
                 )));
             };
             let action = match (&m.action, ty) {
-                (_, update::Type::Delete) => (String::new(), Vec::new()),
+                (_, update::Type::Delete) => (Arc::from(""), Vec::new()),
                 (Some(a), _) => action_args(
                     p,
                     a,
@@ -824,6 +829,80 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
     }
 }
 
+/// A table entry decoded by `wire` into the op [`translate`] makes of it, for the entries bulk
+/// writes are made of: an INSERT, MODIFY or DELETE of a plain entry (key, action, priority) with
+/// a direct action. `None` for anything else, which the caller decodes in full and translates:
+/// the checks and errors are [`translate_table`]'s, as both share the key and action checks and
+/// a plain entry passes the others.
+pub fn translate_wire(p: &Pipeline, u: &wire::Update) -> Option<Result<Op, UpdateError>> {
+    let Some(wire::Entity {
+        entity: Some(wire::Kind::TableEntry(te)),
+    }) = &u.entity
+    else {
+        return None;
+    };
+    let ty = update::Type::try_from(u.r#type).ok()?;
+    let t = p.tables.get(&te.table_id)?;
+    if ty == update::Type::Unspecified || t.is_const || !te.is_plain() {
+        return None;
+    }
+    let key = translate_key(
+        t,
+        te.priority,
+        te.r#match.iter().map(|fm| {
+            (
+                fm.field_id,
+                fm.field_match_type.as_ref().map(MatchRef::from),
+            )
+        }),
+    );
+    let key = match key {
+        Ok(key) => key,
+        Err(e) => return Some(Err(e)),
+    };
+    let table = t.name.clone();
+    if ty == update::Type::Delete {
+        return Some(Ok(Op::Delete { table, key }));
+    }
+    let a = match te.action.as_ref()?.r#type.as_ref()? {
+        wire::ActionKind::Action(a) if !t.indirect => a,
+        _ => return None,
+    };
+    let params = a.params.iter().map(|x| (x.param_id, &x.value[..]));
+    let owner = &t.name;
+    let args = checked_args(
+        p,
+        a.action_id,
+        params,
+        &t.actions,
+        format_args!("table \"{owner}\""),
+    );
+    let (name, args) = match args {
+        Ok(na) => na,
+        Err(e) => return Some(Err(e)),
+    };
+    let act = Act::Action { name, args };
+    Some(Ok(if ty == update::Type::Insert {
+        Op::Insert {
+            table,
+            key,
+            needs_priority: t.needs_priority,
+            act,
+            idle_ns: 0,
+            ageing: t.supports_timeout,
+            direct: Direct::default(),
+        }
+    } else {
+        Op::Modify {
+            table,
+            key,
+            act,
+            idle_ns: 0,
+            direct: Direct::default(),
+        }
+    }))
+}
+
 /// `table "t" field id N`, formatted only for an error message.
 #[derive(Clone, Copy)]
 struct FieldName<'a>(&'a str, u32);
@@ -834,63 +913,116 @@ impl std::fmt::Display for FieldName<'_> {
     }
 }
 
+/// One match field as a client gave it, from either decoder (`p4runtime_proto`'s or `wire`'s).
+#[derive(Clone, Copy)]
+pub enum MatchRef<'a> {
+    Exact(&'a [u8]),
+    Lpm(&'a [u8], i32),
+    /// Value, mask.
+    Ternary(&'a [u8], &'a [u8]),
+    /// Low, high.
+    Range(&'a [u8], &'a [u8]),
+    Optional(&'a [u8]),
+    /// An architecture-specific match (`other`).
+    Other,
+}
+
+impl<'a> From<&'a FieldMatchType> for MatchRef<'a> {
+    fn from(m: &'a FieldMatchType) -> MatchRef<'a> {
+        match m {
+            FieldMatchType::Exact(e) => MatchRef::Exact(&e.value),
+            FieldMatchType::Lpm(l) => MatchRef::Lpm(&l.value, l.prefix_len),
+            FieldMatchType::Ternary(t) => MatchRef::Ternary(&t.value, &t.mask),
+            FieldMatchType::Range(r) => MatchRef::Range(&r.low, &r.high),
+            FieldMatchType::Optional(o) => MatchRef::Optional(&o.value),
+            FieldMatchType::Other(_) => MatchRef::Other,
+        }
+    }
+}
+
+impl<'a> From<&'a wire::Match> for MatchRef<'a> {
+    fn from(m: &'a wire::Match) -> MatchRef<'a> {
+        match m {
+            wire::Match::Exact(e) => MatchRef::Exact(&e.value),
+            wire::Match::Lpm(l) => MatchRef::Lpm(&l.value, l.prefix_len),
+            wire::Match::Ternary(t) => MatchRef::Ternary(&t.first, &t.second),
+            wire::Match::Range(r) => MatchRef::Range(&r.first, &r.second),
+            wire::Match::Optional(o) => MatchRef::Optional(&o.value),
+            wire::Match::Other(_) => MatchRef::Other,
+        }
+    }
+}
+
 pub fn translate_match(
     t: &TableInfo,
     te: &TableEntry,
 ) -> Result<(Vec<FieldMatch>, i32), UpdateError> {
+    translate_key(
+        t,
+        te.priority,
+        te.r#match.iter().map(|fm| {
+            (
+                fm.field_id,
+                fm.field_match_type.as_ref().map(MatchRef::from),
+            )
+        }),
+    )
+}
+
+/// An entry's key in engine form: `fields` are (field id, match) as given, in any order.
+fn translate_key<'a>(
+    t: &TableInfo,
+    priority: i32,
+    fields: impl Iterator<Item = (u32, Option<MatchRef<'a>>)>,
+) -> Result<Key, UpdateError> {
     let inv = UpdateError::InvalidArgument;
-    if t.needs_priority && te.priority <= 0 {
+    if t.needs_priority && priority <= 0 {
         return Err(inv(format!(
             "table \"{}\" has ternary, range or optional keys: a priority > 0 is required",
             t.name
         )));
     }
-    if !t.needs_priority && te.priority != 0 {
+    if !t.needs_priority && priority != 0 {
         return Err(inv(format!(
             "table \"{}\" has no ternary, range or optional keys: priority must be 0",
             t.name
         )));
     }
-    let mut given: Vec<Option<&FieldMatchType>> = vec![None; t.keys.len()];
-    for fm in &te.r#match {
-        let Some(i) = t.keys.iter().position(|k| k.id == fm.field_id) else {
+    let mut given: Vec<Option<MatchRef>> = vec![None; t.keys.len()];
+    for (field_id, m) in fields {
+        let Some(i) = t.keys.iter().position(|k| k.id == field_id) else {
             return Err(inv(format!(
                 "table \"{}\": no match field id {}",
-                t.name, fm.field_id
+                t.name, field_id
             )));
         };
         if given[i].is_some() {
-            return Err(inv(format!("match field id {} given twice", fm.field_id)));
+            return Err(inv(format!("match field id {field_id} given twice")));
         }
-        given[i] = fm.field_match_type.as_ref();
+        given[i] = m;
     }
     let mut out = Vec::with_capacity(t.keys.len());
     for (k, g) in t.keys.iter().zip(given) {
         let what = FieldName(&t.name, k.id);
         let w = k.width;
         let m = match (k.kind, g) {
-            (Kind::Exact, Some(FieldMatchType::Exact(e))) => {
-                FieldMatch::Exact(to_engine(&e.value, w, what)?)
-            }
+            (Kind::Exact, Some(MatchRef::Exact(v))) => FieldMatch::Exact(to_engine(v, w, what)?),
             (Kind::Exact, None) => {
                 return Err(inv(format!("{what}: exact fields cannot be omitted")))
             }
-            (Kind::Lpm, Some(FieldMatchType::Lpm(l))) => {
-                let plen = u32::try_from(l.prefix_len)
+            (Kind::Lpm, Some(MatchRef::Lpm(value, prefix_len))) => {
+                let plen = u32::try_from(prefix_len)
                     .ok()
                     .filter(|p| *p <= w)
                     .ok_or_else(|| {
-                        inv(format!(
-                            "{what}: prefix length {} out of 0..={w}",
-                            l.prefix_len
-                        ))
+                        inv(format!("{what}: prefix length {prefix_len} out of 0..={w}"))
                     })?;
                 if plen == 0 {
                     return Err(inv(format!(
                         "{what}: a /0 LPM match must be omitted (don't care)"
                     )));
                 }
-                let v = to_engine(&l.value, w, what)?;
+                let v = to_engine(value, w, what)?;
                 if bits_past_prefix(&v, w, plen) {
                     return Err(inv(format!(
                         "{what}: LPM value has bits set beyond the /{plen} prefix"
@@ -905,9 +1037,9 @@ pub fn translate_match(
                 value: vec![0; w.div_ceil(8) as usize],
                 prefix_len: 0,
             },
-            (Kind::Ternary, Some(FieldMatchType::Ternary(tn))) => {
-                let v = to_engine(&tn.value, w, what)?;
-                let mask = to_engine(&tn.mask, w, format_args!("{what} mask"))?;
+            (Kind::Ternary, Some(MatchRef::Ternary(value, mask))) => {
+                let v = to_engine(value, w, what)?;
+                let mask = to_engine(mask, w, format_args!("{what} mask"))?;
                 if mask.iter().all(|b| *b == 0) {
                     return Err(inv(format!(
                         "{what}: an all-zero mask must be omitted (don't care)"
@@ -927,9 +1059,9 @@ pub fn translate_match(
                     mask: z,
                 }
             }
-            (Kind::Range, Some(FieldMatchType::Range(r))) => {
-                let low = to_engine(&r.low, w, format_args!("{what} low"))?;
-                let high = to_engine(&r.high, w, format_args!("{what} high"))?;
+            (Kind::Range, Some(MatchRef::Range(low, high))) => {
+                let low = to_engine(low, w, format_args!("{what} low"))?;
+                let high = to_engine(high, w, format_args!("{what} high"))?;
                 if low > high {
                     return Err(inv(format!("{what}: range low > high")));
                 }
@@ -944,15 +1076,15 @@ pub fn translate_match(
                 low: vec![0; w.div_ceil(8) as usize],
                 high: all_ones(w),
             },
-            (Kind::Optional, Some(FieldMatchType::Optional(o))) => {
-                FieldMatch::Optional(Some(to_engine(&o.value, w, what)?))
+            (Kind::Optional, Some(MatchRef::Optional(v))) => {
+                FieldMatch::Optional(Some(to_engine(v, w, what)?))
             }
             (Kind::Optional, None) => FieldMatch::Optional(None),
             (kind, Some(_)) => return Err(inv(format!("{what}: not a {kind:?} match"))),
         };
         out.push(m);
     }
-    Ok((out, te.priority))
+    Ok((out, priority))
 }
 
 fn translate_action(p: &Pipeline, t: &TableInfo, te: &TableEntry) -> Result<Act, UpdateError> {
@@ -1029,35 +1161,46 @@ fn action_args(
     a: &p4runtime_proto::p4runtime::Action,
     allowed: &[u32],
     owner: impl std::fmt::Display,
-) -> Result<(String, Vec<Vec<u8>>), UpdateError> {
+) -> Result<(Arc<str>, Vec<Vec<u8>>), UpdateError> {
+    let params = a.params.iter().map(|x| (x.param_id, &x.value[..]));
+    checked_args(p, a.action_id, params, allowed, owner)
+}
+
+/// [`action_args`] of an action given as its id and (param id, value) pairs, from either decoder.
+fn checked_args<'a>(
+    p: &Pipeline,
+    action_id: u32,
+    params: impl Iterator<Item = (u32, &'a [u8])> + Clone,
+    allowed: &[u32],
+    owner: impl std::fmt::Display,
+) -> Result<(Arc<str>, Vec<Vec<u8>>), UpdateError> {
     let inv = UpdateError::InvalidArgument;
-    if !allowed.contains(&a.action_id) {
+    if !allowed.contains(&action_id) {
         return Err(inv(format!(
-            "action id {} is not an action of {owner}",
-            a.action_id
+            "action id {action_id} is not an action of {owner}"
         )));
     }
-    let Some(info) = p.actions.get(&a.action_id) else {
-        return Err(inv(format!("no action with id {}", a.action_id)));
+    let Some(info) = p.actions.get(&action_id) else {
+        return Err(inv(format!("no action with id {action_id}")));
     };
-    if a.params.len() != info.params.len() {
+    let given = params.clone().count();
+    if given != info.params.len() {
         return Err(inv(format!(
-            "action \"{}\" takes {} parameters, {} given",
+            "action \"{}\" takes {} parameters, {given} given",
             info.name,
             info.params.len(),
-            a.params.len()
         )));
     }
     let mut args = Vec::with_capacity(info.params.len());
     for (id, w) in &info.params {
-        let Some(pv) = a.params.iter().find(|x| x.param_id == *id) else {
+        let Some((_, value)) = params.clone().find(|x| x.0 == *id) else {
             return Err(inv(format!(
                 "action \"{}\": parameter id {id} missing",
                 info.name
             )));
         };
         args.push(to_engine(
-            &pv.value,
+            value,
             *w,
             format_args!("action \"{}\" param id {id}", info.name),
         )?);
@@ -1112,18 +1255,18 @@ impl From<ApiError> for UpdateError {
 /// What undoing one applied op takes.
 enum Undo {
     Delete {
-        table: String,
+        table: Arc<str>,
         key: (Vec<FieldMatch>, i32),
     },
     Restore {
-        table: String,
+        table: Arc<str>,
         key: (Vec<FieldMatch>, i32),
         act: Act,
         priority_ok: bool,
     },
     /// An entry's direct meter rates (empty = unconfigured) and counter as they were.
     Direct {
-        table: String,
+        table: Arc<str>,
         key: Key,
         meter: Option<Vec<switch_v1model::MeterRate>>,
         counter: Option<CounterValue>,
@@ -1140,7 +1283,7 @@ fn old_direct(
     counter: bool,
 ) -> Undo {
     Undo::Direct {
-        table: table.to_string(),
+        table: table.into(),
         key: key.clone(),
         meter: meter
             .then(|| sw.direct_meter_get_rates(table, h).ok())
@@ -1182,7 +1325,10 @@ fn current(sw: &Switch, table: &str, h: EntryHandle) -> Option<(Act, bool)> {
     let prio = e.priority.is_some();
     Some((
         match e.action {
-            switch_v1model::EntryAction::Action { name, args } => Act::Action { name, args },
+            switch_v1model::EntryAction::Action { name, args } => Act::Action {
+                name: name.into(),
+                args,
+            },
             switch_v1model::EntryAction::Member(m) => Act::Member(m),
             switch_v1model::EntryAction::Group(g) => Act::Group(g),
         },
@@ -1316,7 +1462,7 @@ fn set_idle(index: &mut Index, table: &str, key: &Key, handle: EntryHandle, ns: 
             t.remove(key);
         }
     } else {
-        index.idle.entry(table.to_string()).or_default().insert(
+        index.idle.entry(table.into()).or_default().insert(
             key.clone(),
             Idle {
                 timeout_ns: ns,
@@ -1334,7 +1480,7 @@ fn create_oneshot(
     index: &mut Index,
     profile: &str,
     selector: bool,
-    actions: &[(String, Vec<Vec<u8>>, u32)],
+    actions: &[WeightedAction],
     group: Option<u32>,
 ) -> Result<(Vec<u32>, Option<u32>), UpdateError> {
     let mut members = Vec::with_capacity(actions.len());
@@ -1439,7 +1585,7 @@ fn set_cookie(index: &mut Index, table: &str, key: &Key, cookie: Cookie) {
     } else {
         index
             .cookies
-            .entry(table.to_string())
+            .entry(table.into())
             .or_default()
             .insert(key.clone(), cookie);
     }
