@@ -4,7 +4,11 @@
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
+# Only when missing: a PATH that differs from the shell's makes cargo rerun pyo3's build script
+# (it watches PATH), rebuilding fpm-netlink on every switch between `make` and plain `cargo`.
+ifeq ($(filter $(HOME)/.cargo/bin,$(subst :, ,$(PATH))),)
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+endif
 
 BUILD    := build
 BIN      := $(CURDIR)/$(BUILD)/bin

@@ -3,6 +3,7 @@ per-update errors from the google.rpc.Status details, and read-back."""
 
 from __future__ import annotations
 
+import gc
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -174,10 +175,17 @@ class P4RuntimeClient:
 
     def close(self) -> None:
         self._outgoing.put(None)
-        if self._stream is not None:
-            self._stream.cancel()
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.cancel()
         if self._reader is not None:
             self._reader.join(timeout=5)
+        # The stream call is finalized here, while grpc's threads still run. Left to the
+        # interpreter's exit, its finalizer (grpc's _Rendezvous.__del__) takes the call's lock,
+        # which a daemon thread stopped at exit may hold: lossless-ctl then hung after its
+        # work was done (seen as "Garbage-collecting" in _channel.py __del__, one Python thread).
+        del stream
+        gc.collect()
         self.channel.close()
 
     # --- session ----------------------------------------------------------------------------
