@@ -54,6 +54,10 @@ pub struct LatencyPart {
     pub flows_per_sender: u32,
     /// Messages per QP.
     pub iters: u64,
+    /// The sender whose extra QP carries the latency probe (see [`Leafspine::latency_probe`]):
+    /// the field test's figure is perftest's report, one message at a time beside the load.
+    #[serde(default)]
+    pub latency_probe: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -132,7 +136,7 @@ impl FieldTest {
             nic_cnp_interval_ns: self.nic_cnp_interval_ns,
             nic_min_rate_mbps: self.nic_min_rate_mbps,
             host_latency_ns: None,
-            latency_probe: None,
+            latency_probe: l.latency_probe.clone(),
             quick: None,
         }
     }
@@ -240,7 +244,13 @@ fn latency(
     m.params = serde_json::json!({"part": "latency", "roce_tcp": row.mix, "size": row.size,
         "flows": format!("{}x{}", row.flows, ft.senders.len()), "remote_pfc": false,
         "iters": ls.iters});
-    let lat = LatReport::compute(row.size as u64, &mut crate::tally::tally(sim).latency_ns);
+    let mut tally = crate::tally::tally(sim);
+    let measured = if ls.latency_probe.is_some() {
+        &mut tally.probe_latency_ns
+    } else {
+        &mut tally.latency_ns
+    };
+    let lat = LatReport::compute(row.size as u64, measured);
     m.values["seed_avg_latency_us"] = SEED_LAT.5.into();
     let (b, n, min, max, typ, avg) = SEED_LAT;
     let line = |who: &str, b: u64, n: u64, v: [f64; 4]| {
