@@ -244,13 +244,9 @@ fn latency(
     m.params = serde_json::json!({"part": "latency", "roce_tcp": row.mix, "size": row.size,
         "flows": format!("{}x{}", row.flows, ft.senders.len()), "remote_pfc": false,
         "iters": ls.iters});
-    let mut tally = crate::tally::tally(sim);
-    let measured = if ls.latency_probe.is_some() {
-        &mut tally.probe_latency_ns
-    } else {
-        &mut tally.latency_ns
-    };
-    let lat = LatReport::compute(row.size as u64, measured);
+    let tally = crate::tally::tally(sim);
+    let (measured, _) = tally.measured(ls.latency_probe.is_some());
+    let lat = LatReport::compute(row.size as u64, &mut measured.to_vec());
     m.values["seed_avg_latency_us"] = SEED_LAT.5.into();
     let (b, n, min, max, typ, avg) = SEED_LAT;
     let line = |who: &str, b: u64, n: u64, v: [f64; 4]| {

@@ -352,20 +352,19 @@ pub fn row_results(
 ) -> Measurement {
     let pauses = pauses_by_sender(sim);
     // Every CNP a sender took is one the receiver's notification point sent.
+    let t = tally(sim);
     let Tally {
         posted,
         completed,
         failed,
-        latency_ns: latencies,
-        wire_latency_ns: wire,
-        probe_latency_ns,
-        probe_wire_latency_ns,
+        latency_ns: ref latencies,
+        wire_latency_ns: ref wire,
         last_completion,
         ce,
         cnps,
         retx,
         ..
-    } = tally(sim);
+    } = t;
     let mut tcp_bytes = 0;
     let (mut tcp_retx, mut tcp_timeouts, mut tcp_ce, mut tcp_reductions) = (0, 0, 0, 0);
     for c in sim.hosts.iter().flat_map(|h| &h.tcp) {
@@ -398,14 +397,9 @@ pub fn row_results(
         }
     };
     let report = |v: &[u64]| LatReport::compute(row.size as u64, &mut v.to_vec());
-    let flows_lat = report(&latencies);
-    let wire_lat = report(&wire);
-    // The row's latency: the probe's where there is one.
-    let (measured, measured_wire) = if ls.latency_probe.is_some() {
-        (&probe_latency_ns, &probe_wire_latency_ns)
-    } else {
-        (&latencies, &wire)
-    };
+    let flows_lat = report(latencies);
+    let wire_lat = report(wire);
+    let (measured, measured_wire) = t.measured(ls.latency_probe.is_some());
     let lat = report(measured);
     let flows = format!("{}x{}", row.flows, ls.senders.len());
     Measurement {
@@ -425,9 +419,9 @@ pub fn row_results(
             "latency_samples": measured.len(),
             "avg_wire_latency_us": mean_us(measured_wire),
             "p99_wire_latency_us": report(measured_wire).p99_usec,
-            "flows_avg_latency_us": mean_us(&latencies),
+            "flows_avg_latency_us": mean_us(latencies),
             "flows_p99_latency_us": flows_lat.p99_usec,
-            "flows_avg_wire_latency_us": mean_us(&wire),
+            "flows_avg_wire_latency_us": mean_us(wire),
             "flows_p99_wire_latency_us": wire_lat.p99_usec,
             // The packet generator's PFC refresh packets the pipeline drops by design are not
             // traffic lost.

@@ -25,6 +25,18 @@ pub struct Tally {
     pub retx: u64,
 }
 
+impl Tally {
+    /// The samples a row reports as its latency, perftest's and the network's: the latency
+    /// probe's where the run has one, every message's otherwise.
+    pub fn measured(&self, probe: bool) -> (&[u64], &[u64]) {
+        if probe {
+            (&self.probe_latency_ns, &self.probe_wire_latency_ns)
+        } else {
+            (&self.latency_ns, &self.wire_latency_ns)
+        }
+    }
+}
+
 pub fn tally(sim: &Sim) -> Tally {
     let mut t = Tally {
         first_post: u64::MAX,
