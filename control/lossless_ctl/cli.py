@@ -344,6 +344,8 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif, kernel=None
                 # What the last session learned: the switch holds none of it now (it was
                 # replayed, or the reconcile removed it), so it is installed again at once.
                 known = learner.forget() if learner is not None else {}
+                if orch is not None:
+                    orch.forget()
                 learner = NeighborLearner(
                     cfg,
                     program,
@@ -375,7 +377,7 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif, kernel=None
                 for line in apply(client, learner, learner.relearn(known, time.monotonic())):
                     print(line, flush=True)
                 if orch is not None:
-                    orch.attach(client, adopted=bool(adopted))
+                    orch.attach(client)
                 if hostif is not None:
                     hostif.attach(
                         lambda port, frame, client=client, learner=learner: client.send_packet_out(

@@ -14,8 +14,10 @@ P4Runtime updates and PacketOuts, without I/O of its own (so it is tested with p
   static routes that have no neighbour entry, at start;
 - learned neighbours are installed as NEIGHBOR_ENTRY, NEXT_HOP and host route (p4map's
   NeighborEntries), a changed MAC is a MODIFY; after half the age a neighbour is probed with a
-  unicast request, and after `age_s` without an answer it is removed. Neighbours of the
-  config's NEIGH table are static: never learned over, never aged.
+  unicast request, and after `age_s` without an answer it is removed (its next hop and host
+  route only once no route uses the next hop: p4map.HardwareIds counts its users for the
+  learner and routeorch alike). Neighbours of the config's NEIGH table are static: never
+  learned over, never aged.
 
 `serve` runs a learner against a P4RuntimeClient until stopped.
 """
@@ -210,11 +212,13 @@ class Actions:
     updates: list[Any] = field(default_factory=list)
     packets: list[tuple[int, bytes]] = field(default_factory=list)  # (port, frame)
     log: list[str] = field(default_factory=list)
+    freed: list[int] = field(default_factory=list)  # next hop ids to release once written
 
     def extend(self, other: Actions) -> None:
         self.updates += other.updates
         self.packets += other.packets
         self.log += other.log
+        self.freed += other.freed
 
 
 class NeighborLearner:
@@ -392,10 +396,10 @@ class NeighborLearner:
 
     def forget(self) -> dict[tuple[str, IpAddress], bytes]:
         """The switch no longer holds what this learner installed (a new session replayed or
-        reconciled it): the ids it took are given back, and what it had learned is returned
-        for the next session's learner to install again (relearn)."""
-        for ifname, ip in list(self.entries.created):
-            self.entries.remove(ifname, ip)
+        reconciled it): the ids it took are given back (with every run-time next hop's: the
+        switch holds routeorch's no more than ours), and what it had learned is returned for
+        the next session's learner to install again (relearn)."""
+        self.entries.forget()
         known = {key: entry.mac for key, entry in self.learned.items()}
         self.learned.clear()
         return known
@@ -412,20 +416,25 @@ class NeighborLearner:
 
     def kernel(self, ifname: str, ip: IpAddress, mac: bytes | None, now: float) -> Actions:
         """A change of the kernel's neighbour table (neighsync, SONiC's neighsyncd): an entry
-        with its MAC is learned; one the kernel deleted or could not resolve loses its
-        neighbour entry as `clear` does (its next hop and host route stay, so ECMP groups keep
-        their members), until the kernel or an answer has it again."""
+        with its MAC is learned; one the kernel deleted or could not resolve is gone (_gone)."""
         iface = self.interfaces.get(ifname)
         if iface is None:
             return Actions()
         if mac is not None:
             return self._learn(iface, ip, mac, now)
-        out = Actions()
-        if (ifname, ip) in self.learned:
-            out.updates += self.entries.clear(ifname, ip)
-            del self.learned[(ifname, ip)]
-            out.log.append(f"neighbour {ip} on {ifname} gone from the kernel")
-        return out
+        if (ifname, ip) not in self.learned:
+            return Actions()
+        return self._gone(ifname, ip, "gone from the kernel")
+
+    def _gone(self, ifname: str, ip: IpAddress, why: str) -> Actions:
+        """A neighbour that is no more: its entries go (host route, next hop, neighbour), but
+        while routes (routeorch's, ECMP groups among them) use its next hop, only its
+        neighbour entry does; the next hop and host route go once none does (tick)."""
+        del self.learned[(ifname, ip)]
+        updates, nid = self.entries.release(ifname, ip)
+        kept = (ifname, ip) in self.entries.kept
+        line = f"neighbour {ip} on {ifname} {why}" + ("; routes use its next hop" if kept else "")
+        return Actions(updates, log=[line], freed=[] if nid is None else [nid])
 
     def clear(self, now: float) -> Actions:
         """`sonic-clear arp` and `ndp`: every learned neighbour's entry goes (its next hop and
@@ -442,15 +451,15 @@ class NeighborLearner:
         return out
 
     def tick(self, now: float) -> Actions:
-        """Probe neighbours past half their age; remove those past it."""
-        out = Actions()
+        """Probe neighbours past half their age; remove those past it (_gone); remove the next
+        hops and host routes of gone neighbours that no route uses any more."""
+        updates, freed = self.entries.sweep()
+        out = Actions(updates, freed=freed)
         for (ifname, ip), entry in list(self.learned.items()):
             age = now - entry.seen
             iface = self.interfaces[ifname]
             if age >= self.age_s:
-                out.updates += self.entries.remove(ifname, ip)
-                out.log.append(f"neighbour {ip} on {ifname} aged out")
-                del self.learned[(ifname, ip)]
+                out.extend(self._gone(ifname, ip, "aged out"))
             elif age >= self.age_s / 2 and not entry.probed:
                 entry.probed = True
                 request = self._request(iface, ip, entry.mac, now)
@@ -480,6 +489,8 @@ def apply(client: P4RuntimeClient, learner: NeighborLearner, actions: Actions) -
     for batch in _batches(actions.updates):
         result = client.write(batch, batch_size=len(batch), in_flight=1)
         log += [f"neighbour update failed: {e.code}: {e.message}" for e in result.errors]
+    for nid in actions.freed:
+        learner.entries.ids.release("nexthop", nid)
     for port, frame in actions.packets:
         client.send_packet_out(frame, learner.packet_out_metadata(port))
     return log

@@ -86,6 +86,11 @@ class HardwareIds:
     routes: set[bytes] = field(default_factory=set)  # route_key()s of the route entries
     group_ids: dict[str, int] = field(default_factory=dict)
     members: set[int] = field(default_factory=set)  # ECMP members written (id = next hop id)
+    # Users of each run-time next hop (one the config does not have), by key: routeorch's
+    # routes and ECMP groups, and the learned neighbour whose host route it is. The one count
+    # both writers keep (hold_nexthop, drop_nexthop): whoever takes its last user away deletes
+    # it, so no route or group ever points at a next hop the other removed.
+    nexthop_users: dict[str, int] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     _free: dict[str, list[int]] = field(default_factory=dict, repr=False)
     _next: dict[str, int] = field(default_factory=dict, repr=False)
@@ -105,6 +110,48 @@ class HardwareIds:
     def release(self, kind: str, n: int) -> None:
         with self.lock:
             self._free.setdefault(kind, []).append(n)
+
+    def hold_nexthop(self, key: str, users: int = 1, nid: int | None = None) -> tuple[int, bool]:
+        """Next hop `key`'s id with `users` more users, and whether it is new (its entry is
+        the caller's to write). `nid`: the id it already has on the switch (taken over from an
+        earlier controller). The config's next hops are permanent: they are not counted."""
+        with self.lock:
+            known = self.nexthop_ids.get(key)
+            if known is not None:
+                if key in self.nexthop_users:
+                    self.nexthop_users[key] += users
+                return known, False
+            new = nid is None
+            if new:
+                nid = self.allocate("nexthop")
+            else:
+                self.claim("nexthop", nid)
+            self.nexthop_ids[key] = nid
+            self.nexthop_users[key] = users
+            return nid, new
+
+    def drop_nexthop(self, key: str, users: int = 1) -> int | None:
+        """`users` fewer users of next hop `key`. The id of a run-time next hop left with
+        none, which is gone from here: the caller deletes its entry, then release()s the id
+        (not before, or another writer could insert that id while the delete is on its way);
+        None while it has users, and for the config's."""
+        with self.lock:
+            left = self.nexthop_users.get(key)
+            if left is None:
+                return None
+            if left > users:
+                self.nexthop_users[key] = left - users
+                return None
+            del self.nexthop_users[key]
+            return self.nexthop_ids.pop(key)
+
+    def forget_nexthops(self) -> None:
+        """The switch holds no run-time next hop any more (a new session replayed or
+        reconciled it to the config): every one's id is given back."""
+        with self.lock:
+            for key in self.nexthop_users:
+                self.release("nexthop", self.nexthop_ids.pop(key))
+            self.nexthop_users.clear()
 
     def claim(self, kind: str, n: int) -> None:
         """Ids up to `n` are taken: objects an earlier controller wrote are still on the
@@ -741,18 +788,32 @@ class _Mapper:
 
 class NeighborEntries:
     """Entries for neighbours learned at run time: the neighbour entry, and the next hop and
-    host route SAI would add for it, with ids beyond those of the loaded config."""
+    host route SAI would add for it, with ids beyond those of the loaded config. Each
+    neighbour is one user of its next hop (HardwareIds.hold_nexthop), which routeorch's
+    routes and ECMP groups may use too: whoever takes its last user away deletes it."""
 
     def __init__(self, p4info: P4InfoIndex, ids: HardwareIds):
         self.b = _Builder(p4info)
         self.ids = ids
-        self.created: dict[tuple[str, Any], list[Any]] = {}  # what remove() takes away
+        # What remove() takes away: the host route's DELETE (if it made one), then the
+        # neighbour entry's (last); the next hop goes by its count.
+        self.created: dict[tuple[str, Any], list[Any]] = {}
         self.cleared: set[tuple[str, Any]] = set()  # neighbour entry gone, the rest kept
+        # Gone neighbours (release) whose next hop routes still use: next hop and host route
+        # kept until none does (sweep).
+        self.kept: set[tuple[str, Any]] = set()
+        self.holds: set[tuple[str, Any]] = set()  # neighbours counted as their next hop's users
 
     def _entry(self, kind: int, table: str, match: dict, action: str, params: dict) -> Any:
         update = self.b.table_entry(table, match, action, params)
         update.type = kind
         return update
+
+    def _nexthop(self, kind: int, nid: int, ifname: str, ip: Any) -> Any:
+        params = {"rif": self.ids.rif_ids[f"rif:{ifname}"], "neighbor_ip": int(ip)}
+        return self._entry(
+            kind, ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop", params
+        )
 
     def install(self, ifname: str, ip: Any, mac: str, known: bool) -> list[Any]:
         """INSERT a new neighbour (with next hop and host route when missing), or MODIFY the
@@ -766,17 +827,13 @@ class NeighborEntries:
             return updates
         if (ifname, ip) in self.cleared:  # its next hop and host route are still there
             self.cleared.discard((ifname, ip))
+            self.kept.discard((ifname, ip))
             return updates
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
-        key = f"nexthop:{ifname}|{ip}"
-        with self.ids.lock:  # routeorch may be making the same next hop
-            nid = self.ids.nexthop_ids.get(key)
-            if nid is None:
-                nid = self.ids.nexthop_ids[key] = self.ids.allocate("nexthop")
-                nexthop = (ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop")
-                params = {"rif": rif, "neighbor_ip": int(ip)}
-                updates.append(self._entry(pb.INSERT, *nexthop, params))
-                created.insert(0, self._entry(pb.DELETE, *nexthop, params))
+        nid, new = self.ids.hold_nexthop(f"nexthop:{ifname}|{ip}")
+        self.holds.add((ifname, ip))
+        if new:
+            updates.append(self._nexthop(pb.INSERT, nid, ifname, ip))
         host = ipaddress.ip_network(ip)
         if route_key(host) not in self.ids.routes:
             self.ids.routes.add(route_key(host))
@@ -804,38 +861,83 @@ class NeighborEntries:
         rif = self.ids.rif_ids[f"rif:{ifname}"]
         neighbor = (ING + "neighbor", {"rif": rif, "ip": int(ip)}, ING + "set_dst_mac")
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
+        entities = list(created)
+        key = f"nexthop:{ifname}|{ip}"
         with self.ids.lock:
             if nexthop is not None:
-                self.ids.nexthop_ids[f"nexthop:{ifname}|{ip}"] = nexthop
-                self.ids.claim("nexthop", nexthop)
-                params = {"rif": rif, "neighbor_ip": int(ip)}
-                entry = (ING + "nexthop", {"nexthop_id": nexthop}, ING + "set_ip_nexthop")
-                created.insert(0, self._entry(pb.DELETE, *entry, params))
-            nid = self.ids.nexthop_ids.get(f"nexthop:{ifname}|{ip}")
+                self.ids.hold_nexthop(key, nid=nexthop)
+                self.holds.add((ifname, ip))
+                entities.append(self._nexthop(pb.DELETE, nexthop, ifname, ip))
+            nid = self.ids.nexthop_ids.get(key)
             host = ipaddress.ip_network(ip)
             if route and nid is not None:
-                self.ids.routes.add(host)
+                self.ids.routes.add(route_key(host))
                 table = ING + ("ipv4_route" if host.version == 4 else "ipv6_route")
                 entry = (table, {"dst": (int(ip), host.prefixlen)}, ING + "set_nexthop_id")
                 created.insert(0, self._entry(pb.DELETE, *entry, {"nexthop_id": nid}))
+                entities.append(created[0])
         self.created[(ifname, ip)] = created
-        return created
+        return entities
 
-    def remove(self, ifname: str, ip: Any) -> list[Any]:
-        """DELETE what install() created: host route, then next hop, then neighbour."""
+    def remove(self, ifname: str, ip: Any) -> tuple[list[Any], int | None]:
+        """DELETE what install() created: host route, then the next hop if no route uses it
+        any more, then the neighbour; and the next hop's id to release once they are
+        written (or None)."""
         created = self.created.pop((ifname, ip), [])
+        self.kept.discard((ifname, ip))
+        self._discard_routes(ifname, ip, created)
+        routes, neighbor = created[:-1], created[-1:]
         if (ifname, ip) in self.cleared:  # its neighbour entry is gone already
             self.cleared.discard((ifname, ip))
-            created = created[:-1]
+            neighbor = []
+        nid = None
+        if (ifname, ip) in self.holds:
+            self.holds.discard((ifname, ip))
+            nid = self.ids.drop_nexthop(f"nexthop:{ifname}|{ip}")
+        if nid is not None:
+            routes.append(self._nexthop(self.b.pb.Update.DELETE, nid, ifname, ip))
+        return routes + neighbor, nid
+
+    def release(self, ifname: str, ip: Any) -> tuple[list[Any], int | None]:
+        """The neighbour is gone (the kernel deleted it, or it aged out): all remove() takes
+        away if no route uses its next hop; else its neighbour entry alone, and the next hop
+        and host route stay (ECMP groups keep their members whole) until sweep() finds no
+        route using them."""
+        with self.ids.lock:
+            users = self.ids.nexthop_users.get(f"nexthop:{ifname}|{ip}", 0)
+            if users <= 1:
+                return self.remove(ifname, ip)
+            self.kept.add((ifname, ip))
+            return self.clear(ifname, ip), None
+
+    def sweep(self) -> tuple[list[Any], list[int]]:
+        """What remove() takes away for the kept neighbours (release) whose next hop no route
+        uses any more, and their next hop ids to release once written."""
+        updates: list[Any] = []
+        freed: list[int] = []
+        with self.ids.lock:
+            for ifname, ip in list(self.kept):
+                if self.ids.nexthop_users.get(f"nexthop:{ifname}|{ip}", 0) <= 1:
+                    gone, nid = self.remove(ifname, ip)
+                    updates += gone
+                    freed += [nid] if nid is not None else []
+        return updates, freed
+
+    def forget(self) -> None:
+        """The switch holds none of this any more (a new session replayed or reconciled it):
+        the host routes' keys and every run-time next hop's id are given back."""
+        for (ifname, ip), created in self.created.items():
+            self._discard_routes(ifname, ip, created)
+        self.created.clear()
+        self.cleared.clear()
+        self.kept.clear()
+        self.holds.clear()
+        self.ids.forget_nexthops()
+
+    def _discard_routes(self, ifname: str, ip: Any, created: list[Any]) -> None:
         for update in created:
-            e = update.entity.table_entry
-            if self.b.idx.name_of(e.table_id).endswith("_route"):
+            if self.b.idx.name_of(update.entity.table_entry.table_id).endswith("_route"):
                 self.ids.routes.discard(route_key(ipaddress.ip_network(ip)))
-            elif self.b.idx.name_of(e.table_id).endswith(".nexthop"):
-                nid = self.ids.nexthop_ids.pop(f"nexthop:{ifname}|{ip}", None)
-                if nid is not None:
-                    self.ids.release("nexthop", nid)
-        return created
 
 
 # A route key's parts (config_db.route_key()): its first byte, address, prefix length.

@@ -1,7 +1,7 @@
 """Routes from FPM to the switch, orchagent's RouteOrch: next hops resolved on the config's
-router interfaces, ECMP groups shared by every route with the same next-hop set (refcounted),
-and bulk writes as seed 002 proposes for orchagent (flush at `Bulk.size` pending routes or
-every `Bulk.flush_s`).
+router interfaces (their users counted with the neighbour learner's: p4map.HardwareIds), ECMP
+groups shared by every route with the same next-hop set (refcounted), and bulk writes as seed
+002 proposes for orchagent (flush at `Bulk.size` pending routes or every `Bulk.flush_s`).
 
 A flush writes in dependency order and never leaves a half-made object behind: next hops, ECMP
 members, groups (group then its ecmp_group entry; a group whose entry fails is removed again),
@@ -79,7 +79,7 @@ class _Ref:
 
     id: int
     refs: int = 0
-    detail: Any = None  # next hop: (rif, ip); group: member ids
+    detail: Any = None  # a group's member ids
 
 
 class _FpmState:
@@ -209,7 +209,6 @@ class RouteOrch:
         # (route key width, next-hop set (Via.hops)) -> (target or None, next hops on no
         # router interface).
         self._targets: dict[tuple[int, bytes], tuple[Target | None, int]] = {}
-        self.nexthops: dict[str, _Ref] = {}
         self.members: dict[int, _Ref] = {}
         self.groups: dict[frozenset, _Ref] = {}
         self.counters: Counter = Counter()
@@ -226,30 +225,29 @@ class RouteOrch:
 
     # --- sessions ----------------------------------------------------------------------------
 
-    def attach(self, client: P4RuntimeClient, adopted: bool = False) -> None:
-        """Write through `client` from now on. Unless this session `adopted` the switch's FPM
-        entries (see adopt), the switch it reaches holds none of ours (a new session
-        reconciled it to the config, or it restarted): everything zebra gave us is written
-        again."""
+    def forget(self) -> None:
+        """A new session, before its reconcile: the switch it reaches holds none of ours (it
+        is reconciled to the config, or it restarted), so the ids are given back (every
+        run-time next hop's: the neighbour learner's are gone as well) and everything zebra
+        gave us is to be written again (attach). adopt() may then take over what an earlier
+        controller left instead."""
         with self.state_lock, self.lock:
-            if adopted:
-                self.client = client
-                return
-            for kind, refs in (("nexthop", self.nexthops), ("group", self.groups)):
-                for ref in refs.values():
-                    self.ids.release(kind, ref.id)
-            for key in self.nexthops:
-                self.ids.nexthop_ids.pop(key, None)
+            for ref in self.groups.values():
+                self.ids.release("group", ref.id)
+            self.ids.forget_nexthops()
             for prefix in self.installed:
                 self.ids.routes.discard(prefix)
             self.ids.members.difference_update(self.members)
             self.installed.clear()
             self.waiting.clear()
-            self.nexthops.clear()
             self.members.clear()
             self.groups.clear()
             self._targets.clear()
             self.pending = dict(self.desired)
+
+    def attach(self, client: P4RuntimeClient) -> None:
+        """Write through `client` from now on, starting with what is pending."""
+        with self.state_lock:
             self.client = client
         self.flush()
 
@@ -281,12 +279,16 @@ class RouteOrch:
                 self.counters["switch routes not taken over"] += 1
                 self.log(f"routeorch: the switch's FPM routes are not taken over: {err}")
                 return set()
-            config_hops = set(self.ids.nexthop_ids.values())
+            # The config's next hops are not counted; learned neighbours' are (taken over first).
+            config_hops = {
+                nid for k, nid in self.ids.nexthop_ids.items() if k not in self.ids.nexthop_users
+            }
             ours = [nid for nid in found.nexthops if nid not in config_hops]
             keys = {found.keys[("route", p)] for p in found.routes}
+            users = Counter(n for kind, n, _ in found.routes.values() if kind == "nexthop")
+            users.update(nid for members in found.groups.values() for nid in members)
             for nid in ours:
-                self.nexthops[key_of[nid]] = _Ref(nid, 0, found.nexthops[nid])
-                self.ids.nexthop_ids[key_of[nid]] = nid
+                self.ids.hold_nexthop(key_of[nid], users[nid], nid=nid)
                 keys.add(found.keys[("nexthop", nid)])
             for gid, members in found.groups.items():
                 hop_keys = frozenset(key_of[nid] for nid in members)
@@ -298,9 +300,6 @@ class RouteOrch:
                     self.members.setdefault(nid, _Ref(nid)).refs += 1
                     self.ids.members.add(nid)
                     keys.add(found.keys[("member", nid)])
-                for k in hop_keys:
-                    if k in self.nexthops:
-                        self.nexthops[k].refs += 1
             for prefix, (kind, n, protocol) in found.routes.items():
                 if kind == "group":
                     hops = sorted(key_of[nid] for nid in found.groups[n])
@@ -309,8 +308,6 @@ class RouteOrch:
                 elif kind == "nexthop":
                     hops = [key_of[n]]
                     target = ("nexthop", hops[0])
-                    if hops[0] in self.nexthops:
-                        self.nexthops[hops[0]].refs += 1
                 else:
                     hops, target = [], ("drop",)
                 packed = sorted({ipaddress.ip_address(h.split("|")[1]).packed for h in hops})
@@ -319,7 +316,6 @@ class RouteOrch:
                 self.desired[key] = via
                 self.installed[key] = (via, target)
                 self.ids.routes.add(key)
-            self.ids.claim("nexthop", max(ours, default=0))
             self.ids.claim("group", max(found.groups, default=0))
             self.stale = set(self.desired)
             self.last_input = time.monotonic()
@@ -340,7 +336,6 @@ class RouteOrch:
             self._targets.clear()
             self.installed.clear()
             self.waiting.clear()
-            self.nexthops.clear()
             self.members.clear()
             self.groups.clear()
 
@@ -475,24 +470,21 @@ class RouteOrch:
         return ("group", frozenset(keys)), unresolvable
 
     def _nexthop_id(self, key: str, out: list[Any], users: int = 1) -> int:
-        """The id of next hop `key`, written (into `out`) if neither the config, a learned
-        neighbour nor an earlier route has it; a new one's neighbour is to be resolved. It has
-        `users` more users."""
-        ref = self.nexthops.get(key)
-        if ref is None:
-            with self.ids.lock:  # the neighbour learner may be making the same next hop
-                nid = self.ids.nexthop_ids.get(key)
-                if nid is not None:
-                    return nid  # the config's or a learned neighbour's: not ours to remove
-                ifname, ip = key.removeprefix("nexthop:").split("|")
-                rif = self.ids.rif_ids[f"rif:{ifname}"]
-                address = ipaddress.ip_address(ip)
-                ref = self.nexthops[key] = _Ref(self.ids.allocate("nexthop"), 0, (rif, address))
-                self.ids.nexthop_ids[key] = ref.id
-            out.append(self.entries.nexthop(ref.id, rif, address))
+        """The id of next hop `key`, with `users` more users (HardwareIds.hold_nexthop: the
+        count the neighbour learner keeps too); written (into `out`) if neither the config, a
+        learned neighbour nor an earlier route has it, and then its neighbour is to be
+        resolved."""
+        nid, new = self.ids.hold_nexthop(key, users)
+        if new:
+            rif, address = self._nexthop_of(key)
+            out.append(self.entries.nexthop(nid, rif, address))
             self._to_resolve.append(address)
-        ref.refs += users
-        return ref.id
+        return nid
+
+    def _nexthop_of(self, key: str) -> tuple[int, IpAddress]:
+        """The router interface id and address of next hop `key` (`nexthop:IFNAME|IP`)."""
+        ifname, ip = key.removeprefix("nexthop:").split("|")
+        return self.ids.rif_ids[f"rif:{ifname}"], ipaddress.ip_address(ip)
 
     def _acquire(self, target: Target, writes: dict[str, list[Any]], users: int) -> tuple[str, int]:
         """`users` more users (routes) of `target`; its objects go into `writes` when new."""
@@ -545,16 +537,14 @@ class RouteOrch:
             self._release_nexthop(key, gone)
 
     def _release_nexthop(self, key: str, gone: dict[str, list[Any]], users: int = 1) -> None:
-        ref = self.nexthops.get(key)
-        if ref is None:
-            return
-        ref.refs -= users
-        if ref.refs == 0:
-            del self.nexthops[key]
-            self.ids.nexthop_ids.pop(key, None)
-            self.ids.release("nexthop", ref.id)
-            rif, ip = ref.detail
-            gone["nexthops"].append(self.entries.nexthop(ref.id, rif, ip, insert=False))
+        """`users` fewer users of next hop `key`; when that was the last (the learner's
+        neighbour is not one any more either), its DELETE goes into `gone` and its id into
+        `gone["freed"]`, released once the DELETE is written."""
+        nid = self.ids.drop_nexthop(key, users)
+        if nid is not None:
+            rif, address = self._nexthop_of(key)
+            gone["nexthops"].append(self.entries.nexthop(nid, rif, address, insert=False))
+            gone["freed"].append(nid)
 
     # --- flushing ----------------------------------------------------------------------------
 
@@ -652,7 +642,7 @@ class RouteOrch:
                 changes, self.pending = self.pending, {}
             start = time.perf_counter()
             writes: dict[str, list[Any]] = {"nexthops": [], "members": [], "groups": []}
-            gone: dict[str, list[Any]] = {"groups": [], "members": [], "nexthops": []}
+            gone: dict[str, list[Any]] = {"groups": [], "members": [], "nexthops": [], "freed": []}
             planned = self._plan(changes, writes)
             failed_groups = self._unwritten = self._write_objects(writes)
             # Routes whose group could not be written stay as they were.
@@ -693,6 +683,8 @@ class RouteOrch:
                             self.pending[key] = via
             for what in ("groups", "members", "nexthops"):
                 self._write(gone[what], f"stale {what}")
+            for nid in gone["freed"]:
+                self.ids.release("nexthop", nid)
             stats.seconds = time.perf_counter() - start
             self.counters["routes written"] += stats.routes
             self._unwritten = set()
@@ -780,8 +772,7 @@ class RouteOrch:
             return ("drop", 0)
         if target[0] == "group":
             return ("group", self.groups[target[1]].id)
-        ref = self.nexthops.get(target[1])
-        return ("nexthop", ref.id if ref is not None else self.ids.nexthop_ids[target[1]])
+        return ("nexthop", self.ids.nexthop_ids[target[1]])
 
     def _report_full(self, width: int, n: int, inserted: int) -> None:
         """`n` of `inserted` new routes of route key width `width` (5: IPv4) did not fit."""

@@ -29,7 +29,8 @@ from pyroute2.netns import create_socket
 
 from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.p4info import P4InfoIndex
-from lossless_ctl.show import action_profiles
+from lossless_ctl.show import action_profiles, neighbors
+from lossless_ctl.show import routes as show_routes
 from lossless_kit.frr import (
     GATEWAYS,
     V6_GATEWAYS,
@@ -242,15 +243,15 @@ def _portless_switch(workdir: Path) -> SwitchProcess:
 
 
 @contextlib.contextmanager
-def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=None):
+def _controller(netns: str, pipeline: Path, workdir: Path, bulk: str, switch=None, extra=()):
     """p4-switch (a portless one unless `switch`, a started SwitchLab, is given), and
-    `lossless-ctl run --fpm` on it with its FPM socket in `netns`."""
+    `lossless-ctl run --fpm` on it with its FPM socket in `netns` (and `extra` options)."""
     portless = switch is None
     if portless:
         switch = _portless_switch(workdir)
     address = switch.grpc_addr
     log = workdir / "lossless-ctl.log"
-    options = ("--route-bulk", bulk, "--fpm-restart", "1")
+    options = ("--route-bulk", bulk, "--fpm-restart", "1", *extra)
     try:
         with fpm_controller(address, pipeline, log, *options, netns=netns) as (_, fpm_port):
             with P4RuntimeClient(address) as client:
@@ -676,3 +677,91 @@ def test_a_restarted_controller_takes_over_its_routes_and_writes_nothing(
             assert "in the last flush" not in log.read_text(), log.read_text()
     finally:
         switch.stop()
+
+
+def _neighbour_view(state: SwitchState, ip: str) -> tuple[bool, bool, bool]:
+    """Whether the switch has the neighbour entry, a next hop and the host route of `ip`."""
+    client, index = state.client, state.index
+    address = ipaddress.ip_address(ip)
+    have_neighbour = any(row.address == address for row in neighbors(client, index, {}))
+    params = {p.name: p.id for p in index.action(ING + "set_ip_nexthop").params}
+    hops = {
+        int.from_bytes(p.value, "big")
+        for e in client.read_table(index.table(ING + "nexthop").preamble.id)
+        for p in e.action.action.params
+        if p.param_id == params["neighbor_ip"]
+    }
+    host = ipaddress.ip_network(address)
+    routes = show_routes(client, index, address.version, {})
+    have_route = any(r.prefix == host and r.source != "fpm" for r in routes)
+    return have_neighbour, int(address) in hops, have_route
+
+
+def test_a_neighbour_the_kernel_deletes_keeps_its_next_hop_only_while_routes_use_it(
+    compiled_pipeline, tmp_path
+):
+    """neighsync (`run --hostif NS --neighsync`): two neighbours in the kernel's table of the
+    host interfaces' namespace are learned (neighbour entry, next hop, host route). FPM routes
+    use one of them, through an ECMP group with 10.2.0.2 and alone. When the kernel deletes
+    both, the unused one's three entries go; the used one loses its neighbour entry only, its
+    next hop and host route stay and the group keeps both members; once the routes are
+    withdrawn, its next hop and host route go too."""
+    ns = f"llneigh-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    unused, used = "10.1.0.50", "10.1.0.51"
+    ecmp, single = ipaddress.ip_network("80.0.0.0/24"), ipaddress.ip_network("81.0.0.0/24")
+    try:
+        ns_exec(ns, "ip", "link", "set", "lo", "up")  # for FPM
+        extra = ("--hostif", ns, "--neighsync")
+        with _controller(ns, compiled_pipeline, tmp_path, "64/0.1", extra=extra) as running:
+            _, fpm_port, state, log = running
+            for ip, mac in ((unused, "02:00:00:00:00:50"), (used, "02:00:00:00:00:51")):
+                ns_exec(
+                    ns, *f"ip neigh replace {ip} lladdr {mac} nud permanent dev Ethernet0".split()
+                )
+            learned = (True, True, True)
+            _wait_until(
+                lambda: [_neighbour_view(state, ip) for ip in (unused, used)],
+                [learned, learned],
+                "both neighbours learned from the kernel",
+            )
+            frames = [
+                _fpm(_route_msg(24, "80.0.0.0", 24, None, multipath=[used, "10.2.0.2"])),
+                _fpm(_route_msg(24, "81.0.0.0", 24, used)),
+            ]
+            _send_frames(ns, fpm_port, frames)
+            both = {ecmp: _ips([used, "10.2.0.2"]), single: _ips([used])}
+            _, groups = _wait_for(state, _expect(both), "the routes via the used neighbour")
+            for ip in (unused, used):
+                ns_exec(ns, "ip", "neigh", "del", ip, "dev", "Ethernet0")
+            _wait_until(
+                lambda: _neighbour_view(state, unused),
+                (False, False, False),
+                "the unused neighbour's neighbour entry, next hop and host route gone",
+            )
+            time.sleep(2.5)  # past two of the learner's ticks, which remove unused next hops
+            assert _neighbour_view(state, used) == (False, True, True)
+            # Every member of the group still has its next hop: nothing is half-programmed.
+            assert state.read()[1] == groups
+            _wait_for(state, _expect(both), "the routes untouched")
+            _send_frames(
+                ns, fpm_port, [_fpm(_route_msg(25, str(p.network_address), 24, None)) for p in both]
+            )
+            _wait_for(state, _expect({}), "the routes withdrawn")
+            _wait_until(
+                lambda: _neighbour_view(state, used),
+                (False, False, False),
+                "the used neighbour's next hop and host route gone with its routes",
+            )
+            text = log.read_text()
+            assert f"neighbour {unused} on Ethernet0 gone from the kernel\n" in text, text
+            assert f"neighbour {used} on Ethernet0 gone from the kernel; routes use" in text, text
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _wait_until(read, want, what: str, wait_s: float = WAIT_S):
+    deadline = time.monotonic() + wait_s
+    while (got := read()) != want:
+        assert time.monotonic() < deadline, f"{what}: after {wait_s} s: {got}"
+        time.sleep(0.25)

@@ -361,11 +361,11 @@ def test_a_new_session_installs_what_the_last_one_learned_again(setup):
     ]
 
 
-def test_the_kernels_neighbours_are_learned_and_its_deletions_clear_the_entry(setup):
+def test_the_kernels_neighbours_are_learned_and_its_deletions_remove_them(setup):
     """neighsync's events (SONiC's neighsyncd): an entry with a MAC writes the neighbour, next
-    hop and host route as a learned one does; a new MAC moves it; a deletion drops the
-    neighbour entry alone (ECMP groups keep the next hop) until the kernel has it again;
-    entries of other interfaces, or outside the port's subnets, are not learned."""
+    hop and host route as a learned one does; a new MAC moves it; a deletion removes the
+    three (no route uses the next hop); entries of other interfaces, or outside the port's
+    subnets, are not learned."""
     cfg, program, index, _ = setup
     learner = NeighborLearner(cfg, program, index, age_s=60)
     ip, host = V4("192.168.1.20"), int(V4("192.168.1.20"))
@@ -376,9 +376,44 @@ def test_the_kernels_neighbours_are_learned_and_its_deletions_clear_the_entry(se
     assert summary(index, moved.updates) == [("MODIFY", "neighbor", (2, host), (0x02000000000B,))]
     assert learner.kernel("Ethernet4", ip, mac_bytes("02:00:00:00:00:0b"), 2.0).updates == []
     gone = learner.kernel("Ethernet4", ip, None, 3.0)
-    assert [u[:3] for u in summary(index, gone.updates)] == [("DELETE", "neighbor", (2, host))]
+    assert [u[:3] for u in summary(index, gone.updates)] == [
+        ("DELETE", "ipv4_route", (host,)),
+        ("DELETE", "nexthop", (3,)),
+        ("DELETE", "neighbor", (2, host)),
+    ]
+    assert gone.freed == [3]
     assert learner.kernel("Ethernet4", ip, None, 4.0).updates == []
     back = learner.kernel("Ethernet4", ip, HOST_MAC, 5.0)
-    assert summary(index, back.updates) == [("INSERT", "neighbor", (2, host), (0x02000000000A,))]
+    assert [u[:3] for u in summary(index, back.updates)] == [
+        ("INSERT", "neighbor", (2, host)),
+        ("INSERT", "nexthop", (4,)),  # 3 is released only once its deletion is written
+        ("INSERT", "ipv4_route", (host,)),
+    ]
     assert learner.kernel("Ethernet99", ip, HOST_MAC, 6.0).updates == []
     assert learner.kernel("Ethernet4", V4("10.77.0.1"), HOST_MAC, 6.0).updates == []
+
+
+@pytest.mark.parametrize("how", ["kernel", "aged"])
+def test_a_gone_neighbour_keeps_its_next_hop_and_host_route_while_routes_use_it(setup, how):
+    """The next hop's users are counted once for the learner and routeorch (HardwareIds): a
+    neighbour the kernel deletes, or that ages out, while routes (here two, as routeorch
+    counts them) use its next hop loses its neighbour entry alone; its next hop and host
+    route go at the first tick after the routes have let go, and the next hop's id is free
+    once that is written."""
+    cfg, program, index, _ = setup
+    learner = NeighborLearner(cfg, program, index, age_s=60)
+    ip, host = V4("192.168.1.20"), int(V4("192.168.1.20"))
+    key = f"nexthop:Ethernet4|{ip}"
+    learner.kernel("Ethernet4", ip, HOST_MAC, 0.0)
+    assert program.ids.hold_nexthop(key, 2) == (3, False)  # routeorch's two routes
+    gone = learner.kernel("Ethernet4", ip, None, 1.0) if how == "kernel" else learner.tick(61.0)
+    assert [u[:3] for u in summary(index, gone.updates)] == [("DELETE", "neighbor", (2, host))]
+    assert (gone.freed, learner.tick(62.0).updates) == ([], [])
+    assert program.ids.drop_nexthop(key, 2) is None  # the learner's use is left
+    swept = learner.tick(63.0)
+    assert [u[:3] for u in summary(index, swept.updates)] == [
+        ("DELETE", "ipv4_route", (host,)),
+        ("DELETE", "nexthop", (3,)),
+    ]
+    assert swept.freed == [3] and key not in program.ids.nexthop_ids
+    assert learner.tick(64.0).updates == []

@@ -457,8 +457,8 @@ def test_neighbours_follow_the_kernels_table(lab):
     """SONiC's neighsyncd (`run --neighsync`): a neighbour that leaf1's kernel gets (added
     here with iproute2 on the tap of h1's port, IPv4 and IPv6, as the kernel's own ARP and ND
     would) reaches the switch's neighbour table with its MAC; a new MAC there moves it; deleted
-    from the kernel, it goes from the switch. Last: what it leaves (the next hop and host
-    route, as a clear leaves them) is no concern of the items before."""
+    from the kernel, it goes from the switch, its host route with it (no route uses its next
+    hop; control/README.md)."""
     h1 = next(h for h in lab.topo.hosts.values() if h.switch == LEAF)
     v4 = h1.ip.network.network_address + 200
     v6 = model.ipv6_of(ipaddress.IPv4Interface(f"{v4}/{h1.ip.network.prefixlen}")).ip
@@ -483,7 +483,14 @@ def test_neighbours_follow_the_kernels_table(lab):
             neigh("replace", str(ip), "lladdr", mac, "nud", "permanent")
         want = {str(v4): mac, str(v6): mac}
         timings[mac] = until(lambda want=want: table() == want, table, timeout_s=10.0)
+
+    def host_routes() -> list[str]:
+        hosts = {ipaddress.ip_network(v4), ipaddress.ip_network(v6)}
+        return [str(r.prefix) for r in lab.bgp.route_rows(LEAF) if r.prefix in hosts]
+
+    assert len(host_routes()) == 2
     for ip in (v4, v6):
         neigh("del", str(ip))
     timings["deleted"] = until(lambda: table() == {}, table, timeout_s=10.0)
+    timings["host routes gone"] = until(lambda: host_routes() == [], host_routes, timeout_s=10.0)
     print(f"kernel neighbours on {LEAF} ({dev}): {timings} ({time.monotonic() - start:.2f} s)")
