@@ -1,7 +1,7 @@
 """Route programming time from FRR over FPM to the switch, beside seed 002's, as JSON.
 
     python -m lossless_kit.bench_routes [--pipeline DIR] [--points ipv4_1k,...] [--seed002] [--goal]
-        [--bgp] [--bgp-ecmp]
+        [--bgp] [--bgp-ecmp] [--replay]
         [--route-bulk SIZE/SECONDS] [--streams DIR] [-o results/bench/routes-fpm.json]
 
 Per point (root: a network namespace):
@@ -30,7 +30,8 @@ ipv4_200k_pyroute2 is pyroute2's stand-in stream (ENCODED), without an FRR time.
 
 Points `bgp_*` (`--bgp`, `--bgp-ecmp`; run_bgp_point) are live instead: a BGP peer (ExaBGP,
 lossless_kit.bgp_peer) feeds bgpd, bgpd zebra, and zebra's stream goes on to the controller
-as it comes, with the peer's, FRR's and our times apart.
+as it comes, with the peer's, FRR's and our times apart; the stream is kept and then replayed
+alone, as above (`--replay`: only that, from a stream kept before).
 """
 
 from __future__ import annotations
@@ -499,7 +500,6 @@ def run_bgp_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Pat
     routes; `seconds`: from zebra's first such message to the controller's report of every
     route written (then checked by a read-back)."""
     routes = bgp_routes(name)
-    counts = Counter(p.version for p in routes)
     paths = Counter()  # bgpd keeps a received copy per path (ADD-PATH: one per next hop)
     for prefix, hops in routes.items():
         paths[prefix.version] += len(hops)
@@ -559,18 +559,10 @@ def run_bgp_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Pat
             finally:
                 recorder.close()
                 subprocess.run(["ip", "netns", "del", peer_ns], capture_output=True)
-    streams.mkdir(parents=True, exist_ok=True)
-    (streams / f"{name}.fpm").write_bytes(stream)
     cpu = [b - a for a, b in zip(cpu, cpu_done, strict=True)]
-    # Our path alone: zebra's stream replayed at once into a fresh controller and switch.
-    check = (groups, grouped, lambda c, i: check_routes(c, i, routes, groups))
-    replay_s, replay_cpu, _ = replay(stream, counts, pipeline, bulk, work, check)
     out = {
         "point": name,
         "source": "ExaBGP -> bgpd -> zebra (dplane_fpm_nl), live",
-        "routes": len(routes),
-        "routes_by_family": {f"ipv{v}": n for v, n in sorted(counts.items())},
-        "ecmp_groups": groups,
         "seconds": round(done - recorder.first, 3),
         "routes_per_s": round(len(routes) / (done - recorder.first)),
         "peer_seconds": round(peer_s, 3),
@@ -581,11 +573,43 @@ def run_bgp_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Pat
         "controller_cpu_s": round(cpu[0], 2),
         "switch_cpu_s": round(cpu[1], 2),
         "readback_s": round(readback, 3),
+        "route_bulk": bulk,
+    }
+    streams.mkdir(parents=True, exist_ok=True)
+    (streams / f"{name}.fpm").write_bytes(stream)
+    (streams / f"{name}.json").write_text(json.dumps(out) + "\n")
+    replayed = replay_bgp_point(name, pipeline, bulk, work, streams)
+    del replayed["recorded_live"]  # that is `out`
+    return out | replayed
+
+
+def replay_bgp_point(name: str, pipeline: Path, bulk: str, work: Path, streams: Path) -> dict:
+    """Our path alone: the stream zebra sent for point `name` (kept in `streams` by
+    run_bgp_point) replayed at once into a fresh controller and switch, checked as the live
+    point is (`--replay`: without the live part, FRR's own time then the recording's)."""
+    path, live = streams / f"{name}.fpm", streams / f"{name}.json"
+    if not path.is_file():
+        raise BenchError(f"{name}: no recorded stream {path}: run the point live first")
+    stream = path.read_bytes()
+    recording = json.loads(live.read_text()) if live.is_file() else {}
+    routes = bgp_routes(name)
+    counts = Counter(p.version for p in routes)
+    groups = len({hops for hops in routes.values() if len(hops) > 1})
+    grouped = sum(len(hops) > 1 for hops in routes.values())
+    check = (groups, grouped, lambda c, i: check_routes(c, i, routes, groups))
+    replay_s, replay_cpu, _ = replay(stream, counts, pipeline, bulk, work, check)
+    out = {
+        "point": name,
+        "routes": len(routes),
+        "routes_by_family": {f"ipv{v}": n for v, n in sorted(counts.items())},
+        "ecmp_groups": groups,
         "replay_seconds": round(replay_s, 3),
         "replay_controller_cpu_s": round(replay_cpu[0], 2),
         "replay_switch_cpu_s": round(replay_cpu[1], 2),
         "fpm_bytes": len(stream),
         "fpm_messages": route_messages(stream),
+        "frr_seconds": recording.get("frr_seconds"),
+        "recorded_live": recording or None,
     }
     if BGP_POINTS[name][2]:
         out["ecmp"] = "{}x{}".format(*BGP_POINTS[name][2])
@@ -618,6 +642,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--streams", default="results/bench/fpm-streams", help="recorded streams, reused"
     )
+    parser.add_argument(
+        "--replay", action="store_true",
+        help="bgp_* points: only replay the stream a live run kept in --streams",
+    )  # fmt: skip
     parser.add_argument("-o", "--output", default="results/bench/routes-fpm.json")
     args = parser.parse_args(argv)
     names = [n for n in args.points.split(",") if n]
@@ -642,16 +670,22 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         pipeline = Path(args.pipeline) if args.pipeline else compile_pipeline(work / "p4")
         for name in names:
-            run = run_bgp_point if name in BGP_POINTS else run_point
+            run = run_point
+            if name in BGP_POINTS:
+                run = replay_bgp_point if args.replay else run_bgp_point
             record_ = run(name, pipeline, args.route_bulk, work, Path(args.streams))
             results.append(record_)
             seed, goal = record_.get("seed002_seconds"), record_.get("goal_seconds")
             beside = f"  (seed 002: {seed} s)" if seed else ""
             beside += f"  (goal: {goal} s)" if goal else ""
-            frr = record_["frr_seconds"]
+            frr = record_.get("frr_seconds")
             source = f"FRR produced them in {frr} s" if frr is not None else "pyroute2's stream"
+            seconds = record_.get("seconds")
+            if seconds is None:
+                seconds = record_["replay_seconds"]
+                source = f"zebra's stream, replayed; FRR produced them in {frr} s when recorded"
             print(
-                f"{name}: {record_['routes']} routes in {record_['seconds']} s ({source}){beside}",
+                f"{name}: {record_['routes']} routes in {seconds} s ({source}){beside}",
                 file=sys.stderr,
             )
     report = {

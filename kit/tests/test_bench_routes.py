@@ -71,6 +71,14 @@ def test_frr_as_the_source_from_a_bgp_peer(tmp_path):
         # The same stream replayed into a fresh controller and switch passed the same check.
         assert point["replay_seconds"] > 0
     assert (tmp_path / "bgp_ecmp_8x4.fpm").stat().st_size == ecmp["fpm_bytes"]
+    # --replay: the kept stream alone, again checked, with FRR's time from the recording.
+    again = tmp_path / "replayed.json"
+    args = ["--points", "bgp_ecmp_8x4", "--replay", "--streams", str(tmp_path), "-o", str(again)]
+    assert bench_routes(args) == 0
+    (replayed,) = json.loads(again.read_text())["results"]
+    assert replayed["replay_seconds"] > 0 and "seconds" not in replayed
+    assert replayed["frr_seconds"] == ecmp["frr_seconds"]
+    assert replayed["recorded_live"]["seconds"] == ecmp["seconds"]
 
 
 def test_announcements_batch_prefixes_per_next_hop_set_with_a_path_per_hop():
