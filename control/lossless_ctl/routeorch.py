@@ -260,9 +260,10 @@ class RouteOrch:
         not sent them `restart_s` after it went quiet. Returns the keys of the entities taken
         over, which the reconcile leaves alone. If they do not fit this config's numbering (a
         changed config) or are incomplete, nothing is taken over and the reconcile removes
-        them, as for a reload."""
+        them, as for a reload. Routes zebra sent before (it may reconnect first) are pending:
+        the first flush compares them with what was taken over."""
         with self.state_lock, self.lock:
-            if self.desired or self.installed:
+            if self.installed:
                 return set()
             try:
                 found = _FpmState(self.entries.b.idx, state)
@@ -313,11 +314,12 @@ class RouteOrch:
                 packed = sorted({ipaddress.ip_address(h.split("|")[1]).packed for h in hops})
                 key = route_key(prefix)
                 via = Via(b"".join(packed), protocol)
-                self.desired[key] = via
                 self.installed[key] = (via, target)
                 self.ids.routes.add(key)
+                if key not in self.desired and key not in self.pending:
+                    self.desired[key] = via
+                    self.stale.add(key)
             self.ids.claim("group", max(found.groups, default=0))
-            self.stale = set(self.desired)
             self.last_input = time.monotonic()
             self.counters["routes taken over from the switch"] += len(found.routes)
             self.log(

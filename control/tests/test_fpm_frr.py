@@ -17,6 +17,7 @@ import ipaddress
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -674,7 +675,37 @@ def test_a_restarted_controller_takes_over_its_routes_and_writes_nothing(
                 _send_frames(netns, port, frames)
                 time.sleep(1.5)  # past a flush and --fpm-restart: nothing written or removed
                 assert state.read()[0] == before
-            assert "in the last flush" not in log.read_text(), log.read_text()
+            assert "written since the last report" not in log.read_text(), log.read_text()
+        # zebra first: a third controller's listener gets zebra's routes while its session
+        # waits for the (paused) switch; it still takes the switch's over and writes nothing.
+        log, port = tmp_path / "third.log", free_port()
+        command = [
+            sys.executable, "-m", "lossless_ctl.cli", "run", "--config", str(CONFIG),
+            "--switch", switch.grpc_addr, "--pipeline", str(compiled_pipeline),
+            "--fpm", f"127.0.0.1:{port}", "--fpm-netns", netns, *options,
+        ]  # fmt: skip
+        os.kill(switch.pid, signal.SIGSTOP)
+        try:
+            with log.open("wb") as out:
+                third = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            _wait_until(lambda: "fpm: listening" in log.read_text(), True, "the listener")
+            _send_frames(netns, port, frames)
+            _wait_until(lambda: "fpm: connection closed" in log.read_text(), True, "zebra")
+        finally:
+            os.kill(switch.pid, signal.SIGCONT)
+        try:
+            _wait_until(lambda: "run: ready" in log.read_text(), True, "the third's session")
+            time.sleep(1.5)  # past a flush and --fpm-restart
+            text = log.read_text()
+            assert "routeorch: took over 2 FPM routes, 0 ECMP groups" in text, text
+            assert "written 0 of 0 updates" in text, text
+            assert "written since the last report" not in text, text
+            with P4RuntimeClient(switch.grpc_addr) as client:
+                client.connect()
+                assert SwitchState(client).read()[0] == before
+        finally:
+            third.terminate()
+            third.wait(timeout=10)
     finally:
         switch.stop()
 

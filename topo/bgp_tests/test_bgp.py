@@ -406,7 +406,7 @@ def test_controller_restart_loses_nothing(lab):
     time.sleep(2.5)  # more than one flush of seed 002's 1 s timer after zebra's dump
     after = lab.bgp.log_path(LEAF).read_text()[offset:]
     taken = re.search(r"took over (\d+) FPM routes, (\d+) ECMP groups", after)
-    flushed = sum(int(n) for n in re.findall(r"(\d+) in the last flush", after))
+    flushed = sum(int(n) for n in re.findall(r"(\d+) written since the last report", after))
     result = finish(
         started, "controller-restart", f"controller restart on {LEAF}",
         controller_ready_after_s=round(ready_s, 3),
