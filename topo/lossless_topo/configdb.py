@@ -311,7 +311,14 @@ def case_variants(params: dict) -> dict[str, Variant]:
                 sfc=sfc,
                 # Seed 003's switches share a 32 MB buffer with dynamic thresholds: PFC
                 # pauses only when the pool runs short, so the queue can grow past the SFC
-                # threshold (with static 68 KB pause points PFC held it at 160 KB).
+                # threshold (with static 68 KB pause points PFC held it at 160 KB). The
+                # lossless PG's dynamic_th 0 (alpha 2^0 = 1 of the free pool, SAI's
+                # SHARED_DYNAMIC_TH) is SONiC's for a 32 MB Trident 3 (BCM56870, the
+                # hardware config the AS7726-32X loads): sonic-net/sonic-buildimage
+                # device/arista/x86_64-arista_7050cx3_32s/Arista-7050CX3-32S-C32/BALANCED/
+                # pg_profile_lookup.ini (commit 1ad1e19), which sonic-mgmt's td3 QoS
+                # parameters bear out; other Trident 3 SKUs set -4 to 1 (lossless-sim's
+                # README, "Which dynamic threshold").
                 buffers="dynamic",
                 kmin=ek["kmin"],
                 kmax=ek["kmax"],

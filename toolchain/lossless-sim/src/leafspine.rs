@@ -180,31 +180,48 @@ impl Leafspine {
     }
 }
 
-/// PFC frames the switches sent since the row started, per switch, counted where they
-/// arrived (switch ports; host NICs are the row's own).
+/// PFC frames since the row started, per switch that sent them, counted where they arrived
+/// (switch ports; host NICs are the row's own).
 pub fn pauses_by_sender(sim: &Sim) -> serde_json::Map<String, serde_json::Value> {
+    pause_frames(sim).0
+}
+
+/// PFC frames since the row started: per switch that sent them, and per switch or host that
+/// received them. Both are counted at the receiving ports, so a frame is in each map once.
+fn pause_frames(
+    sim: &Sim,
+) -> (
+    serde_json::Map<String, serde_json::Value>,
+    serde_json::Map<String, serde_json::Value>,
+) {
     let now = sim.now_ns();
-    let mut by = std::collections::BTreeMap::<String, u64>::new();
+    let mut sent = std::collections::BTreeMap::<String, u64>::new();
+    let mut received = std::collections::BTreeMap::<String, u64>::new();
     for (i, sw) in sim.switches.iter().enumerate() {
         let Some(tm) = sw.core.tm() else { continue };
         for p in &tm.stats(now).ports {
             let n = p.pfc_rx.iter().sum::<u64>() + p.pause_rx;
             if let Some(from) = sim.switch_peer(i, p.port) {
-                *by.entry(from).or_default() += n;
+                *sent.entry(from).or_default() += n;
             }
+            *received.entry(sw.name.clone()).or_default() += n;
         }
     }
     for (h, host) in sim.hosts.iter().enumerate() {
         let (Some(nic), Some((s, _))) = (&host.nic, sim.host_attachment(h)) else {
             continue;
         };
-        *by.entry(sim.switches[s].name.clone()).or_default() +=
-            nic.ep.pause_counters().rx_pfc_frames;
+        let n = nic.ep.pause_counters().rx_pfc_frames;
+        *sent.entry(sim.switches[s].name.clone()).or_default() += n;
+        *received.entry(host.name.clone()).or_default() += n;
     }
-    by.into_iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| (k, n.into()))
-        .collect()
+    let nonzero = |m: std::collections::BTreeMap<String, u64>| {
+        m.into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (k, n.into()))
+            .collect()
+    };
+    (nonzero(sent), nonzero(received))
 }
 
 /// The receiver's port on its switch (the incast's congestion point): per queue, Current,
@@ -350,7 +367,7 @@ pub fn row_results(
     remote_pfc: bool,
     start_ns: u64,
 ) -> Measurement {
-    let pauses = pauses_by_sender(sim);
+    let (pauses, pauses_rx) = pause_frames(sim);
     // Every CNP a sender took is one the receiver's notification point sent.
     let t = tally(sim);
     let Tally {
@@ -436,6 +453,7 @@ pub fn row_results(
             }).sum::<u64>(),
             "pauses_tx": pauses.values().filter_map(|v| v.as_u64()).sum::<u64>(),
             "pauses_tx_by_switch": pauses,
+            "pauses_rx_by_node": pauses_rx,
             "receiver_port_queues": queues,
             "roce_queue_avg_kb": queue_kb(ls.roce_priority, "average_kb"),
             "tcp_queue_avg_kb": queue_kb(ls.tcp_priority, "average_kb"),

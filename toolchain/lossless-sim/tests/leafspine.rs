@@ -111,6 +111,13 @@ fn remote_pfc_holds_the_256x7_queue_down_and_8x7_stays_similar_in_one_run_over_b
         ["leaf1", "leaf7"].iter().all(|s| by.contains_key(*s)),
         "the senders' ToRs paused them: {on256}"
     );
+    // The same frames counted by who received them: the senders (hosts), each from its ToR.
+    let rx = on256["pauses_rx_by_node"].as_object().unwrap();
+    let total = |m: &serde_json::Map<String, serde_json::Value>| {
+        m.values().map(|n| n.as_u64().unwrap()).sum::<u64>()
+    };
+    assert_eq!(total(rx), on256["pauses_tx"].as_u64().unwrap(), "{on256}");
+    assert_eq!(rx.get("h1"), by.get("leaf1"), "{on256}");
     assert!(
         roce_queue_avg_kb(on256) < roce_queue_avg_kb(off256),
         "{on256}\n{off256}"
