@@ -323,7 +323,7 @@ pub struct Server {
     index: Arc<Mutex<write::Index>>,
     digests: Arc<Mutex<digest::Digests>>,
     /// Serialises Write and SetForwardingPipelineConfig (one batch at a time reaches exec).
-    writer: tokio::sync::Mutex<()>,
+    writer: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -333,6 +333,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 fn status(code: Code, msg: impl Into<String>) -> Status {
     Status::new(tonic::Code::from_i32(code as i32), msg.into())
+}
+
+fn no_pipeline() -> Status {
+    status(
+        Code::FailedPrecondition,
+        "no forwarding pipeline config is set",
+    )
 }
 
 /// Runs `f` on the engine and hands back its result.
@@ -371,7 +378,7 @@ impl Server {
             state,
             arb,
             index: Arc::new(Mutex::new(write::Index::default())),
-            writer: tokio::sync::Mutex::new(()),
+            writer: Arc::new(tokio::sync::Mutex::new(())),
             digests: Arc::default(),
         }
     }
@@ -430,12 +437,7 @@ impl Server {
     }
 
     fn pipeline(&self) -> Result<Arc<Pipeline>, Status> {
-        lock(&self.state).pipeline.clone().ok_or_else(|| {
-            status(
-                Code::FailedPrecondition,
-                "no forwarding pipeline config is set",
-            )
-        })
+        lock(&self.state).pipeline.clone().ok_or_else(no_pipeline)
     }
 
     /// Write (spec 12) of a request whose updates are still encoded.
@@ -467,9 +469,8 @@ impl Server {
                     // Plain table entries straight from the wire; role configs filter by
                     // entity, so a role with one takes the full decode.
                     if config.is_none() {
-                        let op = wire::Update::decode(bytes.clone())
-                            .ok()
-                            .and_then(|u| write::translate_wire(p, &u));
+                        let op =
+                            wire::plain_entry(bytes).and_then(|u| write::translate_wire(p, &u));
                         if let Some(op) = op {
                             return op;
                         }
@@ -488,22 +489,18 @@ impl Server {
                 })
                 .collect()
         };
-        let blocking =
-            |e: tokio::task::JoinError| status(Code::Internal, format!("write task: {e}"));
-        let (req, ops, translate) = {
-            let p = p.clone();
-            tokio::task::spawn_blocking(move || {
-                let ops = translate(&p, &req);
-                (req, ops, translate)
-            })
-            .await
-            .map_err(blocking)?
-        };
-        let _guard = self.writer.lock().await;
-        let now = self.pipeline()?;
-        let dp = self.dp.clone();
-        let index = self.index.clone();
+        // One blocking task translates, waits its turn and applies: one hand-off from the
+        // async side per request (a task to translate and another to apply cost a second).
+        let (dp, index, state, writer) = (
+            self.dp.clone(),
+            self.index.clone(),
+            self.state.clone(),
+            self.writer.clone(),
+        );
         let results = tokio::task::spawn_blocking(move || {
+            let ops = translate(&p, &req);
+            let _guard = writer.blocking_lock();
+            let now = lock(&state).pipeline.clone().ok_or_else(no_pipeline)?;
             let ops = if Arc::ptr_eq(&now, &p) {
                 ops
             } else {
@@ -513,10 +510,10 @@ impl Server {
                 Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
                 None => vec![Err(UpdateError::FailedPrecondition("no pipeline".into()))],
             })
+            .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))
         })
         .await
-        .map_err(blocking)?
-        .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))?;
+        .map_err(|e| status(Code::Internal, format!("write task: {e}")))??;
         if results.iter().all(|r| r.is_ok()) {
             Ok(WriteResponse {})
         } else {

@@ -1,17 +1,19 @@
 //! Write requests as they come off the wire. The generated `p4.v1.WriteRequest` decodes every
 //! update into its own tree of messages and copies each byte string, which cost more than the
 //! rest of a write together. Here the request is decoded with its updates left encoded (slices
-//! of the received buffer, not copies), and each update is decoded on its own when the batch is
-//! translated, into the messages below: the table entry subset of p4runtime.proto's schema with
-//! the same tags, byte strings as slices of the request. prost decodes both; the messages are
-//! declared here because p4runtime-proto generates owned byte strings for every user.
-//!
-//! Fields the fast path does not translate are still declared (as bytes or with their types), so
-//! an update that sets one is seen and decoded in full instead (`p4runtime_proto`'s `Update`).
+//! of the received buffer, not copies), and [`plain_entry`] reads the updates bulk writes are
+//! made of (a table entry's key, direct action and priority) straight from those bytes: no
+//! message is built and nothing is copied or allocated, so the key and action data the engine
+//! gets are made in one step from the wire. Any other update, and any update this reader does
+//! not take exactly as prost would (a field given twice where prost merges, a wire type it
+//! would refuse), is decoded in full instead (`p4runtime_proto`'s `Update`), so errors and
+//! semantics do not depend on the path.
 
 use bytes::Bytes;
 use p4runtime_proto::p4runtime::Uint128;
+use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message;
+use smallvec::SmallVec;
 
 /// `p4.v1.WriteRequest` with its updates encoded.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -46,181 +48,398 @@ impl From<p4runtime_proto::p4runtime::WriteRequest> for WriteRequest {
     }
 }
 
-/// `p4.v1.Update`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Update {
-    #[prost(int32, tag = "1")]
+/// One match field as a client gave it, from either decoder (`p4runtime_proto`'s or
+/// [`plain_entry`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MatchRef<'a> {
+    Exact(&'a [u8]),
+    Lpm(&'a [u8], i32),
+    /// Value, mask.
+    Ternary(&'a [u8], &'a [u8]),
+    /// Low, high.
+    Range(&'a [u8], &'a [u8]),
+    Optional(&'a [u8]),
+    /// An architecture-specific match (`other`).
+    Other,
+}
+
+/// A `p4.v1.Update` of a plain table entry, read in place: its type, a `TableEntry` that sets
+/// its table, match fields, priority and a direct `Action`, and nothing else. Match fields and
+/// parameters are collected in one pass (inline up to 8 each: no allocation).
+pub struct PlainEntry<'a> {
     pub r#type: i32,
-    #[prost(message, optional, tag = "2")]
-    pub entity: Option<Entity>,
-}
-
-/// `p4.v1.Entity`: a table entry, or another kind of entity (left encoded).
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Entity {
-    #[prost(oneof = "Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
-    pub entity: Option<Kind>,
-}
-
-// Boxing the table entry would add an allocation per update; a Kind lives only while its
-// update is translated.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, PartialEq, prost::Oneof)]
-pub enum Kind {
-    #[prost(bytes = "bytes", tag = "1")]
-    ExternEntry(Bytes),
-    #[prost(message, tag = "2")]
-    TableEntry(TableEntry),
-    #[prost(bytes = "bytes", tag = "3")]
-    ActionProfileMember(Bytes),
-    #[prost(bytes = "bytes", tag = "4")]
-    ActionProfileGroup(Bytes),
-    #[prost(bytes = "bytes", tag = "5")]
-    MeterEntry(Bytes),
-    #[prost(bytes = "bytes", tag = "6")]
-    DirectMeterEntry(Bytes),
-    #[prost(bytes = "bytes", tag = "7")]
-    CounterEntry(Bytes),
-    #[prost(bytes = "bytes", tag = "8")]
-    DirectCounterEntry(Bytes),
-    #[prost(bytes = "bytes", tag = "9")]
-    PacketReplicationEngineEntry(Bytes),
-    #[prost(bytes = "bytes", tag = "10")]
-    ValueSetEntry(Bytes),
-    #[prost(bytes = "bytes", tag = "11")]
-    RegisterEntry(Bytes),
-    #[prost(bytes = "bytes", tag = "12")]
-    DigestEntry(Bytes),
-}
-
-/// `p4.v1.TableEntry`; the fields after `priority` only tell whether they are set.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct TableEntry {
-    #[prost(uint32, tag = "1")]
     pub table_id: u32,
-    #[prost(message, repeated, tag = "2")]
-    pub r#match: Vec<FieldMatch>,
-    #[prost(message, optional, tag = "3")]
-    pub action: Option<TableAction>,
-    #[prost(int32, tag = "4")]
     pub priority: i32,
-    #[prost(uint64, tag = "5")]
-    pub controller_metadata: u64,
-    #[prost(bytes = "bytes", optional, tag = "6")]
-    pub meter_config: Option<Bytes>,
-    #[prost(bytes = "bytes", optional, tag = "7")]
-    pub counter_data: Option<Bytes>,
-    #[prost(bytes = "bytes", optional, tag = "12")]
-    pub meter_counter_data: Option<Bytes>,
-    #[prost(bool, tag = "8")]
-    pub is_default_action: bool,
-    #[prost(int64, tag = "9")]
-    pub idle_timeout_ns: i64,
-    #[prost(bytes = "bytes", optional, tag = "10")]
-    pub time_since_last_hit: Option<Bytes>,
-    #[prost(bytes = "bytes", tag = "11")]
-    pub metadata: Bytes,
-    #[prost(bool, tag = "13")]
-    pub is_const: bool,
+    /// The `Action`'s id; `None` when the entry has no action (as a DELETE needs none).
+    pub action_id: Option<u32>,
+    /// (field id, match) of each `FieldMatch`, in the order given.
+    pub matches: SmallVec<[(u32, Option<MatchRef<'a>>); 8]>,
+    /// (param id, value) of each `Action.Param`, in the order given.
+    pub params: SmallVec<[(u32, &'a [u8]); 8]>,
 }
 
-impl TableEntry {
-    /// Whether the entry sets nothing but its table, key, action and priority.
-    pub fn is_plain(&self) -> bool {
-        self.controller_metadata == 0
-            && self.meter_config.is_none()
-            && self.counter_data.is_none()
-            && self.meter_counter_data.is_none()
-            && !self.is_default_action
-            && self.idle_timeout_ns == 0
-            && self.time_since_last_hit.is_none()
-            && self.metadata.is_empty()
-            && !self.is_const
+/// A field's value by wire type; fixed-width values are skipped (no field read here has one).
+#[derive(Clone, Copy)]
+enum Val<'a> {
+    Varint(u64),
+    Len(&'a [u8]),
+    Fixed,
+}
+
+/// The fields of an encoded message: `Some((tag, value))` each, then one `None` if the rest
+/// does not decode (groups included: prost would skip them, this reader leaves them to it).
+#[derive(Clone)]
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Option<(u32, Val<'a>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let field = self.field();
+        if field.is_none() {
+            self.0 = &[];
+        }
+        Some(field)
     }
 }
 
-/// `p4.v1.FieldMatch`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct FieldMatch {
-    #[prost(uint32, tag = "1")]
-    pub field_id: u32,
-    #[prost(oneof = "Match", tags = "2, 3, 4, 6, 7, 100")]
-    pub field_match_type: Option<Match>,
+impl<'a> Fields<'a> {
+    fn field(&mut self) -> Option<(u32, Val<'a>)> {
+        let (tag, wire_type) = decode_key(&mut self.0).ok()?;
+        let val = match wire_type {
+            WireType::Varint => Val::Varint(decode_varint(&mut self.0).ok()?),
+            WireType::LengthDelimited => {
+                let len = usize::try_from(decode_varint(&mut self.0).ok()?).ok()?;
+                let bytes = self.0.get(..len)?;
+                self.0 = &self.0[len..];
+                Val::Len(bytes)
+            }
+            WireType::ThirtyTwoBit | WireType::SixtyFourBit => {
+                let len = if wire_type == WireType::ThirtyTwoBit {
+                    4
+                } else {
+                    8
+                };
+                self.0 = self.0.get(len..)?;
+                Val::Fixed
+            }
+            WireType::StartGroup | WireType::EndGroup => return None,
+        };
+        Some((tag, val))
+    }
 }
 
-#[derive(Clone, PartialEq, prost::Oneof)]
-pub enum Match {
-    #[prost(message, tag = "2")]
-    Exact(Value),
-    #[prost(message, tag = "3")]
-    Ternary(Pair),
-    #[prost(message, tag = "4")]
-    Lpm(Lpm),
-    #[prost(message, tag = "6")]
-    Range(Pair),
-    #[prost(message, tag = "7")]
-    Optional(Value),
-    /// `google.protobuf.Any`, architecture-specific.
-    #[prost(bytes = "bytes", tag = "100")]
-    Other(Bytes),
+/// `Some` once per message field `tag` may hold: a second occurrence, which prost would merge
+/// into the first, leaves the update to prost.
+fn once<T>(slot: &mut Option<T>, v: T) -> Option<()> {
+    match slot {
+        Some(_) => None,
+        None => {
+            *slot = Some(v);
+            Some(())
+        }
+    }
 }
 
-/// `FieldMatch.Exact` and `FieldMatch.Optional`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Value {
-    #[prost(bytes = "bytes", tag = "1")]
-    pub value: Bytes,
+/// The update as a [`PlainEntry`], or `None` for anything else (another entity, a table entry
+/// that sets more, an action given by member, group or action set, bytes that do not decode).
+pub fn plain_entry(update: &[u8]) -> Option<PlainEntry<'_>> {
+    let (mut ty, mut entity) = (0, None);
+    for f in Fields(update) {
+        match f? {
+            (1, Val::Varint(v)) => ty = v as i32,
+            (2, Val::Len(e)) => once(&mut entity, e)?,
+            // Known tags of another wire type: prost refuses them.
+            (1 | 2, _) => return None,
+            _ => {}
+        }
+    }
+    let mut entry = None;
+    for f in Fields(entity?) {
+        match f? {
+            (2, Val::Len(te)) => once(&mut entry, te)?,
+            (1..=12, _) => return None,
+            _ => {}
+        }
+    }
+    let (mut table_id, mut priority, mut action) = (0, 0, None);
+    let mut matches = SmallVec::new();
+    for f in Fields(entry?) {
+        match f? {
+            (1, Val::Varint(v)) => table_id = v as u32,
+            (2, Val::Len(m)) => matches.push(field_match(m)?),
+            (3, Val::Len(a)) => once(&mut action, a)?,
+            (4, Val::Varint(v)) => priority = v as i32,
+            (1..=13, _) => return None,
+            _ => {}
+        }
+    }
+    let mut inner = None;
+    for f in Fields(action.unwrap_or_default()) {
+        match f? {
+            (1, Val::Len(a)) => once(&mut inner, a)?,
+            (1..=4, _) => return None,
+            _ => {}
+        }
+    }
+    let mut params = SmallVec::new();
+    let action_id = match inner {
+        None => None,
+        Some(a) => {
+            let mut id = 0;
+            for f in Fields(a) {
+                match f? {
+                    (1, Val::Varint(v)) => id = v as u32,
+                    (4, Val::Len(p)) => params.push(param(p)?),
+                    (1 | 4, _) => return None,
+                    _ => {}
+                }
+            }
+            Some(id)
+        }
+    };
+    Some(PlainEntry {
+        r#type: ty,
+        table_id,
+        priority,
+        action_id,
+        matches,
+        params,
+    })
 }
 
-/// `FieldMatch.Ternary` (value, mask) and `FieldMatch.Range` (low, high).
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Pair {
-    #[prost(bytes = "bytes", tag = "1")]
-    pub first: Bytes,
-    #[prost(bytes = "bytes", tag = "2")]
-    pub second: Bytes,
+/// A `FieldMatch`: its field id and match (`None` when no match type is set).
+fn field_match(m: &[u8]) -> Option<(u32, Option<MatchRef<'_>>)> {
+    let (mut id, mut kind) = (0, None);
+    for f in Fields(m) {
+        match f? {
+            (1, Val::Varint(v)) => id = v as u32,
+            (tag @ (2 | 3 | 4 | 6 | 7), Val::Len(b)) => once(&mut kind, (tag, b))?,
+            // `other` (an Any, which prost decodes and may refuse) and wrong wire types.
+            (1..=7 | 100, _) => return None,
+            _ => {}
+        }
+    }
+    let Some((tag, b)) = kind else {
+        return Some((id, None));
+    };
+    // Exact, LPM and optional carry (1: value); ternary (1: value, 2: mask), range (1: low,
+    // 2: high); LPM (2: prefix_len) as a varint.
+    let (mut first, mut second, mut plen): (&[u8], &[u8], i32) = (&[], &[], 0);
+    for f in Fields(b) {
+        match (tag, f?) {
+            (_, (1, Val::Len(v))) => first = v,
+            (3 | 6, (2, Val::Len(v))) => second = v,
+            (4, (2, Val::Varint(v))) => plen = v as i32,
+            (_, (1, _)) | (3 | 4 | 6, (2, _)) => return None,
+            _ => {}
+        }
+    }
+    let m = match tag {
+        2 => MatchRef::Exact(first),
+        3 => MatchRef::Ternary(first, second),
+        4 => MatchRef::Lpm(first, plen),
+        6 => MatchRef::Range(first, second),
+        _ => MatchRef::Optional(first),
+    };
+    Some((id, Some(m)))
 }
 
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Lpm {
-    #[prost(bytes = "bytes", tag = "1")]
-    pub value: Bytes,
-    #[prost(int32, tag = "2")]
-    pub prefix_len: i32,
+/// An `Action.Param`: (param id, value).
+fn param(p: &[u8]) -> Option<(u32, &[u8])> {
+    let (mut id, mut value): (u32, &[u8]) = (0, &[]);
+    for f in Fields(p) {
+        match f? {
+            (2, Val::Varint(v)) => id = v as u32,
+            (3, Val::Len(v)) => value = v,
+            (2 | 3, _) => return None,
+            _ => {}
+        }
+    }
+    Some((id, value))
 }
 
-/// `p4.v1.TableAction`: an action, or a member, group or action set (left encoded).
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct TableAction {
-    #[prost(oneof = "ActionKind", tags = "1, 2, 3, 4")]
-    pub r#type: Option<ActionKind>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use p4runtime_proto::p4runtime::{
+        action, entity, field_match as fm, table_action, update, Action, CounterEntry, Entity,
+        FieldMatch, TableAction, TableEntry, Update,
+    };
 
-#[derive(Clone, PartialEq, prost::Oneof)]
-pub enum ActionKind {
-    #[prost(message, tag = "1")]
-    Action(Action),
-    #[prost(uint32, tag = "2")]
-    ActionProfileMemberId(u32),
-    #[prost(uint32, tag = "3")]
-    ActionProfileGroupId(u32),
-    #[prost(bytes = "bytes", tag = "4")]
-    ActionProfileActionSet(Bytes),
-}
+    fn field(id: u32, m: fm::FieldMatchType) -> FieldMatch {
+        FieldMatch {
+            field_id: id,
+            field_match_type: Some(m),
+        }
+    }
 
-/// `p4.v1.Action`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Action {
-    #[prost(uint32, tag = "1")]
-    pub action_id: u32,
-    #[prost(message, repeated, tag = "4")]
-    pub params: Vec<Param>,
-}
+    fn entry(ty: update::Type, te: TableEntry) -> Vec<u8> {
+        Update {
+            r#type: ty as i32,
+            entity: Some(Entity {
+                entity: Some(entity::Entity::TableEntry(te)),
+            }),
+        }
+        .encode_to_vec()
+    }
 
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct Param {
-    #[prost(uint32, tag = "2")]
-    pub param_id: u32,
-    #[prost(bytes = "bytes", tag = "3")]
-    pub value: Bytes,
+    fn action(id: u32, params: &[(u32, &[u8])]) -> Option<TableAction> {
+        Some(TableAction {
+            r#type: Some(table_action::Type::Action(Action {
+                action_id: id,
+                params: params
+                    .iter()
+                    .map(|(param_id, v)| action::Param {
+                        param_id: *param_id,
+                        value: v.to_vec(),
+                    })
+                    .collect(),
+            })),
+        })
+    }
+
+    /// Every match kind, several params and a priority, read back as prost encoded them.
+    #[test]
+    fn reads_what_prost_encodes() {
+        let te = TableEntry {
+            table_id: 33_554_433,
+            r#match: vec![
+                field(
+                    4,
+                    fm::FieldMatchType::Lpm(fm::Lpm {
+                        value: vec![10, 1, 0],
+                        prefix_len: 24,
+                    }),
+                ),
+                field(1, fm::FieldMatchType::Exact(fm::Exact { value: vec![7] })),
+                field(
+                    2,
+                    fm::FieldMatchType::Ternary(fm::Ternary {
+                        value: vec![1],
+                        mask: vec![3],
+                    }),
+                ),
+                field(
+                    3,
+                    fm::FieldMatchType::Range(fm::Range {
+                        low: vec![2],
+                        high: vec![9],
+                    }),
+                ),
+                field(
+                    5,
+                    fm::FieldMatchType::Optional(fm::Optional { value: vec![0] }),
+                ),
+            ],
+            action: action(16_777_217, &[(2, &[0xaa, 0xbb]), (1, &[5])]),
+            priority: 10,
+            ..Default::default()
+        };
+        let bytes = entry(update::Type::Modify, te);
+        let e = plain_entry(&bytes).expect("a plain entry");
+        assert_eq!(e.r#type, update::Type::Modify as i32);
+        assert_eq!(
+            (e.table_id, e.priority, e.action_id),
+            (33_554_433, 10, Some(16_777_217))
+        );
+        assert_eq!(
+            e.matches[..],
+            [
+                (4, Some(MatchRef::Lpm(&[10, 1, 0], 24))),
+                (1, Some(MatchRef::Exact(&[7]))),
+                (2, Some(MatchRef::Ternary(&[1], &[3]))),
+                (3, Some(MatchRef::Range(&[2], &[9]))),
+                (5, Some(MatchRef::Optional(&[0]))),
+            ]
+        );
+        assert_eq!(e.params[..], [(2, &[0xaa, 0xbb][..]), (1, &[5][..])]);
+    }
+
+    #[test]
+    fn delete_without_action_and_field_without_match() {
+        let te = TableEntry {
+            table_id: 1,
+            r#match: vec![FieldMatch {
+                field_id: 9,
+                field_match_type: None,
+            }],
+            ..Default::default()
+        };
+        let bytes = entry(update::Type::Delete, te);
+        let e = plain_entry(&bytes).expect("a plain entry");
+        assert_eq!(e.action_id, None);
+        assert_eq!(e.matches[..], [(9, None)]);
+        assert!(e.params.is_empty());
+    }
+
+    /// Anything that is not a plain entry, or that prost would merge or refuse, is left to the
+    /// full decode.
+    #[test]
+    fn leaves_the_rest_to_prost() {
+        let plain = TableEntry {
+            table_id: 1,
+            action: action(2, &[]),
+            ..Default::default()
+        };
+        let with = |f: fn(&mut TableEntry)| {
+            let mut te = plain.clone();
+            f(&mut te);
+            entry(update::Type::Insert, te)
+        };
+        assert!(plain_entry(&with(|_| {})).is_some());
+        for bytes in [
+            with(|te| te.is_default_action = true),
+            with(|te| te.idle_timeout_ns = 5),
+            // Deprecated (1.4) for `metadata`, still sent by older controllers.
+            #[allow(deprecated)]
+            with(|te| te.controller_metadata = 1),
+            with(|te| te.metadata = vec![1]),
+            with(|te| {
+                te.action = Some(TableAction {
+                    r#type: Some(table_action::Type::ActionProfileMemberId(3)),
+                })
+            }),
+            with(|te| te.r#match = vec![field(1, fm::FieldMatchType::Other(Default::default()))]),
+        ] {
+            assert!(plain_entry(&bytes).is_none());
+        }
+        let counter = Update {
+            r#type: update::Type::Modify as i32,
+            entity: Some(Entity {
+                entity: Some(entity::Entity::CounterEntry(CounterEntry::default())),
+            }),
+        }
+        .encode_to_vec();
+        assert!(plain_entry(&counter).is_none());
+        // Truncated, and an entity given twice (prost merges the two).
+        let whole = with(|_| {});
+        assert!(plain_entry(&whole[..whole.len() - 1]).is_none());
+        let entity = &whole[2..];
+        let twice = [&whole[..], entity].concat();
+        assert!(Update::decode(&twice[..]).is_ok());
+        assert!(plain_entry(&twice).is_none());
+    }
+
+    /// Unknown fields are skipped, as prost skips them.
+    #[test]
+    fn skips_unknown_fields() {
+        let mut bytes = entry(
+            update::Type::Insert,
+            TableEntry {
+                table_id: 1,
+                action: action(2, &[(1, &[4])]),
+                ..Default::default()
+            },
+        );
+        // Field 99 (varint 1) and field 98 (fixed32) after the entity.
+        bytes.extend_from_slice(&[0x98, 0x06, 0x01, 0x95, 0x06, 0, 0, 0, 0]);
+        assert!(Update::decode(&bytes[..]).is_ok());
+        let e = plain_entry(&bytes).expect("a plain entry");
+        assert_eq!((e.table_id, e.action_id), (1, Some(2)));
+        assert_eq!(e.params[..], [(1, &[4][..])]);
+    }
 }

@@ -17,7 +17,7 @@ use switch_v1model::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch,
 
 use crate::bytes::{all_ones, bits_past_prefix, to_engine, ByteStringError};
 use crate::pipeline::{Kind, Pipeline, TableInfo};
-use crate::wire;
+use crate::wire::{self, MatchRef};
 
 /// Why one update failed: one variant per canonical code the write path reports, so the code
 /// is decided where the failure is (as bmv2's error mapping and PI's report_error do), and the
@@ -829,34 +829,18 @@ fn translate_table(p: &Pipeline, ty: update::Type, te: &TableEntry) -> Result<Op
     }
 }
 
-/// A table entry decoded by `wire` into the op [`translate`] makes of it, for the entries bulk
-/// writes are made of: an INSERT, MODIFY or DELETE of a plain entry (key, action, priority) with
-/// a direct action. `None` for anything else, which the caller decodes in full and translates:
-/// the checks and errors are [`translate_table`]'s, as both share the key and action checks and
-/// a plain entry passes the others.
-pub fn translate_wire(p: &Pipeline, u: &wire::Update) -> Option<Result<Op, UpdateError>> {
-    let Some(wire::Entity {
-        entity: Some(wire::Kind::TableEntry(te)),
-    }) = &u.entity
-    else {
-        return None;
-    };
+/// A plain table entry read by `wire` into the op [`translate`] makes of it, for the entries
+/// bulk writes are made of: an INSERT, MODIFY or DELETE of a plain entry (key, action,
+/// priority) with a direct action. `None` for anything else, which the caller decodes in full
+/// and translates: the checks and errors are [`translate_table`]'s, as both share the key and
+/// action checks and a plain entry passes the others.
+pub fn translate_wire(p: &Pipeline, u: &wire::PlainEntry) -> Option<Result<Op, UpdateError>> {
     let ty = update::Type::try_from(u.r#type).ok()?;
-    let t = p.tables.get(&te.table_id)?;
-    if ty == update::Type::Unspecified || t.is_const || !te.is_plain() {
+    let t = p.tables.get(&u.table_id)?;
+    if ty == update::Type::Unspecified || t.is_const {
         return None;
     }
-    let key = translate_key(
-        t,
-        te.priority,
-        te.r#match.iter().map(|fm| {
-            (
-                fm.field_id,
-                fm.field_match_type.as_ref().map(MatchRef::from),
-            )
-        }),
-    );
-    let key = match key {
+    let key = match translate_key(t, u.priority, u.matches.iter().copied()) {
         Ok(key) => key,
         Err(e) => return Some(Err(e)),
     };
@@ -864,16 +848,12 @@ pub fn translate_wire(p: &Pipeline, u: &wire::Update) -> Option<Result<Op, Updat
     if ty == update::Type::Delete {
         return Some(Ok(Op::Delete { table, key }));
     }
-    let a = match te.action.as_ref()?.r#type.as_ref()? {
-        wire::ActionKind::Action(a) if !t.indirect => a,
-        _ => return None,
-    };
-    let params = a.params.iter().map(|x| (x.param_id, &x.value[..]));
+    let action_id = u.action_id.filter(|_| !t.indirect)?;
     let owner = &t.name;
     let args = checked_args(
         p,
-        a.action_id,
-        params,
+        action_id,
+        u.params.iter().copied(),
         &t.actions,
         format_args!("table \"{owner}\""),
     );
@@ -913,20 +893,6 @@ impl std::fmt::Display for FieldName<'_> {
     }
 }
 
-/// One match field as a client gave it, from either decoder (`p4runtime_proto`'s or `wire`'s).
-#[derive(Clone, Copy)]
-pub enum MatchRef<'a> {
-    Exact(&'a [u8]),
-    Lpm(&'a [u8], i32),
-    /// Value, mask.
-    Ternary(&'a [u8], &'a [u8]),
-    /// Low, high.
-    Range(&'a [u8], &'a [u8]),
-    Optional(&'a [u8]),
-    /// An architecture-specific match (`other`).
-    Other,
-}
-
 impl<'a> From<&'a FieldMatchType> for MatchRef<'a> {
     fn from(m: &'a FieldMatchType) -> MatchRef<'a> {
         match m {
@@ -936,19 +902,6 @@ impl<'a> From<&'a FieldMatchType> for MatchRef<'a> {
             FieldMatchType::Range(r) => MatchRef::Range(&r.low, &r.high),
             FieldMatchType::Optional(o) => MatchRef::Optional(&o.value),
             FieldMatchType::Other(_) => MatchRef::Other,
-        }
-    }
-}
-
-impl<'a> From<&'a wire::Match> for MatchRef<'a> {
-    fn from(m: &'a wire::Match) -> MatchRef<'a> {
-        match m {
-            wire::Match::Exact(e) => MatchRef::Exact(&e.value),
-            wire::Match::Lpm(l) => MatchRef::Lpm(&l.value, l.prefix_len),
-            wire::Match::Ternary(t) => MatchRef::Ternary(&t.first, &t.second),
-            wire::Match::Range(r) => MatchRef::Range(&r.first, &r.second),
-            wire::Match::Optional(o) => MatchRef::Optional(&o.value),
-            wire::Match::Other(_) => MatchRef::Other,
         }
     }
 }
