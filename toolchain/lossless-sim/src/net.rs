@@ -424,16 +424,25 @@ impl Sim {
                 }
                 self.drive_nic(host);
             }
-            Event::HostRx { host, frame } => match &mut self.hosts[host].nic {
-                Some(nic) => {
-                    nic.ep.handle_frame(now, &frame);
-                    if self.buffers.len() < SPARE_BUFFERS {
-                        self.buffers.push(frame);
-                    }
-                    self.drive_nic(host);
+            Event::HostRx { host, frame } if self.hosts[host].nic.is_some() => {
+                let (before, rest) = self.hosts.split_at_mut(host);
+                if let Some((Some(nic), after)) = rest
+                    .split_first_mut()
+                    .map(|(me, after)| (me.nic.as_mut(), after))
+                {
+                    // A payload sent by reference is read from its sender's memory.
+                    nic.ep.handle_frame_with(now, &frame, |r| {
+                        let ip = Ipv4Addr::from(r.ip);
+                        let sender = before.iter().chain(after.iter()).find(|h| h.ip == ip);
+                        sender?.nic.as_ref()?.ep.payload(r)
+                    });
                 }
-                None => self.hosts[host].rx.push((now, frame)),
-            },
+                if self.buffers.len() < SPARE_BUFFERS {
+                    self.buffers.push(frame);
+                }
+                self.drive_nic(host);
+            }
+            Event::HostRx { host, frame } => self.hosts[host].rx.push((now, frame)),
             Event::NicWake { host } => {
                 if self.hosts[host].wake_at == Some(now) {
                     self.hosts[host].wake_at = None;
@@ -578,9 +587,12 @@ impl Sim {
     /// Gives `host` a new roce-host endpoint as its NIC, at its link's rate; the previous one
     /// (and its applications) is returned.
     pub fn set_nic(&mut self, host: usize, params: &crate::traffic::NicParams) -> Option<HostNic> {
+        // Payloads travel by reference (the receiving endpoint reads the sender's memory),
+        // unless frames are captured: the files show the bytes.
+        let by_reference = self.capture.is_none();
         let h = &mut self.hosts[host];
         let peer = h.peer?;
-        let ep = params.endpoint(h.mac, h.ip.octets(), peer.link.rate_bps);
+        let ep = params.endpoint(h.mac, h.ip.octets(), peer.link.rate_bps, by_reference);
         h.nic.replace(HostNic::new(ep))
     }
 
