@@ -262,6 +262,10 @@ pub struct Sim {
     pub timeline: Option<Timeline>,
     /// Capture files of switch ports, when asked for.
     pub capture: Option<Capture>,
+    /// Whether every host's foreground applications are done, as last found: only a host's
+    /// endpoint being driven ([`Sim::drive_nic`]), stopping the senders or a change between
+    /// runs changes it, and it is asked after every event.
+    nics_done: Option<bool>,
 }
 
 /// Spare host frame buffers kept (about what the fabric holds in flight at once).
@@ -351,6 +355,7 @@ impl Sim {
         progress: &mut dyn FnMut(&Progress),
     ) -> Stop {
         let apps = self.apps();
+        self.nics_done = None;
         loop {
             if apps > 0 && self.settle() {
                 return Stop::Finished;
@@ -665,9 +670,14 @@ impl Sim {
             .iter()
             .flat_map(|h| &h.tcp)
             .all(|c| c.source.map_or(true, |s| s.background) || c.done(now));
-        if !foreground_tcp || !nics().all(HostNic::foreground_done) {
+        if !foreground_tcp
+            || !*self
+                .nics_done
+                .get_or_insert_with(|| nics().all(HostNic::foreground_done))
+        {
             return false;
         }
+        self.nics_done = None;
         for nic in self.hosts.iter_mut().filter_map(|h| h.nic.as_mut()) {
             nic.senders.iter_mut().for_each(Sender::stop);
         }
@@ -695,6 +705,7 @@ impl Sim {
     /// shared: one frame at a time when it is free, TCP and the endpoint taking turns, the
     /// connections round robin among themselves; without TCP the endpoint paces itself.
     fn drive_nic(&mut self, host: usize) {
+        self.nics_done = None;
         let now = self.now_ns;
         let h = &mut self.hosts[host];
         let Some(peer) = h.peer else {
