@@ -965,18 +965,7 @@ mod tests {
     /// (written over a buffer of 0xaa).
     fn full_and_elided(len: usize, note: &[u8]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
         let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-        let l3 = L3Header {
-            dst_mac: [2, 0, 0, 0, 0, 2],
-            src_mac: [2, 0, 0, 0, 0, 1],
-            vlan: Some((3, 7)),
-            src_ip: [10, 0, 0, 1],
-            dst_ip: [10, 0, 0, 2],
-            dscp: 26,
-            ecn: ECN_ECT0,
-            ttl: 64,
-            ip_id: 9,
-            udp_src: 0xc123,
-        };
+        let l3 = sample_l3();
         let bth = Bth::new(opcode::RC_WRITE_FIRST, 0x101, 77);
         let ext = Ext::Reth(Reth {
             va: 0x1000,
