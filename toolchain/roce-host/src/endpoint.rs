@@ -144,33 +144,37 @@ pub struct PayloadRef {
     pub qpn: u32,
     pub offset: usize,
     pub len: usize,
+    /// The sender's QP memory was all zeros when it sent (nothing had written it): placing the
+    /// payload into a receiving buffer that is all zeros too changes nothing, and is skipped.
+    pub zeros: bool,
 }
 
 /// The smallest payload sent by reference: the headers' CRC, then the reference (a mark, the
-/// QPN, the offset). A carried payload that holds the mark there is taken for a reference (by
+/// QPN, the offset, whether the memory is all zeros). A carried payload that holds the mark there is taken for a reference (by
 /// [`Endpoint::handle_frame_with`] only).
 pub const PAYLOAD_REF_LEN: usize = ELIDED_CRC_LEN + NOTE_LEN;
-const NOTE_LEN: usize = 20;
+const NOTE_LEN: usize = 21;
 const PAYLOAD_REF_MARK: [u8; 8] = [0xb7, 0x9e, 0x37, 0x79, 0x7f, 0x4a, 0x7c, 0x15];
 
 /// The note a frame carries for a payload of QP `qpn`'s memory at `offset`.
-fn ref_note(qpn: u32, offset: usize) -> [u8; NOTE_LEN] {
+fn ref_note(qpn: u32, offset: usize, zeros: bool) -> [u8; NOTE_LEN] {
     let mut n = [0u8; NOTE_LEN];
     n[..8].copy_from_slice(&PAYLOAD_REF_MARK);
     n[8..12].copy_from_slice(&qpn.to_be_bytes());
-    n[12..].copy_from_slice(&(offset as u64).to_be_bytes());
+    n[12..20].copy_from_slice(&(offset as u64).to_be_bytes());
+    n[20] = u8::from(zeros);
     n
 }
 
-/// The (QPN, offset) a note names, if it is a reference.
-fn read_note(note: &[u8]) -> Option<(u32, usize)> {
+/// The (QPN, offset, all zeros) a note names, if it is a reference.
+fn read_note(note: &[u8]) -> Option<(u32, usize, bool)> {
     let n = note.get(..NOTE_LEN)?;
     if n[..8] != PAYLOAD_REF_MARK {
         return None;
     }
     let qpn = u32::from_be_bytes(n[8..12].try_into().ok()?);
-    let offset = u64::from_be_bytes(n[12..].try_into().ok()?);
-    Some((qpn, usize::try_from(offset).ok()?))
+    let offset = u64::from_be_bytes(n[12..20].try_into().ok()?);
+    Some((qpn, usize::try_from(offset).ok()?, n[20] == 1))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,6 +326,9 @@ struct Qp {
     qpn: u32,
     start_psn: u32,
     mem: Vec<u8>,
+    /// `mem` is all zeros: nothing has written it since it was created (no [`Endpoint::memory_mut`],
+    /// no payload placed but zeros over zeros).
+    zeroed: bool,
     va: u64,
     rkey: u32,
     peer: Option<Peer>,
@@ -452,6 +459,7 @@ impl Endpoint {
             qpn,
             start_psn,
             mem: vec![0; mem_len],
+            zeroed: true,
             va: (qpn as u64) << 32,
             rkey: qpn.rotate_left(12) ^ 0x5eed,
             peer: None,
@@ -544,6 +552,7 @@ impl Endpoint {
 
     pub fn memory_mut(&mut self, qpn: u32) -> Option<&mut [u8]> {
         let i = self.index(qpn)?;
+        self.qps[i].zeroed = false;
         Some(&mut self.qps[i].mem)
     }
 
@@ -675,15 +684,19 @@ impl Endpoint {
         if let Some(arp) = Arp::parse(frame) {
             return self.on_arp(arp);
         }
+        let mut zeros = false;
         let parsed = Packet::parse_with(frame, |l3, note| {
-            let (qpn, offset) = read_note(note)?;
+            let (qpn, offset, z) = read_note(note)?;
             let r = PayloadRef {
                 ip: l3.src_ip,
                 qpn,
                 offset,
                 len: ELIDED_CRC_LEN + note.len(),
+                zeros: z,
             };
-            memory(&r)
+            let bytes = memory(&r)?;
+            zeros = z;
+            Some(bytes)
         });
         let pkt = match parsed {
             Ok(Some(p)) => p,
@@ -724,7 +737,7 @@ impl Endpoint {
         match pkt.bth.opcode {
             opcode::CNP => self.on_cnp(now, i),
             opcode::RC_ACK => self.on_ack(now, i, &pkt),
-            op if op <= opcode::RC_WRITE_ONLY_IMM => self.on_request(now, i, &pkt),
+            op if op <= opcode::RC_WRITE_ONLY_IMM => self.on_request(now, i, &pkt, zeros),
             _ => self.counters.rx_unsupported_opcode += 1,
         }
     }
@@ -762,7 +775,8 @@ impl Endpoint {
         }
     }
 
-    fn on_request(&mut self, now: u64, i: usize, pkt: &Packet) {
+    /// `zeros`: the payload is all zeros ([`PayloadRef::zeros`]).
+    fn on_request(&mut self, now: u64, i: usize, pkt: &Packet, zeros: bool) {
         self.counters.rx_data_pkts += 1;
         let cnp_interval = self.cfg.dcqcn.map(|d| d.cnp_interval_ns);
         let q = &mut self.qps[i];
@@ -796,7 +810,7 @@ impl Endpoint {
             }
             return;
         }
-        match place(q, pkt, self.cfg.mtu, now) {
+        match place(q, pkt, zeros, self.cfg.mtu, now) {
             Ok(done) => {
                 self.counters.rx_payload_bytes += pkt.payload.len() as u64;
                 q.epsn = psn_add(q.epsn, 1);
@@ -1168,7 +1182,7 @@ impl Endpoint {
             l3.ip_id = ip_id;
             let payload = &q.mem[at..at + plen];
             if self.cfg.payload_by_reference {
-                let note = ref_note(q.qpn, at);
+                let note = ref_note(q.qpn, at, q.zeroed);
                 let elided = Elided {
                     payload,
                     note: &note,
@@ -1237,7 +1251,14 @@ fn ipv4_checksum_ok(frame: &[u8], tagged: bool) -> bool {
 
 /// Validates an in-sequence request against the responder's state and places its payload.
 /// `Ok(Some)` when it completed a message. State changes only on success.
-fn place(q: &mut Qp, pkt: &Packet, mtu: usize, now: u64) -> Result<Option<Incoming>, NakCode> {
+/// `zeros`: the payload is all zeros, so a buffer of zeros needs no copy.
+fn place(
+    q: &mut Qp,
+    pkt: &Packet,
+    zeros: bool,
+    mtu: usize,
+    now: u64,
+) -> Result<Option<Incoming>, NakCode> {
     use opcode::*;
     let op = pkt.bth.opcode;
     let (first, last, write) = match op {
@@ -1304,7 +1325,10 @@ fn place(q: &mut Qp, pkt: &Packet, mtu: usize, now: u64) -> Result<Option<Incomi
                 Err(NakCode::InvalidRequest)
             } else {
                 let at = (*next - q.va) as usize;
-                q.mem[at..at + data.len()].copy_from_slice(data);
+                if !(zeros && q.zeroed) {
+                    q.mem[at..at + data.len()].copy_from_slice(data);
+                    q.zeroed &= zeros;
+                }
                 *next += data.len() as u64;
                 *remaining -= data.len();
                 Ok(last.then_some(Incoming {
@@ -1321,7 +1345,10 @@ fn place(q: &mut Qp, pkt: &Packet, mtu: usize, now: u64) -> Result<Option<Incomi
             if end > q.mem.len() {
                 Err(NakCode::InvalidRequest)
             } else {
-                q.mem[*offset..end].copy_from_slice(data);
+                if !(zeros && q.zeroed) {
+                    q.mem[*offset..end].copy_from_slice(data);
+                    q.zeroed &= zeros;
+                }
                 *offset = end;
                 Ok(last.then_some(Incoming {
                     qpn: q.qpn,

@@ -102,6 +102,44 @@ fn writes_by_reference_send_the_same_frames_and_land_byte_exact() {
     assert_eq!(named.b.counters().rx_bad_icrc, 0);
 }
 
+/// A never-written sender's buffer sends its zeros by reference: a receiving buffer of zeros
+/// skips the copy, a written one takes them.
+#[test]
+fn zeros_by_reference_overwrite_a_written_buffer() {
+    let by_ref = |mut c: EndpointConfig| {
+        c.payload_by_reference = true;
+        c
+    };
+    let (ca, cb) = (by_ref(config(MAC_A, IP_A)), by_ref(config(MAC_B, IP_B)));
+    let mut sim = Sim::new(ca, cb, 2, 1 << 16);
+    sim.b.memory_mut(sim.qb[1]).unwrap().fill(0x5a);
+    for i in 0..2 {
+        let info = sim.b.qp_info(sim.qb[i]).unwrap();
+        let wr = WorkRequest {
+            wr_id: i as u64,
+            op: WrOp::Write {
+                remote_va: info.va + 1024,
+                rkey: info.rkey,
+            },
+            local_offset: 0,
+            len: 8192,
+        };
+        sim.a.post(sim.now, sim.qa[i], wr).unwrap();
+    }
+    let mut done = Vec::new();
+    assert!(sim.run_until(1_000_000_000, |s| {
+        done.extend(s.a.take_completions());
+        done.len() == 2
+    }));
+    assert!(done.iter().all(|c| c.status == WcStatus::Success));
+    let untouched = sim.b.memory(sim.qb[0]).unwrap();
+    assert!(untouched.iter().all(|&b| b == 0));
+    let written = sim.b.memory(sim.qb[1]).unwrap();
+    assert!(written[1024..1024 + 8192].iter().all(|&b| b == 0));
+    assert!(written[..1024].iter().all(|&b| b == 0x5a));
+    assert!(written[1024 + 8192..].iter().all(|&b| b == 0x5a));
+}
+
 #[test]
 fn send_lands_at_the_start_of_the_buffer() {
     let mut sim = Sim::new(config(MAC_A, IP_A), config(MAC_B, IP_B), 1, 1 << 16);
