@@ -4,13 +4,18 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+/// Low bits of a heap key that hold the event's slot: at most 2^24 (16.7 M) events pending at
+/// once (a frame each, at least; a fabric's buffers hold far fewer).
+const SLOT_BITS: u32 = 24;
+const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
+
 /// A min-queue of events on (time, sequence number).
 ///
-/// The heap holds only each event's order, time and sequence number in one `u128`, and its
-/// slot in `slots`: a sift moves 32 bytes rather than the event (a frame's vector and its
-/// addresses), and compares one integer.
+/// The heap holds one `u128` per event: its time, its sequence number (40 bits: ties are in
+/// scheduling order for 2^40 events) and its slot in `slots`. A sift moves 16 bytes rather than
+/// the event (a frame's vector and its addresses) and compares one integer.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Reverse<(u128, u32)>>,
+    heap: BinaryHeap<Reverse<u128>>,
     slots: Vec<Option<E>>,
     free: Vec<u32>,
     seq: u64,
@@ -39,23 +44,27 @@ impl<E> EventQueue<E> {
                 (self.slots.len() - 1) as u32
             }
         };
-        let order = (u128::from(at_ns) << 64) | u128::from(self.seq);
-        self.heap.push(Reverse((order, slot)));
+        debug_assert!(
+            u64::from(slot) <= SLOT_MASK,
+            "more than 2^24 events pending"
+        );
+        let low = (self.seq << SLOT_BITS) | u64::from(slot);
+        self.heap
+            .push(Reverse((u128::from(at_ns) << 64) | u128::from(low)));
         self.seq += 1;
     }
 
     /// Time of the next event.
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap
-            .peek()
-            .map(|Reverse((order, _))| (order >> 64) as u64)
+        self.heap.peek().map(|Reverse(key)| (key >> 64) as u64)
     }
 
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        let Reverse((order, slot)) = self.heap.pop()?;
+        let Reverse(key) = self.heap.pop()?;
+        let slot = (key as u64 & SLOT_MASK) as u32;
         self.free.push(slot);
         let event = self.slots[slot as usize].take()?;
-        Some(((order >> 64) as u64, event))
+        Some(((key >> 64) as u64, event))
     }
 
     pub fn len(&self) -> usize {

@@ -262,6 +262,10 @@ pub struct Sim {
     pub timeline: Option<Timeline>,
     /// Capture files of switch ports, when asked for.
     pub capture: Option<Capture>,
+    /// Whether every host's foreground applications are done, as last found: only a host's
+    /// endpoint being driven ([`Sim::drive_nic`]), stopping the senders or a change between
+    /// runs changes it, and it is asked after every event.
+    nics_done: Option<bool>,
 }
 
 /// Spare host frame buffers kept (about what the fabric holds in flight at once).
@@ -351,6 +355,7 @@ impl Sim {
         progress: &mut dyn FnMut(&Progress),
     ) -> Stop {
         let apps = self.apps();
+        self.nics_done = None;
         loop {
             if apps > 0 && self.settle() {
                 return Stop::Finished;
@@ -424,16 +429,25 @@ impl Sim {
                 }
                 self.drive_nic(host);
             }
-            Event::HostRx { host, frame } => match &mut self.hosts[host].nic {
-                Some(nic) => {
-                    nic.ep.handle_frame(now, &frame);
-                    if self.buffers.len() < SPARE_BUFFERS {
-                        self.buffers.push(frame);
-                    }
-                    self.drive_nic(host);
+            Event::HostRx { host, frame } if self.hosts[host].nic.is_some() => {
+                let (before, rest) = self.hosts.split_at_mut(host);
+                if let Some((Some(nic), after)) = rest
+                    .split_first_mut()
+                    .map(|(me, after)| (me.nic.as_mut(), after))
+                {
+                    // A payload sent by reference is read from its sender's memory.
+                    nic.ep.handle_frame_with(now, &frame, |r| {
+                        let ip = Ipv4Addr::from(r.ip);
+                        let sender = before.iter().chain(after.iter()).find(|h| h.ip == ip);
+                        sender?.nic.as_ref()?.ep.payload(r)
+                    });
                 }
-                None => self.hosts[host].rx.push((now, frame)),
-            },
+                if self.buffers.len() < SPARE_BUFFERS {
+                    self.buffers.push(frame);
+                }
+                self.drive_nic(host);
+            }
+            Event::HostRx { host, frame } => self.hosts[host].rx.push((now, frame)),
             Event::NicWake { host } => {
                 if self.hosts[host].wake_at == Some(now) {
                     self.hosts[host].wake_at = None;
@@ -578,9 +592,12 @@ impl Sim {
     /// Gives `host` a new roce-host endpoint as its NIC, at its link's rate; the previous one
     /// (and its applications) is returned.
     pub fn set_nic(&mut self, host: usize, params: &crate::traffic::NicParams) -> Option<HostNic> {
+        // Payloads travel by reference (the receiving endpoint reads the sender's memory),
+        // unless frames are captured: the files show the bytes.
+        let by_reference = self.capture.is_none();
         let h = &mut self.hosts[host];
         let peer = h.peer?;
-        let ep = params.endpoint(h.mac, h.ip.octets(), peer.link.rate_bps);
+        let ep = params.endpoint(h.mac, h.ip.octets(), peer.link.rate_bps, by_reference);
         h.nic.replace(HostNic::new(ep))
     }
 
@@ -653,9 +670,14 @@ impl Sim {
             .iter()
             .flat_map(|h| &h.tcp)
             .all(|c| c.source.map_or(true, |s| s.background) || c.done(now));
-        if !foreground_tcp || !nics().all(HostNic::foreground_done) {
+        if !foreground_tcp
+            || !*self
+                .nics_done
+                .get_or_insert_with(|| nics().all(HostNic::foreground_done))
+        {
             return false;
         }
+        self.nics_done = None;
         for nic in self.hosts.iter_mut().filter_map(|h| h.nic.as_mut()) {
             nic.senders.iter_mut().for_each(Sender::stop);
         }
@@ -683,6 +705,7 @@ impl Sim {
     /// shared: one frame at a time when it is free, TCP and the endpoint taking turns, the
     /// connections round robin among themselves; without TCP the endpoint paces itself.
     fn drive_nic(&mut self, host: usize) {
+        self.nics_done = None;
         let now = self.now_ns;
         let h = &mut self.hosts[host];
         let Some(peer) = h.peer else {

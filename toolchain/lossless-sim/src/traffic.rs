@@ -51,8 +51,17 @@ impl NicParams {
         }
     }
 
-    pub fn endpoint(&self, mac: [u8; 6], ip: [u8; 4], rate_bps: u64) -> Endpoint {
+    /// `by_reference`: data payloads leave as references to the endpoint's memory
+    /// ([`roce_host::PayloadRef`]), not as bytes.
+    pub fn endpoint(
+        &self,
+        mac: [u8; 6],
+        ip: [u8; 4],
+        rate_bps: u64,
+        by_reference: bool,
+    ) -> Endpoint {
         let mut cfg = EndpointConfig::new(mac, ip);
+        cfg.payload_by_reference = by_reference;
         cfg.rate_bps = rate_bps;
         cfg.mtu = self.mtu;
         cfg.dscp = self.dscp;

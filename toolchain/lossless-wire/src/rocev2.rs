@@ -424,14 +424,23 @@ pub fn psn_add(a: u32, n: u32) -> u32 {
 /// ICRC of a RoCEv2 packet given its IP header, UDP header and the bytes from the BTH up to (not
 /// including) the ICRC. `ip` may be IPv4 or IPv6 (selected by its version nibble).
 pub fn icrc(ip: &[u8], udp: &[u8], bth_onwards: &[u8]) -> u32 {
+    icrc_hasher(ip, udp, bth_onwards).finalize()
+}
+
+/// The ICRC's CRC state after `ip`, `udp` and `bth_onwards` (masked), to be continued.
+fn icrc_hasher(ip: &[u8], udp: &[u8], bth_onwards: &[u8]) -> crc32fast::Hasher {
     // CRC-32 as Ethernet's FCS. Both ends sum every data frame, so in lossless-sim this is the
     // hosts' largest cost: the carry-less multiply (PCLMULQDQ) path runs several times faster
-    // than a lookup table.
-    let mut d = crc32fast::Hasher::new();
-    d.update(&[0xff; 8]);
-    let mut masked = [0u8; 60];
-    let n = ip.len().min(masked.len());
-    masked[..n].copy_from_slice(&ip[..n]);
+    // than a lookup table. The masked headers go in as one piece (a few short updates take
+    // the byte-table path each, at several times the cost per byte).
+    const LRH: usize = 8;
+    const IP_MAX: usize = 60;
+    const BTH_MAX: usize = 64;
+    let mut b = [0u8; LRH + IP_MAX + UDP_LEN + BTH_MAX];
+    b[..LRH].fill(0xff);
+    let n = ip.len().min(IP_MAX);
+    let masked = &mut b[LRH..LRH + n];
+    masked.copy_from_slice(&ip[..n]);
     if n >= 1 && masked[0] >> 4 == 6 && n >= 8 {
         // traffic class and flow label span bits 4..31; hop limit is byte 7
         masked[0] |= 0x0f;
@@ -443,38 +452,95 @@ pub fn icrc(ip: &[u8], udp: &[u8], bth_onwards: &[u8]) -> u32 {
         masked[10] = 0xff; // header checksum
         masked[11] = 0xff;
     }
-    d.update(&masked[..n]);
-    let mut u = [0u8; UDP_LEN];
+    let mut at = LRH + n;
     let un = udp.len().min(UDP_LEN);
-    u[..un].copy_from_slice(&udp[..un]);
-    u[6] = 0xff;
-    u[7] = 0xff;
-    d.update(&u[..un]);
-    if bth_onwards.len() > 4 {
-        d.update(&bth_onwards[..4]);
-        d.update(&[0xff]); // FECN, BECN and reserved bits
-        d.update(&bth_onwards[5..]);
-    } else {
-        d.update(bth_onwards);
+    b[at..at + un].copy_from_slice(&udp[..un]);
+    for byte in b.iter_mut().take(at + un).skip(at + 6) {
+        *byte = 0xff; // the UDP checksum
     }
-    d.finalize()
+    at += un;
+    let k = bth_onwards.len().min(BTH_MAX);
+    b[at..at + k].copy_from_slice(&bth_onwards[..k]);
+    if k > 4 {
+        b[at + 4] = 0xff; // FECN, BECN and reserved bits
+    }
+    at += k;
+    let mut d = crc32fast::Hasher::new();
+    d.update(&b[..at]);
+    d.update(&bth_onwards[k..]);
+    d
 }
+
+/// A payload a frame names instead of carrying (a simulator's frame: the bytes stay in the
+/// sender's memory, and no device on the way reads or writes them). The frame keeps the
+/// payload's length, so everything that counts bytes sees the real frame, and its ICRC is the
+/// one over the real bytes, which the sender sums in place. Its payload bytes are the CRC-32 of
+/// the ICRC-covered headers as sent (4 bytes, little-endian), then `note` (where the bytes are,
+/// for the receiver), then whatever the buffer held. The receiver checks its headers against
+/// that CRC ([`Packet::parse_with`]): the payload and the ICRC behind them are the sender's,
+/// so each payload is summed once.
+#[derive(Debug, Clone, Copy)]
+pub struct Elided<'a> {
+    pub payload: &'a [u8],
+    pub note: &'a [u8],
+}
+
+/// The bytes an [`Elided`] payload takes for the CRC of the headers.
+pub const ELIDED_CRC_LEN: usize = 4;
 
 /// Appends a complete RoCEv2 frame (no FCS) to `out`: headers, payload, pad and ICRC. Lengths,
 /// the IPv4 checksum and the BTH pad count are filled in here; `bth.pad` is ignored.
 pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, payload: &[u8]) {
-    let start = out.len();
+    let at = build_headers(out, l3, bth, ext, payload.len());
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&[0u8; 3][..at.pad]);
+    let crc = icrc(&out[at.ip..at.udp], &out[at.udp..at.bth], &out[at.bth..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// Writes a RoCEv2 frame as [`build_frame`] does into `out`, replacing what it held, with a
+/// payload it names instead of carrying ([`Elided`]) when the payload can hold the CRC and the
+/// note (otherwise the frame carries it). Of the payload's place only the CRC and the note are
+/// written: the buffer's old bytes stay behind them.
+pub fn write_frame_elided(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, p: &Elided) {
+    let len = p.payload.len();
+    let note_end = ELIDED_CRC_LEN + p.note.len();
+    if len < note_end {
+        out.clear();
+        return build_frame(out, l3, bth, ext, p.payload);
+    }
+    // The headers go after the old bytes, then to the front.
+    let old = out.len();
+    let at = build_headers(out, l3, bth, ext, len);
+    let head = out.len() - old;
+    out.copy_within(old.., 0);
+    let total = head + len + at.pad + ICRC_LEN;
+    out.resize(total.max(old + head), 0);
+    out.truncate(total);
+    let (ip, udp, bth_at) = (at.ip - old, at.udp - old, at.bth - old);
+    let mut d = icrc_hasher(&out[ip..udp], &out[udp..bth_at], &out[bth_at..head]);
+    let head_crc = d.clone().finalize();
+    d.update(p.payload);
+    d.update(&[0u8; 3][..at.pad]);
+    out[head..head + ELIDED_CRC_LEN].copy_from_slice(&head_crc.to_le_bytes());
+    out[head + ELIDED_CRC_LEN..head + note_end].copy_from_slice(p.note);
+    out[total - ICRC_LEN..].copy_from_slice(&d.finalize().to_le_bytes());
+}
+
+/// Where [`build_headers`] put the IPv4, UDP and BTH headers, and the payload's pad.
+struct Offsets {
+    ip: usize,
+    udp: usize,
+    bth: usize,
+    pad: usize,
+}
+
+/// Appends the headers of a RoCEv2 frame with a payload of `len` bytes, up to and including
+/// the extension headers, and reserves the whole frame.
+fn build_headers(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, len: usize) -> Offsets {
     // One allocation for the whole frame, not a doubling series as the payload is appended.
     out.reserve(
-        ETH_LEN
-            + VLAN_LEN
-            + IPV4_MIN_LEN
-            + UDP_LEN
-            + BTH_LEN
-            + ext.len()
-            + payload.len()
-            + 3
-            + ICRC_LEN,
+        ETH_LEN + VLAN_LEN + IPV4_MIN_LEN + UDP_LEN + BTH_LEN + ext.len() + len + 3 + ICRC_LEN,
     );
     out.extend_from_slice(&l3.dst_mac);
     out.extend_from_slice(&l3.src_mac);
@@ -483,10 +549,9 @@ pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, paylo
         out.extend_from_slice(&(((pcp as u16 & 7) << 13) | (vid & 0x0fff)).to_be_bytes());
     }
     out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    let ip_at = out.len();
-    let pad = (4 - payload.len() % 4) % 4;
-    let udp_len = UDP_LEN + BTH_LEN + ext.len() + payload.len() + pad + ICRC_LEN;
-    let ip_len = IPV4_MIN_LEN + udp_len;
+    let ip = out.len();
+    let pad = (4 - len % 4) % 4;
+    let udp_len = UDP_LEN + BTH_LEN + ext.len() + len + pad + ICRC_LEN;
     Ipv4 {
         dscp: l3.dscp,
         ecn: l3.ecn,
@@ -497,7 +562,7 @@ pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, paylo
         dst: l3.dst_ip,
     }
     .write(out, udp_len);
-    let udp_at = out.len();
+    let udp = out.len();
     out.extend_from_slice(&l3.udp_src.to_be_bytes());
     out.extend_from_slice(&UDP_PORT.to_be_bytes());
     out.extend_from_slice(&(udp_len as u16).to_be_bytes());
@@ -509,11 +574,12 @@ pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, paylo
     }
     .write(out);
     ext.write(out);
-    out.extend_from_slice(payload);
-    out.extend_from_slice(&[0u8; 3][..pad]);
-    let crc = icrc(&out[ip_at..udp_at], &out[udp_at..bth_at], &out[bth_at..]);
-    out.extend_from_slice(&crc.to_le_bytes());
-    debug_assert_eq!(out.len() - ip_at, ip_len, "frame starting at {start}");
+    Offsets {
+        ip,
+        udp,
+        bth: bth_at,
+        pad,
+    }
 }
 
 /// Where the IPv4 header of an Ethernet frame starts, if the frame is IPv4 (optionally one VLAN tag).
@@ -536,6 +602,19 @@ impl<'a> Packet<'a> {
     /// Parses an Ethernet frame (FCS stripped). `Ok(None)`: not IPv4/UDP to port 4791, so not ours.
     /// The ICRC is verified; a mismatch is [`RoceError::BadIcrc`].
     pub fn parse(frame: &'a [u8]) -> Result<Option<Self>, RoceError> {
+        Self::parse_with(frame, |_, _| None)
+    }
+
+    /// Parses a frame whose payload may be named rather than carried ([`Elided`]): `named` is
+    /// given the addresses and the bytes after the headers' CRC in the payload's place (the
+    /// note), and returns the payload they name, if they name one. The headers are then checked
+    /// against the CRC the sender took of them (a mismatch is [`RoceError::BadIcrc`] with those
+    /// two CRCs), and the packet's payload is the named one. `None`: the frame carries its
+    /// payload.
+    pub fn parse_with(
+        frame: &'a [u8],
+        named: impl FnOnce(&L3Header, &'a [u8]) -> Option<&'a [u8]>,
+    ) -> Result<Option<Self>, RoceError> {
         let Some((ip_at, vlan)) = ipv4_offset(frame) else {
             return Ok(None);
         };
@@ -587,31 +666,43 @@ impl<'a> Packet<'a> {
         }
         let found =
             u32::from_le_bytes(rest[rest.len() - ICRC_LEN..].try_into().unwrap_or_default());
-        let computed = icrc(&ip[..ihl], &udp[..UDP_LEN], body);
-        if found != computed {
-            return Err(RoceError::BadIcrc { found, computed });
-        }
         let mut dst_mac = [0u8; 6];
         let mut src_mac = [0u8; 6];
         dst_mac.copy_from_slice(&frame[0..6]);
         src_mac.copy_from_slice(&frame[6..12]);
+        let l3 = L3Header {
+            dst_mac,
+            src_mac,
+            vlan,
+            src_ip: [ip[12], ip[13], ip[14], ip[15]],
+            dst_ip: [ip[16], ip[17], ip[18], ip[19]],
+            dscp: ip[1] >> 2,
+            ecn: ip[1] & 3,
+            ttl: ip[8],
+            ip_id: be16(ip, 4),
+            udp_src: be16(udp, 0),
+        };
+        let head = BTH_LEN + ext.len();
+        let carried = &after[..after.len() - pad];
+        let note = carried.get(ELIDED_CRC_LEN..).and_then(|n| named(&l3, n));
+        let (payload, found, computed) = match note {
+            Some(p) if p.len() == carried.len() => {
+                let sent = u32::from_le_bytes([carried[0], carried[1], carried[2], carried[3]]);
+                let now = icrc(&ip[..ihl], &udp[..UDP_LEN], &body[..head]);
+                (p, sent, now)
+            }
+            _ => (carried, found, icrc(&ip[..ihl], &udp[..UDP_LEN], body)),
+        };
+        if found != computed {
+            return Err(RoceError::BadIcrc { found, computed });
+        }
+        let trailer = &rest[rest.len() - ICRC_LEN..];
         Ok(Some(Packet {
-            l3: L3Header {
-                dst_mac,
-                src_mac,
-                vlan,
-                src_ip: [ip[12], ip[13], ip[14], ip[15]],
-                dst_ip: [ip[16], ip[17], ip[18], ip[19]],
-                dscp: ip[1] >> 2,
-                ecn: ip[1] & 3,
-                ttl: ip[8],
-                ip_id: be16(ip, 4),
-                udp_src: be16(udp, 0),
-            },
+            l3,
             bth,
             ext,
-            payload: &after[..after.len() - pad],
-            icrc: found,
+            payload,
+            icrc: u32::from_le_bytes(trailer.try_into().unwrap_or_default()),
         }))
     }
 }
@@ -868,5 +959,86 @@ mod tests {
         let ports: std::collections::HashSet<u16> = (0..256).map(udp_src_port).collect();
         assert!(ports.iter().all(|&p| p >= 0xc000));
         assert_eq!(ports.len(), 256);
+    }
+
+    /// A WRITE_FIRST with a payload of `len` bytes (odd lengths take a pad), carried and named
+    /// (written over a buffer of 0xaa).
+    fn full_and_elided(len: usize, note: &[u8]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+        let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+        let l3 = sample_l3();
+        let bth = Bth::new(opcode::RC_WRITE_FIRST, 0x101, 77);
+        let ext = Ext::Reth(Reth {
+            va: 0x1000,
+            rkey: 5,
+            dma_len: 8192,
+        });
+        let (mut full, mut elided) = (Vec::new(), vec![0xaa; 9000]);
+        build_frame(&mut full, &l3, &bth, &ext, &payload);
+        let e = Elided {
+            payload: &payload,
+            note,
+        };
+        write_frame_elided(&mut elided, &l3, &bth, &ext, &e);
+        (full, elided, payload)
+    }
+
+    /// Ethernet, 802.1Q, IPv4, UDP, BTH, RETH: 14 + 4 + 20 + 8 + 12 + 16 bytes.
+    const HEAD: usize = 74;
+
+    #[test]
+    fn elided_frame_is_the_full_frame_but_its_payload_bytes() {
+        for len in [4096, 1023, 20] {
+            let note = [0x5a; 16];
+            let (full, elided, payload) = full_and_elided(len, &note);
+            assert_eq!(full.len(), elided.len(), "len {len}");
+            assert_eq!(full[..HEAD], elided[..HEAD]);
+            assert_eq!(full[HEAD..HEAD + len], payload[..]);
+            // The CRC of the ICRC-covered headers, the note, the buffer's old bytes.
+            let crc = icrc(&full[18..38], &full[38..46], &full[46..HEAD]);
+            assert_eq!(elided[HEAD..HEAD + 4], crc.to_le_bytes());
+            assert_eq!(elided[HEAD + 4..HEAD + 20], note);
+            assert!(elided[HEAD + 20..elided.len() - 4]
+                .iter()
+                .all(|&b| b == 0xaa));
+            // The ICRC over the real bytes.
+            assert_eq!(
+                full[full.len() - 4..],
+                elided[elided.len() - 4..],
+                "len {len}"
+            );
+            let p = Packet::parse_with(&elided, |l3, n| {
+                assert_eq!(l3.src_ip, [10, 0, 0, 1]);
+                assert_eq!(n[..16], note);
+                Some(&payload[..])
+            })
+            .unwrap()
+            .unwrap();
+            assert_eq!(p.payload, &payload[..]);
+            assert_eq!(p, Packet::parse(&full).unwrap().unwrap());
+        }
+        // Too short for the CRC and the note: carried.
+        let (full, elided, _) = full_and_elided(19, &[0x5a; 16]);
+        assert_eq!(full, elided);
+    }
+
+    #[test]
+    fn elided_frame_fails_its_icrc_without_its_payload_or_with_other_headers() {
+        let (_, mut elided, payload) = full_and_elided(256, &[1; 16]);
+        assert!(matches!(
+            Packet::parse(&elided),
+            Err(RoceError::BadIcrc { .. })
+        ));
+        let with = |f: &[u8]| Packet::parse_with(f, |_, _| Some(&payload[..])).map(|p| p.is_some());
+        assert_eq!(with(&elided), Ok(true));
+        // A named payload of another length is not the frame's: the carried bytes are checked.
+        let short = Packet::parse_with(&elided, |_, _| Some(&payload[..252]));
+        assert!(matches!(short, Err(RoceError::BadIcrc { .. })));
+        // The destination QP, covered by the ICRC, changed on the way.
+        elided[46 + 7] ^= 1;
+        assert!(matches!(with(&elided), Err(RoceError::BadIcrc { .. })));
+        // The TTL is not covered.
+        elided[46 + 7] ^= 1;
+        elided[18 + 8] -= 1;
+        assert_eq!(with(&elided), Ok(true));
     }
 }

@@ -20,8 +20,9 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use lossless_wire::pfc::MacControl;
 use lossless_wire::rocev2::{
-    build_frame, opcode, psn_add, psn_diff, udp_src_port, Aeth, Bth, Ext, L3Header, NakCode,
-    Packet, Reth, RoceError, Syndrome, ECN_CE, ECN_ECT0, ECN_NOT_ECT,
+    build_frame, opcode, psn_add, psn_diff, udp_src_port, write_frame_elided, Aeth, Bth, Elided,
+    Ext, L3Header, NakCode, Packet, Reth, RoceError, Syndrome, ECN_CE, ECN_ECT0, ECN_NOT_ECT,
+    ELIDED_CRC_LEN,
 };
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +69,10 @@ pub struct EndpointConfig {
     pub max_send_wr: usize,
     /// QPNs are allocated upwards from here.
     pub qpn_base: u32,
+    /// Data payloads of at least [`PAYLOAD_REF_LEN`] bytes leave as references to this
+    /// endpoint's memory ([`PayloadRef`]), not as bytes: for a simulator whose receiving
+    /// endpoints take them with [`Endpoint::handle_frame_with`].
+    pub payload_by_reference: bool,
 }
 
 impl EndpointConfig {
@@ -90,6 +95,7 @@ impl EndpointConfig {
             ack_every: 16,
             max_send_wr: 4096,
             qpn_base: 0x100,
+            payload_by_reference: false,
         }
     }
 
@@ -125,6 +131,50 @@ pub struct Peer {
     pub ip: [u8; 4],
     pub mac: [u8; 6],
     pub qp: QpInfo,
+}
+
+/// A data payload a frame names instead of carrying ([`EndpointConfig::payload_by_reference`];
+/// the frame's form is lossless-wire's [`Elided`]): `len` bytes of QP `qpn`'s memory from
+/// `offset`, at the endpoint with address `ip` (the frame's source). Verbs leave a posted
+/// buffer to the NIC until its work request completes, which is after the receiver has placed
+/// it, so the receiver may read it from the sender's memory when the frame arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadRef {
+    pub ip: [u8; 4],
+    pub qpn: u32,
+    pub offset: usize,
+    pub len: usize,
+    /// The sender's QP memory was all zeros when it sent (nothing had written it): placing the
+    /// payload into a receiving buffer that is all zeros too changes nothing, and is skipped.
+    pub zeros: bool,
+}
+
+/// The smallest payload sent by reference: the headers' CRC, then the reference (a mark, the
+/// QPN, the offset, whether the memory is all zeros). A carried payload that holds the mark there is taken for a reference (by
+/// [`Endpoint::handle_frame_with`] only).
+pub const PAYLOAD_REF_LEN: usize = ELIDED_CRC_LEN + NOTE_LEN;
+const NOTE_LEN: usize = 21;
+const PAYLOAD_REF_MARK: [u8; 8] = [0xb7, 0x9e, 0x37, 0x79, 0x7f, 0x4a, 0x7c, 0x15];
+
+/// The note a frame carries for a payload of QP `qpn`'s memory at `offset`.
+fn ref_note(qpn: u32, offset: usize, zeros: bool) -> [u8; NOTE_LEN] {
+    let mut n = [0u8; NOTE_LEN];
+    n[..8].copy_from_slice(&PAYLOAD_REF_MARK);
+    n[8..12].copy_from_slice(&qpn.to_be_bytes());
+    n[12..20].copy_from_slice(&(offset as u64).to_be_bytes());
+    n[20] = u8::from(zeros);
+    n
+}
+
+/// The (QPN, offset, all zeros) a note names, if it is a reference.
+fn read_note(note: &[u8]) -> Option<(u32, usize, bool)> {
+    let n = note.get(..NOTE_LEN)?;
+    if n[..8] != PAYLOAD_REF_MARK {
+        return None;
+    }
+    let qpn = u32::from_be_bytes(n[8..12].try_into().ok()?);
+    let offset = u64::from_be_bytes(n[12..20].try_into().ok()?);
+    Some((qpn, usize::try_from(offset).ok()?, n[20] == 1))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,6 +326,9 @@ struct Qp {
     qpn: u32,
     start_psn: u32,
     mem: Vec<u8>,
+    /// `mem` is all zeros: nothing has written it since it was created (no [`Endpoint::memory_mut`],
+    /// no payload placed but zeros over zeros).
+    zeroed: bool,
     va: u64,
     rkey: u32,
     peer: Option<Peer>,
@@ -406,6 +459,7 @@ impl Endpoint {
             qpn,
             start_psn,
             mem: vec![0; mem_len],
+            zeroed: true,
             va: (qpn as u64) << 32,
             rkey: qpn.rotate_left(12) ^ 0x5eed,
             peer: None,
@@ -490,8 +544,15 @@ impl Endpoint {
         Some(&self.qps[self.index(qpn)?].mem)
     }
 
+    /// The bytes `r` names in this endpoint's memory (`r.ip` is not checked).
+    pub fn payload(&self, r: &PayloadRef) -> Option<&[u8]> {
+        let end = r.offset.checked_add(r.len)?;
+        self.qps[self.index(r.qpn)?].mem.get(r.offset..end)
+    }
+
     pub fn memory_mut(&mut self, qpn: u32) -> Option<&mut [u8]> {
         let i = self.index(qpn)?;
+        self.qps[i].zeroed = false;
         Some(&mut self.qps[i].mem)
     }
 
@@ -598,6 +659,18 @@ impl Endpoint {
     /// Takes one received Ethernet frame (FCS stripped). Never fails: whatever is wrong with the
     /// frame is counted.
     pub fn handle_frame(&mut self, now: u64, frame: &[u8]) {
+        self.handle_frame_with(now, frame, |_| None);
+    }
+
+    /// [`Endpoint::handle_frame`] for a frame whose payload may be a [`PayloadRef`]: `memory`
+    /// gives the bytes it names (the sending endpoint's [`Endpoint::payload`]). A reference
+    /// that names nothing fails the ICRC, as a payload that is not the one sent.
+    pub fn handle_frame_with<'m>(
+        &mut self,
+        now: u64,
+        frame: &[u8],
+        memory: impl FnOnce(&PayloadRef) -> Option<&'m [u8]>,
+    ) {
         self.counters.rx_frames += 1;
         self.counters.rx_bytes += frame.len() as u64;
         match MacControl::decode(frame) {
@@ -611,7 +684,21 @@ impl Endpoint {
         if let Some(arp) = Arp::parse(frame) {
             return self.on_arp(arp);
         }
-        let pkt = match Packet::parse(frame) {
+        let mut zeros = false;
+        let parsed = Packet::parse_with(frame, |l3, note| {
+            let (qpn, offset, z) = read_note(note)?;
+            let r = PayloadRef {
+                ip: l3.src_ip,
+                qpn,
+                offset,
+                len: ELIDED_CRC_LEN + note.len(),
+                zeros: z,
+            };
+            let bytes = memory(&r)?;
+            zeros = z;
+            Some(bytes)
+        });
+        let pkt = match parsed {
             Ok(Some(p)) => p,
             Ok(None) => {
                 self.counters.rx_ignored += 1;
@@ -650,7 +737,7 @@ impl Endpoint {
         match pkt.bth.opcode {
             opcode::CNP => self.on_cnp(now, i),
             opcode::RC_ACK => self.on_ack(now, i, &pkt),
-            op if op <= opcode::RC_WRITE_ONLY_IMM => self.on_request(now, i, &pkt),
+            op if op <= opcode::RC_WRITE_ONLY_IMM => self.on_request(now, i, &pkt, zeros),
             _ => self.counters.rx_unsupported_opcode += 1,
         }
     }
@@ -688,7 +775,8 @@ impl Endpoint {
         }
     }
 
-    fn on_request(&mut self, now: u64, i: usize, pkt: &Packet) {
+    /// `zeros`: the payload is all zeros ([`PayloadRef::zeros`]).
+    fn on_request(&mut self, now: u64, i: usize, pkt: &Packet, zeros: bool) {
         self.counters.rx_data_pkts += 1;
         let cnp_interval = self.cfg.dcqcn.map(|d| d.cnp_interval_ns);
         let q = &mut self.qps[i];
@@ -722,7 +810,7 @@ impl Endpoint {
             }
             return;
         }
-        match place(q, pkt, self.cfg.mtu, now) {
+        match place(q, pkt, zeros, self.cfg.mtu, now) {
             Ok(done) => {
                 self.counters.rx_payload_bytes += pkt.payload.len() as u64;
                 q.epsn = psn_add(q.epsn, 1);
@@ -922,10 +1010,10 @@ impl Endpoint {
 
     // ---------------------------------------------------------------- transmit
 
-    /// Writes the next frame allowed at `now` into `out` (cleared first). False: nothing may go
-    /// now; ask [`Endpoint::next_wakeup`] when to try again.
+    /// Writes the next frame allowed at `now` into `out`, replacing what it held (a payload
+    /// sent by reference leaves the buffer's old bytes in its place). False: nothing may go now,
+    /// and `out` is as it was; ask [`Endpoint::next_wakeup`] when to try again.
     pub fn poll_tx(&mut self, now: u64, out: &mut Vec<u8>) -> bool {
-        out.clear();
         self.run_timers(now);
         if self.link_free_ps > now.saturating_mul(1000) {
             return false;
@@ -964,6 +1052,7 @@ impl Endpoint {
         let Some(f) = self.raw_q.pop_front() else {
             return false;
         };
+        out.clear();
         out.extend_from_slice(&f);
         self.counters.tx_arp += 1;
         true
@@ -989,6 +1078,7 @@ impl Endpoint {
                 becn: true,
                 ..Bth::new(opcode::CNP, peer.qp.qpn, 0)
             };
+            out.clear();
             build_frame(out, &l3, &bth, &Ext::CnpPad, &[]);
             self.counters.tx_cnps += 1;
             return true;
@@ -1013,6 +1103,7 @@ impl Endpoint {
                 syndrome,
                 msn: q.msn,
             };
+            out.clear();
             build_frame(
                 out,
                 &l3,
@@ -1089,7 +1180,18 @@ impl Endpoint {
             let at = w.local_offset + off;
             let mut l3 = q.l3;
             l3.ip_id = ip_id;
-            build_frame(out, &l3, &bth, &ext, &q.mem[at..at + plen]);
+            let payload = &q.mem[at..at + plen];
+            if self.cfg.payload_by_reference {
+                let note = ref_note(q.qpn, at, q.zeroed);
+                let elided = Elided {
+                    payload,
+                    note: &note,
+                };
+                write_frame_elided(out, &l3, &bth, &ext, &elided);
+            } else {
+                out.clear();
+                build_frame(out, &l3, &bth, &ext, payload);
+            }
             q.cur_pkt += 1;
             if q.cur_pkt == w.npkts {
                 q.cur_wr += 1;
@@ -1149,7 +1251,14 @@ fn ipv4_checksum_ok(frame: &[u8], tagged: bool) -> bool {
 
 /// Validates an in-sequence request against the responder's state and places its payload.
 /// `Ok(Some)` when it completed a message. State changes only on success.
-fn place(q: &mut Qp, pkt: &Packet, mtu: usize, now: u64) -> Result<Option<Incoming>, NakCode> {
+/// `zeros`: the payload is all zeros, so a buffer of zeros needs no copy.
+fn place(
+    q: &mut Qp,
+    pkt: &Packet,
+    zeros: bool,
+    mtu: usize,
+    now: u64,
+) -> Result<Option<Incoming>, NakCode> {
     use opcode::*;
     let op = pkt.bth.opcode;
     let (first, last, write) = match op {
@@ -1216,7 +1325,10 @@ fn place(q: &mut Qp, pkt: &Packet, mtu: usize, now: u64) -> Result<Option<Incomi
                 Err(NakCode::InvalidRequest)
             } else {
                 let at = (*next - q.va) as usize;
-                q.mem[at..at + data.len()].copy_from_slice(data);
+                if !(zeros && q.zeroed) {
+                    q.mem[at..at + data.len()].copy_from_slice(data);
+                    q.zeroed &= zeros;
+                }
                 *next += data.len() as u64;
                 *remaining -= data.len();
                 Ok(last.then_some(Incoming {
@@ -1233,7 +1345,10 @@ fn place(q: &mut Qp, pkt: &Packet, mtu: usize, now: u64) -> Result<Option<Incomi
             if end > q.mem.len() {
                 Err(NakCode::InvalidRequest)
             } else {
-                q.mem[*offset..end].copy_from_slice(data);
+                if !(zeros && q.zeroed) {
+                    q.mem[*offset..end].copy_from_slice(data);
+                    q.zeroed &= zeros;
+                }
                 *offset = end;
                 Ok(last.then_some(Incoming {
                     qpn: q.qpn,

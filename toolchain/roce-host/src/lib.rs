@@ -18,6 +18,6 @@ pub mod perftest;
 pub mod route;
 
 pub use endpoint::{
-    Completion, Counters, Endpoint, EndpointConfig, Incoming, IncomingKind, Peer, PostError,
-    QpInfo, QpStats, WcStatus, WorkRequest, WrOp,
+    Completion, Counters, Endpoint, EndpointConfig, Incoming, IncomingKind, PayloadRef, Peer,
+    PostError, QpInfo, QpStats, WcStatus, WorkRequest, WrOp, PAYLOAD_REF_LEN,
 };

@@ -4,7 +4,9 @@ mod common;
 
 use common::*;
 use lossless_wire::rocev2::{build_frame, opcode, Bth, Ext, L3Header, Packet, Reth};
-use roce_host::{IncomingKind, WcStatus, WorkRequest, WrOp};
+use roce_host::{
+    Endpoint, EndpointConfig, IncomingKind, WcStatus, WorkRequest, WrOp, PAYLOAD_REF_LEN,
+};
 
 /// Posts WRITEs of `sizes` from A's QP `i` buffer (filled with a pattern) to B at consecutive
 /// offsets, runs until all complete, and checks B's buffer byte for byte.
@@ -57,6 +59,85 @@ fn writes_of_every_size_land_byte_exact() {
     assert!(matches!(inc[6].kind, IncomingKind::Write { .. }));
     assert_eq!(sim.a.counters().tx_retransmitted_pkts, 0);
     assert_eq!(sim.b.counters().rx_out_of_sequence, 0);
+}
+
+/// Payloads by reference: the same frames at the same times, but for the payload bytes of data
+/// frames of at least the reference's length, with the ICRC computed over the real bytes; the
+/// receiver places the bytes of the sender's memory; an endpoint that takes only carried
+/// payloads finds the ICRC wrong.
+#[test]
+fn writes_by_reference_send_the_same_frames_and_land_byte_exact() {
+    let by_ref = |mut c: EndpointConfig| {
+        c.payload_by_reference = true;
+        c
+    };
+    let mut full = Sim::new(config(MAC_A, IP_A), config(MAC_B, IP_B), 1, 1 << 20);
+    let (ca, cb) = (by_ref(config(MAC_A, IP_A)), by_ref(config(MAC_B, IP_B)));
+    let mut named = Sim::new(ca, cb, 1, 1 << 20);
+    full.keep_log = true;
+    named.keep_log = true;
+    write_and_check(&mut full, 0, &SIZES, 1_000_000_000);
+    write_and_check(&mut named, 0, &SIZES, 1_000_000_000);
+    assert_eq!(full.log.len(), named.log.len());
+    let mut by_reference = 0;
+    for ((t, dir, f), (t2, dir2, f2)) in full.log.iter().zip(&named.log) {
+        assert_eq!((t, dir, f.len()), (t2, dir2, f2.len()));
+        let p = Packet::parse(f).unwrap().unwrap();
+        let tail = p.payload.len() + p.bth.pad as usize + 4;
+        let head = f.len() - tail;
+        assert_eq!(f[..head], f2[..head], "headers at {t} ns");
+        assert_eq!(f[f.len() - 4..], f2[f2.len() - 4..], "ICRC at {t} ns");
+        if p.payload.len() >= PAYLOAD_REF_LEN {
+            assert_ne!(f[head..], f2[head..], "payload at {t} ns");
+            by_reference += 1;
+            let mut plain = Endpoint::new(config(MAC_B, IP_B));
+            plain.handle_frame(0, f2);
+            assert_eq!(plain.counters().rx_bad_icrc, 1);
+        } else {
+            assert_eq!(f, f2);
+        }
+    }
+    // 100 000 bytes alone are 98 packets of 1024.
+    assert!(by_reference > 98, "{by_reference}");
+    assert_eq!(named.b.counters().rx_bad_icrc, 0);
+}
+
+/// A never-written sender's buffer sends its zeros by reference: a receiving buffer of zeros
+/// skips the copy, a written one takes them.
+#[test]
+fn zeros_by_reference_overwrite_a_written_buffer() {
+    let by_ref = |mut c: EndpointConfig| {
+        c.payload_by_reference = true;
+        c
+    };
+    let (ca, cb) = (by_ref(config(MAC_A, IP_A)), by_ref(config(MAC_B, IP_B)));
+    let mut sim = Sim::new(ca, cb, 2, 1 << 16);
+    sim.b.memory_mut(sim.qb[1]).unwrap().fill(0x5a);
+    for i in 0..2 {
+        let info = sim.b.qp_info(sim.qb[i]).unwrap();
+        let wr = WorkRequest {
+            wr_id: i as u64,
+            op: WrOp::Write {
+                remote_va: info.va + 1024,
+                rkey: info.rkey,
+            },
+            local_offset: 0,
+            len: 8192,
+        };
+        sim.a.post(sim.now, sim.qa[i], wr).unwrap();
+    }
+    let mut done = Vec::new();
+    assert!(sim.run_until(1_000_000_000, |s| {
+        done.extend(s.a.take_completions());
+        done.len() == 2
+    }));
+    assert!(done.iter().all(|c| c.status == WcStatus::Success));
+    let untouched = sim.b.memory(sim.qb[0]).unwrap();
+    assert!(untouched.iter().all(|&b| b == 0));
+    let written = sim.b.memory(sim.qb[1]).unwrap();
+    assert!(written[1024..1024 + 8192].iter().all(|&b| b == 0));
+    assert!(written[..1024].iter().all(|&b| b == 0x5a));
+    assert!(written[1024 + 8192..].iter().all(|&b| b == 0x5a));
 }
 
 #[test]

@@ -154,12 +154,19 @@ impl Sim {
             moved = true;
         }
         let mut buf = vec![0u8; MAX_FRAME];
+        // Payloads sent by reference (EndpointConfig::payload_by_reference) are read from the
+        // sender's memory.
+        let (a, b) = (&mut self.a, &mut self.b);
         while let Recv::Frame(n) = self.port_b.recv(&mut buf, Duration::ZERO).unwrap() {
-            self.b.handle_frame(self.now, &buf[..n]);
+            b.handle_frame_with(self.now, &buf[..n], |r| {
+                (r.ip == IP_A).then(|| a.payload(r)).flatten()
+            });
             moved = true;
         }
         while let Recv::Frame(n) = self.port_a.recv(&mut buf, Duration::ZERO).unwrap() {
-            self.a.handle_frame(self.now, &buf[..n]);
+            a.handle_frame_with(self.now, &buf[..n], |r| {
+                (r.ip == IP_B).then(|| b.payload(r)).flatten()
+            });
             moved = true;
         }
         moved
