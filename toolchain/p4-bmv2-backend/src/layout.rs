@@ -257,15 +257,12 @@ impl Ctx<'_> {
         Ok(name)
     }
 
-    pub fn add_header_instance(
-        &mut self,
-        name: &str,
-        ty: TypeId,
-        meta: bool,
-        span: Span,
-    ) -> R<i64> {
+    /// A header instance of P4 header type `ty`. Never metadata, as p4c makes them (also the
+    /// headers of the user metadata and locals): bmv2 resets a header's validity with each
+    /// packet and keeps metadata valid, and P4 headers start invalid.
+    pub fn add_header_instance(&mut self, name: &str, ty: TypeId, span: Span) -> R<i64> {
         let header_type = self.header_type(ty, span)?;
-        Ok(self.push_header(name, header_type, meta))
+        Ok(self.push_header(name, header_type, false))
     }
 
     /// A header instance of the emitted header type `header_type`; its id.
@@ -307,7 +304,7 @@ impl Ctx<'_> {
         match ty {
             Type::Header(id) => {
                 let name = self.fresh(base);
-                self.add_header_instance(&name, *id, false, span)?;
+                self.add_header_instance(&name, *id, span)?;
                 Ok(Place::Header { name, ty: *id })
             }
             Type::Struct(_) => {
@@ -330,7 +327,7 @@ impl Ctx<'_> {
                     Type::Header(elem) => elem,
                     Type::HeaderUnion(elem) => {
                         let name = self.fresh(base);
-                        self.add_union_stack(&name, elem, *n, false, span)?;
+                        self.add_union_stack(&name, elem, *n, span)?;
                         return Ok(Place::UnionStack {
                             name,
                             elem,
@@ -340,7 +337,7 @@ impl Ctx<'_> {
                     _ => return unsupported(span, "a stack of this element type as a local"),
                 };
                 let name = self.fresh(base);
-                self.add_stack(&name, elem, *n, false, span)?;
+                self.add_stack(&name, elem, *n, span)?;
                 Ok(Place::Stack {
                     name,
                     elem,
@@ -349,7 +346,7 @@ impl Ctx<'_> {
             }
             Type::HeaderUnion(id) => {
                 let name = self.fresh(base);
-                self.add_union(&name, *id, false, span)?;
+                self.add_union(&name, *id, span)?;
                 Ok(Place::Union { name, ty: *id })
             }
             Type::Varbit(w) => {
@@ -384,10 +381,10 @@ impl Ctx<'_> {
         }
     }
 
-    fn add_stack(&mut self, name: &str, elem: TypeId, n: u32, meta: bool, span: Span) -> R<()> {
+    fn add_stack(&mut self, name: &str, elem: TypeId, n: u32, span: Span) -> R<()> {
         let mut ids = Vec::new();
         for i in 0..n {
-            ids.push(self.add_header_instance(&format!("{name}[{i}]"), elem, meta, span)?);
+            ids.push(self.add_header_instance(&format!("{name}[{i}]"), elem, span)?);
         }
         let header_type = self.header_type(elem, span)?;
         let id = self.json.header_stacks.len() as i64;
@@ -402,17 +399,10 @@ impl Ctx<'_> {
     }
 
     /// `name[0]` ... `name[n-1]`, each a union with its member headers, and the stack.
-    fn add_union_stack(
-        &mut self,
-        name: &str,
-        elem: TypeId,
-        n: u32,
-        meta: bool,
-        span: Span,
-    ) -> R<()> {
+    fn add_union_stack(&mut self, name: &str, elem: TypeId, n: u32, span: Span) -> R<()> {
         let mut ids = Vec::new();
         for i in 0..n {
-            ids.push(self.add_union(&format!("{name}[{i}]"), elem, meta, span)?);
+            ids.push(self.add_union(&format!("{name}[{i}]"), elem, span)?);
         }
         let id = self.json.header_union_stacks.len() as i64;
         self.json.header_union_stacks.push(j::HeaderUnionStack {
@@ -425,7 +415,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn add_union(&mut self, name: &str, ty: TypeId, meta: bool, span: Span) -> R<i64> {
+    fn add_union(&mut self, name: &str, ty: TypeId, span: Span) -> R<i64> {
         let decl = self.p.ty(ty);
         let tname = decl.name.clone();
         let TypeDeclKind::HeaderUnion(fields) = &decl.kind else {
@@ -438,7 +428,7 @@ impl Ctx<'_> {
             let Type::Header(h) = f.ty else {
                 return unsupported(f.span, "a union member that is not a header");
             };
-            ids.push(self.add_header_instance(&format!("{name}.{}", f.name), h, meta, span)?);
+            ids.push(self.add_header_instance(&format!("{name}.{}", f.name), h, span)?);
             members.push((f.name.clone(), self.p.ty(h).name.clone()));
         }
         if !self.json.header_union_types.iter().any(|u| u.name == tname) {
@@ -461,7 +451,7 @@ impl Ctx<'_> {
 
     /// The place of a struct of the package's headers or metadata: headers keep their member
     /// names (under `prefix` when it is not empty), scalars go to `scalars`.
-    fn root_struct(&mut self, id: TypeId, prefix: &str, meta: bool, span: Span) -> R<Place> {
+    fn root_struct(&mut self, id: TypeId, prefix: &str, span: Span) -> R<Place> {
         let ty = Type::Struct(id);
         let fields = self.p.fields(&ty).unwrap_or_default().to_vec();
         let mut out = Vec::new();
@@ -481,12 +471,12 @@ impl Ctx<'_> {
             }
             out.push(match &f.ty {
                 Type::Header(h) => {
-                    self.add_header_instance(&name, *h, meta, f.span)?;
+                    self.add_header_instance(&name, *h, f.span)?;
                     Place::Header { name, ty: *h }
                 }
                 Type::Stack(e, n) => match **e {
                     Type::Header(elem) => {
-                        self.add_stack(&name, elem, *n, meta, f.span)?;
+                        self.add_stack(&name, elem, *n, f.span)?;
                         Place::Stack {
                             name,
                             elem,
@@ -494,7 +484,7 @@ impl Ctx<'_> {
                         }
                     }
                     Type::HeaderUnion(elem) => {
-                        self.add_union_stack(&name, elem, *n, meta, f.span)?;
+                        self.add_union_stack(&name, elem, *n, f.span)?;
                         Place::UnionStack {
                             name,
                             elem,
@@ -504,10 +494,10 @@ impl Ctx<'_> {
                     _ => return unsupported(f.span, "a stack of this element type"),
                 },
                 Type::HeaderUnion(u) => {
-                    self.add_union(&name, *u, meta, f.span)?;
+                    self.add_union(&name, *u, f.span)?;
                     Place::Union { name, ty: *u }
                 }
-                Type::Struct(s) => self.root_struct(*s, &name, meta, f.span)?,
+                Type::Struct(s) => self.root_struct(*s, &name, f.span)?,
                 Type::Tuple(_) => {
                     let t = f.ty.clone();
                     self.fresh_place(&name, &t, f.span)?
@@ -602,11 +592,11 @@ impl Ctx<'_> {
         let Type::Struct(m) = params[2].ty else {
             return unsupported(parser.span, "the user metadata must be a struct");
         };
-        let place = self.root_struct(m, "userMetadata", true, parser.span)?;
+        let place = self.root_struct(m, "userMetadata", parser.span)?;
         self.lay.roots.insert(m, place);
         self.lay.meta_ty = Some(m);
         let place = match params[1].ty {
-            Type::Struct(h) => (h, self.root_struct(h, "", false, parser.span)?),
+            Type::Struct(h) => (h, self.root_struct(h, "", parser.span)?),
             // p4c-bm2-ss refuses a lone header too, in its backend, after it wrote P4Info:
             // the refusal is kept for the end and the header laid out, so that the blocks
             // are still lowered and their control-plane model is whole.
@@ -616,7 +606,7 @@ impl Ctx<'_> {
                     what: "the headers must be a struct".into(),
                 });
                 let name = params[1].name.clone();
-                self.add_header_instance(&name, h, false, parser.span)?;
+                self.add_header_instance(&name, h, parser.span)?;
                 (h, Place::Header { name, ty: h })
             }
             _ => return unsupported(parser.span, "the headers must be a struct"),
