@@ -1,7 +1,7 @@
 /* A small router: LPM + ECMP action_selector, registers, clone, checksums, packet-in/out. */
 #include <core.p4>
+#define V1MODEL_VERSION 20200408 /* counter<I>, meter<I>; p4c's default is 20180101 */
 #include <v1model.p4>
-
 #define CPU_PORT 255
 
 typedef bit<48> mac_t;

@@ -1,8 +1,8 @@
 /* Semantic coverage: constructs the type checker resolves, infers and folds. Valid P4_16 for
  * p4c's v1model front end as well. */
 #include <core.p4>
+#define V1MODEL_VERSION 20200408 /* counter<I>, meter<I>; p4c's default is 20180101 */
 #include <v1model.p4>
-
 const bit<16> TYPE_VLAN = 0x8100;
 const int SHIFT = 4;
 const bit<8> FOLDED = (bit<8>)((TYPE_VLAN >> 8) + 16w1) << 1;   // 0x82 << 1 = 0x04

@@ -430,6 +430,9 @@ impl Ctx<'_> {
                 Type::Header(_) | Type::Struct(_) | Type::HeaderUnion(_) | Type::Stack(..)
             )
         {
+            if let Some(eq) = self.eq_struct_value(b, l, r, e)? {
+                return Ok(if o == BinOp::Eq { eq } else { un("not", eq) });
+            }
             let (pa, pb) = (self.place(b, l)?, self.place(b, r)?);
             let eq = self.eq_places(&pa, &pb, e.span)?;
             return Ok(if o == BinOp::Eq { eq } else { un("not", eq) });
@@ -491,6 +494,51 @@ impl Ctx<'_> {
                 return unsupported(e.span, "a keyset expression here");
             }
         })
+    }
+
+    /// A struct compared with a struct value (`meta.port == { 9w192 }`, a constant or a list
+    /// expression, on either side): field by field, as p4c compares them; `None` when both
+    /// sides are storage.
+    fn eq_struct_value(&mut self, b: &mut Body, l: &Expr, r: &Expr, e: &Expr) -> R<Option<Tv>> {
+        let value = |x: &Expr| -> Option<Vec<Expr>> {
+            let fields = self.p.fields(&x.ty)?;
+            match &x.kind {
+                ExprKind::Const(Value::Tuple(vs)) if vs.len() == fields.len() => Some(
+                    vs.iter()
+                        .zip(fields)
+                        .map(|(v, f)| Expr {
+                            kind: ExprKind::Const(v.clone()),
+                            ty: f.ty.clone(),
+                            span: x.span,
+                        })
+                        .collect(),
+                ),
+                ExprKind::Tuple(items) if items.len() == fields.len() => Some(items.clone()),
+                _ => None,
+            }
+        };
+        if !matches!(l.ty, Type::Struct(_)) {
+            return Ok(None);
+        }
+        let (place, parts) = match (value(l), value(r)) {
+            (_, Some(parts)) => (l, parts),
+            (Some(parts), None) => (r, parts),
+            (None, None) => return Ok(None),
+        };
+        let mut out: Option<Tv> = None;
+        for (i, part) in parts.iter().enumerate() {
+            let field = Expr {
+                kind: ExprKind::Field(Box::new(place.clone()), i),
+                ty: part.ty.clone(),
+                span: place.span,
+            };
+            let eq = self.binary(b, BinOp::Eq, &field, part, e)?;
+            out = Some(match out {
+                Some(acc) => op("and", acc, eq),
+                None => eq,
+            });
+        }
+        Ok(Some(out.unwrap_or(Tv::Bool(true))))
     }
 
     /// Aggregate equality: headers are equal when both are invalid, or both valid with equal

@@ -4,9 +4,10 @@
 //! (`hdr.ipv4` → `ipv4`, `hdr.vlan[1]` → `vlan[1]`, union members `u.udp`), the user metadata
 //! struct's scalar members become fields of the `scalars` metadata header
 //! (`userMetadata.port`), `standard_metadata` keeps its own header, and locals and temporaries
-//! get fresh `scalars` fields (headers: fresh metadata header instances).
+//! get fresh `scalars` fields (headers: fresh header instances that, as p4c's, are not
+//! metadata, so they start invalid with each packet).
 
-use crate::{unsupported, Bind, Ctx, R};
+use crate::{unsupported, Bind, Ctx, Unsupported, R};
 use p4_bmv2_json as j;
 use p4_bmv2_json::Tv;
 use p4_sema::ir::{DeclId, DeclKind, Program, Type, TypeDeclKind, TypeId};
@@ -113,28 +114,45 @@ pub(crate) fn scalar_width(ctx: &Ctx, ty: &Type) -> Option<(j::FieldWidth, bool)
     })
 }
 
+/// The parts a header field of type `ty` is flattened into, named: a struct's fields, an
+/// array's elements (`bit<8>[16]`, P4_16 1.2.5; header stacks are never header fields).
+fn parts(p: &Program, ty: &Type) -> Option<Vec<(String, Type)>> {
+    match ty {
+        Type::Struct(_) => Some(
+            p.fields(ty)?
+                .iter()
+                .map(|f| (f.name.clone(), f.ty.clone()))
+                .collect(),
+        ),
+        Type::Stack(e, n) => Some((0..*n).map(|k| (k.to_string(), (**e).clone())).collect()),
+        _ => None,
+    }
+}
+
 /// A header type's fields as BMv2 holds them. A header with a struct-typed field is flattened
 /// as p4c's `FlattenHeader` does: the struct's leaves take its place, and every field of that
-/// header is renamed `_` + its path joined by `_` + its position (`_row_alt0_valid1`); other
-/// headers keep their field names.
+/// header is renamed `_` + its path joined by `_` + its position (`_row_alt0_valid1`); an
+/// array field is flattened the same way, its elements named by index (`_arr_32`: element 3
+/// at position 2; p4c's bmv2 backend does not lower arrays in headers at all). Other headers
+/// keep their field names.
 pub(crate) fn header_fields(p: &Program, ty: TypeId) -> Vec<(String, Type)> {
     fn leaves(p: &Program, ty: &Type, path: &mut Vec<String>, out: &mut Vec<(String, Type)>) {
-        match p.fields(ty) {
-            Some(fields) if matches!(ty, Type::Struct(_)) => {
-                for f in fields {
-                    path.push(f.name.clone());
-                    leaves(p, &f.ty, path, out);
+        match parts(p, ty) {
+            Some(ps) => {
+                for (name, t) in ps {
+                    path.push(name);
+                    leaves(p, &t, path, out);
                     path.pop();
                 }
             }
-            _ => {
+            None => {
                 let n = out.len();
                 out.push((format!("_{}{n}", path.join("_")), ty.clone()));
             }
         }
     }
     let fields = p.fields(&Type::Header(ty)).unwrap_or_default();
-    if !fields.iter().any(|f| matches!(f.ty, Type::Struct(_))) {
+    if !fields.iter().any(|f| parts(p, &f.ty).is_some()) {
         return fields
             .iter()
             .map(|f| (f.name.clone(), f.ty.clone()))
@@ -148,7 +166,8 @@ pub(crate) fn header_fields(p: &Program, ty: TypeId) -> Vec<(String, Type)> {
 }
 
 /// Field `i` of a header of type `ty`: a leaf made by `leaf(position, bmv2 name, type)`, or
-/// for a struct-typed field a `Place::Struct` of its leaves.
+/// for a struct- or array-typed field a `Place::Struct` of its parts (an array's elements are
+/// then indexed by constants as a tuple's are).
 pub(crate) fn header_member(
     p: &Program,
     ty: TypeId,
@@ -156,9 +175,9 @@ pub(crate) fn header_member(
     leaf: impl Fn(usize, String, Type) -> Place,
 ) -> Option<Place> {
     fn count(p: &Program, ty: &Type) -> usize {
-        match (ty, p.fields(ty)) {
-            (Type::Struct(_), Some(fields)) => fields.iter().map(|f| count(p, &f.ty)).sum(),
-            _ => 1,
+        match parts(p, ty) {
+            Some(ps) => ps.iter().map(|(_, t)| count(p, t)).sum(),
+            None => 1,
         }
     }
     fn build(
@@ -168,14 +187,14 @@ pub(crate) fn header_member(
         flat: &[(String, Type)],
         leaf: &dyn Fn(usize, String, Type) -> Place,
     ) -> Place {
-        match (ty, p.fields(ty)) {
-            (Type::Struct(_), Some(fields)) => Place::Struct {
-                fields: fields
+        match parts(p, ty) {
+            Some(ps) => Place::Struct {
+                fields: ps
                     .iter()
-                    .map(|f| build(p, &f.ty, next, flat, leaf))
+                    .map(|(_, t)| build(p, t, next, flat, leaf))
                     .collect(),
             },
-            _ => {
+            None => {
                 let k = *next;
                 *next += 1;
                 let (name, ty) = flat[k].clone();
@@ -238,15 +257,12 @@ impl Ctx<'_> {
         Ok(name)
     }
 
-    pub fn add_header_instance(
-        &mut self,
-        name: &str,
-        ty: TypeId,
-        meta: bool,
-        span: Span,
-    ) -> R<i64> {
+    /// A header instance of P4 header type `ty`. Never metadata, as p4c makes them (also the
+    /// headers of the user metadata and locals): bmv2 resets a header's validity with each
+    /// packet and keeps metadata valid, and P4 headers start invalid.
+    pub fn add_header_instance(&mut self, name: &str, ty: TypeId, span: Span) -> R<i64> {
         let header_type = self.header_type(ty, span)?;
-        Ok(self.push_header(name, header_type, meta))
+        Ok(self.push_header(name, header_type, false))
     }
 
     /// A header instance of the emitted header type `header_type`; its id.
@@ -280,12 +296,15 @@ impl Ctx<'_> {
         })
     }
 
-    /// Fresh storage for a value of any type: locals, copy-in/copy-out temporaries.
+    /// Fresh storage for a value of any type: locals, copy-in/copy-out temporaries. Headers,
+    /// unions and stacks are instances with `metadata: false`, as p4c makes them: bmv2 keeps
+    /// metadata valid, while a local header starts invalid (`p4-midend`'s `local-headers`
+    /// invalidates it again wherever it is declared).
     pub fn fresh_place(&mut self, base: &str, ty: &Type, span: Span) -> R<Place> {
         match ty {
             Type::Header(id) => {
                 let name = self.fresh(base);
-                self.add_header_instance(&name, *id, true, span)?;
+                self.add_header_instance(&name, *id, span)?;
                 Ok(Place::Header { name, ty: *id })
             }
             Type::Struct(_) => {
@@ -308,7 +327,7 @@ impl Ctx<'_> {
                     Type::Header(elem) => elem,
                     Type::HeaderUnion(elem) => {
                         let name = self.fresh(base);
-                        self.add_union_stack(&name, elem, *n, true, span)?;
+                        self.add_union_stack(&name, elem, *n, span)?;
                         return Ok(Place::UnionStack {
                             name,
                             elem,
@@ -318,7 +337,7 @@ impl Ctx<'_> {
                     _ => return unsupported(span, "a stack of this element type as a local"),
                 };
                 let name = self.fresh(base);
-                self.add_stack(&name, elem, *n, true, span)?;
+                self.add_stack(&name, elem, *n, span)?;
                 Ok(Place::Stack {
                     name,
                     elem,
@@ -327,7 +346,7 @@ impl Ctx<'_> {
             }
             Type::HeaderUnion(id) => {
                 let name = self.fresh(base);
-                self.add_union(&name, *id, true, span)?;
+                self.add_union(&name, *id, span)?;
                 Ok(Place::Union { name, ty: *id })
             }
             Type::Varbit(w) => {
@@ -362,10 +381,10 @@ impl Ctx<'_> {
         }
     }
 
-    fn add_stack(&mut self, name: &str, elem: TypeId, n: u32, meta: bool, span: Span) -> R<()> {
+    fn add_stack(&mut self, name: &str, elem: TypeId, n: u32, span: Span) -> R<()> {
         let mut ids = Vec::new();
         for i in 0..n {
-            ids.push(self.add_header_instance(&format!("{name}[{i}]"), elem, meta, span)?);
+            ids.push(self.add_header_instance(&format!("{name}[{i}]"), elem, span)?);
         }
         let header_type = self.header_type(elem, span)?;
         let id = self.json.header_stacks.len() as i64;
@@ -380,17 +399,10 @@ impl Ctx<'_> {
     }
 
     /// `name[0]` ... `name[n-1]`, each a union with its member headers, and the stack.
-    fn add_union_stack(
-        &mut self,
-        name: &str,
-        elem: TypeId,
-        n: u32,
-        meta: bool,
-        span: Span,
-    ) -> R<()> {
+    fn add_union_stack(&mut self, name: &str, elem: TypeId, n: u32, span: Span) -> R<()> {
         let mut ids = Vec::new();
         for i in 0..n {
-            ids.push(self.add_union(&format!("{name}[{i}]"), elem, meta, span)?);
+            ids.push(self.add_union(&format!("{name}[{i}]"), elem, span)?);
         }
         let id = self.json.header_union_stacks.len() as i64;
         self.json.header_union_stacks.push(j::HeaderUnionStack {
@@ -403,7 +415,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn add_union(&mut self, name: &str, ty: TypeId, meta: bool, span: Span) -> R<i64> {
+    fn add_union(&mut self, name: &str, ty: TypeId, span: Span) -> R<i64> {
         let decl = self.p.ty(ty);
         let tname = decl.name.clone();
         let TypeDeclKind::HeaderUnion(fields) = &decl.kind else {
@@ -416,7 +428,7 @@ impl Ctx<'_> {
             let Type::Header(h) = f.ty else {
                 return unsupported(f.span, "a union member that is not a header");
             };
-            ids.push(self.add_header_instance(&format!("{name}.{}", f.name), h, meta, span)?);
+            ids.push(self.add_header_instance(&format!("{name}.{}", f.name), h, span)?);
             members.push((f.name.clone(), self.p.ty(h).name.clone()));
         }
         if !self.json.header_union_types.iter().any(|u| u.name == tname) {
@@ -439,7 +451,7 @@ impl Ctx<'_> {
 
     /// The place of a struct of the package's headers or metadata: headers keep their member
     /// names (under `prefix` when it is not empty), scalars go to `scalars`.
-    fn root_struct(&mut self, id: TypeId, prefix: &str, meta: bool, span: Span) -> R<Place> {
+    fn root_struct(&mut self, id: TypeId, prefix: &str, span: Span) -> R<Place> {
         let ty = Type::Struct(id);
         let fields = self.p.fields(&ty).unwrap_or_default().to_vec();
         let mut out = Vec::new();
@@ -459,12 +471,12 @@ impl Ctx<'_> {
             }
             out.push(match &f.ty {
                 Type::Header(h) => {
-                    self.add_header_instance(&name, *h, meta, f.span)?;
+                    self.add_header_instance(&name, *h, f.span)?;
                     Place::Header { name, ty: *h }
                 }
                 Type::Stack(e, n) => match **e {
                     Type::Header(elem) => {
-                        self.add_stack(&name, elem, *n, meta, f.span)?;
+                        self.add_stack(&name, elem, *n, f.span)?;
                         Place::Stack {
                             name,
                             elem,
@@ -472,7 +484,7 @@ impl Ctx<'_> {
                         }
                     }
                     Type::HeaderUnion(elem) => {
-                        self.add_union_stack(&name, elem, *n, meta, f.span)?;
+                        self.add_union_stack(&name, elem, *n, f.span)?;
                         Place::UnionStack {
                             name,
                             elem,
@@ -482,10 +494,10 @@ impl Ctx<'_> {
                     _ => return unsupported(f.span, "a stack of this element type"),
                 },
                 Type::HeaderUnion(u) => {
-                    self.add_union(&name, *u, meta, f.span)?;
+                    self.add_union(&name, *u, f.span)?;
                     Place::Union { name, ty: *u }
                 }
-                Type::Struct(s) => self.root_struct(*s, &name, meta, f.span)?,
+                Type::Struct(s) => self.root_struct(*s, &name, f.span)?,
                 Type::Tuple(_) => {
                     let t = f.ty.clone();
                     self.fresh_place(&name, &t, f.span)?
@@ -580,14 +592,26 @@ impl Ctx<'_> {
         let Type::Struct(m) = params[2].ty else {
             return unsupported(parser.span, "the user metadata must be a struct");
         };
-        let place = self.root_struct(m, "userMetadata", true, parser.span)?;
+        let place = self.root_struct(m, "userMetadata", parser.span)?;
         self.lay.roots.insert(m, place);
         self.lay.meta_ty = Some(m);
-        let Type::Struct(h) = params[1].ty else {
-            return unsupported(parser.span, "the headers must be a struct");
+        let place = match params[1].ty {
+            Type::Struct(h) => (h, self.root_struct(h, "", parser.span)?),
+            // p4c-bm2-ss refuses a lone header too, in its backend, after it wrote P4Info:
+            // the refusal is kept for the end and the header laid out, so that the blocks
+            // are still lowered and their control-plane model is whole.
+            Type::Header(h) => {
+                self.errors.push(Unsupported {
+                    span: parser.span,
+                    what: "the headers must be a struct".into(),
+                });
+                let name = params[1].name.clone();
+                self.add_header_instance(&name, h, parser.span)?;
+                (h, Place::Header { name, ty: h })
+            }
+            _ => return unsupported(parser.span, "the headers must be a struct"),
         };
-        let place = self.root_struct(h, "", false, parser.span)?;
-        self.lay.roots.insert(h, place);
+        self.lay.roots.insert(place.0, place.1);
         Ok(())
     }
 
@@ -599,7 +623,7 @@ impl Ctx<'_> {
             {
                 Ok(Bind::Packet)
             }
-            Type::Struct(id) => match self.lay.roots.get(id) {
+            Type::Struct(id) | Type::Header(id) => match self.lay.roots.get(id) {
                 Some(pl) => Ok(Bind::Place(pl.clone())),
                 None => unsupported(
                     self.p.decl(d).span,

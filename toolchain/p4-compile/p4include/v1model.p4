@@ -7,8 +7,10 @@
 
 #include "core.p4"
 
+/* p4c's default: a program that wants the 20200408 API (PortId_t, index types of counters,
+ * meters and registers) defines V1MODEL_VERSION before including this file. */
 #ifndef V1MODEL_VERSION
-#define V1MODEL_VERSION 20200408
+#define V1MODEL_VERSION 20180101
 #endif
 
 match_kind {

@@ -162,6 +162,14 @@ fn p4info_is_what_p4cs_front_end_leaves_for_the_control_plane() {
         "issue430-1-bmv2",
         // `@p4runtime_translation(uri, bit<32>)` and `(uri, string)`.
         "issue2283_1-bmv2",
+        // Arrays in a header, `bit<8>[16] arr` and `bit<8> arr[16]`, and `x[L +: W]` slices.
+        "array1",
+        "array2",
+        // v1model 20180101 (p4c's default): no `PortId_t`, so the program may declare one;
+        // a struct compared with a struct constant.
+        "issue1210",
+        // A parser loop extracting into `s[index]`, unrolled (`parser-unroll`).
+        "parser-unroll-test1",
     ];
     let mut failures = Vec::new();
     for name in cases {
@@ -201,6 +209,24 @@ fn program_without_main_is_refused_after_an_empty_p4info() {
         assert_eq!(ours, expected, "{name}");
         assert_eq!(ours, P4Info::default(), "{name}");
     }
+}
+
+/// A lone header as the V1Switch headers (issue3394): refused, as p4c-bm2-ss refuses it (in
+/// its backend), after the P4Info p4c writes is written.
+#[test]
+fn headers_not_a_struct_is_refused_after_p4info() {
+    use p4runtime_proto::p4info::P4Info;
+    let corpus = root().join("tests/p4c-corpus");
+    let (ok, stderr, json, info) = compile(&corpus.join("p4_16_samples/issue3394.p4"));
+    assert!(!ok, "issue3394 compiled");
+    assert!(stderr.contains("the headers must be a struct"), "{stderr}");
+    assert!(!json.exists(), "no BMv2 JSON");
+    let text = std::fs::read_to_string(&info).expect("P4Info written");
+    let ours: P4Info = p4runtime_proto::from_text(&text).unwrap();
+    let path = corpus.join("expected-p4info/issue3394.p4info.txtpb");
+    let expected: P4Info =
+        p4runtime_proto::from_text(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(ours, expected);
 }
 
 /// A program's own extern function is a bmv2 primitive of its name with one parameter per

@@ -2,7 +2,8 @@
 //! assignments and blocks.
 
 use p4_sema::ir::{
-    Block, Decl, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, Type, Value,
+    Block, Builtin, Call, CallTarget, Decl, DeclId, DeclKind, Expr, ExprKind, Program, Stmt,
+    StmtKind, Type, Value,
 };
 use p4_syntax::ast::UnOp;
 use p4_syntax::Span;
@@ -107,4 +108,21 @@ pub(crate) fn bool_const(b: bool, span: Span) -> Expr {
         ty: Type::Bool,
         span,
     }
+}
+
+/// `h.setInvalid();`
+pub(crate) fn set_invalid(h: Expr) -> Stmt {
+    let span = h.span;
+    let call = Call {
+        target: CallTarget::Builtin(h, Builtin::SetInvalid),
+        type_args: Vec::new(),
+        args: Vec::new(),
+        params: Vec::new(),
+    };
+    let e = Expr {
+        kind: ExprKind::Call(Box::new(call)),
+        ty: Type::Void,
+        span,
+    };
+    stmt(StmtKind::Call(e), span)
 }

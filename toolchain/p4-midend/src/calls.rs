@@ -13,12 +13,11 @@
 //! argument denoted before the call. Not inlined (the lowering refuses them): generic
 //! functions.
 
-use crate::build::{assign, block, bool_const, not, stmt, var_ref};
+use crate::build::{assign, block, bool_const, not, set_invalid, stmt, var_ref};
 use crate::hoist::{Hoister, Mode};
 use crate::visit::{locals_mut, stmt_exprs_mut, stmts_mut, stmts_owned};
 use p4_sema::ir::{
-    Builtin, Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind,
-    SwitchLabel, Type,
+    Call, CallTarget, DeclId, DeclKind, Expr, ExprKind, Program, Stmt, StmtKind, SwitchLabel, Type,
 };
 use p4_syntax::ast::Direction;
 use p4_syntax::Span;
@@ -277,7 +276,7 @@ fn inline_call_keeping(
         let (v, s) = h.temps.var(p, &prm.name, &prm.ty, init, span);
         stmts.push(s);
         if prm.dir == Some(Direction::Out) && matches!(prm.ty, Type::Header(_)) {
-            stmts.push(set_invalid(p, v, span));
+            stmts.push(set_invalid(var_ref(p, v, span)));
         }
         if let (Some(Direction::Out | Direction::InOut), Some(a)) = (prm.dir, a) {
             copy_out.push(assign(a, var_ref(p, v, span)));
@@ -325,21 +324,6 @@ pub(crate) fn copy_out_before_exit(s: Stmt, copy_out: &[Stmt]) -> Stmt {
         }
         _ => s,
     })
-}
-
-fn set_invalid(p: &Program, v: DeclId, span: Span) -> Stmt {
-    let call = Call {
-        target: CallTarget::Builtin(var_ref(p, v, span), Builtin::SetInvalid),
-        type_args: Vec::new(),
-        args: Vec::new(),
-        params: Vec::new(),
-    };
-    let e = Expr {
-        kind: ExprKind::Call(Box::new(call)),
-        ty: Type::Void,
-        span,
-    };
-    stmt(StmtKind::Call(e), span)
 }
 
 /// The variable an l-value is part of.

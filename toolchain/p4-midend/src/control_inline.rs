@@ -209,7 +209,8 @@ pub(crate) fn bind(
         if matches!(prm.dir, Some(Direction::Out | Direction::InOut)) {
             pin_indices(p, h, &mut a, &mut b.copy_in);
         }
-        if by_reference(prm) {
+        // An `int` parameter has no storage: its argument, a constant, is used in place.
+        if by_reference(prm) || prm.ty == Type::InfInt {
             b.by_ref.insert(prm.decl, a);
             continue;
         }

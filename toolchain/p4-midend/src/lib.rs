@@ -11,9 +11,11 @@ pub mod control_inline;
 pub mod control_locals;
 mod hoist;
 pub mod inline;
+pub mod local_headers;
 pub mod parser_fold;
 pub mod parser_inline;
 pub mod parser_side_effects;
+pub mod parser_unroll;
 pub mod side_effects;
 pub mod subparser_inline;
 pub mod table_actions;
@@ -32,20 +34,24 @@ pub struct Pass {
     pub run: fn(&mut Program),
 }
 
-/// The midend's passes in the order they run. `subparser-inline` runs first so that the
+/// The midend's passes in the order they run. `local-headers` runs first, so that the
+/// invalidations it adds are copied with the bodies the other passes inline. `subparser-inline` runs first so that the
 /// parser passes see the copies of sub-parsers' states with their constructor arguments in
 /// place. `side-effects` runs before the parser passes so that the function bodies
 /// `parser-inline` copies have their own side effects ordered already. `control-inline` runs
 /// last: an `exit` in a sub-control's body or actions then already has the copy-outs of the
 /// actions it leaves before it, and the control's copy-outs go after those.
 /// `union-stack-index` runs after it, so that it sees inlined sub-controls' statements too.
+/// `parser-unroll` runs after `parser-fold`, whose constants it starts from.
 pub const PASSES: &[Pass] = &[
+    local_headers::PASS,
     control_locals::PASS,
     subparser_inline::PASS,
     side_effects::PASS,
     parser_side_effects::PASS,
     parser_inline::PASS,
     parser_fold::PASS,
+    parser_unroll::PASS,
     inline::PASS,
     table_actions::PASS,
     control_inline::PASS,

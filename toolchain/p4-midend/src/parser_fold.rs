@@ -82,7 +82,7 @@ fn scalar(t: &Type) -> bool {
 }
 
 /// Folds `e` when its operands are constants (they are folded first: the walk is inner first).
-fn fold(e: &mut Expr) {
+pub(crate) fn fold(e: &mut Expr) {
     let folded = match &e.kind {
         ExprKind::Unary(op, x) => constant(x).and_then(|v| eval::unary(*op, v, &e.ty).ok()),
         ExprKind::Binary(BinOp::Mask | BinOp::Range, ..) => None,

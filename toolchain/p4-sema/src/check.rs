@@ -215,13 +215,20 @@ impl<'d> Checker<'d> {
             K::Stack(elem, size) => {
                 let elem = self.resolve_type(elem);
                 let n = self.const_u64(size, "a header stack size");
-                if !matches!(elem, Type::Header(_) | Type::HeaderUnion(_) | Type::Unknown) {
+                // Header stacks, and arrays of other data (P4_16 1.2.5's `T[N]`, `bit<8>[16]`).
+                if matches!(
+                    elem,
+                    Type::Void
+                        | Type::String
+                        | Type::Extern(..)
+                        | Type::Parser(..)
+                        | Type::Control(..)
+                        | Type::Package(..)
+                        | Type::Table(_)
+                ) {
                     self.d.error(
                         t.span,
-                        format!(
-                            "header stack elements must be headers or header unions, not {}",
-                            self.p.show(&elem)
-                        ),
+                        format!("an array of {} elements", self.p.show(&elem)),
                     );
                     return Type::Unknown;
                 }
@@ -776,6 +783,8 @@ impl<'d> Checker<'d> {
                 .p
                 .fields(ty)
                 .is_some_and(|fs| fs.iter().all(|f| self.header_field_ok(&f.ty))),
+            // An array of such fields (P4_16 1.2.5), not a header stack.
+            Type::Stack(e, _) => !matches!(**e, Type::Varbit(_)) && self.header_field_ok(e),
             _ => false,
         }
     }

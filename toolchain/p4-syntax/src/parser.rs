@@ -771,8 +771,18 @@ impl<'a> Parser<'a> {
             let open = p.expect("{")?;
             let fields = p.list_until_close(open, |p| {
                 let annotations = p.annotations()?;
-                let ty = p.type_ref()?;
+                let mut ty = p.type_ref()?;
                 let name = p.name()?;
+                // The C-style array declarator, `bit<8> arr[16];`, is `bit<8>[16] arr;`.
+                while p.at("[") {
+                    p.bump();
+                    let size = p.expr()?;
+                    p.expect("]")?;
+                    ty = Type {
+                        span: ty.span.to(p.prev_span()),
+                        kind: TypeKind::Stack(Box::new(ty), Box::new(size)),
+                    };
+                }
                 p.expect(";")?;
                 Ok(Some(Field {
                     annotations,
@@ -1934,7 +1944,29 @@ impl<'a> Parser<'a> {
             } else if self.at("[") {
                 self.bump();
                 let i = self.expr()?;
-                if self.eat(":") {
+                if self.eat("+:") {
+                    // `e[L +: W]`: the W bits from L up, `e[L + W - 1 : L]`.
+                    let w = self.expr()?;
+                    let end = self.expect("]")?;
+                    let span = e.span.to(end);
+                    let bin = |op, a: Expr, b: Expr| Expr {
+                        span: a.span.to(b.span),
+                        kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+                    };
+                    let one = Expr {
+                        span: w.span,
+                        kind: ExprKind::Int {
+                            value: 1u32.into(),
+                            width: None,
+                            radix: 10,
+                        },
+                    };
+                    let hi = bin(BinOp::Sub, bin(BinOp::Add, i.clone(), w), one);
+                    e = Expr {
+                        kind: ExprKind::Slice(Box::new(e), Box::new(hi), Box::new(i)),
+                        span,
+                    };
+                } else if self.eat(":") {
                     let lo = self.expr()?;
                     let end = self.expect("]")?;
                     let span = e.span.to(end);
