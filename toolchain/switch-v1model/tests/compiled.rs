@@ -495,3 +495,60 @@ fn unwritten_headers_deparse_as_written_ones() {
         "{rewritten} packets, {kept} headers left as parsed"
     );
 }
+
+/// p4c's `tbl_act` tables (no key, a constant default entry without action data) are action
+/// calls of their default action: no node leads to the table any more, and the call goes
+/// where the table's miss went.
+#[test]
+fn keyless_constant_tables_become_calls() {
+    use switch_engine::program::Next;
+    let dir = format!("{}/tests", env!("CARGO_MANIFEST_DIR"));
+    let mut converted = 0usize;
+    for sub in ["stf", "programs"] {
+        for entry in std::fs::read_dir(format!("{dir}/{sub}")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let json = p4_bmv2_json::Program::from_json(&text).unwrap();
+            let prog = switch_engine::load::load(&json).unwrap();
+            let mut nexts: Vec<Next> = prog.pipelines.iter().map(|p| p.init).collect();
+            nexts.extend(prog.conds.iter().flat_map(|c| [c.t, c.f]));
+            nexts.extend(prog.calls.iter().map(|c| c.next));
+            let tables = json.pipelines.iter().flat_map(|p| &p.tables);
+            for (t, jt) in tables.enumerate() {
+                let Some(d) = jt.default_entry.as_ref().filter(|d| {
+                    jt.key.is_empty()
+                        && d.action_const
+                        && d.action_entry_const
+                        && d.action_data.is_empty()
+                }) else {
+                    continue;
+                };
+                let name = path.display();
+                assert!(
+                    !nexts.contains(&Next::Table(t as u32)),
+                    "{name}: {} is still applied",
+                    jt.name
+                );
+                let info = &prog.tables[t];
+                let action = prog
+                    .actions
+                    .iter()
+                    .position(|a| a.json_id == d.action_id)
+                    .unwrap() as u32;
+                let miss = info.hit_miss.map_or(info.next_of(action), |(_, m)| m);
+                assert!(
+                    prog.calls
+                        .iter()
+                        .any(|c| c.action == action && c.next == miss),
+                    "{name}: no call of {}'s default action",
+                    jt.name
+                );
+                converted += 1;
+            }
+        }
+    }
+    assert!(converted >= 5, "only {converted} keyless tables converted");
+}
