@@ -12,7 +12,7 @@
 
 use crate::eval::{self, Ctx};
 use crate::expr::{Arg, Ex, FieldLoc, HRef, Op1, Op2, K};
-use crate::program::{FieldInfo, KeyPart, KeySrc, Prim, Prog, Slot, TableInfo};
+use crate::program::{FieldInfo, KeyPart, KeySrc, NSlot, Prim, Prog, Slot, TableInfo};
 use crate::value::{mask64, sat_cast, sext, two_comp_mod, usat_cast, Arith};
 use num_bigint::BigInt;
 use std::fmt;
@@ -26,27 +26,24 @@ type U32Fn = Box<dyn Fn(&Ctx) -> u32 + Send + Sync>;
 /// One step of a compiled action; jump targets are step indices, which are the primitive
 /// indices of the action (one step per primitive).
 pub enum Op {
-    /// `narrow[slot] = value & mask`.
+    /// `value`, cut to the slot's width, into a narrow slot.
     Store {
-        slot: u32,
-        mask: u64,
+        slot: NSlot,
         value: IntFn,
     },
     /// A constant, already masked, into a narrow slot.
     StoreConst {
-        slot: u32,
+        slot: NSlot,
         value: u64,
     },
     /// An unsigned narrow field into a narrow slot (`meta.x = hdr.y`, the commonest store).
     StoreField {
-        slot: u32,
-        mask: u64,
-        src: u32,
+        slot: NSlot,
+        src: NSlot,
     },
     /// An action parameter into a narrow slot; a parameter given wide runs primitive `prim`.
     StoreParam {
-        slot: u32,
-        mask: u64,
+        slot: NSlot,
         param: u32,
         prim: u32,
     },
@@ -62,8 +59,7 @@ pub enum Op {
     },
     /// A register cell into a narrow slot.
     RegisterRead {
-        slot: u32,
-        mask: u64,
+        slot: NSlot,
         register: u32,
         index: IntFn,
     },
@@ -85,7 +81,7 @@ pub enum Op {
 pub enum KeyCopy {
     /// A narrow field's low `bytes` bytes, big-endian, masked, at byte `at`.
     Narrow {
-        slot: u32,
+        slot: NSlot,
         at: u32,
         bytes: u32,
         mask: u64,
@@ -170,7 +166,7 @@ fn select_layout(prog: &Prog, parts: &[KeyPart]) -> Option<KeyLayout> {
         let slot = narrow_unsigned(prog, e).filter(|_| *w <= 64 && !e.wide)?;
         let bytes = w.div_ceil(8);
         copies.push(KeyCopy::Narrow {
-            slot: slot as u32,
+            slot,
             at,
             bytes,
             mask: mask64(*w),
@@ -190,27 +186,20 @@ fn op(prog: &Prog, i: usize, p: &Prim) -> Op {
             let Slot::Narrow(slot) = info.slot else {
                 return Op::Prim(i as u32);
             };
-            let mask = mask64(info.width);
             match &e.k {
                 K::Const(v) => Op::StoreConst {
                     slot,
-                    value: (*v as u64) & mask,
+                    value: (*v as u64) & slot.mask,
                 },
                 K::Param(param) => Op::StoreParam {
                     slot,
-                    mask,
                     param: *param,
                     prim: i as u32,
                 },
                 _ => match narrow_unsigned(prog, e) {
-                    Some(src) => Op::StoreField {
-                        slot,
-                        mask,
-                        src: src as u32,
-                    },
+                    Some(src) => Op::StoreField { slot, src },
                     None if !e.wide => Op::Store {
                         slot,
-                        mask,
                         value: int(prog, e),
                     },
                     None => Op::Prim(i as u32),
@@ -234,7 +223,6 @@ fn op(prog: &Prog, i: usize, p: &Prim) -> Op {
             match info.slot {
                 Slot::Narrow(slot) => Op::RegisterRead {
                     slot,
-                    mask: mask64(info.width),
                     register: *register,
                     index: int(prog, idx),
                 },
@@ -302,16 +290,16 @@ fn key_layout(prog: &Prog, t: &TableInfo) -> Option<KeyLayout> {
 }
 
 /// A narrow unsigned field's slot: the commonest operand, read without a closure call.
-fn narrow_unsigned(prog: &Prog, e: &Ex) -> Option<usize> {
+fn narrow_unsigned(prog: &Prog, e: &Ex) -> Option<NSlot> {
     let K::Field(f) = e.k else {
         return None;
     };
     match prog.fields[f as usize] {
         FieldInfo {
-            slot: Slot::Narrow(i),
+            slot: Slot::Narrow(s),
             signed: false,
             ..
-        } => Some(i as usize),
+        } => Some(s),
         _ => None,
     }
 }
@@ -339,13 +327,10 @@ pub fn int(prog: &Prog, e: &Ex) -> IntFn {
         K::Field(f) => {
             let info = &prog.fields[*f as usize];
             match (info.slot, info.signed) {
-                (Slot::Narrow(i), false) => {
-                    let i = i as usize;
-                    Box::new(move |c| i128::from(c.phv.narrow[i]))
-                }
-                (Slot::Narrow(i), true) => {
-                    let (i, w) = (i as usize, info.width);
-                    Box::new(move |c| sext(c.phv.narrow[i], w))
+                (Slot::Narrow(s), false) => Box::new(move |c| i128::from(c.phv.n(s))),
+                (Slot::Narrow(s), true) => {
+                    let w = info.width;
+                    Box::new(move |c| sext(c.phv.n(s), w))
                 }
                 _ => interpreted(e),
             }
@@ -405,7 +390,7 @@ fn as_int(b: BoolFn) -> IntFn {
 /// a field with a constant (`hdr.ipv4.ttl - 1`) reads its slot in the same closure.
 fn arith(prog: &Prog, op: Op2, a: &Ex, b: &Ex) -> IntFn {
     match (narrow_unsigned(prog, a), constant(b)) {
-        (Some(i), Some(k)) => return with_constant(op, move |c| i128::from(c.phv.narrow[i]), k),
+        (Some(s), Some(k)) => return with_constant(op, move |c| i128::from(c.phv.n(s)), k),
         (None, Some(k)) => return with_constant(op, int(prog, a), k),
         _ => {}
     }
@@ -500,14 +485,14 @@ pub fn boolean(prog: &Prog, e: &Ex) -> BoolFn {
 /// A comparison of two narrow values; a field against a constant (most of a pipeline's
 /// conditions) reads the slot directly.
 fn compare(prog: &Prog, op: Op2, a: &Ex, b: &Ex) -> BoolFn {
-    if let (Some(i), Some(k)) = (narrow_unsigned(prog, a), constant(b)) {
+    if let (Some(s), Some(k)) = (narrow_unsigned(prog, a), constant(b)) {
         return match op {
-            Op2::Eq => Box::new(move |c| i128::from(c.phv.narrow[i]) == k),
-            Op2::Ne => Box::new(move |c| i128::from(c.phv.narrow[i]) != k),
-            Op2::Gt => Box::new(move |c| i128::from(c.phv.narrow[i]) > k),
-            Op2::Ge => Box::new(move |c| i128::from(c.phv.narrow[i]) >= k),
-            Op2::Lt => Box::new(move |c| i128::from(c.phv.narrow[i]) < k),
-            _ => Box::new(move |c| i128::from(c.phv.narrow[i]) <= k),
+            Op2::Eq => Box::new(move |c| i128::from(c.phv.n(s)) == k),
+            Op2::Ne => Box::new(move |c| i128::from(c.phv.n(s)) != k),
+            Op2::Gt => Box::new(move |c| i128::from(c.phv.n(s)) > k),
+            Op2::Ge => Box::new(move |c| i128::from(c.phv.n(s)) >= k),
+            Op2::Lt => Box::new(move |c| i128::from(c.phv.n(s)) < k),
+            _ => Box::new(move |c| i128::from(c.phv.n(s)) <= k),
         };
     }
     let (x, y) = (int(prog, a), int(prog, b));

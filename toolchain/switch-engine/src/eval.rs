@@ -69,8 +69,8 @@ impl Ctx<'_> {
 fn read_field<N: Arith>(ctx: &Ctx, f: FieldId) -> N {
     let info = &ctx.prog.fields[f as usize];
     match info.slot {
-        Slot::Narrow(i) => {
-            let v = ctx.phv.narrow[i as usize];
+        Slot::Narrow(s) => {
+            let v = ctx.phv.n(s);
             N::from_i128(if info.signed {
                 sext(v, info.width)
             } else {

@@ -86,26 +86,26 @@ fn assign(prog: &Prog, pkt: &mut Pkt, args: &[Arg], f: u32, e: &Ex) {
     // value directly: the same result as evaluating the tree, without its dispatch or, for a
     // wide parameter, two conversions of a BigInt through bytes.
     match (&e.k, info.slot) {
-        (K::Const(v), Slot::Narrow(i)) => {
-            pkt.phv.narrow[i as usize] = (*v as u64) & mask64(info.width);
+        (K::Const(v), Slot::Narrow(d)) => {
+            pkt.phv.set_n(d, *v as u64);
             return;
         }
-        (K::Field(src), Slot::Narrow(i)) => {
+        (K::Field(src), Slot::Narrow(d)) => {
             let s = &prog.fields[*src as usize];
             if let Slot::Narrow(j) = s.slot {
-                let raw = pkt.phv.narrow[j as usize];
+                let raw = pkt.phv.n(j);
                 let v = if s.signed {
                     sext(raw, s.width) as u64
                 } else {
                     raw
                 };
-                pkt.phv.narrow[i as usize] = v & mask64(info.width);
+                pkt.phv.set_n(d, v);
                 return;
             }
         }
         (K::Param(p), slot) => match (args.get(*p as usize), slot) {
-            (Some(Arg::N(v)), Slot::Narrow(i)) => {
-                pkt.phv.narrow[i as usize] = v & mask64(info.width);
+            (Some(Arg::N(v)), Slot::Narrow(d)) => {
+                pkt.phv.set_n(d, *v);
                 return;
             }
             (Some(Arg::W(b)), Slot::Wide { .. }) => {
@@ -149,8 +149,8 @@ fn extract(prog: &Prog, pkt: &mut Pkt, h: u32, vl_bits: Option<u32>) -> Result<(
     for f in info.first_field..info.first_field + info.nfields {
         let fi = &prog.fields[f as usize];
         match fi.slot {
-            Slot::Narrow(i) => {
-                pkt.phv.narrow[i as usize] = get_bits(&pkt.data, bit, fi.width);
+            Slot::Narrow(s) => {
+                pkt.phv.set_n(s, get_bits(&pkt.data, bit, fi.width));
                 bit += fi.width as usize;
             }
             Slot::Wide { off, len } => {
@@ -171,6 +171,13 @@ fn extract(prog: &Prog, pkt: &mut Pkt, h: u32, vl_bits: Option<u32>) -> Result<(
     }
     invalidate_union_siblings(prog, pkt, h);
     pkt.phv.valid[h as usize] = true;
+    // A header of whole bytes is, until a store, the bytes it came from (the deparser would
+    // write a partial last byte's padding as zeros, not as the next header's bits).
+    pkt.phv.src[h as usize] = if total_bits % 8 == 0 {
+        pkt.cursor as u32 + 1
+    } else {
+        0
+    };
     pkt.cursor += bytes;
     Ok(())
 }
@@ -224,7 +231,7 @@ fn key_bytes(prog: &Prog, pkt: &mut Pkt, parts: &[KeyPart]) -> Result<(), u32> {
         let n = w.div_ceil(8) as usize;
         let ctx = pkt.ctx(prog, &[]);
         if *w <= 64 && !e.wide {
-            let v = eval::<i128>(&ctx, e) as u64 & crate::value::mask64(*w);
+            let v = eval::<i128>(&ctx, e) as u64 & mask64(*w);
             key.extend_from_slice(&v.to_be_bytes()[8 - n..]);
         } else {
             let v = eval::<BigInt>(&ctx, e);
@@ -368,8 +375,8 @@ fn push_field(prog: &Prog, phv: &Phv, buf: &mut Vec<u8>, bits: &mut usize, f: u3
 fn write_field(prog: &Prog, phv: &Phv, buf: &mut [u8], bits: &mut usize, f: u32) {
     let fi = &prog.fields[f as usize];
     match fi.slot {
-        Slot::Narrow(i) => {
-            put_bits(buf, *bits, fi.width, phv.narrow[i as usize]);
+        Slot::Narrow(s) => {
+            put_bits(buf, *bits, fi.width, phv.n(s));
             *bits += fi.width as usize;
         }
         Slot::Wide { off, len } => {
@@ -465,7 +472,7 @@ pub fn verify_checksums(prog: &Prog, code: &Code, pkt: &mut Pkt) -> bool {
         }
         let v = compute_calc(prog, pkt, ck.calc);
         let width = prog.fields[ck.target as usize].width;
-        if v & crate::value::mask64(width) != pkt.phv.get_u64(prog, ck.target) {
+        if v & mask64(width) != pkt.phv.get_u64(prog, ck.target) {
             failed = true;
         }
     }
@@ -478,7 +485,10 @@ pub fn update_checksums(prog: &Prog, code: &Code, pkt: &mut Pkt) {
             continue;
         }
         let v = compute_calc(prog, pkt, ck.calc);
-        pkt.phv.set_u64(prog, ck.target, v);
+        // An unchanged checksum leaves its header as it came in (see `Phv::src`).
+        if v & mask64(prog.fields[ck.target as usize].width) != pkt.phv.get_u64(prog, ck.target) {
+            pkt.phv.set_u64(prog, ck.target, v);
+        }
     }
 }
 
@@ -512,7 +522,6 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
     let in_place = total == cursor;
     if in_place {
         std::mem::swap(&mut out, &mut pkt.data);
-        out[..total].fill(0);
     } else {
         out.clear();
         out.resize(total, 0);
@@ -522,12 +531,31 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
         if !pkt.phv.valid[h as usize] {
             continue;
         }
+        let n = header_bytes(h);
+        // A header no store has changed is the bytes it was parsed from: in place at the same
+        // offset they are already there (no write at all), else they are copied. Output
+        // ranges do not overlap, so in place no earlier header has overwritten them.
+        if let Some(from) = pkt.phv.src[h as usize].checked_sub(1) {
+            let from = from as usize;
+            if in_place && from == at {
+                at += n;
+                continue;
+            }
+            if let (false, Some(b)) = (in_place, pkt.data.get(from..from + n)) {
+                out[at..at + n].copy_from_slice(b);
+                at += n;
+                continue;
+            }
+        }
+        if in_place {
+            out[at..at + n].fill(0);
+        }
         let info = &prog.headers[h as usize];
         let mut bits = at * 8;
         for f in info.first_field..info.first_field + info.nfields {
             write_field(prog, &pkt.phv, &mut out, &mut bits, f);
         }
-        at += header_bytes(h);
+        at += n;
     }
     if in_place {
         pkt.scratch = std::mem::replace(&mut pkt.data, out);
@@ -645,27 +673,22 @@ fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, ar
             break;
         }
         let prim = match op {
-            Op::Store { slot, mask, value } => {
+            Op::Store { slot, value } => {
                 let v = value(&pkt.ctx(prog, args));
-                pkt.phv.narrow[*slot as usize] = (v as u64) & mask;
+                pkt.phv.set_n(*slot, v as u64);
                 continue;
             }
-            Op::StoreField { slot, mask, src } => {
-                pkt.phv.narrow[*slot as usize] = pkt.phv.narrow[*src as usize] & mask;
+            Op::StoreField { slot, src } => {
+                pkt.phv.set_n(*slot, pkt.phv.n(*src));
                 continue;
             }
             Op::StoreConst { slot, value } => {
-                pkt.phv.narrow[*slot as usize] = *value;
+                pkt.phv.set_n(*slot, *value);
                 continue;
             }
-            Op::StoreParam {
-                slot,
-                mask,
-                param,
-                prim,
-            } => match narrow_arg(args, *param) {
+            Op::StoreParam { slot, param, prim } => match narrow_arg(args, *param) {
                 Some(v) => {
-                    pkt.phv.narrow[*slot as usize] = v & mask;
+                    pkt.phv.set_n(*slot, v);
                     continue;
                 }
                 None => *prim,
@@ -691,13 +714,13 @@ fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, ar
             }
             Op::RegisterRead {
                 slot,
-                mask,
                 register,
                 index,
             } => {
                 let i = index(&pkt.ctx(prog, args)) as u64 as usize;
                 // Wider register values keep their low bits, as `Phv::set_big` does.
-                pkt.phv.narrow[*slot as usize] = register_read(ext, *register, i) as u64 & mask;
+                pkt.phv
+                    .set_n(*slot, register_read(ext, *register, i) as u64);
                 continue;
             }
             Op::RegisterWrite {
@@ -996,7 +1019,7 @@ fn fill_key(layout: &KeyLayout, phv: &Phv, key: &mut Vec<u8>) {
                 mask,
             } => {
                 // Byte by byte: a copy of a run-time length would be a memcpy call.
-                let v = phv.narrow[slot as usize] & mask;
+                let v = phv.n(slot) & mask;
                 for (j, b) in key[at as usize..(at + bytes) as usize]
                     .iter_mut()
                     .enumerate()

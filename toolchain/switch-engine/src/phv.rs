@@ -2,8 +2,8 @@
 //! state is a few buffers that are reset, not reallocated, between packets.
 
 use crate::expr::{FieldId, HeaderId};
-use crate::program::{Prog, Slot};
-use crate::value::{big_to_bytes, mask64};
+use crate::program::{NSlot, Prog, Slot};
+use crate::value::big_to_bytes;
 use num_bigint::BigInt;
 
 #[derive(Debug, Clone, Default)]
@@ -11,6 +11,10 @@ pub struct Phv {
     pub narrow: Vec<u64>,
     pub wide: Vec<u8>,
     pub valid: Vec<bool>,
+    /// By header: 1 + the byte offset in the packet it was extracted from while its bytes there
+    /// still hold its fields (no store since), else 0. The deparser leaves such a header's
+    /// bytes as they came in instead of writing it field by field.
+    pub src: Vec<u32>,
     pub vl_bits: Vec<u32>,
     pub stack_next: Vec<u32>,
     pub ustack_next: Vec<u32>,
@@ -22,6 +26,7 @@ impl Phv {
             narrow: vec![0; prog.narrow_slots as usize],
             wide: vec![0; prog.wide_bytes as usize],
             valid: vec![false; prog.headers.len()],
+            src: vec![0; prog.headers.len()],
             vl_bits: vec![0; prog.varbit_slots as usize],
             stack_next: vec![0; prog.stacks.len()],
             ustack_next: vec![0; prog.union_stacks.len()],
@@ -44,6 +49,7 @@ impl Phv {
             .iter_mut()
             .chain(&mut self.stack_next)
             .chain(&mut self.ustack_next)
+            .chain(&mut self.src)
         {
             *x = 0;
         }
@@ -61,9 +67,16 @@ impl Phv {
         }
     }
 
+    /// Marks field `f`'s header as no longer what the packet's bytes hold.
+    #[inline]
+    fn written(&mut self, prog: &Prog, f: FieldId) {
+        self.src[prog.fields[f as usize].header as usize] = 0;
+    }
+
     pub fn zero_field(&mut self, prog: &Prog, f: FieldId) {
+        self.written(prog, f);
         match prog.fields[f as usize].slot {
-            Slot::Narrow(i) => self.narrow[i as usize] = 0,
+            Slot::Narrow(s) => self.set_n(s, 0),
             Slot::Wide { off, len } => self.wide[off as usize..(off + len) as usize].fill(0),
             Slot::Varbit { off, len, vl } => {
                 self.wide[off as usize..(off + len) as usize].fill(0);
@@ -79,10 +92,23 @@ impl Phv {
         }
     }
 
+    /// A narrow field's value.
+    #[inline(always)]
+    pub fn n(&self, s: NSlot) -> u64 {
+        self.narrow[s.i as usize]
+    }
+
+    /// Stores `v` cut to the field's width and marks its header written.
+    #[inline(always)]
+    pub fn set_n(&mut self, s: NSlot, v: u64) {
+        self.narrow[s.i as usize] = v & s.mask;
+        self.src[s.hdr as usize] = 0;
+    }
+
     #[inline]
     pub fn get_u64(&self, prog: &Prog, f: FieldId) -> u64 {
         match prog.fields[f as usize].slot {
-            Slot::Narrow(i) => self.narrow[i as usize],
+            Slot::Narrow(s) => self.n(s),
             Slot::Wide { off, len } | Slot::Varbit { off, len, .. } => {
                 let b = &self.wide[off as usize..(off + len) as usize];
                 b.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x))
@@ -94,7 +120,7 @@ impl Phv {
     pub fn set_u64(&mut self, prog: &Prog, f: FieldId, v: u64) {
         let info = &prog.fields[f as usize];
         match info.slot {
-            Slot::Narrow(i) => self.narrow[i as usize] = v & mask64(info.width),
+            Slot::Narrow(s) => self.set_n(s, v),
             Slot::Wide { .. } | Slot::Varbit { .. } => self.set_big(prog, f, &BigInt::from(v)),
         }
     }
@@ -104,18 +130,19 @@ impl Phv {
     pub fn set_i128(&mut self, prog: &Prog, f: FieldId, v: i128) {
         let info = &prog.fields[f as usize];
         match info.slot {
-            Slot::Narrow(i) => self.narrow[i as usize] = (v as u64) & mask64(info.width),
+            Slot::Narrow(s) => self.set_n(s, v as u64),
             _ => self.set_big(prog, f, &BigInt::from(v)),
         }
     }
 
     pub fn set_big(&mut self, prog: &Prog, f: FieldId, v: &BigInt) {
+        self.written(prog, f);
         let info = &prog.fields[f as usize];
         match info.slot {
-            Slot::Narrow(i) => {
+            Slot::Narrow(s) => {
                 let mut b = [0u8; 8];
                 big_to_bytes(v, &mut b);
-                self.narrow[i as usize] = u64::from_be_bytes(b) & mask64(info.width);
+                self.set_n(s, u64::from_be_bytes(b));
             }
             Slot::Wide { off, len } => {
                 let out = &mut self.wide[off as usize..(off + len) as usize];
@@ -140,10 +167,10 @@ impl Phv {
     pub fn field_bytes(&self, prog: &Prog, f: FieldId, out: &mut Vec<u8>) {
         let info = &prog.fields[f as usize];
         match info.slot {
-            Slot::Narrow(i) => {
+            Slot::Narrow(s) => {
                 // Byte by byte: a 1-8 byte extend_from_slice of variable length is a memcpy
                 // call, and table keys are built from these on every lookup.
-                let v = self.narrow[i as usize];
+                let v = self.n(s);
                 for k in (0..info.width.div_ceil(8)).rev() {
                     out.push((v >> (8 * k)) as u8);
                 }
@@ -160,8 +187,9 @@ impl Phv {
 
     /// Copies a field's value and (for varbits) width from another PHV of the same program.
     pub fn copy_field_from(&mut self, prog: &Prog, f: FieldId, src: &Phv) {
+        self.written(prog, f);
         match prog.fields[f as usize].slot {
-            Slot::Narrow(i) => self.narrow[i as usize] = src.narrow[i as usize],
+            Slot::Narrow(s) => self.set_n(s, src.n(s)),
             Slot::Wide { off, len } => {
                 let r = off as usize..(off + len) as usize;
                 self.wide[r.clone()].copy_from_slice(&src.wide[r]);
@@ -176,12 +204,13 @@ impl Phv {
 
     /// Copies field `src_f` into field `dst_f` within this PHV (same width assumed).
     pub fn copy_field(&mut self, prog: &Prog, dst_f: FieldId, src_f: FieldId) {
+        self.written(prog, dst_f);
         let (d, s) = (
             prog.fields[dst_f as usize].slot,
             prog.fields[src_f as usize].slot,
         );
         match (d, s) {
-            (Slot::Narrow(a), Slot::Narrow(b)) => self.narrow[a as usize] = self.narrow[b as usize],
+            (Slot::Narrow(a), Slot::Narrow(b)) => self.set_n(a, self.n(b)),
             (Slot::Wide { off: a, len }, Slot::Wide { off: b, len: l2 }) if len == l2 => {
                 self.wide
                     .copy_within(b as usize..(b + len) as usize, a as usize);
@@ -221,5 +250,6 @@ impl Phv {
             self.copy_field(prog, d.first_field + i, s.first_field + i);
         }
         self.valid[dst as usize] = self.valid[src as usize];
+        self.src[dst as usize] = 0;
     }
 }

@@ -4,11 +4,20 @@ use crate::expr::{Ex, FieldId, FieldLoc, HRef, HeaderId, URef};
 use p4_bmv2_json::{MatchType, MeterType};
 use std::collections::HashMap;
 
+/// A field of at most 64 bits: `Phv::narrow[i]`, which holds it cut to its width (`mask`).
+/// `hdr` is the field's header, which a store marks as written (`Phv::src`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NSlot {
+    pub i: u32,
+    pub hdr: u32,
+    pub mask: u64,
+}
+
 /// Where a field's value lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
-    /// Index into `Phv::narrow` (fields of at most 64 bits).
-    Narrow(u32),
+    /// Fields of at most 64 bits.
+    Narrow(NSlot),
     /// Big-endian bytes in `Phv::wide`.
     Wide { off: u32, len: u32 },
     /// Variable-length field: `len` bytes reserved in `Phv::wide`, current width in bits in

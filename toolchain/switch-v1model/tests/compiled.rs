@@ -50,7 +50,7 @@ fn programs() -> Vec<(String, Prog)> {
 fn randomize(rng: &mut Rng, prog: &Prog, phv: &mut Phv) {
     for f in &prog.fields {
         match f.slot {
-            Slot::Narrow(i) => phv.narrow[i as usize] = value(rng, f.width),
+            Slot::Narrow(s) => phv.set_n(s, value(rng, f.width)),
             Slot::Wide { off, len } | Slot::Varbit { off, len, .. } => {
                 for b in &mut phv.wide[off as usize..(off + len) as usize] {
                     *b = rng.next() as u8;
@@ -314,7 +314,7 @@ fn field_copies_store_what_the_interpreter_assigns() {
         let mut phv = Phv::new(&prog);
         for (a, ops) in prog.actions.iter().zip(&code.actions) {
             for (i, op) in ops.iter().enumerate() {
-                let Op::StoreField { slot, mask, src } = *op else {
+                let Op::StoreField { slot, src } = *op else {
                     continue;
                 };
                 let Prim::Assign(FieldLoc::Static(f), e) = &a.prims[i] else {
@@ -326,12 +326,7 @@ fn field_copies_store_what_the_interpreter_assigns() {
                     randomize(&mut rng, &prog, &mut phv);
                     let want =
                         eval::eval::<i128>(&ctx(&prog, &phv, &[]), e) as u64 & mask64(info.width);
-                    assert_eq!(
-                        phv.narrow[src as usize] & mask,
-                        want,
-                        "{name}: {}: {e:?}",
-                        a.name
-                    );
+                    assert_eq!(phv.n(src) & slot.mask, want, "{name}: {}: {e:?}", a.name);
                     checked += 1;
                 }
             }
@@ -368,7 +363,7 @@ fn compiled_select_keys_hold_the_interpreted_values() {
                         };
                         assert_eq!(bytes, w.div_ceil(8), "{name}: {e:?}");
                         let want = eval::eval::<i128>(&c, e) as u64 & mask64(*w);
-                        assert_eq!(phv.narrow[slot as usize] & mask, want, "{name}: {e:?}");
+                        assert_eq!(phv.n(slot) & mask, want, "{name}: {e:?}");
                         checked += 1;
                     }
                 }
@@ -380,4 +375,180 @@ fn compiled_select_keys_hold_the_interpreted_values() {
         states >= 3 && checked >= 200 * states,
         "{states} compiled select keys, {checked} values compared"
     );
+}
+
+/// A store to a narrow field leaves every other field as it was, and each reads back what
+/// was stored into it, cut to its width.
+#[test]
+fn narrow_slots_keep_their_neighbours() {
+    let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+    let mut checked = 0usize;
+    for (name, prog) in programs() {
+        let slots: Vec<(u32, switch_engine::program::NSlot)> = prog
+            .fields
+            .iter()
+            .filter_map(|f| match f.slot {
+                Slot::Narrow(s) => Some((f.width, s)),
+                _ => None,
+            })
+            .collect();
+        let mut phv = Phv::new(&prog);
+        let mut want = vec![0u64; slots.len()];
+        for _ in 0..20 * slots.len() {
+            let i = (rng.next() % slots.len() as u64) as usize;
+            let v = rng.next();
+            phv.set_n(slots[i].1, v);
+            want[i] = v & mask64(slots[i].0);
+        }
+        for (i, (_, s)) in slots.iter().enumerate() {
+            assert_eq!(phv.n(*s), want[i], "{name}: slot {s:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 200, "only {checked} slots read back");
+}
+
+/// The input packets of the STF tests (`packet PORT HEX`), for the parser to take apart.
+fn stf_packets(name: &str) -> Vec<Vec<u8>> {
+    let Ok(text) = std::fs::read_to_string(name.replace(".json", ".stf")) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("packet "))
+        .filter_map(|rest| {
+            let hex: String = rest.split_whitespace().skip(1).collect();
+            (0..hex.len() / 2 * 2)
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+                .collect()
+        })
+        .collect()
+}
+
+/// The deparser leaves a header no store changed as the bytes it was parsed from
+/// (`Phv::src`). For the STF packets of every program, bit-flipped, with random field stores,
+/// header zeroing (a `setValid`) and validity changes after parsing, it emits exactly what
+/// writing every valid header field by field emits.
+#[test]
+fn unwritten_headers_deparse_as_written_ones() {
+    use switch_engine::exec::{self, Pkt};
+    use switch_engine::state::{Ext, Runtime, TableState};
+    let mut rng = Rng(0x510e_527f_ade6_82d1);
+    let (mut kept, mut rewritten) = (0usize, 0usize);
+    for (name, prog) in programs() {
+        let code = Code::new(&prog);
+        let mut rt = Runtime {
+            tables: prog
+                .tables
+                .iter()
+                .map(|_| TableState {
+                    table: None,
+                    default: None,
+                })
+                .collect(),
+            profiles: Vec::new(),
+            vsets: vec![Vec::new(); prog.vsets.len()],
+            ext: Ext::new(&prog),
+        };
+        let packets = stf_packets(&name);
+        let headers: Vec<u32> = (0..prog.headers.len() as u32)
+            .filter(|&h| !prog.headers[h as usize].metadata)
+            .collect();
+        for p in packets.iter().cycle().take(packets.len() * 50) {
+            let mut pkt = Pkt::new(&prog);
+            pkt.data = p.clone();
+            if rng.below(2) == 0 && !pkt.data.is_empty() {
+                let i = rng.below(pkt.data.len());
+                pkt.data[i] ^= 1 << rng.below(8);
+            }
+            let _ = exec::parse(&prog, &code, &mut rt, &mut pkt, 0);
+            for _ in 0..rng.below(4) {
+                let h = headers[rng.below(headers.len())];
+                let info = &prog.headers[h as usize];
+                match rng.below(3) {
+                    0 if info.nfields > 0 => {
+                        let f = info.first_field + rng.below(info.nfields as usize) as u32;
+                        let v = value(&mut rng, prog.fields[f as usize].width);
+                        pkt.phv.set_u64(&prog, f, v);
+                    }
+                    1 => {
+                        pkt.phv.zero_header(&prog, h);
+                        pkt.phv.valid[h as usize] = true;
+                    }
+                    _ => pkt.phv.valid[h as usize] = false,
+                }
+            }
+            kept += headers
+                .iter()
+                .filter(|&&h| pkt.phv.valid[h as usize] && pkt.phv.src[h as usize] != 0)
+                .count();
+            let mut full = pkt.clone();
+            full.phv.src.fill(0);
+            exec::deparse(&prog, &mut pkt, 0);
+            exec::deparse(&prog, &mut full, 0);
+            assert_eq!(pkt.data, full.data, "{name}: {p:02x?}");
+            rewritten += 1;
+        }
+    }
+    assert!(
+        rewritten > 1000 && kept > 1000,
+        "{rewritten} packets, {kept} headers left as parsed"
+    );
+}
+
+/// p4c's `tbl_act` tables (no key, a constant default entry without action data) are action
+/// calls of their default action: no node leads to the table any more, and the call goes
+/// where the table's miss went.
+#[test]
+fn keyless_constant_tables_become_calls() {
+    use switch_engine::program::Next;
+    let dir = format!("{}/tests", env!("CARGO_MANIFEST_DIR"));
+    let mut converted = 0usize;
+    for sub in ["stf", "programs"] {
+        for entry in std::fs::read_dir(format!("{dir}/{sub}")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let json = p4_bmv2_json::Program::from_json(&text).unwrap();
+            let prog = switch_engine::load::load(&json).unwrap();
+            let mut nexts: Vec<Next> = prog.pipelines.iter().map(|p| p.init).collect();
+            nexts.extend(prog.conds.iter().flat_map(|c| [c.t, c.f]));
+            nexts.extend(prog.calls.iter().map(|c| c.next));
+            let tables = json.pipelines.iter().flat_map(|p| &p.tables);
+            for (t, jt) in tables.enumerate() {
+                let Some(d) = jt.default_entry.as_ref().filter(|d| {
+                    jt.key.is_empty()
+                        && d.action_const
+                        && d.action_entry_const
+                        && d.action_data.is_empty()
+                }) else {
+                    continue;
+                };
+                let name = path.display();
+                assert!(
+                    !nexts.contains(&Next::Table(t as u32)),
+                    "{name}: {} is still applied",
+                    jt.name
+                );
+                let info = &prog.tables[t];
+                let action = prog
+                    .actions
+                    .iter()
+                    .position(|a| a.json_id == d.action_id)
+                    .unwrap() as u32;
+                let miss = info.hit_miss.map_or(info.next_of(action), |(_, m)| m);
+                assert!(
+                    prog.calls
+                        .iter()
+                        .any(|c| c.action == action && c.next == miss),
+                    "{name}: no call of {}'s default action",
+                    jt.name
+                );
+                converted += 1;
+            }
+        }
+    }
+    assert!(converted >= 5, "only {converted} keyless tables converted");
 }

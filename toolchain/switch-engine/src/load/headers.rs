@@ -62,7 +62,15 @@ impl<'a> L<'a> {
                 let (width, slot) = match f.width {
                     j::FieldWidth::Bits(w) if w <= 64 => {
                         self.p.narrow_slots += 1;
-                        (w, Slot::Narrow(self.p.narrow_slots - 1))
+                        let mask = crate::value::mask64(w);
+                        (
+                            w,
+                            Slot::Narrow(NSlot {
+                                i: self.p.narrow_slots - 1,
+                                hdr: hi as u32,
+                                mask,
+                            }),
+                        )
                     }
                     j::FieldWidth::Bits(w) => {
                         let off = self.p.wide_bytes;

@@ -56,6 +56,7 @@ impl<'a> L<'a> {
             .enumerate()
             .filter_map(|(i, m)| Some((m.binding.as_deref().filter(|_| m.is_direct)?, i as u32)))
             .collect();
+        let mut keyless = Vec::new();
         for (pi, p) in self.j.pipelines.iter().enumerate() {
             let ppath = format!("pipelines[{pi}]");
             let mut profile_by_name = HashMap::new();
@@ -108,6 +109,19 @@ impl<'a> L<'a> {
                     },
                     None => direct_meters.get(t.name.as_str()).copied(),
                 };
+                // p4c's `tbl_act` wrappers of straight-line code: no key, a constant default
+                // entry without action data, nothing counted or metered per entry.
+                let plain = t.key.is_empty()
+                    && direct_counter.is_none()
+                    && direct_meter.is_none()
+                    && !table.support_timeout;
+                if let Some(d) = t.default_entry.as_ref().filter(|d| {
+                    plain && d.action_const && d.action_entry_const && d.action_data.is_empty()
+                }) {
+                    let action =
+                        self.action_ref(d.action_id, &format!("{tpath}.default_entry.action_id"))?;
+                    keyless.push((table_index, action));
+                }
                 self.p.tables.push(TableInfo {
                     direct_counter,
                     direct_meter,
@@ -133,7 +147,47 @@ impl<'a> L<'a> {
                 init,
             });
         }
+        self.keyless_as_calls(&keyless);
         Ok(())
+    }
+
+    /// A keyless table with a constant default entry (`keyless`: table, action) always runs
+    /// that action and goes to its miss node: it becomes an action call, which a packet runs
+    /// without the table's lookup, entry resolution and next-node search. The table stays
+    /// (the control plane still reads its default entry); no node leads to it any more.
+    fn keyless_as_calls(&mut self, keyless: &[(u32, u32)]) {
+        let mut call_of = HashMap::new();
+        for &(t, action) in keyless {
+            let info = &self.p.tables[t as usize];
+            let next = match info.hit_miss {
+                Some((_, miss)) => miss,
+                None => info.next_of(action),
+            };
+            call_of.insert(t, self.p.calls.len() as u32);
+            self.p.calls.push(CallInfo { action, next });
+        }
+        let call = |n: &mut Next| {
+            if let Next::Table(t) = *n {
+                if let Some(&c) = call_of.get(&t) {
+                    *n = Next::Call(c);
+                }
+            }
+        };
+        let p = &mut self.p;
+        p.pipelines.iter_mut().for_each(|x| call(&mut x.init));
+        p.calls.iter_mut().for_each(|x| call(&mut x.next));
+        for c in &mut p.conds {
+            call(&mut c.t);
+            call(&mut c.f);
+        }
+        for t in &mut p.tables {
+            t.next_by_action.iter_mut().for_each(|(_, n)| call(n));
+            if let Some((hit, miss)) = &mut t.hit_miss {
+                call(hit);
+                call(miss);
+            }
+            call(&mut t.base_default_next);
+        }
     }
 
     /// The hash calculation of an action selector at `path` (`PATH.selector`), if any.
