@@ -263,8 +263,10 @@ run: build deps
 test-bgp: build deps
 	$(PY) -m pytest -s topo/bgp_tests
 
-# `make sim`: seed 003's representative subset in lossless-sim, quick (leafspine-7to1: 9:1, 4 KB,
-# 8x7 and 256x7, without and with remote PFC, in one run). `make sim EXP=seed003` (or seed000,
+# `make sim`: one case of each table, quick, each topology into $(RESULTS)/sim/TOPO: seed 003's
+# (leafspine-7to1: 9:1, 4 KB, 8x7 and 256x7, without and with remote PFC, in one run), seed 000's
+# incast (incast-16to1), seed 001's head-of-line table (prio-2to1) and seed 003's field test
+# (fieldtest-7to1); about 30 s on 2 cores (toolchain/lossless-sim/README.md). `make sim EXP=seed003` (or seed000,
 # seed001): that seed's topology, every case in one run, full; EXP=fieldtest: seed 003's field
 # test and its two phenomena (fieldtest-7to1). `make sim TOPO=... [CASE=ecn=off]
 # [QUICK=1] [SEED=N]`: any topology, every case or one (toolchain/lossless-sim/README.md).
@@ -275,11 +277,14 @@ SIM_EXP_seed001 := prio-2to1
 SIM_EXP_seed003 := leafspine-7to1
 SIM_EXP_fieldtest := fieldtest-7to1
 SIM_GIVEN := $(filter command line environment,$(origin TOPO))
-SIM_TOPO = $(if $(EXP),$(or $(SIM_EXP_$(EXP)),$(error EXP=$(EXP): make sim knows seed000, seed001, seed003, fieldtest)),$(if $(SIM_GIVEN),$(TOPO),leafspine-7to1))
+SIM_SUBSET := leafspine-7to1 incast-16to1 prio-2to1 fieldtest-7to1
+SIM_TOPOS = $(if $(EXP),$(or $(SIM_EXP_$(EXP)),$(error EXP=$(EXP): make sim knows seed000, seed001, seed003, fieldtest)),$(if $(SIM_GIVEN),$(TOPO),$(SIM_SUBSET)))
 SIM_QUICK = $(if $(or $(EXP),$(SIM_GIVEN)),$(filter 1,$(QUICK)),1)
 sim: build deps p4
-	$(BIN)/lossless-sim run $(SIM_TOPO) --lab $(CURDIR) --seed $(SEED) --out $(RESULTS)/sim/$(SIM_TOPO) \
-	    $(if $(CASE),--case '$(CASE)') $(if $(SIM_QUICK),--quick)
+	set -e; for t in $(SIM_TOPOS); do \
+	    $(BIN)/lossless-sim run $$t --lab $(CURDIR) --seed $(SEED) --out $(RESULTS)/sim/$$t \
+	        $(if $(CASE),--case '$(CASE)') $(if $(SIM_QUICK),--quick); \
+	done
 
 # lossless-sim sweep (toolchain/lossless-sim/README.md, "Sweep"): SWEEP=file (default: the
 # worked SFC threshold question), J=points at once (default: the cores); results/sweep/NAME/.

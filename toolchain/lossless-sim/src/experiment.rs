@@ -151,11 +151,12 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
             per_sender.insert(h.name.clone(), serde_json::json!(s.report()));
         }
     }
+    let t = tally(sim);
     let Tally {
         posted,
         completed,
         failed,
-        latency_ns: latencies,
+        latency_ns: ref latencies,
         first_post,
         last_completion,
         ce,
@@ -163,7 +164,7 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
         xoff,
         retx,
         ..
-    } = tally(sim);
+    } = t;
     let mut tm_drops = 0;
     for s in &sim.switches {
         if let Some(tm) = s.core.tm() {
@@ -190,14 +191,13 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
     };
     let mut samples = latencies.clone();
     let lat = LatReport::compute(inc.size as u64, &mut samples);
-    let m = Measurement {
+    let mut m = Measurement {
         case: case.to_string(),
         params: serde_json::json!({"name": case, "pfc": pfc, "size": inc.size,
             "iters": inc.iters, "senders": inc.senders.len(), "tx_depth": TX_DEPTH}),
         values: serde_json::json!({
             "bw_mbps_nominal": bw_mbps,
             "latency_avg_us_nominal": lat.t_avg_usec,
-            "p99_latency_us": lat.p99_usec,
             "messages_posted": posted,
             "messages_completed": completed,
             "drops_lossless": tm_drops + pipeline_drops,
@@ -213,6 +213,7 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
         latency_us: latencies.iter().map(|&l| l as f64 / 1000.0).collect(),
         throughput: serde_json::Map::new(),
     };
+    t.fill_common(&mut m.values, &lat, crate::leafspine::pauses_tx(sim));
     let row = vec![
         case.to_string(),
         if pfc { "on" } else { "off" }.to_string(),
@@ -312,21 +313,21 @@ pub fn prio_case_results(sim: &Sim, prio: &Prio, case: &PrioCase, ecn: bool) -> 
     let bw: Option<BwReport> = case
         .bw_priority
         .and_then(|_| nic(&prio.bw_host)?.senders.first().map(Sender::report));
+    let t = tally(sim);
     let Tally {
         ce,
         cnps,
         xoff,
         retx,
         ..
-    } = tally(sim);
-    Measurement {
+    } = t;
+    let mut m = Measurement {
         case: format!("{} ecn={}", case.name, if ecn { "on" } else { "off" }),
         params: serde_json::json!({"ecn": ecn, "name": case.name,
             "lat_priority": case.lat_priority, "bw_priority": case.bw_priority}),
         values: serde_json::json!({
             "lat_t_avg_us_nominal": lat.t_avg_usec,
             "lat_t_typical_us_nominal": lat.t_typical_usec,
-            "p99_latency_us": lat.p99_usec,
             "lat_iterations": lat.iterations,
             "bw_gbps": bw.map(|b| b.bw_average_gbps),
             "ce_marked": ce,
@@ -336,7 +337,9 @@ pub fn prio_case_results(sim: &Sim, prio: &Prio, case: &PrioCase, ecn: bool) -> 
         }),
         latency_us: samples.iter().map(|&l| l as f64 / 1000.0).collect(),
         throughput: serde_json::Map::new(),
-    }
+    };
+    t.fill_common(&mut m.values, &lat, crate::leafspine::pauses_tx(sim));
+    m
 }
 
 /// Seed 001's table for one ECN setting, the seed's figure beside each simulated one.

@@ -396,10 +396,7 @@ struct RxSnap {
 }
 
 fn rx_snap(sim: &Sim, recv: usize) -> RxSnap {
-    let pauses = leafspine::pauses_by_sender(sim)
-        .values()
-        .filter_map(|v| v.as_u64())
-        .sum();
+    let pauses = leafspine::pauses_tx(sim);
     sim.hosts[recv].nic.as_ref().map_or(RxSnap::default(), |n| {
         let c = n.ep.counters();
         RxSnap {
@@ -628,10 +625,7 @@ fn cnp_rate(
         let cnps_rx = cnps_after - cnps_before;
         let mut lat = window_latencies(sim, senders[0], start + warm, end);
         let rep = LatReport::compute(part.size as u64, &mut lat);
-        let pauses = leafspine::pauses_by_sender(sim)
-            .values()
-            .filter_map(|v| v.as_u64())
-            .sum::<u64>();
+        let pauses = leafspine::pauses_tx(sim);
         let m = Measurement {
             case: format!("cnp-rate {rate}/s"),
             params: serde_json::json!({"part": "cnp-rate", "cnps_per_s": rate,

@@ -186,6 +186,14 @@ pub fn pauses_by_sender(sim: &Sim) -> serde_json::Map<String, serde_json::Value>
     pause_frames(sim).0
 }
 
+/// Every PFC frame sent since the row started, by switches and hosts alike.
+pub fn pauses_tx(sim: &Sim) -> u64 {
+    pauses_by_sender(sim)
+        .values()
+        .filter_map(|v| v.as_u64())
+        .sum()
+}
+
 /// PFC frames since the row started: per switch that sent them, and per switch or host that
 /// received them. Both are counted at the receiving ports, so a frame is in each map once.
 fn pause_frames(

@@ -507,6 +507,8 @@ fn run_case(
         let mut rows = Vec::new();
         for case in &prio.cases {
             let start = sim.now_ns() + CASE_GAP_NS;
+            // Each row's pauses are its own, as the leaf-spine rows' are.
+            leafspine::clear_counters(sim);
             setup_prio_case(sim, prio, case, &nic(ROCE_MTU, 0), start)?;
             out.stop = sim.run(args.time_limit, args.max_events, &mut progress);
             if out.partial() {

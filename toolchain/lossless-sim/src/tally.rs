@@ -1,6 +1,7 @@
 //! The hosts' counters summed over a run: what every experiment reports from.
 
 use crate::net::Sim;
+use roce_host::perftest::LatReport;
 
 /// What every host's senders and endpoint did, summed: the figures the experiments share.
 #[derive(Debug, Default)]
@@ -34,6 +35,18 @@ impl Tally {
         } else {
             (&self.latency_ns, &self.wire_latency_ns)
         }
+    }
+
+    /// Writes into `values` the figures every measurement holds under one set of names (the
+    /// seed tables' columns, which the leaf-spine rows report), beside the names the lab's
+    /// runner gives them for that experiment: `lat` is the case's latency and `pauses_tx` the
+    /// PFC frames sent during it ([`crate::leafspine::pauses_tx`]).
+    pub fn fill_common(&self, values: &mut serde_json::Value, lat: &LatReport, pauses_tx: u64) {
+        values["avg_latency_us"] = lat.t_avg_usec.into();
+        values["p99_latency_us"] = lat.p99_usec.into();
+        values["pauses_tx"] = pauses_tx.into();
+        values["cnps"] = self.cnps.into();
+        values["ecn_marked"] = self.ce.into();
     }
 }
 

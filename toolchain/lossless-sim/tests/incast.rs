@@ -9,12 +9,17 @@
 use std::path::Path;
 
 mod common;
-use common::run_ok;
+use common::{common_values, run_ok};
 
 fn incast(case: &str) -> serde_json::Value {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lossless-sim-incast-{case}"));
     let doc = run_ok("incast-16to1", &["--quick", "--case", case], &out);
-    doc["measurements"][0]["values"].clone()
+    let v = common_values(&doc["measurements"][0]);
+    // The names hold what the lab's names beside them report.
+    assert_eq!(v["avg_latency_us"], v["latency_avg_us_nominal"], "{v}");
+    assert_eq!(v["cnps"], v["cnps_rx"], "{v}");
+    assert_eq!(v["ecn_marked"], v["ce_marked"], "{v}");
+    v.clone()
 }
 
 #[test]
@@ -35,6 +40,12 @@ fn pfc_makes_the_100g_incast_lossless() {
         "{default}"
     );
     assert_eq!(default["pfc_xoff_rx"], 0, "{default}");
+    // Every XOFF a host took came in a PFC frame a switch sent; without PFC none is sent.
+    assert!(
+        tuned["pauses_tx"].as_u64() >= tuned["pfc_xoff_rx"].as_u64(),
+        "{tuned}"
+    );
+    assert_eq!(default["pauses_tx"], 0, "{default}");
     // Drops cost retransmission timeouts: the lossy incast's messages take far longer.
     let lat = |v: &serde_json::Value| v["latency_avg_us_nominal"].as_f64().unwrap();
     assert!(lat(&default) > 5.0 * lat(&tuned), "{default} vs {tuned}");

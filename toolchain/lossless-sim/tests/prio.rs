@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 mod common;
-use common::run_ok;
+use common::{common_values, run_ok};
 
 /// write_lat alone across the fabric without the hosts' latency (us): two 8-ns frame times at
 /// 100G, the 500-ns pipeline and the ACK the server's NIC sends before its reply.
@@ -50,7 +50,11 @@ fn t_avg(doc: &serde_json::Value) -> BTreeMap<String, f64> {
         .unwrap()
         .iter()
         .map(|m| {
-            let v = &m["values"];
+            let v = common_values(m);
+            // The names hold what the lab's names beside them report.
+            assert_eq!(v["avg_latency_us"], v["lat_t_avg_us_nominal"], "{m}");
+            assert_eq!(v["cnps"], v["cnps_rx"], "{m}");
+            assert_eq!(v["ecn_marked"], v["ce_marked"], "{m}");
             assert_eq!(v["lat_iterations"], 200, "{m}");
             assert_eq!(v["retransmissions"], 0, "{m}");
             let name = m["params"]["name"].as_str().unwrap().to_string();

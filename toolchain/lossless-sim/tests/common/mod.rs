@@ -55,3 +55,28 @@ pub fn run_ok(topology: &str, args: &[&str], out: &Path) -> serde_json::Value {
     let text = std::fs::read(out.join("results.json")).expect("results.json");
     serde_json::from_slice(&text).expect("results.json is JSON")
 }
+
+/// Checks that a measurement holds the values every experiment reports under one set of names
+/// (issue 18), its p99 the 99th-percentile rank of its own latency samples, and returns them.
+// Only the incast and prio tests check their measurements this way; the others' binaries
+// include this module too.
+#[allow(dead_code)]
+pub fn common_values(m: &serde_json::Value) -> &serde_json::Value {
+    let v = &m["values"];
+    for k in ["avg_latency_us", "p99_latency_us"] {
+        assert!(v[k].is_f64(), "{k}: {v}");
+    }
+    for k in ["pauses_tx", "cnps", "ecn_marked"] {
+        assert!(v[k].is_u64(), "{k}: {v}");
+    }
+    let mut samples: Vec<f64> = m["latency_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    let rank = (0.99 * samples.len() as f64).ceil() as usize;
+    assert_eq!(v["p99_latency_us"], samples[rank - 1], "{v}");
+    v
+}
