@@ -385,8 +385,6 @@ pub fn row_results(
         latency_ns: ref latencies,
         wire_latency_ns: ref wire,
         last_completion,
-        ce,
-        cnps,
         retx,
         ..
     } = t;
@@ -427,20 +425,9 @@ pub fn row_results(
     let (measured, measured_wire) = t.measured(ls.latency_probe.is_some());
     let lat = report(measured);
     let flows = format!("{}x{}", row.flows, ls.senders.len());
-    Measurement {
-        case: format!(
-            "sfc={} {} {}B {flows}",
-            if remote_pfc { "on" } else { "off" },
-            row.mix,
-            row.size
-        ),
-        params: serde_json::json!({"roce_tcp": row.mix, "size": row.size, "flows": flows,
-            "remote_pfc": remote_pfc, "iters": ls.iters}),
-        values: serde_json::json!({
+    let mut values = serde_json::json!({
             "latency_from": if ls.latency_probe.is_some() { "probe" } else { "flows" },
-            "avg_latency_us": mean_us(measured),
             "p50_latency_us": lat.t_typical_usec,
-            "p99_latency_us": lat.p99_usec,
             "latency_samples": measured.len(),
             "avg_wire_latency_us": mean_us(measured_wire),
             "p99_wire_latency_us": report(measured_wire).p99_usec,
@@ -459,16 +446,12 @@ pub fn row_results(
                     p.queues.iter().map(|q| q.drops.total()).sum::<u64>()
                 }).sum::<u64>()
             }).sum::<u64>(),
-            "pauses_tx": pauses.values().filter_map(|v| v.as_u64()).sum::<u64>(),
             "pauses_tx_by_switch": pauses,
             "pauses_rx_by_node": pauses_rx,
             "receiver_port_queues": queues,
             "roce_queue_avg_kb": queue_kb(ls.roce_priority, "average_kb"),
             "tcp_queue_avg_kb": queue_kb(ls.tcp_priority, "average_kb"),
             "tcp_queue_peak_kb": queue_kb(ls.tcp_priority, "peak_kb"),
-            "cnps": cnps,
-            // CE-marked RoCE packets the receiver took (the row's endpoints are fresh).
-            "ecn_marked": ce,
             // TCP segments that arrived CE-marked, and the senders' window reductions for them
             // (TCP is ECN-capable only with DCTCP, `tcp_cc`).
             "tcp_ce_marked": tcp_ce,
@@ -482,7 +465,20 @@ pub fn row_results(
             "qps_failed": failed,
             "duration_us": span as f64 / 1000.0,
             "seed_avg_latency_us": seed_us(remote_pfc, row),
-        }),
+    });
+    // avg_latency_us, p99_latency_us, pauses_tx, cnps and ecn_marked (CE-marked RoCE packets
+    // the receiver took; the row's endpoints are fresh) by the route every experiment takes.
+    t.fill_common(&mut values, &lat, pauses_tx(sim));
+    Measurement {
+        case: format!(
+            "sfc={} {} {}B {flows}",
+            if remote_pfc { "on" } else { "off" },
+            row.mix,
+            row.size
+        ),
+        params: serde_json::json!({"roce_tcp": row.mix, "size": row.size, "flows": flows,
+            "remote_pfc": remote_pfc, "iters": ls.iters}),
+        values,
         latency_us: measured.iter().map(|&l| l as f64 / 1000.0).collect(),
         throughput: serde_json::Map::new(),
     }
