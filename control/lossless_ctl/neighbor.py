@@ -14,9 +14,11 @@ P4Runtime updates and PacketOuts, without I/O of its own (so it is tested with p
   static routes that have no neighbour entry, at start;
 - learned neighbours are installed as NEIGHBOR_ENTRY, NEXT_HOP and host route (p4map's
   NeighborEntries), a changed MAC is a MODIFY; after half the age a neighbour is probed with a
-  unicast request, and after `age_s` without an answer it is removed (its next hop and host
-  route only once no route uses the next hop: p4map.HardwareIds counts its users for the
-  learner and routeorch alike). Neighbours of the config's NEIGH table are static: never
+  unicast request, and after `age_s` without an answer it is removed; while routes use its
+  next hop (p4map.HardwareIds counts its users for the learner and routeorch alike) it is
+  kept, pending removal, as SONiC's neighorch keeps a referenced neighbour: neighbour entry,
+  next hop and host route go together once no route does, and learning it again meanwhile
+  cancels the removal. Neighbours of the config's NEIGH table are static: never
   learned over, never aged.
 
 `serve` runs a learner against a P4RuntimeClient until stopped.
@@ -277,8 +279,10 @@ class NeighborLearner:
         if known is not None and known.mac == mac:
             known.seen, known.probed = now, False
             return out
+        pending = key in self.entries.kept
         out.updates += self.entries.install(iface.name, ip, mac_str(mac), known is not None)
         verb = "moved to" if known is not None else "learned at"
+        verb = "back (removal cancelled) at" if pending else verb
         out.log.append(f"neighbour {ip} on {iface.name} {verb} {mac_str(mac)}")
         self.learned[key] = Learned(mac, now)
         return out
@@ -428,12 +432,13 @@ class NeighborLearner:
 
     def _gone(self, ifname: str, ip: IpAddress, why: str) -> Actions:
         """A neighbour that is no more: its entries go (host route, next hop, neighbour), but
-        while routes (routeorch's, ECMP groups among them) use its next hop, only its
-        neighbour entry does; the next hop and host route go once none does (tick)."""
-        del self.learned[(ifname, ip)]
-        updates, nid = self.entries.release(ifname, ip)
+        while routes (routeorch's, ECMP groups among them) use its next hop, all three stay,
+        pending removal, and go once none does (tick) unless it is learned again first."""
+        mac = self.learned.pop((ifname, ip)).mac
+        updates, nid = self.entries.release(ifname, ip, mac_str(mac))
         kept = (ifname, ip) in self.entries.kept
-        line = f"neighbour {ip} on {ifname} {why}" + ("; routes use its next hop" if kept else "")
+        pending = "; routes use its next hop: pending removal"
+        line = f"neighbour {ip} on {ifname} {why}" + (pending if kept else "")
         return Actions(updates, log=[line], freed=[] if nid is None else [nid])
 
     def clear(self, now: float) -> Actions:
@@ -451,8 +456,8 @@ class NeighborLearner:
         return out
 
     def tick(self, now: float) -> Actions:
-        """Probe neighbours past half their age; remove those past it (_gone); remove the next
-        hops and host routes of gone neighbours that no route uses any more."""
+        """Probe neighbours past half their age; remove those past it (_gone); remove the
+        neighbours pending removal whose next hop no route uses any more."""
         updates, freed = self.entries.sweep()
         out = Actions(updates, freed=freed)
         for (ifname, ip), entry in list(self.learned.items()):

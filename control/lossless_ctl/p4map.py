@@ -30,6 +30,7 @@ from lossless_ctl.sai import (
     half_pause_ns,
     lossless_pgs,
 )
+from lossless_ctl.show import PENDING_REMOVAL
 
 ING = "LosslessIngress."
 EG = "LosslessEgress."
@@ -799,8 +800,9 @@ class NeighborEntries:
         # neighbour entry's (last); the next hop goes by its count.
         self.created: dict[tuple[str, Any], list[Any]] = {}
         self.cleared: set[tuple[str, Any]] = set()  # neighbour entry gone, the rest kept
-        # Gone neighbours (release) whose next hop routes still use: next hop and host route
-        # kept until none does (sweep).
+        # Gone neighbours (release) whose next hop routes still use: neighbour entry (marked
+        # pending removal), next hop and host route kept until none does (sweep) or the
+        # neighbour is learned again (install).
         self.kept: set[tuple[str, Any]] = set()
         self.holds: set[tuple[str, Any]] = set()  # neighbours counted as their next hop's users
 
@@ -815,19 +817,24 @@ class NeighborEntries:
             kind, ING + "nexthop", {"nexthop_id": nid}, ING + "set_ip_nexthop", params
         )
 
+    def _neighbor(self, ifname: str, ip: Any) -> tuple[str, dict, str]:
+        rif = self.ids.rif_ids[f"rif:{ifname}"]
+        return ING + "neighbor", {"rif": rif, "ip": int(ip)}, ING + "set_dst_mac"
+
     def install(self, ifname: str, ip: Any, mac: str, known: bool) -> list[Any]:
         """INSERT a new neighbour (with next hop and host route when missing), or MODIFY the
-        MAC of a `known` one."""
+        MAC of a `known` one. One pending removal (release) is known again: its removal is
+        cancelled, and its entry loses the mark (and takes the MAC if that changed)."""
         pb = self.b.pb.Update
-        rif = self.ids.rif_ids[f"rif:{ifname}"]
-        neighbor = (ING + "neighbor", {"rif": rif, "ip": int(ip)}, ING + "set_dst_mac")
-        kind = pb.MODIFY if known else pb.INSERT
+        neighbor = self._neighbor(ifname, ip)
+        pending = (ifname, ip) in self.kept
+        self.kept.discard((ifname, ip))
+        kind = pb.MODIFY if known or pending else pb.INSERT
         updates = [self._entry(kind, *neighbor, {"dst_mac": mac_int(mac)})]
-        if known:
+        if known or pending:
             return updates
         if (ifname, ip) in self.cleared:  # its next hop and host route are still there
             self.cleared.discard((ifname, ip))
-            self.kept.discard((ifname, ip))
             return updates
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
         nid, new = self.ids.hold_nexthop(f"nexthop:{ifname}|{ip}")
@@ -858,8 +865,7 @@ class NeighborEntries:
         install() had made it (with its `nexthop` id and host `route` if those were the
         learner's); its entities, as the DELETEs remove() would write."""
         pb = self.b.pb.Update
-        rif = self.ids.rif_ids[f"rif:{ifname}"]
-        neighbor = (ING + "neighbor", {"rif": rif, "ip": int(ip)}, ING + "set_dst_mac")
+        neighbor = self._neighbor(ifname, ip)
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
         entities = list(created)
         key = f"nexthop:{ifname}|{ip}"
@@ -898,17 +904,22 @@ class NeighborEntries:
             routes.append(self._nexthop(self.b.pb.Update.DELETE, nid, ifname, ip))
         return routes + neighbor, nid
 
-    def release(self, ifname: str, ip: Any) -> tuple[list[Any], int | None]:
-        """The neighbour is gone (the kernel deleted it, or it aged out): all remove() takes
-        away if no route uses its next hop; else its neighbour entry alone, and the next hop
-        and host route stay (ECMP groups keep their members whole) until sweep() finds no
-        route using them."""
+    def release(self, ifname: str, ip: Any, mac: str) -> tuple[list[Any], int | None]:
+        """The neighbour (at `mac`) is gone (the kernel deleted it, or it aged out): all
+        remove() takes away if no route uses its next hop; else nothing goes yet, as SONiC's
+        neighorch keeps a neighbour whose next hop is referenced: its entry is marked pending
+        removal, and it goes with its next hop and host route once sweep() finds no route
+        using them (ECMP groups keep their members whole and resolved meanwhile)."""
         with self.ids.lock:
             users = self.ids.nexthop_users.get(f"nexthop:{ifname}|{ip}", 0)
             if users <= 1:
                 return self.remove(ifname, ip)
             self.kept.add((ifname, ip))
-            return self.clear(ifname, ip), None
+            mark = self._entry(
+                self.b.pb.Update.MODIFY, *self._neighbor(ifname, ip), {"dst_mac": mac_int(mac)}
+            )
+            mark.entity.table_entry.metadata = PENDING_REMOVAL
+            return [mark], None
 
     def sweep(self) -> tuple[list[Any], list[int]]:
         """What remove() takes away for the kept neighbours (release) whose next hop no route

@@ -15,6 +15,9 @@ from lossless_ctl.client import P4RuntimeClient
 from lossless_ctl.p4info import P4InfoIndex
 
 ING = "LosslessIngress."
+# The metadata of a neighbour entry whose removal waits for the routes using its next hop to
+# let go (p4map.NeighborEntries.release), as SONiC's neighorch keeps a referenced neighbour.
+PENDING_REMOVAL = b"pending-removal"
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,7 @@ class NeighborRow:
     address: ipaddress.IPv4Address | ipaddress.IPv6Address
     mac: str
     iface: str
+    pending: bool = False  # pending removal (PENDING_REMOVAL)
 
 
 def match_value(entry: Any, index: P4InfoIndex, table: Any, name: str) -> int:
@@ -63,14 +67,21 @@ def neighbors(
         address = ipaddress.IPv6Address(value) if value >> 32 else ipaddress.IPv4Address(value)
         port = rif_port.get(match_value(e, index, table, "rif"))
         iface = port_names.get(port, f"port {port}") if port is not None else "-"
-        rows.append(NeighborRow(address, _mac(param_value(e, index, "dst_mac") or 0), iface))
+        mac = _mac(param_value(e, index, "dst_mac") or 0)
+        rows.append(NeighborRow(address, mac, iface, e.metadata == PENDING_REMOVAL))
     return sorted(rows, key=lambda r: (r.address.version, r.address))
 
 
 def render_neighbors(rows: list[NeighborRow], version: int) -> str:
-    """SONiC's `show arp` (version 4) / `show ndp` (version 6) layout."""
+    """SONiC's `show arp` (version 4) / `show ndp` (version 6) layout, with a Status column
+    when neighbours are pending removal (kept while routes use their next hops)."""
     header = ["Address", "MacAddress", "Iface", "Vlan"]
-    body = [[str(r.address), r.mac, r.iface, "-"] for r in rows if r.address.version == version]
+    shown = [r for r in rows if r.address.version == version]
+    body = [[str(r.address), r.mac, r.iface, "-"] for r in shown]
+    if any(r.pending for r in shown):
+        header.append("Status")
+        for row, r in zip(body, shown, strict=True):
+            row.append("pending removal" if r.pending else "")
     widths = [max([len(h)] + [len(row[i]) for row in body]) for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

@@ -710,11 +710,13 @@ def test_a_restarted_controller_takes_over_its_routes_and_writes_nothing(
         switch.stop()
 
 
-def _neighbour_view(state: SwitchState, ip: str) -> tuple[bool, bool, bool]:
-    """Whether the switch has the neighbour entry, a next hop and the host route of `ip`."""
+def _neighbour_view(state: SwitchState, ip: str) -> tuple[bool | str, bool, bool]:
+    """Whether the switch has the neighbour entry ("pending" when it is marked pending
+    removal, as `show arp` reads it), a next hop and the host route of `ip`."""
     client, index = state.client, state.index
     address = ipaddress.ip_address(ip)
-    have_neighbour = any(row.address == address for row in neighbors(client, index, {}))
+    rows = [row for row in neighbors(client, index, {}) if row.address == address]
+    have_neighbour = ("pending" if rows[0].pending else True) if rows else False
     params = {p.name: p.id for p in index.action(ING + "set_ip_nexthop").params}
     hops = {
         int.from_bytes(p.value, "big")
@@ -734,9 +736,10 @@ def test_a_neighbour_the_kernel_deletes_keeps_its_next_hop_only_while_routes_use
     """neighsync (`run --hostif NS --neighsync`): two neighbours in the kernel's table of the
     host interfaces' namespace are learned (neighbour entry, next hop, host route). FPM routes
     use one of them, through an ECMP group with 10.2.0.2 and alone. When the kernel deletes
-    both, the unused one's three entries go; the used one loses its neighbour entry only, its
-    next hop and host route stay and the group keeps both members; once the routes are
-    withdrawn, its next hop and host route go too."""
+    both, the unused one's three entries go; the used one keeps all three, its neighbour
+    entry marked pending removal (as SONiC's neighorch keeps a referenced neighbour), and
+    the group keeps both members; once the routes are withdrawn, its neighbour entry, next
+    hop and host route go together."""
     ns = f"llneigh-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     unused, used = "10.1.0.50", "10.1.0.51"
@@ -771,7 +774,7 @@ def test_a_neighbour_the_kernel_deletes_keeps_its_next_hop_only_while_routes_use
                 "the unused neighbour's neighbour entry, next hop and host route gone",
             )
             time.sleep(2.5)  # past two of the learner's ticks, which remove unused next hops
-            assert _neighbour_view(state, used) == (False, True, True)
+            assert _neighbour_view(state, used) == ("pending", True, True)
             # Every member of the group still has its next hop: nothing is half-programmed.
             assert state.read()[1] == groups
             _wait_for(state, _expect(both), "the routes untouched")
@@ -782,7 +785,7 @@ def test_a_neighbour_the_kernel_deletes_keeps_its_next_hop_only_while_routes_use
             _wait_until(
                 lambda: _neighbour_view(state, used),
                 (False, False, False),
-                "the used neighbour's next hop and host route gone with its routes",
+                "the used neighbour's three entries gone with its routes",
             )
             text = log.read_text()
             assert f"neighbour {unused} on Ethernet0 gone from the kernel\n" in text, text

@@ -23,6 +23,7 @@ from lossless_ctl.neighbor import (
     arp_frame,
     icmpv6_checksum,
     mac_bytes,
+    mac_str,
     nd_frame,
     parse,
     serve,
@@ -30,6 +31,7 @@ from lossless_ctl.neighbor import (
 )
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4rt_proto import bindings
+from lossless_ctl.show import PENDING_REMOVAL, NeighborRow, render_neighbors
 from lossless_paths import CONTROL
 
 DATA = Path(__file__).parent / "data"
@@ -394,12 +396,14 @@ def test_the_kernels_neighbours_are_learned_and_its_deletions_remove_them(setup)
 
 
 @pytest.mark.parametrize("how", ["kernel", "aged"])
-def test_a_gone_neighbour_keeps_its_next_hop_and_host_route_while_routes_use_it(setup, how):
+def test_a_gone_neighbour_is_kept_pending_removal_while_routes_use_its_next_hop(setup, how):
     """The next hop's users are counted once for the learner and routeorch (HardwareIds): a
     neighbour the kernel deletes, or that ages out, while routes (here two, as routeorch
-    counts them) use its next hop loses its neighbour entry alone; its next hop and host
-    route go at the first tick after the routes have let go, and the next hop's id is free
-    once that is written."""
+    counts them) use its next hop keeps all its entries, as SONiC's neighorch keeps a
+    referenced neighbour: its neighbour entry is rewritten with the same MAC and marked
+    pending removal (metadata); neighbour entry, next hop and host route go together at the
+    first tick after the routes have let go, and the next hop's id is free once that is
+    written."""
     cfg, program, index, _ = setup
     learner = NeighborLearner(cfg, program, index, age_s=60)
     ip, host = V4("192.168.1.20"), int(V4("192.168.1.20"))
@@ -407,13 +411,64 @@ def test_a_gone_neighbour_keeps_its_next_hop_and_host_route_while_routes_use_it(
     learner.kernel("Ethernet4", ip, HOST_MAC, 0.0)
     assert program.ids.hold_nexthop(key, 2) == (3, False)  # routeorch's two routes
     gone = learner.kernel("Ethernet4", ip, None, 1.0) if how == "kernel" else learner.tick(61.0)
-    assert [u[:3] for u in summary(index, gone.updates)] == [("DELETE", "neighbor", (2, host))]
+    assert summary(index, gone.updates) == [("MODIFY", "neighbor", (2, host), (0x02000000000A,))]
+    assert gone.updates[0].entity.table_entry.metadata == PENDING_REMOVAL
+    assert "routes use its next hop: pending removal" in gone.log[0]
     assert (gone.freed, learner.tick(62.0).updates) == ([], [])
     assert program.ids.drop_nexthop(key, 2) is None  # the learner's use is left
     swept = learner.tick(63.0)
     assert [u[:3] for u in summary(index, swept.updates)] == [
         ("DELETE", "ipv4_route", (host,)),
         ("DELETE", "nexthop", (3,)),
+        ("DELETE", "neighbor", (2, host)),
     ]
     assert swept.freed == [3] and key not in program.ids.nexthop_ids
     assert learner.tick(64.0).updates == []
+
+
+@pytest.mark.parametrize("mac", [HOST_MAC, mac_bytes("02:00:00:00:00:0b")])
+def test_learning_a_neighbour_pending_removal_again_cancels_the_removal(setup, mac):
+    """A neighbour pending removal (its next hop used by routes) that the kernel has again,
+    at the same MAC or a new one, is learned back: one MODIFY without the mark (with the
+    MAC it has now), nothing else written; when the routes let go nothing is removed, and
+    it ages out from then on as a learned neighbour does."""
+    cfg, program, index, _ = setup
+    learner = NeighborLearner(cfg, program, index, age_s=60)
+    ip, host = V4("192.168.1.20"), int(V4("192.168.1.20"))
+    key = f"nexthop:Ethernet4|{ip}"
+    learner.kernel("Ethernet4", ip, HOST_MAC, 0.0)
+    program.ids.hold_nexthop(key)  # a route's
+    assert learner.kernel("Ethernet4", ip, None, 1.0).updates[0].entity.table_entry.metadata
+    back = learner.kernel("Ethernet4", ip, mac, 2.0)
+    mac_int = int.from_bytes(mac, "big")
+    assert summary(index, back.updates) == [("MODIFY", "neighbor", (2, host), (mac_int,))]
+    assert back.updates[0].entity.table_entry.metadata == b""
+    assert back.log == [f"neighbour {ip} on Ethernet4 back (removal cancelled) at {mac_str(mac)}"]
+    assert program.ids.drop_nexthop(key) is None  # the route lets go; the learner holds it
+    assert learner.tick(3.0).updates == []
+    aged = learner.tick(62.0)
+    assert [u[:3] for u in summary(index, aged.updates)] == [
+        ("DELETE", "ipv4_route", (host,)),
+        ("DELETE", "nexthop", (3,)),
+        ("DELETE", "neighbor", (2, host)),
+    ]
+
+
+def test_show_arp_marks_neighbours_pending_removal():
+    """`show arp` adds a Status column only when a neighbour is pending removal."""
+    rows = [
+        NeighborRow(V4("10.0.0.1"), "02:00:00:00:00:01", "Ethernet0"),
+        NeighborRow(V4("10.0.0.2"), "02:00:00:00:00:02", "Ethernet0", pending=True),
+    ]
+    lines = render_neighbors(rows, 4).splitlines()
+    assert lines[0].split() == ["Address", "MacAddress", "Iface", "Vlan", "Status"]
+    assert lines[2].split() == ["10.0.0.1", "02:00:00:00:00:01", "Ethernet0", "-"]
+    assert lines[3].split() == [
+        "10.0.0.2",
+        "02:00:00:00:00:02",
+        "Ethernet0",
+        "-",
+        "pending",
+        "removal",
+    ]
+    assert render_neighbors(rows[:1], 4).splitlines()[0].split()[-1] == "Vlan"
