@@ -229,9 +229,20 @@ control LosslessEgress(inout headers_t hdr,
         pg_bytes.read(occupancy, pg_index);
         occupancy = occupancy |-| meta.acct_len;
         pg_bytes.write(pg_index, occupancy);
+        // The PG's headroom drains first, then its shared and reserved part. We found no
+        // vendor document of the order, so it is a choice: it needs no per-packet state across
+        // the traffic manager, keeps headroom + the rest == pg_bytes exact, and frees the
+        // headroom for the next burst as soon as the PG drains (the ns-3 datacenter
+        // simulator's SwitchMmu, inet-tub/ns3-datacenter, drains a PG's headroom first too).
+        bit<32> headroom_used;
+        pg_headroom_bytes.read(headroom_used, pg_index);
+        bit<32> from_headroom = headroom_used < meta.acct_len ? headroom_used : meta.acct_len;
+        if (from_headroom != 0) {
+            pg_headroom_bytes.write(pg_index, headroom_used - from_headroom);
+        }
         bit<32> pool_used;
         shared_pool_used.read(pool_used, 0);
-        shared_pool_used.write(0, pool_used |-| meta.acct_len);
+        shared_pool_used.write(0, pool_used |-| (meta.acct_len - from_headroom));
         bit<32> queue_index = port_class(standard_metadata.egress_port, meta.queue);
         bit<32> depth;
         queue_bytes.read(depth, queue_index);

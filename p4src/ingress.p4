@@ -24,9 +24,11 @@ control LosslessIngress(inout headers_t hdr,
     register<bit<48>>(4096) sfc_last_sent;
 
     // SONiC's PG watermarks per (ingress port, PG), in bytes, until the controller clears them:
-    // the peak of what the PG held in the shared pool (beyond its reserved size, below the
-    // pause point) and in headroom (beyond the pause point). A PG only grows at admission, so
-    // the peaks are taken there.
+    // the peak of what the PG held in the shared pool (beyond its reserved size, outside its
+    // headroom) and in its headroom (pg_headroom_bytes): SAI's
+    // SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES and _XOFF_ROOM_WATERMARK_BYTES,
+    // which `show priority-group watermark shared|headroom` prints. A PG only grows at
+    // admission, so the peaks are taken there.
     register<bit<32>>(PORT_CLASSES) pg_shared_peak;
     register<bit<32>>(PORT_CLASSES) pg_headroom_peak;
 
@@ -513,6 +515,8 @@ control LosslessIngress(inout headers_t hdr,
         bit<32> pg_index = port_class(standard_metadata.ingress_port, meta.pg);
         bit<32> occupancy;
         pg_bytes.read(occupancy, pg_index);
+        bit<32> headroom_used;
+        pg_headroom_bytes.read(headroom_used, pg_index);
         bit<32> pool_used;
         shared_pool_used.read(pool_used, 0);
         meta.acct_len = standard_metadata.packet_length;
@@ -525,8 +529,11 @@ control LosslessIngress(inout headers_t hdr,
         }
         bit<64> dynamic_wide = ((bit<64>)free << dyn_shift_left) >> dyn_shift_right;
         bit<32> dynamic_th = dynamic_wide > 0xffffffff ? 32w0xffffffff : (bit<32>)dynamic_wide;
-        // What the PG holds after this packet, split as SONiC's watermarks count it; a PG
-        // without a lossless profile has no reserved part and no headroom.
+        // What the PG holds outside its headroom (reserved and shared) after this packet, and
+        // how much of the packet goes into headroom instead; a PG without a lossless profile
+        // has no reserved part and no headroom.
+        bit<32> held = (occupancy |-| headroom_used) + meta.acct_len;
+        bit<32> to_headroom = 0;
         bit<32> shared_use = after;
         bit<32> headroom_use = 0;
         if (has_profile == 1 && meta.lossless == 1) {
@@ -535,30 +542,44 @@ control LosslessIngress(inout headers_t hdr,
             if (lossless_dynamic == 1) {
                 pause_at = xoff_th |+| dynamic_th;
             }
-            bit<32> limit = pause_at |+| headroom_bytes;
             meta.xon_th = xon_floor;
             if (xon_offset_bytes != 0 && (pause_at |-| xon_offset_bytes) > xon_floor) {
                 meta.xon_th = pause_at |-| xon_offset_bytes;
             }
-            if (after > limit) {
+            bit<1> paused;
+            pg_paused.read(paused, pg_index);
+            // SAI_BUFFER_PROFILE_ATTR_XOFF_TH is "the maximum available buffer for a PG after
+            // XOFF is generated (i.e. headroom buffer)": what arrives while the PG is paused,
+            // and the part of a packet beyond the pause point, is the in-flight traffic the
+            // headroom exists for, so it counts there, whatever the pause point does since.
+            // The dynamic pause point falls as other PGs fill the pool, below what a paused
+            // PG already holds; counted against the pause point, that would leave no room
+            // for the bytes still on the wire (issue 18, "Missing 7").
+            if (paused == 1) {
+                to_headroom = meta.acct_len;
+            } else if (held > pause_at) {
+                to_headroom = held - pause_at;
+                if (to_headroom > meta.acct_len) {
+                    to_headroom = meta.acct_len;
+                }
+            }
+            headroom_use = headroom_used |+| to_headroom;
+            if (headroom_use > headroom_bytes) {
                 lossless_violations.count(pg_index);
                 pg_dropped.count(pg_index);
                 drop_for(DROP_LOSSLESS_VIOLATION);
                 exit;
             }
-            if (after > pause_at) {
+            if (to_headroom != 0) {
                 headroom_admits.count(pg_index);
-                headroom_use = after - pause_at;
-                shared_use = pause_at;
+                pg_headroom_bytes.write(pg_index, headroom_use);
             }
-            shared_use = shared_use |-| reserved_bytes;
-            bit<1> paused;
-            pg_paused.read(paused, pg_index);
+            shared_use = (held - to_headroom) |-| reserved_bytes;
             bit<48> last;
             pg_last_pause.read(last, pg_index);
             bit<48> now = standard_metadata.ingress_global_timestamp;
             bit<1> send_pause = 0;
-            if (paused == 0 && after > pause_at) {
+            if (paused == 0 && to_headroom != 0) {
                 xoff_transitions.count(pg_index);
                 pg_paused.write(pg_index, 1);
                 send_pause = 1;
@@ -595,7 +616,9 @@ control LosslessIngress(inout headers_t hdr,
         if (headroom_use > peak) {
             pg_headroom_peak.write(pg_index, headroom_use);
         }
-        shared_pool_used.write(0, pool_used + meta.acct_len);
+        // Headroom lies outside the shared pool (the controller's shared_pool_bytes leaves out
+        // the ingress pool's xoff), so its bytes do not lower anyone's dynamic threshold.
+        shared_pool_used.write(0, pool_used + (meta.acct_len - to_headroom));
         bit<32> queue_index = port_class(standard_metadata.egress_spec, meta.queue);
         bit<32> queue_depth;
         queue_bytes.read(queue_depth, queue_index);

@@ -10,6 +10,12 @@
 register<bit<32>>(PORT_CLASSES) pg_bytes;
 register<bit<32>>(PORT_CLASSES) queue_bytes;
 register<bit<32>>(1) shared_pool_used;
+// The part of pg_bytes a lossless PG holds in its headroom: bytes admitted while it was paused
+// or beyond its pause point, up to the profile's xoff (SAI's XOFF_TH, "the maximum available
+// buffer for a PG after XOFF is generated"). Kept apart from the reserved and shared part, as
+// the chip's headroom is a reservation (or the ingress pool's xoff) outside the shared pool,
+// so a dynamic pause point that falls as the pool fills does not eat into it.
+register<bit<32>>(PORT_CLASSES) pg_headroom_bytes;
 // XOFF state per (ingress port, PG) and when the last pause went out (us), for refresh.
 register<bit<1>>(PORT_CLASSES) pg_paused;
 register<bit<48>>(PORT_CLASSES) pg_last_pause;

@@ -239,9 +239,9 @@ def queue_watermarks(snap: Snapshot) -> dict[str, dict[str, int | str]]:
 
 def pg_watermarks(snap: Snapshot) -> dict[str, dict[str, dict[str, int]]]:
     """The pipeline's PG watermarks (registers `pg_shared_peak`, `pg_headroom_peak`): peak bytes
-    beyond the PG's reserved size up to its pause point, and beyond the pause point, since the
-    last clear. The JSON adds the PG's current occupancy (`pg_bytes`) and the packets admitted
-    into headroom."""
+    beyond the PG's reserved size outside its headroom, and in its headroom (what it took beyond
+    its pause point or while paused), since the last clear. The JSON adds the PG's current
+    occupancy (`pg_bytes`) and the packets admitted into headroom."""
     out: dict[str, dict[str, dict[str, int]]] = {}
     for port in snap.ports():
         admits = snap.per_class("headroom_admits", port)

@@ -38,6 +38,7 @@ def reset_accounting(test: LosslessTest) -> None:
     for name, index in (
         ("pg_bytes", 1 * 8 + 3),
         ("pg_bytes", 1 * 8 + 1),
+        ("pg_headroom_bytes", 1 * 8 + 3),
         ("queue_bytes", 3 * 8 + 3),
         ("queue_bytes", 4 * 8 + 3),
         ("shared_pool_used", 0),

@@ -22,7 +22,7 @@ COMPILER = ROOT / "build/bin/p4c-bm2-ss"
 
 # What lossless.p4 gained after 511bfe9, as p4info_diff names the differences: the PFC
 # refresh table of the packet generator (bf6c28b), SFC's mode table, IPv4/IPv6 messages and
-# two-bank epoch filter (2b0d228).
+# two-bank epoch filter (2b0d228), a PG's headroom counted apart (pg_headroom_bytes).
 ADDED_SINCE = [
     "tables: only ours: LosslessIngress.pfc_refresh",  # bf6c28b
     "tables: only ours: LosslessIngress.sfc_mode",  # 2b0d228
@@ -30,6 +30,7 @@ ADDED_SINCE = [
     "actions: only ours: LosslessEgress.make_sfc_ipv6",  # 2b0d228
     "actions: only ours: LosslessIngress.set_refresh",  # bf6c28b
     "actions: only ours: LosslessIngress.set_sfc_mode",  # 2b0d228
+    "registers: only ours: pg_headroom_bytes",  # issue 18, headroom after the pause
     "registers: only ours: sfc_bank0_filter0",  # 2b0d228
     "registers: only ours: sfc_bank0_filter1",
     "registers: only ours: sfc_bank1_filter0",

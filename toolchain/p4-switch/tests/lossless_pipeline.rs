@@ -54,6 +54,7 @@ fn occupied(core: &mut Core) -> Vec<(&'static str, u64, u128)> {
     let mut out = Vec::new();
     for (name, size) in [
         ("pg_bytes", 4096),
+        ("pg_headroom_bytes", 4096),
         ("queue_bytes", 4096),
         ("shared_pool_used", 1),
     ] {
@@ -99,14 +100,19 @@ fn sample(text: &str, series: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {series} in /metrics"))
 }
 
-/// `/metrics` shows the pipeline's queue and PG counts equal to switch-tm's depth of queue 3.
-fn metrics_agree(core: &mut Core, now: u64, bytes: u64) {
+/// `/metrics` shows the pipeline's queue and PG counts equal to switch-tm's depth of queue 3,
+/// `shared` of them in the shared pool and the rest in PG 3's headroom, which lies outside it.
+fn metrics_agree(core: &mut Core, now: u64, bytes: u64, shared: u64) {
     let m = p4_switch::http::metrics(core, now);
     let tm = sample(&m, "lossless_tm_queue_depth_bytes{port=\"3\",queue=\"3\"}");
     let queue = sample(&m, "p4switch_pipeline_queue_bytes{port=\"3\",queue=\"3\"}");
     let pg = sample(&m, "p4switch_pipeline_pg_bytes{port=\"1\",pg=\"3\"}");
     let pool = sample(&m, "p4switch_pipeline_shared_pool_used_bytes");
-    assert_eq!((tm, queue, pg, pool), (bytes, bytes, bytes, bytes));
+    assert_eq!((tm, queue, pg, pool), (bytes, bytes, bytes, shared));
+    assert_eq!(
+        reg(core, "pg_headroom_bytes", PG_INDEX),
+        u128::from(bytes - shared)
+    );
 }
 
 #[test]
@@ -138,7 +144,8 @@ fn watchdog_flush_releases_the_pipeline_accounting_and_resumes_the_sender() {
         vec![(0x08, 0xffff)],
         "one XOFF"
     );
-    metrics_agree(&mut core, 0, 20_000);
+    // PG 3 paused beyond 4000 bytes; the 16 000 after that are in its headroom (xoff 100 000).
+    metrics_agree(&mut core, 0, 20_000, 4_000);
 
     let mut now = 0;
     while now < 250 * MS {
@@ -159,7 +166,7 @@ fn watchdog_flush_releases_the_pipeline_accounting_and_resumes_the_sender() {
         "the watchdog flushed the queue"
     );
     assert_eq!(occupied(&mut core), vec![], "the flush released every byte");
-    metrics_agree(&mut core, now, 0);
+    metrics_agree(&mut core, now, 0, 0);
     // The PG drained below XON: the sender is resumed.
     assert_eq!(pfc_frames(&drain(&host[&HOST])), vec![(0x08, 0)], "one XON");
     assert!(drain(&host[&UPLINK]).is_empty());
