@@ -237,8 +237,14 @@ control LosslessEgress(inout headers_t hdr,
         bit<32> headroom_used;
         pg_headroom_bytes.read(headroom_used, pg_index);
         bit<32> from_headroom = headroom_used < meta.acct_len ? headroom_used : meta.acct_len;
-        if (from_headroom != 0) {
-            pg_headroom_bytes.write(pg_index, headroom_used - from_headroom);
+        bit<32> headroom_left = headroom_used - from_headroom;
+        // An empty PG holds no headroom, whatever bmv2's unsynchronised read-modify-writes
+        // (p4src/README.md, "Notes on targets") left in the register.
+        if (occupancy == 0) {
+            headroom_left = 0;
+        }
+        if (headroom_left != headroom_used) {
+            pg_headroom_bytes.write(pg_index, headroom_left);
         }
         bit<32> pool_used;
         shared_pool_used.read(pool_used, 0);
@@ -252,7 +258,13 @@ control LosslessEgress(inout headers_t hdr,
         if (meta.lossless == 1) {
             bit<1> paused;
             pg_paused.read(paused, pg_index);
-            if (paused == 1 && occupancy < meta.xon_th) {
+            // SAI's XON_TH: XON once the PG's total use is below the XON point "and available
+            // buffer in the PG buffer is larger than the XOFF_TH", i.e. its headroom is empty
+            // again. The XON point came with the packet from its ingress, so with a dynamic
+            // threshold it can be older and higher than the pause point now: resuming with
+            // headroom still in use would let each XOFF/XON round add the bytes in flight to
+            // it faster than the PG drains.
+            if (paused == 1 && occupancy < meta.xon_th && headroom_left == 0) {
                 pg_paused.write(pg_index, 0);
                 xon_transitions.count(pg_index);
                 meta.clone_kind = KIND_PFC;
