@@ -160,7 +160,6 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
         first_post,
         last_completion,
         ce,
-        cnps,
         xoff,
         retx,
         ..
@@ -204,7 +203,6 @@ pub fn incast_results(sim: &Sim, inc: &Incast, case: &str) -> (Measurement, Stri
             "drops_pipeline": pipeline_drops,
             "drops_tm": tm_drops,
             "ce_marked": ce,
-            "cnps_rx": cnps,
             "pfc_xoff_rx": xoff,
             "retransmissions": retx,
             "qps_failed": failed,
@@ -314,13 +312,7 @@ pub fn prio_case_results(sim: &Sim, prio: &Prio, case: &PrioCase, ecn: bool) -> 
         .bw_priority
         .and_then(|_| nic(&prio.bw_host)?.senders.first().map(Sender::report));
     let t = tally(sim);
-    let Tally {
-        ce,
-        cnps,
-        xoff,
-        retx,
-        ..
-    } = t;
+    let Tally { ce, xoff, retx, .. } = t;
     let mut m = Measurement {
         case: format!("{} ecn={}", case.name, if ecn { "on" } else { "off" }),
         params: serde_json::json!({"ecn": ecn, "name": case.name,
@@ -331,7 +323,6 @@ pub fn prio_case_results(sim: &Sim, prio: &Prio, case: &PrioCase, ecn: bool) -> 
             "lat_iterations": lat.iterations,
             "bw_gbps": bw.map(|b| b.bw_average_gbps),
             "ce_marked": ce,
-            "cnps_rx": cnps,
             "pfc_xoff_rx": xoff,
             "retransmissions": retx,
         }),
