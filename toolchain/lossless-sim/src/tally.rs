@@ -24,6 +24,8 @@ pub struct Tally {
     pub cnps: Cnps,
     pub xoff: u64,
     pub retx: u64,
+    /// Retransmission timeouts (perftest's 67 ms): the drops go-back-N's NAK did not recover.
+    pub timeouts: u64,
 }
 
 impl Tally {
@@ -117,6 +119,7 @@ pub fn tally(sim: &Sim) -> Tally {
         let c = nic.ep.counters();
         t.ce += c.rx_ce_marked;
         t.retx += c.tx_retransmitted_pkts;
+        t.timeouts += c.retry_timeouts;
         t.xoff += nic.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
     }
     t.cnps = Cnps::of(sim);
