@@ -266,7 +266,7 @@ test-bgp: build deps
 # `make sim`: one case of each table, quick, each topology into $(RESULTS)/sim/TOPO: seed 003's
 # (leafspine-7to1: 9:1, 4 KB, 8x7 and 256x7, without and with remote PFC, in one run), seed 000's
 # incast (incast-16to1), seed 001's head-of-line table (prio-2to1) and seed 003's field test
-# (fieldtest-7to1); about 30 s on 2 cores (toolchain/lossless-sim/README.md). `make sim EXP=seed003` (or seed000,
+# (fieldtest-7to1); about 2 min of CPU, every child counted (toolchain/lossless-sim/README.md). `make sim EXP=seed003` (or seed000,
 # seed001): that seed's topology, every case in one run, full; EXP=fieldtest: seed 003's field
 # test and its two phenomena (fieldtest-7to1). `make sim TOPO=... [CASE=ecn=off]
 # [QUICK=1] [SEED=N]`: any topology, every case or one (toolchain/lossless-sim/README.md).

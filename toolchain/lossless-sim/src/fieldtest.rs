@@ -16,6 +16,7 @@ use crate::error::ExperimentError;
 use crate::leafspine::{self, Leafspine, Row};
 use crate::net::{Progress, Sim, Stop};
 use crate::results::{table, Measurement};
+use crate::tally::Cnps;
 use crate::traffic::{NicParams, Sender, START_JITTER_NS, TX_DEPTH};
 use lossless_wire::rocev2::{build_frame, opcode, Bth, Ext};
 use roce_host::perftest::LatReport;
@@ -386,27 +387,29 @@ fn window_latencies(sim: &Sim, host: usize, from: u64, to: u64) -> Vec<u64> {
         .collect()
 }
 
+/// The counters a point's window is the difference of: the receiver's, the CNPs every host
+/// took and sent, the PFC frames sent.
 #[derive(Default, Clone, Copy)]
 struct RxSnap {
     data: u64,
     ce: u64,
     payload: u64,
-    cnps_tx: u64,
+    cnps: Cnps,
     pauses: u64,
 }
 
 fn rx_snap(sim: &Sim, recv: usize) -> RxSnap {
-    let pauses = leafspine::pauses_tx(sim);
-    sim.hosts[recv].nic.as_ref().map_or(RxSnap::default(), |n| {
+    let (data, ce, payload) = sim.hosts[recv].nic.as_ref().map_or((0, 0, 0), |n| {
         let c = n.ep.counters();
-        RxSnap {
-            data: c.rx_data_pkts,
-            ce: c.rx_ce_marked,
-            payload: c.rx_payload_bytes,
-            cnps_tx: c.tx_cnps,
-            pauses,
-        }
-    })
+        (c.rx_data_pkts, c.rx_ce_marked, c.rx_payload_bytes)
+    });
+    RxSnap {
+        data,
+        ce,
+        payload,
+        cnps: Cnps::of(sim),
+        pauses: leafspine::pauses_tx(sim),
+    }
 }
 
 fn ecn_ratio(
@@ -449,6 +452,7 @@ fn ecn_ratio(
             0.0
         };
         let secs = window as f64 / 1e9;
+        let cnps = b.cnps.since(a.cnps);
         let mut lat: Vec<u64> = senders
             .iter()
             .flat_map(|&s| window_latencies(sim, s, start + warm, start + warm + window))
@@ -462,7 +466,7 @@ fn ecn_ratio(
             .cloned()
             .unwrap_or_default();
         let flows_s = format!("{flows}x{}", senders.len());
-        let m = Measurement {
+        let mut m = Measurement {
             case: format!("ecn-ratio {flows_s}"),
             params: serde_json::json!({"part": "ecn-ratio", "flows_per_sender": flows,
                 "flows": flows_s, "size": part.size, "tx_depth": TX_DEPTH,
@@ -471,8 +475,7 @@ fn ecn_ratio(
                 "ecn_mark_ratio": ratio,
                 "ecn_marked": ce,
                 "roce_packets_received": data,
-                "cnps": b.cnps_tx - a.cnps_tx,
-                "cnps_per_s": (b.cnps_tx - a.cnps_tx) as f64 / secs,
+                "cnps_per_s": cnps.rx as f64 / secs,
                 "roce_goodput_mbps": (b.payload - a.payload) as f64 * 8.0 / secs / 1e6,
                 "pauses_tx": b.pauses - a.pauses,
                 "avg_latency_us": rep.t_avg_usec,
@@ -483,6 +486,7 @@ fn ecn_ratio(
             latency_us: Vec::new(),
             throughput: serde_json::Map::new(),
         };
+        cnps.fill(&mut m.values);
         eprintln!(
             "lossless-sim: ecn-ratio {flows_s}: {:.1} % of {data} RoCE packets CE-marked",
             ratio * 100.0
@@ -567,6 +571,9 @@ fn cnp_rate(
             return Err(ExperimentError::Connect { what: "cnp_rate" });
         };
         let end = start + warm + window;
+        // The CNPs sent inside the window: beside the notification points' own, what the
+        // reaction points take in it.
+        let mut injected = 0u64;
         if rate > 0 {
             let cnp_dscp = sim.hosts[recv]
                 .nic
@@ -580,6 +587,7 @@ fn cnp_rate(
                     break;
                 }
                 sim.host_send(recv, t, frame.clone());
+                injected += u64::from(t >= start + warm);
                 k += 1;
             }
         }
@@ -598,6 +606,7 @@ fn cnp_rate(
             })
         };
         let cnps_before = ep(sim, senders[0]).0;
+        let a = rx_snap(sim, recv);
         let mut rc_samples = Vec::new();
         let mut stopped = None;
         let mut t = start + warm;
@@ -614,6 +623,7 @@ fn cnp_rate(
             break;
         }
         let (cnps_after, rc_end) = ep(sim, senders[0]);
+        let b = rx_snap(sim, recv);
         let secs = window as f64 / 1e9;
         let goodput = |h: usize| {
             let n = window_latencies(sim, h, start + warm, end).len();
@@ -622,18 +632,17 @@ fn cnp_rate(
         let rc_avg = rc_samples.iter().sum::<f64>() / rc_samples.len().max(1) as f64;
         let rc_min = rc_samples.iter().copied().fold(f64::INFINITY, f64::min);
         let rc_max = rc_samples.iter().copied().fold(0.0, f64::max);
-        let cnps_rx = cnps_after - cnps_before;
+        let sender1_cnps = cnps_after - cnps_before;
         let mut lat = window_latencies(sim, senders[0], start + warm, end);
         let rep = LatReport::compute(part.size as u64, &mut lat);
-        let pauses = leafspine::pauses_tx(sim);
-        let m = Measurement {
+        let mut m = Measurement {
             case: format!("cnp-rate {rate}/s"),
             params: serde_json::json!({"part": "cnp-rate", "cnps_per_s": rate,
                 "senders": part.senders, "size": part.size, "tx_depth": TX_DEPTH,
                 "remote_pfc": false, "warmup_us": part.warmup_us, "measure_us": part.measure_us}),
             values: serde_json::json!({
-                "cnps": cnps_rx,
-                "cnps_rx_per_s": cnps_rx as f64 / secs,
+                "cnps_injected": injected,
+                "sender1_cnps_rx_per_s": sender1_cnps as f64 / secs,
                 "rate_mbps_avg": rc_avg / 1e6,
                 "rate_mbps_min": rc_min / 1e6,
                 "rate_mbps_max": rc_max / 1e6,
@@ -643,19 +652,20 @@ fn cnp_rate(
                 "other_goodput_mbps": goodput(senders[1]),
                 "avg_latency_us": rep.t_avg_usec,
                 "p99_latency_us": rep.p99_usec,
-                "pauses_tx": pauses,
-                "ecn_marked": sim.hosts[recv].nic.as_ref().map_or(0, |n| n.ep.counters().rx_ce_marked),
+                "pauses_tx": b.pauses - a.pauses,
+                "ecn_marked": b.ce - a.ce,
             }),
             latency_us: Vec::new(),
             throughput: serde_json::Map::new(),
         };
+        b.cnps.since(a.cnps).fill(&mut m.values);
         eprintln!(
             "lossless-sim: cnp-rate {rate}/s: sender 1 at {:.1} Mb/s (DCQCN rate, average)",
             rc_avg / 1e6
         );
         rows.push(vec![
             rate.to_string(),
-            format!("{:.0}", cnps_rx as f64 / secs),
+            format!("{:.0}", sender1_cnps as f64 / secs),
             format!("{:.2}", rc_avg / 1e6),
             format!("{:.2}", rc_min / 1e6),
             format!("{:.1}", m.values["goodput_mbps"].as_f64().unwrap_or(0.0)),
@@ -675,7 +685,7 @@ fn cnp_rate(
         ),
         &[
             "CNPs sent/s",
-            "CNPs taken/s (all)",
+            "sender 1's CNPs taken/s (all)",
             "sender 1 DCQCN rate Mb/s (avg)",
             "min",
             "sender 1 goodput Mb/s",

@@ -21,9 +21,11 @@ pub struct Tally {
     pub first_post: u64,
     pub last_completion: u64,
     pub ce: u64,
-    pub cnps: u64,
+    pub cnps: Cnps,
     pub xoff: u64,
     pub retx: u64,
+    /// Retransmission timeouts (perftest's 67 ms): the drops go-back-N's NAK did not recover.
+    pub timeouts: u64,
 }
 
 impl Tally {
@@ -40,13 +42,53 @@ impl Tally {
     /// Writes into `values` the figures every measurement holds under one set of names (the
     /// seed tables' columns, which the leaf-spine rows report), beside the names the lab's
     /// runner gives them for that experiment: `lat` is the case's latency and `pauses_tx` the
-    /// PFC frames sent during it ([`crate::leafspine::pauses_tx`]).
+    /// PFC frames sent during it ([`crate::leafspine::pauses_tx`]); the CNPs as [`Cnps::fill`]
+    /// writes them.
     pub fn fill_common(&self, values: &mut serde_json::Value, lat: &LatReport, pauses_tx: u64) {
         values["avg_latency_us"] = lat.t_avg_usec.into();
         values["p99_latency_us"] = lat.p99_usec.into();
         values["pauses_tx"] = pauses_tx.into();
-        values["cnps"] = self.cnps.into();
+        self.cnps.fill(values);
         values["ecn_marked"] = self.ce.into();
+    }
+}
+
+/// CNPs the hosts' NICs took as reaction points (`rx`) and sent as notification points
+/// (`tx`), every host's summed. Every measurement's `cnps` is `rx`, the senders' side, as the
+/// lab's runner counts its `cnps_rx` (roce-host's `rx_cnps` over all hosts): CNPs that reached
+/// a flow and could slow it. `tx` differs from it by the CNPs lost or still in flight, and in
+/// the field test's cnp-rate part by the CNPs it sends itself.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Cnps {
+    pub rx: u64,
+    pub tx: u64,
+}
+
+impl Cnps {
+    pub fn of(sim: &Sim) -> Cnps {
+        let mut c = Cnps::default();
+        for nic in sim.hosts.iter().filter_map(|h| h.nic.as_ref()) {
+            let n = nic.ep.counters();
+            c.rx += n.rx_cnps;
+            c.tx += n.tx_cnps;
+        }
+        c
+    }
+
+    /// What was counted since `before` (the start of a measurement window).
+    pub fn since(self, before: Cnps) -> Cnps {
+        Cnps {
+            rx: self.rx - before.rx,
+            tx: self.tx - before.tx,
+        }
+    }
+
+    /// `cnps` and `cnps_rx` (the same count, under issue 18's name and the lab runner's) and
+    /// `cnps_tx`.
+    pub fn fill(&self, values: &mut serde_json::Value) {
+        values["cnps"] = self.rx.into();
+        values["cnps_rx"] = self.rx.into();
+        values["cnps_tx"] = self.tx.into();
     }
 }
 
@@ -76,9 +118,10 @@ pub fn tally(sim: &Sim) -> Tally {
         }
         let c = nic.ep.counters();
         t.ce += c.rx_ce_marked;
-        t.cnps += c.rx_cnps;
         t.retx += c.tx_retransmitted_pkts;
+        t.timeouts += c.retry_timeouts;
         t.xoff += nic.ep.pause_counters().rx_pfc_xoff.iter().sum::<u64>();
     }
+    t.cnps = Cnps::of(sim);
     t
 }

@@ -66,9 +66,12 @@ pub fn common_values(m: &serde_json::Value) -> &serde_json::Value {
     for k in ["avg_latency_us", "p99_latency_us"] {
         assert!(v[k].is_f64(), "{k}: {v}");
     }
-    for k in ["pauses_tx", "cnps", "ecn_marked"] {
+    for k in ["pauses_tx", "cnps", "cnps_tx", "ecn_marked"] {
         assert!(v[k].is_u64(), "{k}: {v}");
     }
+    // One meaning of `cnps` in every measurement: what the reaction points took (the lab
+    // runner's `cnps_rx`).
+    assert_eq!(v["cnps"], v["cnps_rx"], "{v}");
     let mut samples: Vec<f64> = m["latency_us"]
         .as_array()
         .unwrap()
