@@ -420,7 +420,7 @@ impl Switch {
                     .unwrap_or(0)
                     .clamp(0, i64::from(i32::MAX - 1)) as i32
         });
-        let h = table.insert(matches, priority, EntryVal::Act(data))?;
+        let h = table.insert(&matches, priority, EntryVal::Act(data))?;
         self.reset_direct(ti, h);
         Ok(())
     }
