@@ -589,7 +589,7 @@ fn baseline(json: &str, updates: &[Update], ids: &Ids, table: &str) -> Result<(f
     let mut t2 = switch_tables::Table::new(keys, entries.len()).map_err(|e| e.to_string())?;
     let t = thread_cpu_s();
     for (m, args) in entries {
-        t2.insert(m, None, args).map_err(|e| e.to_string())?;
+        t2.insert(&m, None, args).map_err(|e| e.to_string())?;
     }
     Ok((engine, thread_cpu_s() - t))
 }

@@ -95,7 +95,7 @@ fn routes(
                 value: v.clone(),
                 prefix_len: l,
             }];
-            if t.insert(m, None, i as u32).is_ok() {
+            if t.insert(&m, None, i as u32).is_ok() {
                 installed += 1;
                 prefixes.push((v, l));
             }
@@ -103,7 +103,7 @@ fn routes(
     });
     let rate = installed as f64 / secs;
     t.insert(
-        vec![FieldMatch::Lpm {
+        &[FieldMatch::Lpm {
             value: vec![0; bytes],
             prefix_len: 0,
         }],
@@ -185,7 +185,7 @@ fn main() {
         k.extend(&vlan);
         if ex
             .insert(
-                vec![FieldMatch::Exact(mac), FieldMatch::Exact(vlan)],
+                &[FieldMatch::Exact(mac), FieldMatch::Exact(vlan)],
                 None,
                 ex.len() as u32,
             )
@@ -235,7 +235,7 @@ fn main() {
             .iter()
             .map(|m| m.iter().map(|b| b & rng.u8(..)).collect())
             .collect();
-        let ms = value
+        let ms: Vec<FieldMatch> = value
             .iter()
             .zip(mask)
             .map(|(v, m)| FieldMatch::Ternary {
@@ -244,7 +244,7 @@ fn main() {
             })
             .collect();
         if acl
-            .insert(ms, Some(rng.i32(1..=1000)), acl.len() as u32)
+            .insert(&ms, Some(rng.i32(1..=1000)), acl.len() as u32)
             .is_ok()
         {
             acl_values.push(value);

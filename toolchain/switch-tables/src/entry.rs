@@ -57,18 +57,3 @@ impl FieldMatch {
 /// `max_size` indexed by `h.0`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub struct EntryHandle(pub u32);
-
-/// A borrowed view of one installed entry.
-#[derive(Debug)]
-pub struct EntryRef<'a, V> {
-    pub matches: &'a [FieldMatch],
-    pub priority: Option<i32>,
-    pub value: &'a V,
-}
-
-impl<V> Clone for EntryRef<'_, V> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<V> Copy for EntryRef<'_, V> {}

@@ -192,3 +192,46 @@ impl Scratch {
         buf
     }
 }
+
+/// Longest stored key kept inline: an IPv6 address with a few exact fields (a neighbour's
+/// router interface and address take 18 bytes).
+const INLINE_STORED: usize = 22;
+
+/// An entry's key as the table stores it, inline when short: a stored key costs no allocation
+/// for the keys bulk writes are made of, and one beyond.
+pub(crate) enum KeyBytes {
+    Inline { len: u8, bytes: [u8; INLINE_STORED] },
+    Heap(Box<[u8]>),
+}
+
+impl KeyBytes {
+    pub(crate) fn zeroed(len: usize) -> Self {
+        if len <= INLINE_STORED {
+            KeyBytes::Inline {
+                len: len as u8,
+                bytes: [0; INLINE_STORED],
+            }
+        } else {
+            KeyBytes::Heap(vec![0; len].into())
+        }
+    }
+}
+
+impl std::ops::Deref for KeyBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            KeyBytes::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            KeyBytes::Heap(b) => b,
+        }
+    }
+}
+
+impl std::ops::DerefMut for KeyBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            KeyBytes::Inline { len, bytes } => &mut bytes[..usize::from(*len)],
+            KeyBytes::Heap(b) => b,
+        }
+    }
+}

@@ -7,7 +7,7 @@ mod keys;
 mod profile;
 mod table;
 
-pub use entry::{EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind};
+pub use entry::{EntryHandle, FieldMatch, KeyField, MatchKind};
 pub use error::{ProfileError, TableError};
 pub use profile::{ActionProfile, GroupMember};
-pub use table::{priority_from_bmv2, Table, MAX_FIELD_WIDTH};
+pub use table::{priority_from_bmv2, EntryRef, Table, MAX_FIELD_WIDTH};

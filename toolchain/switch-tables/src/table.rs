@@ -1,16 +1,21 @@
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::entry::{EntryHandle, EntryRef, FieldMatch, KeyField, MatchKind};
-use crate::keys::{FastMap, KeyMap, Mask, Probe};
+use crate::entry::{EntryHandle, FieldMatch, KeyField, MatchKind};
+use crate::keys::{FastMap, KeyBytes, KeyMap, Mask, Probe};
 use crate::TableError;
 
+/// An installed entry. Its key is kept as compiled (see `Compiled`), not as the
+/// `Vec<FieldMatch>` it was given (a vector and one more per field): reads rebuild the
+/// matches, which they copy anyway.
 struct Entry<V> {
-    matches: Vec<FieldMatch>,
-    priority: Option<i32>,
+    key: KeyBytes,
+    prefix_len: u32,
+    /// 0 in tables without priorities (valid priorities are 1 and up).
+    priority: i32,
     value: V,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct FieldLayout {
     kind: MatchKind,
     width: u32,
@@ -18,11 +23,11 @@ struct FieldLayout {
     len: usize,
 }
 
-/// An entry reduced to what the index needs: the key masked by the entry's mask, the mask,
-/// and for LPM tables the prefix length of the LPM field.
+/// An entry reduced to what the index needs, which is also what the table stores: the key
+/// masked by the entry's mask (`key_len` bytes); in priority tables then the mask, and each
+/// range field's low and high bounds in key order. The prefix length is the LPM field's.
 struct Compiled {
-    value: Box<[u8]>,
-    mask: Box<[u8]>,
+    key: KeyBytes,
     prefix_len: u32,
 }
 
@@ -96,10 +101,69 @@ pub struct Table<V> {
     /// Per key byte, the bits that belong to a field (zero above each field's width).
     width_mask: Mask,
     max_size: usize,
+    /// Bytes of a stored key (see `Compiled`).
+    stored_len: usize,
     slots: Vec<Option<Entry<V>>>,
     free: BTreeSet<u32>,
     len: usize,
     index: Index,
+}
+
+/// A borrowed view of one installed entry.
+#[derive(Debug)]
+pub struct EntryRef<'a, V> {
+    fields: &'a [FieldLayout],
+    key_len: usize,
+    key: &'a [u8],
+    prefix_len: u32,
+    pub priority: Option<i32>,
+    pub value: &'a V,
+}
+
+impl<V> Clone for EntryRef<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V> Copy for EntryRef<'_, V> {}
+
+impl<V> EntryRef<'_, V> {
+    /// The entry's key as it was inserted, rebuilt from the stored form (see `Compiled`).
+    pub fn matches(&self) -> Vec<FieldMatch> {
+        let (value, rest) = self.key.split_at(self.key_len);
+        let mut bounds = rest.get(self.key_len..).unwrap_or_default();
+        self.fields
+            .iter()
+            .map(|l| {
+                let at = l.offset..l.offset + l.len;
+                let v = value[at.clone()].to_vec();
+                match l.kind {
+                    MatchKind::Exact => FieldMatch::Exact(v),
+                    MatchKind::Lpm => FieldMatch::Lpm {
+                        value: v,
+                        prefix_len: self.prefix_len,
+                    },
+                    MatchKind::Ternary => FieldMatch::Ternary {
+                        value: v,
+                        mask: rest[at].to_vec(),
+                    },
+                    // An optional field's mask is all of its width or nothing.
+                    MatchKind::Optional => {
+                        FieldMatch::Optional(rest[at].iter().any(|&b| b != 0).then_some(v))
+                    }
+                    MatchKind::Range => {
+                        let (low, rest) = bounds.split_at(l.len);
+                        let (high, rest) = rest.split_at(l.len);
+                        bounds = rest;
+                        FieldMatch::Range {
+                            low: low.to_vec(),
+                            high: high.to_vec(),
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
 }
 
 /// The P4Runtime priority (larger wins) equivalent to a bmv2 runtime CLI or STF priority
@@ -125,6 +189,15 @@ fn top_byte_mask(width: u32) -> u8 {
     match width % 8 {
         0 => 0xff,
         r => (1u8 << r) - 1,
+    }
+}
+
+/// Byte `i` of a mask whose first `keep` bits are set (an LPM prefix after a field's padding).
+fn prefix_byte(keep: u32, i: usize) -> u8 {
+    match keep.saturating_sub(i as u32 * 8) {
+        0 => 0,
+        n if n >= 8 => 0xff,
+        n => !(0xffu8 >> n),
     }
 }
 
@@ -175,6 +248,15 @@ impl<V> Table<V> {
             });
             offset += len;
         }
+        let stored_len = if needs_priority {
+            2 * offset
+                + range_fields
+                    .iter()
+                    .map(|&f: &usize| 2 * fields[f].len)
+                    .sum::<usize>()
+        } else {
+            offset
+        };
         let index = if needs_priority {
             Index::Ternary(TupleSpace::new(offset, range_fields))
         } else if let Some(f) = lpm_field {
@@ -187,6 +269,7 @@ impl<V> Table<V> {
             key_len: offset,
             width_mask: Mask::new(width_mask.into()),
             max_size,
+            stored_len,
             // Room for every entry from the start: growing by doubling copies the slots and
             // touches twice their memory, and first touches of fresh pages were most of a bulk
             // insert's time (p4-switch-p4rt-write-bench). Reserved, not touched: a table's
@@ -220,12 +303,7 @@ impl<V> Table<V> {
                     if value.len() == l.len && *prefix_len <= l.width {
                         let keep = l.len as u32 * 8 - l.width + *prefix_len;
                         for (i, b) in value.iter_mut().enumerate() {
-                            let start = i as u32 * 8;
-                            *b &= match keep.saturating_sub(start) {
-                                0 => 0,
-                                n if n >= 8 => 0xff,
-                                n => !(0xffu8 >> n),
-                            };
+                            *b &= prefix_byte(keep, i);
                         }
                     }
                 }
@@ -277,16 +355,17 @@ impl<V> Table<V> {
     /// fields need one in 1..=i32::MAX and a larger number wins; other tables take none.
     pub fn insert(
         &mut self,
-        matches: Vec<FieldMatch>,
+        matches: &[FieldMatch],
         priority: Option<i32>,
         value: V,
     ) -> Result<EntryHandle, TableError> {
-        let compiled = self.compile(&matches, priority)?;
+        let compiled = self.compile(matches, priority)?;
+        let priority = priority.unwrap_or(0);
         let full = TableError::Full {
             max_size: self.max_size,
         };
         if self.len >= self.max_size {
-            return Err(match self.locate(&compiled, &matches, priority) {
+            return Err(match self.locate(&compiled, priority) {
                 Some(existing) => TableError::Duplicate {
                     existing: EntryHandle(existing),
                 },
@@ -298,7 +377,7 @@ impl<V> Table<V> {
             Some(&s) => s,
             None => u32::try_from(self.slots.len()).map_err(|_| full)?,
         };
-        if let Err(existing) = self.index_add(compiled, &matches, priority, slot) {
+        if let Err(existing) = self.index_add(&compiled, priority, slot) {
             return Err(TableError::Duplicate {
                 existing: EntryHandle(existing),
             });
@@ -309,7 +388,8 @@ impl<V> Table<V> {
             self.slots.push(None);
         }
         self.slots[slot as usize] = Some(Entry {
-            matches,
+            key: compiled.key,
+            prefix_len: compiled.prefix_len,
             priority,
             value,
         });
@@ -343,10 +423,11 @@ impl<V> Table<V> {
             _ => None,
         }
         .ok_or(TableError::InvalidHandle(h))?;
-        let compiled = self
-            .compile(&entry.matches, entry.priority)
-            .expect("installed entries were validated on insert");
-        self.index_remove(&compiled, entry.priority.unwrap_or(0), h.0);
+        let compiled = Compiled {
+            key: entry.key,
+            prefix_len: entry.prefix_len,
+        };
+        self.index_remove(&compiled, entry.priority, h.0);
         self.free.insert(h.0);
         self.len -= 1;
         Ok(entry.value)
@@ -370,16 +451,13 @@ impl<V> Table<V> {
     /// entries). An invalid key finds nothing.
     pub fn find(&self, matches: &[FieldMatch], priority: Option<i32>) -> Option<EntryHandle> {
         let compiled = self.compile(matches, priority).ok()?;
-        self.locate(&compiled, matches, priority).map(EntryHandle)
+        self.locate(&compiled, priority.unwrap_or(0))
+            .map(EntryHandle)
     }
 
     pub fn get(&self, h: EntryHandle) -> Option<EntryRef<'_, V>> {
         match self.slots.get(h.0 as usize) {
-            Some(Some(e)) => Some(EntryRef {
-                matches: &e.matches,
-                priority: e.priority,
-                value: &e.value,
-            }),
+            Some(Some(e)) => Some(self.entry_ref(e)),
             _ => None,
         }
     }
@@ -387,17 +465,20 @@ impl<V> Table<V> {
     /// Installed entries in handle order.
     pub fn iter(&self) -> impl Iterator<Item = (EntryHandle, EntryRef<'_, V>)> + '_ {
         self.slots.iter().enumerate().filter_map(|(i, s)| {
-            s.as_ref().map(|e| {
-                (
-                    EntryHandle(i as u32),
-                    EntryRef {
-                        matches: &e.matches,
-                        priority: e.priority,
-                        value: &e.value,
-                    },
-                )
-            })
+            s.as_ref()
+                .map(|e| (EntryHandle(i as u32), self.entry_ref(e)))
         })
+    }
+
+    fn entry_ref<'a>(&'a self, e: &'a Entry<V>) -> EntryRef<'a, V> {
+        EntryRef {
+            fields: &self.fields,
+            key_len: self.key_len,
+            key: &e.key,
+            prefix_len: e.prefix_len,
+            priority: self.needs_priority().then_some(e.priority),
+            value: &e.value,
+        }
     }
 
     /// The entry matching a packet key: each field's bytes (`width.div_ceil(8)`, big-endian)
@@ -449,21 +530,20 @@ impl<V> Table<V> {
         let e = self.slots[slot as usize]
             .as_ref()
             .expect("index points at live slots");
+        let mut bounds = &e.key[2 * self.key_len..];
         range_fields.iter().all(|&f| {
             let l = self.fields[f];
             let k = &key[l.offset..l.offset + l.len];
+            let (low, rest) = bounds.split_at(l.len);
+            let (high, rest) = rest.split_at(l.len);
+            bounds = rest;
             // Compare as big-endian numbers, ignoring bits above the width.
             let top = k[0] & top_byte_mask(l.width);
-            match &e.matches[f] {
-                FieldMatch::Range { low, high } => {
-                    (top, &k[1..]) >= (low[0], &low[1..]) && (top, &k[1..]) <= (high[0], &high[1..])
-                }
-                _ => unreachable!("range fields hold range matches"),
-            }
+            (top, &k[1..]) >= (low[0], &low[1..]) && (top, &k[1..]) <= (high[0], &high[1..])
         })
     }
 
-    /// Validates an entry against the key and reduces it to value/mask form.
+    /// Validates an entry against the key and reduces it to the form the table stores.
     fn compile(
         &self,
         matches: &[FieldMatch],
@@ -475,8 +555,12 @@ impl<V> Table<V> {
                 got: matches.len(),
             });
         }
-        let mut value = vec![0u8; self.key_len];
-        let mut mask = vec![0u8; self.key_len];
+        let ternary = self.needs_priority();
+        let mut key = KeyBytes::zeroed(self.stored_len);
+        // Tables without priorities store the value only: their masks follow from the fields
+        // (and the prefix length).
+        let (value, rest) = key.split_at_mut(self.key_len);
+        let (mask, mut bounds) = rest.split_at_mut(if ternary { self.key_len } else { 0 });
         let mut prefix_len = 0;
         for (i, (m, l)) in matches.iter().zip(&self.fields).enumerate() {
             if m.kind() != l.kind {
@@ -504,13 +588,13 @@ impl<V> Table<V> {
                 Ok(())
             };
             let vdst = &mut value[l.offset..l.offset + l.len];
-            let mdst = &mut mask[l.offset..l.offset + l.len];
+            let mdst = mask.get_mut(l.offset..l.offset + l.len).unwrap_or_default();
             let full = &self.width_mask.bytes[l.offset..l.offset + l.len];
             match m {
                 FieldMatch::Exact(v) | FieldMatch::Optional(Some(v)) => {
                     check(v)?;
                     vdst.copy_from_slice(v);
-                    mdst.copy_from_slice(full);
+                    mdst.copy_from_slice(&full[..mdst.len()]);
                 }
                 FieldMatch::Optional(None) => {}
                 FieldMatch::Lpm {
@@ -525,17 +609,20 @@ impl<V> Table<V> {
                             width: l.width,
                         });
                     }
-                    let pad = l.len as u32 * 8 - l.width;
-                    for bit in pad..pad + p {
-                        mdst[(bit / 8) as usize] |= 0x80 >> (bit % 8);
-                    }
-                    if v.iter().zip(mdst.iter()).any(|(v, m)| v & !m != 0) {
+                    let keep = l.len as u32 * 8 - l.width + p;
+                    if v.iter()
+                        .enumerate()
+                        .any(|(i, b)| b & !prefix_byte(keep, i) != 0)
+                    {
                         return Err(TableError::BitsBeyondPrefix {
                             field: i,
                             prefix_len: *p,
                         });
                     }
                     vdst.copy_from_slice(v);
+                    for (i, (b, f)) in mdst.iter_mut().zip(full).enumerate() {
+                        *b = prefix_byte(keep, i) & f;
+                    }
                     prefix_len = *p;
                 }
                 FieldMatch::Ternary { value: v, mask: k } => {
@@ -553,38 +640,39 @@ impl<V> Table<V> {
                     if low > high {
                         return Err(TableError::RangeInverted { field: i });
                     }
+                    let (dst, rest) = std::mem::take(&mut bounds).split_at_mut(2 * l.len);
+                    dst[..l.len].copy_from_slice(low);
+                    dst[l.len..].copy_from_slice(high);
+                    bounds = rest;
                 }
             }
         }
-        match (self.needs_priority(), priority) {
+        match (ternary, priority) {
             (true, None) => return Err(TableError::MissingPriority),
             (true, Some(p)) if p < 1 => return Err(TableError::InvalidPriority { priority: p }),
             (false, Some(_)) => return Err(TableError::UnexpectedPriority),
             _ => {}
         }
-        Ok(Compiled {
-            value: value.into(),
-            mask: mask.into(),
-            prefix_len,
-        })
+        Ok(Compiled { key, prefix_len })
     }
 
     /// The slot holding this exact entry, if any.
-    fn locate(&self, c: &Compiled, matches: &[FieldMatch], priority: Option<i32>) -> Option<u32> {
+    fn locate(&self, c: &Compiled, priority: i32) -> Option<u32> {
+        let value = c.value(self.key_len);
         match &self.index {
-            Index::Exact(map) => map.get(&c.value).copied(),
-            Index::Lpm(lpm) => lpm.level(c.prefix_len)?.map.get(&c.value).copied(),
+            Index::Exact(map) => map.get(value).copied(),
+            Index::Lpm(lpm) => lpm.level(c.prefix_len)?.map.get(value).copied(),
             Index::Ternary(ts) => {
-                let group = ts.groups[*ts.by_mask.get(&c.mask)?].as_ref()?;
+                let group = ts.groups[*ts.by_mask.get(c.mask(self.key_len))?].as_ref()?;
                 group
                     .buckets
-                    .get(&c.value)?
+                    .get(value)?
                     .iter()
                     .find(|&&(p, s)| {
-                        Some(p) == priority
+                        p == priority
                             && self.slots[s as usize]
                                 .as_ref()
-                                .is_some_and(|e| e.matches == matches)
+                                .is_some_and(|e| *e.key == *c.key)
                     })
                     .map(|&(_, s)| s)
             }
@@ -593,36 +681,43 @@ impl<V> Table<V> {
 
     /// Indexes a new entry at `slot`, or gives the slot of the entry with its key. Exact and LPM
     /// tables check and insert in one hash probe.
-    fn index_add(
-        &mut self,
-        c: Compiled,
-        matches: &[FieldMatch],
-        priority: Option<i32>,
-        slot: u32,
-    ) -> Result<(), u32> {
+    fn index_add(&mut self, c: &Compiled, priority: i32, slot: u32) -> Result<(), u32> {
         if matches!(self.index, Index::Ternary(_)) {
-            if let Some(existing) = self.locate(&c, matches, priority) {
+            if let Some(existing) = self.locate(c, priority) {
                 return Err(existing);
             }
         }
+        let value = c.value(self.key_len);
         match &mut self.index {
-            Index::Exact(map) => map.insert_new(&c.value, slot),
-            Index::Lpm(lpm) => lpm.add(c, slot),
+            Index::Exact(map) => map.insert_new(value, slot),
+            Index::Lpm(lpm) => lpm.add(value, c.prefix_len, slot, &self.width_mask.bytes),
             Index::Ternary(ts) => {
-                ts.add(c, priority.unwrap_or(0), slot);
+                ts.add(value, c.mask(self.key_len), priority, slot);
                 Ok(())
             }
         }
     }
 
     fn index_remove(&mut self, c: &Compiled, priority: i32, slot: u32) {
+        let value = c.value(self.key_len);
         match &mut self.index {
             Index::Exact(map) => {
-                map.remove(&c.value);
+                map.remove(value);
             }
-            Index::Lpm(lpm) => lpm.remove(c),
-            Index::Ternary(ts) => ts.remove(c, priority, slot),
+            Index::Lpm(lpm) => lpm.remove(value, c.prefix_len),
+            Index::Ternary(ts) => ts.remove(value, c.mask(self.key_len), priority, slot),
         }
+    }
+}
+
+impl Compiled {
+    fn value(&self, key_len: usize) -> &[u8] {
+        &self.key[..key_len]
+    }
+
+    /// The mask, in priority tables (others do not store it).
+    fn mask(&self, key_len: usize) -> &[u8] {
+        &self.key[key_len..2 * key_len]
     }
 }
 
@@ -699,17 +794,24 @@ impl LpmIndex {
         self.short.iter().find_map(|&len| hit(len, probe))
     }
 
-    /// Adds a prefix at `slot`, or gives the slot of the entry with the same prefix.
-    fn add(&mut self, c: Compiled, slot: u32) -> Result<(), u32> {
-        let len = c.prefix_len;
+    /// Adds a prefix (`value` of length `len`) at `slot`, or gives the slot of the entry with
+    /// the same prefix. `width_mask` is the table's: a new level's mask is made from it.
+    fn add(&mut self, value: &[u8], len: u32, slot: u32, width_mask: &[u8]) -> Result<(), u32> {
         let tier = self.tier_of(len);
         match self.levels[len as usize].as_mut() {
-            Some(level) => level.map.insert_new(&c.value, slot)?,
+            Some(level) => level.map.insert_new(value, slot)?,
             None => {
-                let mut map = KeyMap::new(c.value.len());
-                map.insert_new(&c.value, slot)?;
+                let mut map = KeyMap::new(value.len());
+                map.insert_new(value, slot)?;
+                let f = &self.field;
+                let mut mask: Box<[u8]> = width_mask.into();
+                let keep = f.len as u32 * 8 - f.width + len;
+                // The padding above the field's width stays clear, as in `width_mask`.
+                for (i, b) in mask[f.offset..f.offset + f.len].iter_mut().enumerate() {
+                    *b &= prefix_byte(keep, i);
+                }
                 self.levels[len as usize] = Some(LpmLevel {
-                    mask: Mask::new(c.mask),
+                    mask: Mask::new(mask),
                     map,
                 });
                 if tier.is_none() {
@@ -719,7 +821,7 @@ impl LpmIndex {
             }
         }
         if let Some(i) = tier {
-            let b = self.bucket(&c.value, self.tiers[i].bits);
+            let b = self.bucket(value, self.tiers[i].bits);
             let t = &mut self.tiers[i];
             if t.lengths.is_empty() {
                 t.lengths = vec![0; t.words << t.bits];
@@ -731,18 +833,17 @@ impl LpmIndex {
         Ok(())
     }
 
-    fn remove(&mut self, c: &Compiled) {
-        let len = c.prefix_len;
+    fn remove(&mut self, value: &[u8], len: u32) {
         let Some(level) = self.levels[len as usize].as_mut() else {
             return;
         };
-        level.map.remove(&c.value);
+        level.map.remove(value);
         if level.map.is_empty() {
             self.levels[len as usize] = None;
             self.short.retain(|&l| l != len);
         }
         if let Some(i) = self.tier_of(len) {
-            let b = self.bucket(&c.value, self.tiers[i].bits);
+            let b = self.bucket(value, self.tiers[i].bits);
             let t = &mut self.tiers[i];
             if let Some(n) = t.counts.get_mut(&(b as u32, len)) {
                 *n -= 1;
@@ -768,12 +869,12 @@ impl TupleSpace {
         }
     }
 
-    fn add(&mut self, c: Compiled, priority: i32, slot: u32) {
-        let g = match self.by_mask.get(&c.mask) {
+    fn add(&mut self, value: &[u8], mask: &[u8], priority: i32, slot: u32) {
+        let g = match self.by_mask.get(mask) {
             Some(&g) => g,
             None => {
                 let group = MaskGroup {
-                    mask: Mask::new(c.mask.clone()),
+                    mask: Mask::new(mask.into()),
                     buckets: KeyMap::new(self.key_len),
                     priorities: BTreeMap::new(),
                     best: priority,
@@ -788,12 +889,12 @@ impl TupleSpace {
                         self.groups.len() - 1
                     }
                 };
-                self.by_mask.insert(c.mask, g);
+                self.by_mask.insert(mask.into(), g);
                 g
             }
         };
         let group = self.groups[g].as_mut().expect("by_mask lists live groups");
-        let bucket = group.buckets.get_or_insert_with(&c.value, Vec::new);
+        let bucket = group.buckets.get_or_insert_with(value, Vec::new);
         let at = bucket.partition_point(|&(p, s)| p > priority || (p == priority && s < slot));
         bucket.insert(at, (priority, slot));
         *group.priorities.entry(priority).or_insert(0) += 1;
@@ -805,15 +906,15 @@ impl TupleSpace {
         self.reorder(g);
     }
 
-    fn remove(&mut self, c: &Compiled, priority: i32, slot: u32) {
-        let Some(&g) = self.by_mask.get(&c.mask) else {
+    fn remove(&mut self, value: &[u8], mask: &[u8], priority: i32, slot: u32) {
+        let Some(&g) = self.by_mask.get(mask) else {
             return;
         };
         let group = self.groups[g].as_mut().expect("by_mask lists live groups");
-        if let Some(bucket) = group.buckets.get_mut(&c.value) {
+        if let Some(bucket) = group.buckets.get_mut(value) {
             bucket.retain(|&(_, s)| s != slot);
             if bucket.is_empty() {
-                group.buckets.remove(&c.value);
+                group.buckets.remove(value);
             }
         }
         if let Some(n) = group.priorities.get_mut(&priority) {
@@ -830,7 +931,7 @@ impl TupleSpace {
             }
             None => {
                 self.groups[g] = None;
-                self.by_mask.remove(&c.mask);
+                self.by_mask.remove(mask);
                 self.free_groups.push(g);
             }
         }

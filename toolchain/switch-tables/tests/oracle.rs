@@ -158,7 +158,7 @@ fn run(keys: Vec<KeyField>, seed: u64, entries: usize, rounds: usize) {
                 .iter()
                 .find(|(_, m, q, _)| *m == ms && *q == p)
                 .map(|e| e.0);
-            match t.insert(ms.clone(), p, v) {
+            match t.insert(&ms, p, v) {
                 Ok(h) => {
                     assert_eq!(existing, None);
                     assert!(

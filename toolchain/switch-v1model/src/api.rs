@@ -152,7 +152,7 @@ impl Switch {
         priority: Option<i32>,
         v: EntryVal,
     ) -> Result<EntryHandle, ApiError> {
-        let h = self.mutable_table(t)?.insert(matches, priority, v)?;
+        let h = self.mutable_table(t)?.insert(&matches, priority, v)?;
         self.reset_direct(t, h);
         Ok(h)
     }
@@ -415,7 +415,7 @@ impl Switch {
             .iter()
             .map(|(handle, e)| EntryDesc {
                 handle,
-                matches: e.matches.to_vec(),
+                matches: e.matches(),
                 priority: e.priority,
                 action: self.describe(e.value),
             })

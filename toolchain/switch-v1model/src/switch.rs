@@ -177,7 +177,10 @@ pub struct Switch {
     pub(crate) config: SwitchConfig,
     pub(crate) stats: Stats,
     /// Table name -> index: control-plane calls name their table, up to a million a second.
-    pub(crate) table_names: HashMap<String, usize>,
+    /// foldhash, not SipHash, whose hash of the name was an eighth of the data plane's
+    /// instructions per P4Runtime insert (p4-switch-p4rt-write-bench under callgrind); the
+    /// names come from the program and from the controller that owns it, so no HashDoS risk.
+    pub(crate) table_names: HashMap<String, usize, foldhash::fast::RandomState>,
     // Jobs move between queues as one pointer; the pool keeps those boxes for reuse.
     #[allow(clippy::vec_box)]
     pool: Vec<Box<Pkt>>,
@@ -261,7 +264,7 @@ impl Switch {
             .iter()
             .position(|p| p.name == "parser")
             .unwrap_or(0);
-        let mut table_names = HashMap::new();
+        let mut table_names = HashMap::default();
         for (i, t) in prog.tables.iter().enumerate() {
             // The first of a name wins, as a search in JSON order finds it.
             table_names.entry(t.name.clone()).or_insert(i);
@@ -420,7 +423,7 @@ impl Switch {
                     .unwrap_or(0)
                     .clamp(0, i64::from(i32::MAX - 1)) as i32
         });
-        let h = table.insert(matches, priority, EntryVal::Act(data))?;
+        let h = table.insert(&matches, priority, EntryVal::Act(data))?;
         self.reset_direct(ti, h);
         Ok(())
     }
