@@ -13,7 +13,11 @@
 //! the medians of the slices' CPU rates are the figures to compare (a burst of another job's
 //! load moves one slice, not the median).
 //!
-//! `cargo run --release -p lossless-sim --example lossless-sim-bench -- OUT.json`
+//! `--iters N` sets the messages per sender (default 1000): fewer make a short run for an
+//! instruction count under callgrind, where the rate figures mean nothing but the counts per
+//! packet-hop (`packet_hops`) and per engine packet (`engine_packets`) do.
+//!
+//! `cargo run --release -p lossless-sim --example lossless-sim-bench -- OUT.json [--iters N]`
 
 use lossless_sim::experiment::{setup_incast, Plan};
 use lossless_sim::net::Stop;
@@ -27,8 +31,8 @@ use std::time::Instant;
 const ENGINE_SECS: f64 = 2.0;
 const ENGINE_SLICES: usize = 20;
 
-/// Messages per sender: five times the experiment's 200, so that the simulation takes seconds
-/// of CPU rather than 0.3 s.
+/// Messages per sender by default: five times the experiment's 200, so that the simulation
+/// takes seconds of CPU rather than 0.3 s.
 const ITERS: u64 = 1000;
 
 /// Virtual time per measured slice of the simulation (about 13 000 packet-hops each).
@@ -68,9 +72,18 @@ fn spread(sorted: &[f64]) -> f64 {
 }
 
 fn main() {
-    let Some(out_path) = std::env::args().nth(1) else {
-        eprintln!("usage: lossless-sim-bench OUT.json");
+    let usage = || -> ! {
+        eprintln!("usage: lossless-sim-bench OUT.json [--iters N]");
         std::process::exit(2);
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (out_path, iters) = match args.as_slice() {
+        [out] => (out.clone(), ITERS),
+        [out, flag, n] if flag == "--iters" => match n.parse::<u64>() {
+            Ok(n) if n > 0 => (out.clone(), n),
+            _ => usage(),
+        },
+        _ => usage(),
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let lab = Lab::at(&root);
@@ -89,7 +102,7 @@ fn main() {
     let Ok(Plan::Incast(mut inc)) = Plan::of(&fabric) else {
         fail("incast-16to1 is not an incast".into());
     };
-    inc.iters = ITERS;
+    inc.iters = iters;
     let nic = NicParams::new(inc.roce_mtu, inc.priority * 8);
     let mut rng = fastrand::Rng::with_seed(1);
     setup_incast(&mut sim, &inc, &nic, 0, &mut rng).unwrap_or_else(|e| fail(e.to_string()));
@@ -154,7 +167,7 @@ fn main() {
     let hops_per_s = hops as f64 / sim_s;
     let hops_per_cpu_s = hops as f64 / sim_cpu_s;
     let doc = serde_json::json!({
-        "workload": format!("incast-16to1 case tuned, 16 x {ITERS} x 64 KB write_bw at 100G, 4 KB RoCE MTU"),
+        "workload": format!("incast-16to1 case tuned, 16 x {iters} x 64 KB write_bw at 100G, 4 KB RoCE MTU"),
         "stop": stop,
         "packet_hops": hops,
         "events": sim.events(),
@@ -162,6 +175,7 @@ fn main() {
         "wall_s": sim_s,
         "packet_hops_per_s": hops_per_s,
         "events_per_s": sim.events() as f64 / sim_s,
+        "engine_packets": n,
         "engine_packets_per_s": engine_pps,
         "engine_frame_bytes": frame.len(),
         "sim_vs_engine": hops_per_s / engine_pps,

@@ -23,8 +23,8 @@ pub type IntFn = Box<dyn Fn(&Ctx) -> i128 + Send + Sync>;
 pub type BoolFn = Box<dyn Fn(&Ctx) -> bool + Send + Sync>;
 type U32Fn = Box<dyn Fn(&Ctx) -> u32 + Send + Sync>;
 
-/// One step of a compiled action; jump targets are step indices, which are the primitive
-/// indices of the action (one step per primitive).
+/// One step of a compiled action: one primitive, or a run of narrow stores (`Op::Stores`);
+/// jump targets are step indices.
 pub enum Op {
     /// `value`, cut to the slot's width, into a narrow slot.
     Store {
@@ -46,6 +46,16 @@ pub enum Op {
         slot: NSlot,
         param: u32,
         prim: u32,
+    },
+    /// Consecutive stores of constants, fields and parameters (two or more), each kind a loop
+    /// of its own instead of a dispatch per store: the copies first, reading their sources
+    /// before the run writes anything, then the constants, then the parameters (`(slot,
+    /// param, prim)`, as `StoreParam`). The order is free because `fuse` ends a run before a
+    /// store to a slot the run writes and before a copy from one.
+    Stores {
+        copies: Box<[(NSlot, NSlot)]>,
+        consts: Box<[(NSlot, u64)]>,
+        params: Box<[(NSlot, u32, u32)]>,
     },
     /// `add_header` / `remove_header` of a fixed header.
     SetValid {
@@ -77,6 +87,24 @@ pub enum Op {
     Prim(u32),
 }
 
+/// A compiled action.
+pub struct Action {
+    pub ops: Vec<Op>,
+    /// By primitive index: the step that runs it (an interpreted primitive's jump names a
+    /// primitive).
+    pub step_of: Box<[u32]>,
+}
+
+impl Action {
+    /// The step where primitive `prim` starts; past the last primitive, the end.
+    #[inline]
+    pub fn step(&self, prim: usize) -> usize {
+        self.step_of
+            .get(prim)
+            .map_or(self.ops.len(), |&s| s as usize)
+    }
+}
+
 /// Where one key element's bytes go in a table's key.
 pub enum KeyCopy {
     /// A narrow field's low `bytes` bytes, big-endian, masked, at byte `at`.
@@ -102,7 +130,7 @@ pub struct Code {
     /// By condition index.
     pub conds: Vec<BoolFn>,
     /// By action index.
-    pub actions: Vec<Vec<Op>>,
+    pub actions: Vec<Action>,
     /// By table index; `None` where the general key builder is needed.
     pub keys: Vec<Option<KeyLayout>>,
     /// By checksum index: its `if_cond`.
@@ -130,11 +158,8 @@ impl Code {
                 .actions
                 .iter()
                 .map(|a| {
-                    a.prims
-                        .iter()
-                        .enumerate()
-                        .map(|(i, p)| op(prog, i, p))
-                        .collect()
+                    let ops = a.prims.iter().enumerate().map(|(i, p)| op(prog, i, p));
+                    fuse(&a.prims, ops.collect())
                 })
                 .collect(),
             keys: prog.tables.iter().map(|t| key_layout(prog, t)).collect(),
@@ -239,6 +264,115 @@ fn op(prog: &Prog, i: usize, p: &Prim) -> Op {
         Prim::JumpIfZero(c, t) => Op::JumpIfFalse(boolean(prog, c), *t),
         _ => Op::Prim(i as u32),
     }
+}
+
+/// A narrow store's slot, and the slot it copies from.
+fn store_slots(op: &Op) -> Option<(NSlot, Option<NSlot>)> {
+    match *op {
+        Op::StoreConst { slot, .. } | Op::StoreParam { slot, .. } => Some((slot, None)),
+        Op::StoreField { slot, src } => Some((slot, Some(src))),
+        _ => None,
+    }
+}
+
+/// A run of stores being gathered by `fuse`.
+#[derive(Default)]
+struct Run {
+    copies: Vec<(NSlot, NSlot)>,
+    consts: Vec<(NSlot, u64)>,
+    params: Vec<(NSlot, u32, u32)>,
+    /// The slots the run writes.
+    written: Vec<u32>,
+}
+
+impl Run {
+    fn is_empty(&self) -> bool {
+        self.written.is_empty()
+    }
+
+    /// Adds `op` when it is a store that writes no slot the run writes and, a copy, reads
+    /// none (the run's copies read before any of its writes); else gives it back.
+    fn take(&mut self, op: Op) -> Option<Op> {
+        let Some((dst, src)) = store_slots(&op) else {
+            return Some(op);
+        };
+        let written = |s: NSlot| self.written.contains(&s.i);
+        if written(dst) || src.is_some_and(written) {
+            return Some(op);
+        }
+        match op {
+            Op::StoreConst { slot, value } => self.consts.push((slot, value)),
+            Op::StoreField { slot, src } => self.copies.push((slot, src)),
+            Op::StoreParam { slot, param, prim } => self.params.push((slot, param, prim)),
+            _ => return Some(op),
+        }
+        self.written.push(dst.i);
+        None
+    }
+
+    /// The run as one step; a single store stays the step it was.
+    fn finish(self) -> Op {
+        match (&self.copies[..], &self.consts[..], &self.params[..]) {
+            (&[(slot, src)], [], []) => Op::StoreField { slot, src },
+            ([], &[(slot, value)], []) => Op::StoreConst { slot, value },
+            ([], [], &[(slot, param, prim)]) => Op::StoreParam { slot, param, prim },
+            _ => Op::Stores {
+                copies: self.copies.into(),
+                consts: self.consts.into(),
+                params: self.params.into(),
+            },
+        }
+    }
+}
+
+/// Joins runs of consecutive stores into one step each (`Op::Stores`): most of an action's
+/// steps are stores, and a dispatch per step mispredicted on most of them. A jump's target
+/// starts a step of its own; the jumps are renumbered to steps.
+fn fuse(prims: &[Prim], ops: Vec<Op>) -> Action {
+    let mut target = vec![false; prims.len()];
+    for p in prims {
+        if let Prim::Jump(t) | Prim::JumpIfZero(_, t) = *p {
+            if let Some(x) = target.get_mut(t) {
+                *x = true;
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(ops.len());
+    let mut step_of = Vec::with_capacity(ops.len());
+    let mut run = Run::default();
+    for (i, op) in ops.into_iter().enumerate() {
+        let left = if target[i] { Some(op) } else { run.take(op) };
+        if left.is_some() && !run.is_empty() {
+            out.push(std::mem::take(&mut run).finish());
+        }
+        // A store in the run is in the step the run becomes, the next one.
+        step_of.push(out.len() as u32);
+        // A store the run did not take starts the next run; anything else is a step.
+        if let Some(op) = left.and_then(|op| run.take(op)) {
+            out.push(op);
+        }
+    }
+    if !run.is_empty() {
+        out.push(run.finish());
+    }
+    let mut action = Action {
+        ops: out,
+        step_of: step_of.into(),
+    };
+    let steps: Vec<usize> = action
+        .ops
+        .iter()
+        .map(|op| match op {
+            Op::Jump(t) | Op::JumpIfFalse(_, t) => action.step(*t),
+            _ => 0,
+        })
+        .collect();
+    for (op, s) in action.ops.iter_mut().zip(steps) {
+        if let Op::Jump(t) | Op::JumpIfFalse(_, t) = op {
+            *t = s;
+        }
+    }
+    action
 }
 
 fn key_layout(prog: &Prog, t: &TableInfo) -> Option<KeyLayout> {

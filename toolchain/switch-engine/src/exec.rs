@@ -660,9 +660,10 @@ fn format_log(fmt: &str, values: &[String]) -> String {
     out
 }
 
-/// Runs action `a`'s compiled steps with action data `args`.
-fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, args: &[Arg]) {
-    let ops = &code.actions[a as usize];
+/// Runs action `a`'s compiled steps with action data `args` (a table's entry, an action call).
+pub fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, args: &[Arg]) {
+    let action = &code.actions[a as usize];
+    let ops = &action.ops;
     let prims = &prog.actions[a as usize].prims;
     let mut pc = 0usize;
     let mut steps = 0usize;
@@ -693,6 +694,28 @@ fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, ar
                 }
                 None => *prim,
             },
+            Op::Stores {
+                copies,
+                consts,
+                params,
+            } => {
+                for &(slot, src) in copies.iter() {
+                    pkt.phv.set_n(slot, pkt.phv.n(src));
+                }
+                for &(slot, value) in consts.iter() {
+                    pkt.phv.set_n(slot, value);
+                }
+                for &(slot, param, prim) in params.iter() {
+                    match narrow_arg(args, param) {
+                        Some(v) => pkt.phv.set_n(slot, v),
+                        // An assignment: it neither jumps nor exits.
+                        None => {
+                            run_prim(prog, ext, pkt, &prims[prim as usize], args);
+                        }
+                    }
+                }
+                continue;
+            }
             Op::Jump(t) => {
                 pc = *t;
                 continue;
@@ -739,7 +762,7 @@ fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, ar
         };
         match run_prim(prog, ext, pkt, &prims[prim as usize], args) {
             Flow::Next => {}
-            Flow::Jump(t) => pc = t,
+            Flow::Jump(t) => pc = action.step(t),
             Flow::Exit => return,
         }
     }

@@ -1,7 +1,11 @@
 //! Packets per second of the engine in process, no I/O: an L3 program (LPM + ECMP action
 //! selector + MAC/TTL rewrite + IPv4 checksum) beside a no-op forwarder as the ceiling.
 //!
-//! `cargo run --release -p switch-v1model --example switch-v1model-bench -- OUT.json [SECONDS]`
+//! `--packets N` runs each case for N packets instead of SECONDS: a fixed amount of work, for an
+//! instruction count per packet under callgrind (`Switch::process`, `ingress`, `egress`).
+//!
+//! `cargo run --release -p switch-v1model --example switch-v1model-bench -- OUT.json
+//! [SECONDS | --packets N]`
 
 use std::time::{Duration, Instant};
 use switch_v1model::{FieldMatch, Output, QueueMeta, Switch, SwitchConfig};
@@ -21,15 +25,32 @@ fn ipv4(src: u32, dst: u32) -> Vec<u8> {
     p
 }
 
-/// Runs `f` over the packets until `secs` elapse; returns packets per second.
-fn measure(secs: f64, packets: &[Vec<u8>], mut f: impl FnMut(&[u8], u64)) -> (f64, u64) {
+/// How long each case runs.
+#[derive(Clone, Copy)]
+enum Limit {
+    Secs(f64),
+    Packets(u64),
+}
+
+/// Runs `f` over the packets until the limit; returns packets per second and the count.
+fn measure(limit: Limit, packets: &[Vec<u8>], mut f: impl FnMut(&[u8], u64)) -> (f64, u64) {
     let start = Instant::now();
-    let limit = Duration::from_secs_f64(secs);
     let mut n = 0u64;
-    while start.elapsed() < limit {
-        for p in packets {
-            f(p, n);
-            n += 1;
+    match limit {
+        Limit::Secs(secs) => {
+            let limit = Duration::from_secs_f64(secs);
+            while start.elapsed() < limit {
+                for p in packets {
+                    f(p, n);
+                    n += 1;
+                }
+            }
+        }
+        Limit::Packets(count) => {
+            for p in packets.iter().cycle().take(count as usize) {
+                f(p, n);
+                n += 1;
+            }
         }
     }
     (n as f64 / start.elapsed().as_secs_f64(), n)
@@ -37,11 +58,22 @@ fn measure(secs: f64, packets: &[Vec<u8>], mut f: impl FnMut(&[u8], u64)) -> (f6
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(out_path) = args.first() else {
-        eprintln!("usage: bench OUT.json [SECONDS]");
+    let usage = || -> ! {
+        eprintln!("usage: bench OUT.json [SECONDS | --packets N]");
         std::process::exit(2);
     };
-    let secs: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2.0);
+    let (out_path, limit) = match args.as_slice() {
+        [out] => (out, Limit::Secs(2.0)),
+        [out, flag, n] if flag == "--packets" => match n.parse() {
+            Ok(n) => (out, Limit::Packets(n)),
+            Err(_) => usage(),
+        },
+        [out, secs] => match secs.parse() {
+            Ok(s) => (out, Limit::Secs(s)),
+            Err(_) => usage(),
+        },
+        _ => usage(),
+    };
 
     let mut l3 = load("programs/ecmp.json");
     let mut members = Vec::new();
@@ -76,7 +108,7 @@ fn main() {
         .collect();
 
     let mut out: Vec<Output> = Vec::with_capacity(16);
-    let (l3_pps, l3_n) = measure(secs, &packets, |p, t| {
+    let (l3_pps, l3_n) = measure(limit, &packets, |p, t| {
         l3.process(0, p, t, &mut out);
         for o in out.drain(..) {
             l3.recycle_buffer(o.data);
@@ -90,7 +122,7 @@ fn main() {
 
     let mut jobs = Vec::with_capacity(16);
     let mut more = Vec::new();
-    let (split_pps, _) = measure(secs, &packets, |p, t| {
+    let (split_pps, _) = measure(limit, &packets, |p, t| {
         l3.ingress(0, p, t, &mut jobs);
         for j in jobs.drain(..) {
             if let Some(o) = l3.egress(j, QueueMeta::default(), t, &mut more) {
@@ -100,15 +132,19 @@ fn main() {
     });
 
     let mut noop = load("programs/noop.json");
-    let (noop_pps, _) = measure(secs, &packets, |p, t| {
+    let (noop_pps, _) = measure(limit, &packets, |p, t| {
         noop.process(0, p, t, &mut out);
         for o in out.drain(..) {
             noop.recycle_buffer(o.data);
         }
     });
 
+    let case_limit = match limit {
+        Limit::Secs(s) => format!("\"seconds_per_case\": {s}"),
+        Limit::Packets(n) => format!("\"packets_per_case\": {n}"),
+    };
     let json = format!(
-        "{{\n  \"bench\": \"switch-v1model in-process\",\n  \"packet_bytes\": 64,\n  \"l3_routes\": {routes},\n  \"ecmp_members\": 4,\n  \"l3_process_pps\": {l3_pps:.0},\n  \"l3_ingress_egress_pps\": {split_pps:.0},\n  \"noop_process_pps\": {noop_pps:.0},\n  \"seconds_per_case\": {secs}\n}}\n"
+        "{{\n  \"bench\": \"switch-v1model in-process\",\n  \"packet_bytes\": 64,\n  \"l3_routes\": {routes},\n  \"ecmp_members\": 4,\n  \"l3_process_pps\": {l3_pps:.0},\n  \"l3_ingress_egress_pps\": {split_pps:.0},\n  \"noop_process_pps\": {noop_pps:.0},\n  {case_limit}\n}}\n"
     );
     print!("{json}");
     if let Err(e) = std::fs::write(out_path, json) {

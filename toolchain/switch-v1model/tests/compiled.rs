@@ -303,36 +303,178 @@ fn random_expressions_compile_to_what_the_interpreter_computes() {
     }
 }
 
-/// A store compiled as a slot-to-slot copy (`Op::StoreField`) writes what the interpreter's
-/// assignment of that field computes.
+/// An action's primitives one by one, by the interpreter's rules: an assignment evaluates its
+/// expression (`eval`) and stores it cut to the field's width, a jump moves to its primitive.
+/// Only the primitives `interpretable` admits.
+fn interpret(prog: &Prog, phv: &mut Phv, prims: &[Prim], args: &[Arg]) {
+    let mut pc = 0;
+    while let Some(p) = prims.get(pc) {
+        pc += 1;
+        let c = ctx(prog, phv, args);
+        match p {
+            Prim::Assign(FieldLoc::Static(f), e) => {
+                if matches!(prog.fields[*f as usize].slot, Slot::Narrow(_)) && !e.wide {
+                    let v = eval::eval::<i128>(&c, e);
+                    phv.set_i128(prog, *f, v);
+                } else {
+                    let v = eval::eval::<BigInt>(&c, e);
+                    phv.set_big(prog, *f, &v);
+                }
+            }
+            Prim::Jump(t) => pc = *t,
+            Prim::JumpIfZero(k, t) => {
+                if !eval::eval_bool(&c, k) {
+                    pc = *t;
+                }
+            }
+            _ => unreachable!("interpretable admits only assignments and jumps"),
+        }
+    }
+}
+
+/// Assignments to fixed fields and forward jumps: what `interpret` runs (a backward jump could
+/// loop, and the engine cuts loops where the reference would not).
+fn interpretable(prims: &[Prim]) -> bool {
+    prims.iter().enumerate().all(|(i, p)| match p {
+        Prim::Assign(FieldLoc::Static(_), _) => true,
+        Prim::Jump(t) | Prim::JumpIfZero(_, t) => *t > i,
+        _ => false,
+    })
+}
+
+/// Runs action `a` compiled (`exec::run_action`: fused stores, renumbered jumps) and
+/// interpreted on the same header vector and data; both must leave the same vector.
+fn compare_action(prog: &Prog, code: &Code, phv: &Phv, a: usize, data: &[Arg]) {
+    let mut pkt = switch_engine::exec::Pkt::new(prog);
+    pkt.phv = phv.clone();
+    let mut ext = switch_engine::state::Ext::new(prog);
+    switch_engine::exec::run_action(prog, code, &mut ext, &mut pkt, a as u32, data);
+    let mut want = phv.clone();
+    interpret(prog, &mut want, &prog.actions[a].prims, data);
+    let name = &prog.actions[a].name;
+    let prims = &prog.actions[a].prims;
+    assert_eq!(pkt.phv.narrow, want.narrow, "{name}: {prims:?} {data:?}");
+    assert_eq!(pkt.phv.wide, want.wide, "{name}: {prims:?} {data:?}");
+    assert_eq!(pkt.phv.src, want.src, "{name}: written headers, {prims:?}");
+}
+
+/// Every action of the test programs made of assignments and jumps, compiled, leaves the
+/// header vector its primitives leave one by one.
 #[test]
-fn field_copies_store_what_the_interpreter_assigns() {
+fn compiled_actions_store_what_their_primitives_store() {
     let mut rng = Rng(0x6a09_e667_f3bc_c908);
-    let mut checked = 0usize;
-    for (name, prog) in programs() {
+    let (mut actions, mut fused) = (0usize, 0usize);
+    for (_, prog) in programs() {
         let code = Code::new(&prog);
         let mut phv = Phv::new(&prog);
-        for (a, ops) in prog.actions.iter().zip(&code.actions) {
-            for (i, op) in ops.iter().enumerate() {
-                let Op::StoreField { slot, src } = *op else {
-                    continue;
-                };
-                let Prim::Assign(FieldLoc::Static(f), e) = &a.prims[i] else {
-                    panic!("{name}: {}: step {i} is a copy of no assignment", a.name);
-                };
-                let info = &prog.fields[*f as usize];
-                assert_eq!(info.slot, Slot::Narrow(slot), "{name}: {}", a.name);
-                for _ in 0..20 {
-                    randomize(&mut rng, &prog, &mut phv);
-                    let want =
-                        eval::eval::<i128>(&ctx(&prog, &phv, &[]), e) as u64 & mask64(info.width);
-                    assert_eq!(phv.n(src) & slot.mask, want, "{name}: {}: {e:?}", a.name);
-                    checked += 1;
-                }
+        for (a, info) in prog.actions.iter().enumerate() {
+            if !interpretable(&info.prims) {
+                continue;
+            }
+            actions += 1;
+            fused += code.actions[a]
+                .ops
+                .iter()
+                .filter(|op| matches!(op, Op::Stores { .. }))
+                .count();
+            for _ in 0..20 {
+                randomize(&mut rng, &prog, &mut phv);
+                let data = args(&mut rng, &info.params);
+                compare_action(&prog, &code, &phv, a, &data);
             }
         }
     }
-    assert!(checked > 100, "only {checked} copies compared");
+    assert!(
+        actions >= 20 && fused >= 4,
+        "{actions} actions compared, {fused} fused runs among them"
+    );
+}
+
+/// A random action over a few fields (so that stores meet the slots earlier ones wrote, and
+/// copies read them): assignments of constants, fields, parameters (one of them wider than
+/// 64 bits, which a narrow store takes through the interpreter) and expressions, with forward
+/// jumps landing anywhere, including inside what would be a run of stores.
+fn random_action(rng: &mut Rng, prog: &Prog, fields: &[u32], params: u32) -> Vec<Prim> {
+    let n = 1 + rng.below(12);
+    let field = |rng: &mut Rng| {
+        let f = fields[rng.below(fields.len())];
+        Ex {
+            k: K::Field(f),
+            wide: prog.fields[f as usize].width > 64,
+        }
+    };
+    (0..n)
+        .map(|i| {
+            let dst = fields[rng.below(fields.len())];
+            let src = match rng.below(8) {
+                0 | 1 => Ex {
+                    k: K::Const(i128::from(value(rng, 64))),
+                    wide: false,
+                },
+                2 | 3 => field(rng),
+                4 | 5 => {
+                    let p = rng.below(params as usize) as u32;
+                    Ex {
+                        k: K::Param(p),
+                        wide: p == params - 1,
+                    }
+                }
+                _ => gen(rng, prog, params - 1, 2),
+            };
+            match rng.below(10) {
+                0 => Prim::Jump(i + 1 + rng.below(n - i)),
+                1 => Prim::JumpIfZero(field(rng), i + 1 + rng.below(n - i)),
+                _ => Prim::Assign(FieldLoc::Static(dst), src),
+            }
+        })
+        .collect()
+}
+
+/// Random actions (`random_action`), compiled, leave the header vector their primitives leave
+/// one by one: whatever runs of stores `compile::fuse` makes of them and wherever their jumps
+/// land.
+#[test]
+fn random_actions_fuse_to_what_their_primitives_store() {
+    use switch_engine::program::ActionInfo;
+    let mut rng = Rng(0x1f83_d9ab_fb41_bd6b);
+    let params = vec![(String::new(), 8), (String::new(), 48), (String::new(), 96)];
+    let mut fused = 0usize;
+    for (name, mut prog) in programs() {
+        let narrow: Vec<u32> = (0..prog.fields.len() as u32)
+            .filter(|&f| matches!(prog.fields[f as usize].slot, Slot::Narrow(_)))
+            .collect();
+        if narrow.len() < 4 {
+            continue;
+        }
+        let first = prog.actions.len();
+        for k in 0..200 {
+            let fields: Vec<u32> = (0..2 + rng.below(4))
+                .map(|_| narrow[rng.below(narrow.len())])
+                .collect();
+            let prims = random_action(&mut rng, &prog, &fields, params.len() as u32);
+            prog.actions.push(ActionInfo {
+                name: format!("{name}: random {k}"),
+                json_id: -1,
+                params: params.clone(),
+                prims,
+            });
+        }
+        let code = Code::new(&prog);
+        let mut phv = Phv::new(&prog);
+        for a in first..prog.actions.len() {
+            fused += code.actions[a]
+                .ops
+                .iter()
+                .filter(|op| matches!(op, Op::Stores { .. }))
+                .count();
+            for _ in 0..5 {
+                randomize(&mut rng, &prog, &mut phv);
+                let data = args(&mut rng, &params);
+                compare_action(&prog, &code, &phv, a, &data);
+            }
+        }
+    }
+    assert!(fused > 1000, "only {fused} fused runs");
 }
 
 /// A parser state's compiled select key holds, part by part, the value the interpreter
