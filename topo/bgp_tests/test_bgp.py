@@ -326,9 +326,10 @@ def test_frr_restart_keeps_the_routes(lab):
 def test_clear_neighbours_and_relearn(lab):
     """Seed 002's clear neighbours: the configs have no NEIGH, so every neighbour on the
     switches is learned (the hosts, the BGP peers, IPv4 and IPv6). Clearing leaf1's and
-    leaf8's under traffic drops their entries; each controller asks for every one again at
-    once and the answers install them again: the loss is what arrived in between, bounded,
-    and reported."""
+    leaf8's under traffic removes the hosts' entries (the peers', whose next hops the
+    fabric's routes use, are kept pending removal); each controller asks for every one again
+    at once and the answers install them again: the loss is what arrived in between,
+    bounded, and reported."""
     topo = lab.topo
     switches = (LEAF, FAR)
     want = {}
