@@ -362,7 +362,10 @@ def _sessions(args, cfg, pipeline, planned, events, routing, hostif, kernel=None
 
                     def keep(state, learner=learner, adopted=adopted):
                         adopted.update(learner.adopt(state, time.monotonic()))
-                        print(f"run: took over {len(learner.learned)} learned neighbours")
+                        print(
+                            f"run: took over {len(learner.learned)} learned neighbours, "
+                            f"{len(learner.entries.kept)} pending removal"
+                        )
                         if orch is not None:
                             adopted.update(orch.adopt(state))
                         return adopted

@@ -310,22 +310,34 @@ class P4RuntimeClient:
         updates: Iterable[Any],
         batch_size: int = 1000,
         in_flight: int = 4,
-        progress: Callable[[int], None] | None = None,
+        done: Callable[[int, int, list[UpdateError]], None] | None = None,
     ) -> WriteResult:
         """Write `updates` in WriteRequests of `batch_size`, keeping up to `in_flight` requests
         outstanding. Updates within the call must not depend on each other's order. Updates are
         p4.v1.Update messages, or already serialized (bytes): those go into the request as they
         are. An iterator is taken a request's worth at a time, so what makes the updates runs
-        while the requests before are in flight."""
+        while the requests before are in flight. `done(index of its first update, count, its
+        errors)` is called in this thread for each request once it has completed, as soon as
+        the next request is sent, so what the caller does with a request's outcome overlaps
+        the switch's work on the requests still in flight."""
         if batch_size < 1 or in_flight < 1:
             raise ValueError("batch size and requests in flight must be at least 1")
         head = self.pb.WriteRequest(
             device_id=self.device_id, election_id=self.election_id
         ).SerializeToString()
         result = WriteResult()
-        pending: queue.Queue = queue.Queue()
+        completed: queue.Queue = queue.Queue()
         slots = threading.Semaphore(in_flight)
-        updates, offset, requests = iter(updates), 0, 0
+
+        def finish(future: Any, offset: int, count: int) -> None:
+            error = future.exception()
+            errors = [] if error is None else update_errors(error, offset, count)
+            result.errors.extend(errors)
+            result.written += count - len(errors)
+            if done is not None:
+                done(offset, count, errors)
+
+        updates, offset, outstanding = iter(updates), 0, 0
         while batch := list(islice(updates, batch_size)):
             # Made before waiting for a slot: the switch works on the requests in flight.
             if isinstance(batch[0], bytes):
@@ -341,24 +353,18 @@ class P4RuntimeClient:
             slots.acquire()
             future = call.future(request, timeout=self.timeout)
 
-            def done(f: Any, offset: int = offset, count: int = len(batch)) -> None:
-                pending.put((f, offset, count))
+            def complete(f: Any, offset: int = offset, count: int = len(batch)) -> None:
+                completed.put((f, offset, count))
                 slots.release()
 
-            future.add_done_callback(done)
+            future.add_done_callback(complete)
             offset += len(batch)
-            requests += 1
-        for _ in range(requests):
-            future, offset, count = pending.get()
-            error = future.exception()
-            if error is None:
-                result.written += count
-            else:
-                errors = update_errors(error, offset, count)
-                result.errors.extend(errors)
-                result.written += count - len(errors)
-            if progress is not None:
-                progress(count)
+            outstanding += 1
+            while not completed.empty():
+                finish(*completed.get_nowait())
+                outstanding -= 1
+        for _ in range(outstanding):
+            finish(*completed.get())
         result.errors.sort(key=lambda e: e.index)
         return result
 

@@ -180,7 +180,7 @@ def write_program(
                 phase.updates,
                 batch_size=batch_size,
                 in_flight=in_flight,
-                progress=bar.update if bar is not None else None,
+                done=(lambda _, count, __: bar.update(count)) if bar is not None else None,
             )
             errors = [(phase.labels[e.index], e) for e in result.errors]
             summary.phases.append(

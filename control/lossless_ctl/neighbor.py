@@ -18,7 +18,8 @@ P4Runtime updates and PacketOuts, without I/O of its own (so it is tested with p
   next hop (p4map.HardwareIds counts its users for the learner and routeorch alike) it is
   kept, pending removal, as SONiC's neighorch keeps a referenced neighbour: neighbour entry,
   next hop and host route go together once no route does, and learning it again meanwhile
-  cancels the removal. Neighbours of the config's NEIGH table are static: never
+  cancels the removal. `sonic-clear arp` (clear) removes every learned neighbour the same
+  way and asks for each again. Neighbours of the config's NEIGH table are static: never
   learned over, never aged.
 
 `serve` runs a learner against a P4RuntimeClient until stopped.
@@ -38,7 +39,7 @@ from lossless_ctl.client import P4RuntimeClient, entity_key
 from lossless_ctl.config_db import ConfigDb, IpAddress, IpInterface
 from lossless_ctl.p4info import P4InfoIndex
 from lossless_ctl.p4map import ING, NeighborEntries, P4Program, encode
-from lossless_ctl.show import match_value, param_value
+from lossless_ctl.show import PENDING_REMOVAL, match_value, param_value
 
 ETH_IPV4, ETH_ARP, ETH_VLAN, ETH_IPV6 = 0x0800, 0x0806, 0x8100, 0x86DD
 ICMPV6, ND_NS, ND_NA = 58, 135, 136
@@ -349,12 +350,15 @@ class NeighborLearner:
         """A restarted controller's first session, before its reconcile: the neighbour entries
         of the switch (`state`, by entity key) that the config does not have are an earlier
         controller's learned neighbours. They are taken over, with the next hop and host route
-        it made for them, as if learned now; returns their entities' keys, which the reconcile
-        leaves alone (so forwarding to them never stops)."""
+        it made for them, as if learned now; one whose entry is marked pending removal (it
+        was gone while routes used its next hop) stays pending: it goes with its next hop and
+        host route once no route uses them (tick), unless it is learned again first. Returns
+        their entities' keys, which the reconcile leaves alone (so forwarding to them never
+        stops)."""
         index = self.entries.b.idx
         tables = {index.table(ING + n).preamble.id: n for n in ("neighbor", "nexthop")}
         routes = {index.table(ING + f"ipv{v}_route").preamble.id: v for v in (4, 6)}
-        neighbors: dict[tuple[int, int], int] = {}
+        neighbors: dict[tuple[int, int], tuple[int, bool]] = {}  # (MAC, pending removal)
         hops: dict[tuple[int, int], int] = {}
         host_routes: dict[Any, int] = {}
         for entity in state.values():
@@ -365,7 +369,8 @@ class NeighborLearner:
             if name == "neighbor":
                 table = index.table(ING + name)
                 key = (match_value(t, index, table, "rif"), match_value(t, index, table, "ip"))
-                neighbors[key] = param_value(t, index, "dst_mac") or 0
+                mac = param_value(t, index, "dst_mac") or 0
+                neighbors[key] = (mac, t.metadata == PENDING_REMOVAL)
             elif name == "nexthop":
                 nid = match_value(t, index, index.table(ING + name), "nexthop_id")
                 hops[(param_value(t, index, "rif"), param_value(t, index, "neighbor_ip"))] = nid
@@ -383,7 +388,7 @@ class NeighborLearner:
         rif_name = {rid: n.removeprefix("rif:") for n, rid in ids.rif_ids.items()}
         config_hops = set(ids.nexthop_ids.values())
         keys: set[tuple] = set()
-        for (rif, value), mac in sorted(neighbors.items()):
+        for (rif, value), (mac, pending) in sorted(neighbors.items()):
             iface = self.interfaces.get(rif_name.get(rif, ""))
             ip = ipaddress.ip_address(value)  # IPv4 is zero-extended into the 128-bit key
             if iface is None or (iface.name, ip) in self.static or not iface.on_link(ip):
@@ -393,9 +398,10 @@ class NeighborLearner:
             route = nid is not None and host_routes.get(ip) == nid
             route = route and ipaddress.ip_network(ip) not in ids.routes
             raw = mac.to_bytes(6, "big")
-            created = self.entries.adopt(iface.name, ip, mac_str(raw), ours, route)
+            created = self.entries.adopt(iface.name, ip, mac_str(raw), ours, route, pending)
             keys |= {entity_key(u.entity) for u in created}
-            self.learned[(iface.name, ip)] = Learned(raw, now)
+            if not pending:
+                self.learned[(iface.name, ip)] = Learned(raw, now)
         return keys
 
     def forget(self) -> dict[tuple[str, IpAddress], bytes]:
@@ -430,29 +436,44 @@ class NeighborLearner:
             return Actions()
         return self._gone(ifname, ip, "gone from the kernel")
 
-    def _gone(self, ifname: str, ip: IpAddress, why: str) -> Actions:
-        """A neighbour that is no more: its entries go (host route, next hop, neighbour), but
-        while routes (routeorch's, ECMP groups among them) use its next hop, all three stay,
-        pending removal, and go once none does (tick) unless it is learned again first."""
+    def _release(self, ifname: str, ip: IpAddress) -> Actions:
+        """A learned neighbour that is no more: its entries go (host route, next hop,
+        neighbour), but while routes (routeorch's, ECMP groups among them) use its next hop,
+        all three stay, pending removal, and go once none does (tick) unless it is learned
+        again first."""
         mac = self.learned.pop((ifname, ip)).mac
         updates, nid = self.entries.release(ifname, ip, mac_str(mac))
+        return Actions(updates, freed=[] if nid is None else [nid])
+
+    def _gone(self, ifname: str, ip: IpAddress, why: str) -> Actions:
+        """_release, logged."""
+        out = self._release(ifname, ip)
         kept = (ifname, ip) in self.entries.kept
         pending = "; routes use its next hop: pending removal"
-        line = f"neighbour {ip} on {ifname} {why}" + (pending if kept else "")
-        return Actions(updates, log=[line], freed=[] if nid is None else [nid])
+        out.log.append(f"neighbour {ip} on {ifname} {why}" + (pending if kept else ""))
+        return out
 
     def clear(self, now: float) -> Actions:
-        """`sonic-clear arp` and `ndp`: every learned neighbour's entry goes (its next hop and
-        host route stay, so ECMP groups keep their members) and each is asked for again at
-        once; its answer installs the entry again."""
+        """`sonic-clear arp` and `ndp`, which flush the kernel's neighbour table: every learned
+        neighbour is gone as one the kernel deleted is (_release: removed, or kept pending
+        removal while routes use its next hop, as neighorch refuses to remove a referenced
+        neighbour), and each is asked for again at once, as the kernel resolves again what it
+        talks to. A neighbour pending removal already is not in the kernel's table, so the
+        flush leaves it as it is; it is asked for too, and an answer cancels its removal."""
         out = Actions()
-        for ifname, ip in list(self.learned):
-            out.updates += self.entries.clear(ifname, ip)
-            del self.learned[(ifname, ip)]
+        cleared, before = list(self.learned), set(self.entries.kept)
+        for ifname, ip in cleared:
+            out.extend(self._release(ifname, ip))
+        kept = len(self.entries.kept) - len(before)
+        for ifname, ip in cleared + [key for key in self.entries.kept if key in before]:
             request = self._request(self.interfaces[ifname], ip, None, now)
             if request is not None:
                 out.packets.append(request)
-        out.log.append(f"neighbours cleared: {len(out.updates)}; each asked for again")
+        out.log.append(
+            f"neighbours cleared: {len(cleared)} ({kept} kept pending removal: routes use "
+            f"their next hops); {len(out.packets)} asked for again ({len(before)} pending "
+            "removal before)"
+        )
         return out
 
     def tick(self, now: float) -> Actions:

@@ -799,7 +799,6 @@ class NeighborEntries:
         # What remove() takes away: the host route's DELETE (if it made one), then the
         # neighbour entry's (last); the next hop goes by its count.
         self.created: dict[tuple[str, Any], list[Any]] = {}
-        self.cleared: set[tuple[str, Any]] = set()  # neighbour entry gone, the rest kept
         # Gone neighbours (release) whose next hop routes still use: neighbour entry (marked
         # pending removal), next hop and host route kept until none does (sweep) or the
         # neighbour is learned again (install).
@@ -833,9 +832,6 @@ class NeighborEntries:
         updates = [self._entry(kind, *neighbor, {"dst_mac": mac_int(mac)})]
         if known or pending:
             return updates
-        if (ifname, ip) in self.cleared:  # its next hop and host route are still there
-            self.cleared.discard((ifname, ip))
-            return updates
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
         nid, new = self.ids.hold_nexthop(f"nexthop:{ifname}|{ip}")
         self.holds.add((ifname, ip))
@@ -851,19 +847,13 @@ class NeighborEntries:
         self.created[(ifname, ip)] = created
         return updates
 
-    def clear(self, ifname: str, ip: Any) -> list[Any]:
-        """DELETE the neighbour entry alone (`sonic-clear arp`): its next hop, which ECMP
-        groups may use, and its host route stay for install() to find again."""
-        created = self.created.get((ifname, ip), [])
-        if (ifname, ip) in self.cleared or not created:
-            return []
-        self.cleared.add((ifname, ip))
-        return created[-1:]  # install() puts the neighbour entry last
-
-    def adopt(self, ifname: str, ip: Any, mac: str, nexthop: int | None, route: bool) -> list[Any]:
+    def adopt(
+        self, ifname: str, ip: Any, mac: str, nexthop: int | None, route: bool, pending: bool
+    ) -> list[Any]:
         """A neighbour an earlier controller learned, still on the switch, taken over as if
         install() had made it (with its `nexthop` id and host `route` if those were the
-        learner's); its entities, as the DELETEs remove() would write."""
+        learner's), and as if release() had kept it when it is `pending` removal (its entry
+        marked so); its entities, as the DELETEs remove() would write."""
         pb = self.b.pb.Update
         neighbor = self._neighbor(ifname, ip)
         created = [self._entry(pb.DELETE, *neighbor, {"dst_mac": mac_int(mac)})]
@@ -883,6 +873,8 @@ class NeighborEntries:
                 created.insert(0, self._entry(pb.DELETE, *entry, {"nexthop_id": nid}))
                 entities.append(created[0])
         self.created[(ifname, ip)] = created
+        if pending:
+            self.kept.add((ifname, ip))
         return entities
 
     def remove(self, ifname: str, ip: Any) -> tuple[list[Any], int | None]:
@@ -893,9 +885,6 @@ class NeighborEntries:
         self.kept.discard((ifname, ip))
         self._discard_routes(ifname, ip, created)
         routes, neighbor = created[:-1], created[-1:]
-        if (ifname, ip) in self.cleared:  # its neighbour entry is gone already
-            self.cleared.discard((ifname, ip))
-            neighbor = []
         nid = None
         if (ifname, ip) in self.holds:
             self.holds.discard((ifname, ip))
@@ -940,7 +929,6 @@ class NeighborEntries:
         for (ifname, ip), created in self.created.items():
             self._discard_routes(ifname, ip, created)
         self.created.clear()
-        self.cleared.clear()
         self.kept.clear()
         self.holds.clear()
         self.ids.forget_nexthops()

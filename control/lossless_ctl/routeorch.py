@@ -13,7 +13,8 @@ a changed route becomes a MODIFY), so a route never blinks.
 
 Flushes run in a thread of their own: the FPM listener only records what zebra sent (under
 `lock`, briefly), so decoding goes on while a flush waits for the switch, and a flush takes
-everything pending by then (in WriteRequests of `Bulk.size`, several in flight). Routes are
+everything pending by then (in WriteRequests of `Bulk.size`, several in flight; each
+request's routes settled as it completes, while the switch works on the next). Routes are
 handled a next-hop set at a time, as the decoder groups them (fpm.Routes): each route is a key
 in dictionaries whose values are shared per set (its fpm.Via, its Target), so recording,
 planning and bookkeeping are dictionary and set operations over a set's keys; a next-hop set is
@@ -26,15 +27,15 @@ from __future__ import annotations
 import ipaddress
 import threading
 import time
-from bisect import bisect_left
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import accumulate, groupby
 from operator import itemgetter
 from typing import Any, NamedTuple
 
-from lossless_ctl.client import P4RuntimeClient
+from lossless_ctl.client import P4RuntimeClient, UpdateError
 from lossless_ctl.config_db import IpAddress, IpNetwork, network_of, route_key
 from lossless_ctl.fpm import Routes, Via, nexthops_of
 from lossless_ctl.neighbor import Interface
@@ -550,10 +551,17 @@ class RouteOrch:
 
     # --- flushing ----------------------------------------------------------------------------
 
-    def _write(self, updates: Iterable[Any], what: str) -> dict[int, str]:
-        """Write `updates`; the google.rpc code of each that failed, by index (each counted,
-        and logged unless it is a full table, which the caller reports once)."""
-        result = self.client.write(updates, batch_size=self.bulk.size, in_flight=self.in_flight)
+    def _write(
+        self,
+        updates: Iterable[Any],
+        what: str,
+        done: Callable[[int, int, list[UpdateError]], None] | None = None,
+    ) -> dict[int, str]:
+        """Write `updates` (`done`: P4RuntimeClient.write's); the google.rpc code of each that
+        failed, by index (each counted, and logged unless it is a full table, which the
+        caller reports once)."""
+        bulk = self.bulk
+        result = self.client.write(updates, bulk.size, in_flight=self.in_flight, done=done)
         for e in result.errors:
             self.counters[f"{what} failed"] += 1
             if e.code != "RESOURCE_EXHAUSTED":
@@ -658,16 +666,26 @@ class RouteOrch:
                         self._release(target, gone, len(batch.keys))
                     else:
                         ready.append(batch)
-            failed = self._write(self._updates(ready), "route")
-            failures = sorted(failed)
             full: Counter = Counter()
             freed: set[int] = set()
-            offset = 0
-            for batch in ready:
-                end = offset + len(batch.keys)
-                here = failures[bisect_left(failures, offset) : bisect_left(failures, end)]
-                self._settle(batch, {i - offset: failed[i] for i in here}, gone, full, freed)
-                offset = end
+            starts = list(accumulate((len(batch.keys) for batch in ready), initial=0))
+
+            def settle(offset: int, count: int, errors: list[UpdateError]) -> None:
+                """A request's routes, settled as it completes: the switch works on the
+                requests after it meanwhile. A request may end one batch and start the next."""
+                at, end = bisect_right(starts, offset) - 1, offset + count
+                while offset < end:
+                    batch, start = ready[at], starts[at]
+                    a, b = offset - start, min(end, starts[at + 1]) - start
+                    if (a, b) != (0, len(batch.keys)):
+                        left = batch.left[a:b] if batch.left is not None else None
+                        batch = batch._replace(keys=batch.keys[a:b], left=left)
+                    codes = {e.index - start - a: e.code for e in errors}
+                    here = {i: code for i, code in codes.items() if 0 <= i < b - a}
+                    self._settle(batch, here, gone, full, freed)
+                    offset, at = start + b, at + 1
+
+            failed = self._write(self._updates(ready), "route", settle)
             stats.routes = sum(len(batch.keys) for batch in ready) - len(failed)
             insert = self.pb.Update.INSERT
             for width, n in full.items():

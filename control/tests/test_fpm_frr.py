@@ -730,8 +730,35 @@ def _neighbour_view(state: SwitchState, ip: str) -> tuple[bool | str, bool, bool
     return have_neighbour, int(address) in hops, have_route
 
 
+@pytest.fixture
+def hostif_ns():
+    """A namespace for `run --hostif NS` (its taps and kernel neighbour table) and FPM."""
+    ns = f"llneigh-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        ns_exec(ns, "ip", "link", "set", "lo", "up")  # for FPM
+        yield ns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@contextlib.contextmanager
+def _neighsync_controller(ns: str, switch: SwitchProcess, pipeline: Path, log: Path):
+    """`run --hostif NS --neighsync` on `switch`, with its FPM socket in NS: (the process, its
+    FPM port, the switch's state)."""
+    options = ("--route-bulk", "64/0.1", "--fpm-restart", "1", "--hostif", ns, "--neighsync")
+    with fpm_controller(switch.grpc_addr, pipeline, log, *options, netns=ns) as (proc, port):
+        with P4RuntimeClient(switch.grpc_addr) as client:
+            client.connect()
+            yield proc, port, SwitchState(client)
+
+
+def _kernel_neighbour(ns: str, ip: str, mac: str) -> None:
+    ns_exec(ns, *f"ip neigh replace {ip} lladdr {mac} nud permanent dev Ethernet0".split())
+
+
 def test_a_neighbour_the_kernel_deletes_keeps_its_next_hop_only_while_routes_use_it(
-    compiled_pipeline, tmp_path
+    hostif_ns, compiled_pipeline, tmp_path
 ):
     """neighsync (`run --hostif NS --neighsync`): two neighbours in the kernel's table of the
     host interfaces' namespace are learned (neighbour entry, next hop, host route). FPM routes
@@ -740,58 +767,51 @@ def test_a_neighbour_the_kernel_deletes_keeps_its_next_hop_only_while_routes_use
     entry marked pending removal (as SONiC's neighorch keeps a referenced neighbour), and
     the group keeps both members; once the routes are withdrawn, its neighbour entry, next
     hop and host route go together."""
-    ns = f"llneigh-{os.getpid()}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
+    ns = hostif_ns
     unused, used = "10.1.0.50", "10.1.0.51"
     ecmp, single = ipaddress.ip_network("80.0.0.0/24"), ipaddress.ip_network("81.0.0.0/24")
-    try:
-        ns_exec(ns, "ip", "link", "set", "lo", "up")  # for FPM
-        extra = ("--hostif", ns, "--neighsync")
-        with _controller(ns, compiled_pipeline, tmp_path, "64/0.1", extra=extra) as running:
-            _, fpm_port, state, log = running
-            for ip, mac in ((unused, "02:00:00:00:00:50"), (used, "02:00:00:00:00:51")):
-                ns_exec(
-                    ns, *f"ip neigh replace {ip} lladdr {mac} nud permanent dev Ethernet0".split()
-                )
-            learned = (True, True, True)
-            _wait_until(
-                lambda: [_neighbour_view(state, ip) for ip in (unused, used)],
-                [learned, learned],
-                "both neighbours learned from the kernel",
-            )
-            frames = [
-                _fpm(_route_msg(24, "80.0.0.0", 24, None, multipath=[used, "10.2.0.2"])),
-                _fpm(_route_msg(24, "81.0.0.0", 24, used)),
-            ]
-            _send_frames(ns, fpm_port, frames)
-            both = {ecmp: _ips([used, "10.2.0.2"]), single: _ips([used])}
-            _, groups = _wait_for(state, _expect(both), "the routes via the used neighbour")
-            for ip in (unused, used):
-                ns_exec(ns, "ip", "neigh", "del", ip, "dev", "Ethernet0")
-            _wait_until(
-                lambda: _neighbour_view(state, unused),
-                (False, False, False),
-                "the unused neighbour's neighbour entry, next hop and host route gone",
-            )
-            time.sleep(2.5)  # past two of the learner's ticks, which remove unused next hops
-            assert _neighbour_view(state, used) == ("pending", True, True)
-            # Every member of the group still has its next hop: nothing is half-programmed.
-            assert state.read()[1] == groups
-            _wait_for(state, _expect(both), "the routes untouched")
-            _send_frames(
-                ns, fpm_port, [_fpm(_route_msg(25, str(p.network_address), 24, None)) for p in both]
-            )
-            _wait_for(state, _expect({}), "the routes withdrawn")
-            _wait_until(
-                lambda: _neighbour_view(state, used),
-                (False, False, False),
-                "the used neighbour's three entries gone with its routes",
-            )
-            text = log.read_text()
-            assert f"neighbour {unused} on Ethernet0 gone from the kernel\n" in text, text
-            assert f"neighbour {used} on Ethernet0 gone from the kernel; routes use" in text, text
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    extra = ("--hostif", ns, "--neighsync")
+    with _controller(ns, compiled_pipeline, tmp_path, "64/0.1", extra=extra) as running:
+        _, fpm_port, state, log = running
+        for ip, mac in ((unused, "02:00:00:00:00:50"), (used, "02:00:00:00:00:51")):
+            _kernel_neighbour(ns, ip, mac)
+        learned = (True, True, True)
+        _wait_until(
+            lambda: [_neighbour_view(state, ip) for ip in (unused, used)],
+            [learned, learned],
+            "both neighbours learned from the kernel",
+        )
+        frames = [
+            _fpm(_route_msg(24, "80.0.0.0", 24, None, multipath=[used, "10.2.0.2"])),
+            _fpm(_route_msg(24, "81.0.0.0", 24, used)),
+        ]
+        _send_frames(ns, fpm_port, frames)
+        both = {ecmp: _ips([used, "10.2.0.2"]), single: _ips([used])}
+        _, groups = _wait_for(state, _expect(both), "the routes via the used neighbour")
+        for ip in (unused, used):
+            ns_exec(ns, "ip", "neigh", "del", ip, "dev", "Ethernet0")
+        _wait_until(
+            lambda: _neighbour_view(state, unused),
+            (False, False, False),
+            "the unused neighbour's neighbour entry, next hop and host route gone",
+        )
+        time.sleep(2.5)  # past two of the learner's ticks, which remove unused next hops
+        assert _neighbour_view(state, used) == ("pending", True, True)
+        # Every member of the group still has its next hop: nothing is half-programmed.
+        assert state.read()[1] == groups
+        _wait_for(state, _expect(both), "the routes untouched")
+        _send_frames(
+            ns, fpm_port, [_fpm(_route_msg(25, str(p.network_address), 24, None)) for p in both]
+        )
+        _wait_for(state, _expect({}), "the routes withdrawn")
+        _wait_until(
+            lambda: _neighbour_view(state, used),
+            (False, False, False),
+            "the used neighbour's three entries gone with its routes",
+        )
+        text = log.read_text()
+        assert f"neighbour {unused} on Ethernet0 gone from the kernel\n" in text, text
+        assert f"neighbour {used} on Ethernet0 gone from the kernel; routes use" in text, text
 
 
 def _wait_until(read, want, what: str, wait_s: float = WAIT_S):
@@ -799,3 +819,99 @@ def _wait_until(read, want, what: str, wait_s: float = WAIT_S):
     while (got := read()) != want:
         assert time.monotonic() < deadline, f"{what}: after {wait_s} s: {got}"
         time.sleep(0.25)
+
+
+def test_a_restarted_controller_takes_over_a_neighbour_pending_removal_as_pending(
+    hostif_ns, compiled_pipeline, tmp_path
+):
+    """A neighbour the kernel deleted while an FPM route used its next hop is pending removal
+    when its controller stops. The next controller takes it over as pending, not as learned
+    (`show arp` still marks it): it stays while zebra's route (sent again) uses it, and its
+    neighbour entry, next hop and host route go once the route is withdrawn."""
+    ns, used = hostif_ns, "10.1.0.51"
+    route = ipaddress.ip_network("81.0.0.0/24")
+    frames = [_fpm(_route_msg(24, "81.0.0.0", 24, used))]
+    switch = _portless_switch(tmp_path)
+    try:
+        first = tmp_path / "first.log"
+        with _neighsync_controller(ns, switch, compiled_pipeline, first) as (_, port, state):
+            _kernel_neighbour(ns, used, "02:00:00:00:00:51")
+            _wait_until(lambda: _neighbour_view(state, used), (True, True, True), "learned")
+            _send_frames(ns, port, frames)
+            _wait_for(state, _expect({route: _ips([used])}), "the route via the neighbour")
+            ns_exec(ns, "ip", "neigh", "del", used, "dev", "Ethernet0")
+            _wait_until(
+                lambda: _neighbour_view(state, used), ("pending", True, True), "pending removal"
+            )
+        log = tmp_path / "second.log"
+        with _neighsync_controller(ns, switch, compiled_pipeline, log) as (_, port, state):
+            _send_frames(ns, port, frames)  # zebra again, on a new connection: the route stays
+            time.sleep(2.5)  # past --fpm-restart and two of the learner's ticks
+            assert _neighbour_view(state, used) == ("pending", True, True)
+            _wait_for(state, _expect({route: _ips([used])}), "the route kept")
+            _send_frames(ns, port, [_fpm(_route_msg(25, "81.0.0.0", 24, None))])
+            _wait_for(state, _expect({}), "the route withdrawn")
+            _wait_until(
+                lambda: _neighbour_view(state, used),
+                (False, False, False),
+                "the neighbour's three entries gone with the route",
+                wait_s=10.0,
+            )
+            text = log.read_text()
+            assert "run: took over 0 learned neighbours, 1 pending removal" in text, text
+    finally:
+        switch.stop()
+
+
+def test_clear_removes_unused_neighbours_and_keeps_used_ones_pending_removal(
+    hostif_ns, compiled_pipeline, tmp_path
+):
+    """`sonic-clear arp` (SIGUSR1 to `run`) flushes the neighbours as SONiC's kernel flush and
+    neighorch do: one no route uses goes with its next hop and host route; one an ECMP
+    group's route uses stays, pending removal (neighorch refuses to remove a referenced
+    neighbour), and so does one the kernel had deleted before, pending already; the group
+    stays whole. Once the route is withdrawn, both pending neighbours' entries go."""
+    ns = hostif_ns
+    unused, used, deleted = "10.1.0.50", "10.1.0.51", "10.1.0.52"
+    ecmp = ipaddress.ip_network("80.0.0.0/24")
+    switch = _portless_switch(tmp_path)
+    log = tmp_path / "ctl.log"
+    try:
+        with _neighsync_controller(ns, switch, compiled_pipeline, log) as (proc, port, state):
+            everyone = (unused, used, deleted)
+            for i, ip in enumerate(everyone):
+                _kernel_neighbour(ns, ip, f"02:00:00:00:00:5{i}")
+            _wait_until(
+                lambda: [_neighbour_view(state, ip) for ip in everyone],
+                [(True, True, True)] * 3,
+                "three neighbours learned from the kernel",
+            )
+            multipath = [used, deleted]
+            _send_frames(
+                ns, port, [_fpm(_route_msg(24, "80.0.0.0", 24, None, multipath=multipath))]
+            )
+            _, groups = _wait_for(state, _expect({ecmp: _ips(multipath)}), "the group's route")
+            ns_exec(ns, "ip", "neigh", "del", deleted, "dev", "Ethernet0")
+            _wait_until(
+                lambda: _neighbour_view(state, deleted), ("pending", True, True), "pending removal"
+            )
+            proc.send_signal(signal.SIGUSR1)
+            _wait_until(lambda: "neighbours cleared" in log.read_text(), True, "the clear")
+            assert [_neighbour_view(state, ip) for ip in everyone] == [
+                (False, False, False),
+                ("pending", True, True),
+                ("pending", True, True),
+            ]
+            assert state.read()[1] == groups
+            _wait_for(state, _expect({ecmp: _ips(multipath)}), "the route untouched")
+            assert "neighbours cleared: 2 (1 kept pending removal" in log.read_text()
+            _send_frames(ns, port, [_fpm(_route_msg(25, "80.0.0.0", 24, None))])
+            _wait_for(state, _expect({}), "the route withdrawn")
+            _wait_until(
+                lambda: [_neighbour_view(state, ip) for ip in (used, deleted)],
+                [(False, False, False)] * 2,
+                "the pending neighbours' entries gone with the route",
+                wait_s=10.0,
+            )
+    finally:
+        switch.stop()

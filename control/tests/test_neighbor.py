@@ -300,25 +300,80 @@ def test_a_neighbour_learned_and_moved_in_one_burst_is_written_in_order(setup):
     assert summary(index, batches[1])[0][0] == "MODIFY"
 
 
-def test_clear_drops_the_neighbour_entry_alone_and_asks_again(setup):
-    """`sonic-clear arp`: the learned neighbour's entry goes, its next hop and host route stay
-    (ECMP groups may use the next hop); it is asked for at once and its answer puts the entry
-    back, and nothing else; aged out later, what is left goes."""
+def test_clear_removes_an_unused_neighbour_and_asks_again(setup):
+    """`sonic-clear arp` flushes the kernel's table, and a neighbour no route uses goes as
+    neighorch removes it: neighbour entry, next hop and host route. It is asked for at once;
+    its answer installs it again, and it ages as a learned one does."""
     cfg, program, index, _ = setup
     learner = NeighborLearner(cfg, program, index, age_s=60)
     learner.packet_in(arp_request("192.168.1.10", "192.168.1.1"), port_meta(index, 2), 0.0)
     host = int(V4("192.168.1.10"))
     cleared = learner.clear(5.0)
-    assert summary(index, cleared.updates) == [("DELETE", "neighbor", (2, host), (0x02000000000A,))]
+    assert [u[:3] for u in summary(index, cleared.updates)] == [
+        ("DELETE", "ipv4_route", (host,)),
+        ("DELETE", "nexthop", (3,)),
+        ("DELETE", "neighbor", (2, host)),
+    ]
+    assert cleared.freed == [3] and learner.learned == {}
     ((port, ask),) = cleared.packets
     assert port == 2 and ask[:6] == b"\xff" * 6 and parse(ask).target_ip == V4("192.168.1.10")
+    assert cleared.log == [
+        "neighbours cleared: 1 (0 kept pending removal: routes use their next hops); "
+        "1 asked for again (0 pending removal before)"
+    ]
     reply = arp_frame(2, HOST_MAC, V4("192.168.1.10"), ROUTER_MAC, V4("192.168.1.1"), ROUTER_MAC)
     back = learner.packet_in(reply, port_meta(index, 2), 5.1)
-    assert summary(index, back.updates) == [("INSERT", "neighbor", (2, host), (0x02000000000A,))]
-    assert summary(index, learner.clear(6.0).updates)[0][0] == "DELETE"
-    gone = learner.tick(70.0)  # not answered: aged out; the entry is gone already
-    assert learner.learned == {} and gone.updates == []
-    assert summary(index, learner.clear(71.0).updates) == []
+    assert [u[:3] for u in summary(index, back.updates)] == [
+        ("INSERT", "neighbor", (2, host)),
+        ("INSERT", "nexthop", (4,)),  # 3 is released only once its deletion is written
+        ("INSERT", "ipv4_route", (host,)),
+    ]
+    gone = learner.tick(70.0)  # not answered since: aged out, all three go
+    assert [u[:2] for u in summary(index, gone.updates)] == [
+        ("DELETE", "ipv4_route"),
+        ("DELETE", "nexthop"),
+        ("DELETE", "neighbor"),
+    ]
+    assert learner.clear(71.0).updates == []
+
+
+def test_clear_keeps_used_neighbours_pending_removal_and_asks_for_those_too(setup):
+    """A neighbour whose next hop routes use is not removed by `sonic-clear arp` (neighorch
+    refuses to remove a referenced neighbour; its removal waits): it is kept, pending
+    removal, as when the kernel deletes it. One pending removal already is left as it is
+    (the flush does not reach it: the kernel no longer has it), and asked for again with
+    the cleared ones; an answer cancels its removal, and once the routes let go of the
+    other's next hop, that one goes."""
+    cfg, program, index, _ = setup
+    learner = NeighborLearner(cfg, program, index, age_s=60)
+    ips = [V4("192.168.1.20"), V4("192.168.1.21")]
+    for ip in ips:
+        learner.kernel("Ethernet4", ip, HOST_MAC, 0.0)
+        program.ids.hold_nexthop(f"nexthop:Ethernet4|{ip}")  # a route's
+    assert learner.kernel("Ethernet4", ips[0], None, 1.0).updates[0].entity.table_entry.metadata
+    cleared = learner.clear(2.0)
+    (mark,) = cleared.updates
+    assert summary(index, [mark]) == [("MODIFY", "neighbor", (2, int(ips[1])), (0x02000000000A,))]
+    assert mark.entity.table_entry.metadata == PENDING_REMOVAL and cleared.freed == []
+    assert sorted(parse(frame).target_ip for _, frame in cleared.packets) == ips
+    assert cleared.log == [
+        "neighbours cleared: 1 (1 kept pending removal: routes use their next hops); "
+        "2 asked for again (1 pending removal before)"
+    ]
+    assert learner.entries.kept == {("Ethernet4", ip) for ip in ips}
+    reply = arp_frame(2, HOST_MAC, ips[0], ROUTER_MAC, V4("192.168.1.1"), ROUTER_MAC)
+    back = learner.packet_in(reply, port_meta(index, 2), 2.1)
+    assert summary(index, back.updates) == [
+        ("MODIFY", "neighbor", (2, int(ips[0])), (0x02000000000A,))
+    ]
+    assert back.updates[0].entity.table_entry.metadata == b""
+    assert learner.tick(3.0).updates == []
+    program.ids.drop_nexthop(f"nexthop:Ethernet4|{ips[1]}")
+    assert [u[:3] for u in summary(index, learner.tick(4.0).updates)] == [
+        ("DELETE", "ipv4_route", (int(ips[1]),)),
+        ("DELETE", "nexthop", (4,)),
+        ("DELETE", "neighbor", (2, int(ips[1]))),
+    ]
 
 
 def test_a_restarted_controller_takes_over_what_the_last_one_learned(setup):
@@ -342,6 +397,39 @@ def test_a_restarted_controller_takes_over_what_the_last_one_learned(setup):
     assert summary(index, other.updates)[1][1:3] == ("nexthop", (4,))
     gone = second.tick(200.0)
     assert set(state) <= {entity_key(u.entity) for u in gone.updates}
+
+
+def test_a_restarted_controller_takes_over_a_neighbour_pending_removal_as_pending(setup):
+    """adopt: a neighbour entry marked pending removal (gone while routes used its next hop)
+    is taken over pending, not learned: kept while routes (routeorch's, taken over after
+    it) use its next hop, then its three entries go; a second neighbour, unmarked, is
+    learned."""
+    from lossless_ctl.client import entity_key
+
+    cfg, program, index, _ = setup
+    first = NeighborLearner(cfg, program, index, age_s=60)
+    ip, other = V4("192.168.1.20"), V4("192.168.1.21")
+    key = f"nexthop:Ethernet4|{ip}"
+    state = {}
+    for address in (ip, other):
+        learned = first.kernel("Ethernet4", address, HOST_MAC, 0.0)
+        state |= {entity_key(u.entity): u.entity for u in learned.updates}
+    program.ids.hold_nexthop(key)  # a route's
+    marked = first.kernel("Ethernet4", ip, None, 1.0).updates
+    state |= {entity_key(u.entity): u.entity for u in marked}
+    _, fresh = plan(cfg, setup[3].p4info)
+    second = NeighborLearner(cfg, fresh, index, age_s=60)
+    assert second.adopt(state, 100.0) == set(state)
+    assert set(second.learned) == {("Ethernet4", other)}
+    assert second.entries.kept == {("Ethernet4", ip)}
+    fresh.ids.hold_nexthop(key)  # the route, as routeorch's adopt counts it
+    assert second.tick(101.0).updates == []
+    fresh.ids.drop_nexthop(key)
+    assert [u[:3] for u in summary(index, second.tick(102.0).updates)] == [
+        ("DELETE", "ipv4_route", (int(ip),)),
+        ("DELETE", "nexthop", (3,)),
+        ("DELETE", "neighbor", (2, int(ip))),
+    ]
 
 
 def test_a_new_session_installs_what_the_last_one_learned_again(setup):

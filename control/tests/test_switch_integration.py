@@ -305,6 +305,44 @@ def test_every_error_of_a_large_failing_batch_reaches_the_client(server, pipelin
     assert all(e.message for e in result.errors)
 
 
+def test_each_requests_outcome_reaches_the_caller_while_later_requests_are_made(server, pipeline):
+    """P4RuntimeClient.write's `done`: each WriteRequest's outcome (its first update's index,
+    its count, its per-update errors as the switch gave them) is handed back as the request
+    completes, while the updates of later requests are still to be made: with one request in
+    flight, request k-2's outcome is in before request k's first update is taken."""
+    assert _load(server.grpc_addr, pipeline) == 0
+    index = P4InfoIndex(read_pipeline(pipeline).p4info)
+    route = index.table("LosslessIngress.ipv4_route")
+    dst = index.match_field(route, "dst").id
+    no_route = index.action("LosslessIngress.no_route").preamble.id
+    outcomes: list[tuple] = []
+    seen: list[int] = []  # outcomes in when each request's first update is taken
+
+    def updates(pb):
+        for i in range(50):
+            if i % 10 == 0:
+                seen.append(len(outcomes))
+            entity = pb.Entity()
+            entity.table_entry.table_id = route.preamble.id
+            entity.table_entry.action.action.action_id = no_route
+            field = entity.table_entry.match.add(field_id=dst)
+            field.lpm.value, field.lpm.prefix_len = bytes([198, 19, 0, i]), 32
+            # Spec 9.1: deleting an entry that is not there fails NOT_FOUND.
+            kind = pb.Update.DELETE if i % 7 == 3 else pb.Update.INSERT
+            yield pb.Update(type=kind, entity=entity)
+
+    with P4RuntimeClient(server.grpc_addr, device_id=DEVICE_ID) as client:
+        client.arbitrate()
+        result = client.write(
+            updates(client.pb), batch_size=10, in_flight=1, done=lambda *o: outcomes.append(o)
+        )
+    assert all(k - 1 <= n <= k for k, n in enumerate(seen)), seen
+    assert [(first, count) for first, count, _ in outcomes] == [(k * 10, 10) for k in range(5)]
+    errors = [(e.index, e.code) for _, _, request in outcomes for e in request]
+    assert errors == [(i, "NOT_FOUND") for i in range(50) if i % 7 == 3]
+    assert result.written == 50 - len(errors)
+
+
 def test_sighup_reloads_the_config_and_writes_only_the_difference(server, pipeline, tmp_path):
     """`config reload`: run reads its config again on SIGHUP and the switch ends up as the
     new config says (read back against that config's own plan), writing only what changed."""

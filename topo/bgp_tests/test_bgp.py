@@ -250,25 +250,33 @@ def test_leaf_spine_link_down_and_up_under_traffic(lab):
     lab.net.configLinkStatus(LEAF, SPINE, "up")
     restored_s = wait_hops(lab, subnet, 2)
     restored6_s = restored_s + wait_hops(lab, subnet6, 2)
-    before = tx_packets(uplinks[SPINE])
-    for tx, _, _, _ in started:
-        assert tx.wait(timeout=60) == 0
     result = finish(
         started, "link-flap", f"link flap {LEAF}-{SPINE}",
         member_removed_after_s=round(removed_s, 3),
         member_restored_after_s=round(restored_s, 3),
         ipv6_member_removed_after_s=round(removed6_s, 3),
         ipv6_member_restored_after_s=round(restored6_s, 3),
-        packets_through_the_restored_link=tx_packets(uplinks[SPINE]) - before,
     )  # fmt: skip
-    through_spine = result["packets_through_the_restored_link"]
     # Only flows hashed to the dead member lose, and only until the route changed (the BGP
     # session drops with the carrier, the route follows within a flush): well under 3 s of
     # half the traffic.
     for r in (result, result["ipv6"]):
         assert r["lost"] <= PPS * 3.0 / 2, r
         assert r["lost_in_last_s"] == 0, r
-    assert through_spine > 50, f"traffic did not return to the restored link: {through_spine}"
+    # The same flows again, from the member's return on: the first ones' 16 s include the
+    # convergence, which a loaded machine stretches past their end (nothing left to count).
+    before = tx_packets(uplinks[SPINE])
+    again = both_flows(lab, 2.0, "flap-restored")
+    for tx, _, _, _ in again:
+        assert tx.wait(timeout=60) == 0
+    through = tx_packets(uplinks[SPINE]) - before
+    restored = finish(
+        again, "link-flap-restored", f"after the link flap {LEAF}-{SPINE}",
+        packets_through_the_restored_link=through,
+    )  # fmt: skip
+    for r in (restored, restored["ipv6"]):
+        assert r["lost"] == 0, r
+    assert through > 50, f"traffic did not return to the restored link: {through}"
 
 
 def test_ecmp_member_flap_storm_under_traffic(lab):
@@ -326,9 +334,10 @@ def test_frr_restart_keeps_the_routes(lab):
 def test_clear_neighbours_and_relearn(lab):
     """Seed 002's clear neighbours: the configs have no NEIGH, so every neighbour on the
     switches is learned (the hosts, the BGP peers, IPv4 and IPv6). Clearing leaf1's and
-    leaf8's under traffic drops their entries; each controller asks for every one again at
-    once and the answers install them again: the loss is what arrived in between, bounded,
-    and reported."""
+    leaf8's under traffic removes the hosts' entries (the peers', whose next hops the
+    fabric's routes use, are kept pending removal); each controller asks for every one again
+    at once and the answers install them again: the loss is what arrived in between,
+    bounded, and reported."""
     topo = lab.topo
     switches = (LEAF, FAR)
     want = {}

@@ -247,8 +247,9 @@ class BgpFabric:
                 node.cmd(cmd)
 
     def clear_neighbors(self, switch: str) -> None:
-        """`sonic-clear arp` on the switch: its controller drops every learned neighbour's
-        entry and asks for each again (SIGUSR1)."""
+        """`sonic-clear arp` on the switch: its controller removes every learned neighbour
+        (those whose next hops routes use are kept pending removal) and asks for each again
+        (SIGUSR1)."""
         self.procs[switch].send_signal(signal.SIGUSR1)
 
     def _start_controller(self, switch: str, mode: str) -> None:
