@@ -483,6 +483,79 @@ fn icrc_hasher(ip: &[u8], udp: &[u8], bth_onwards: &[u8]) -> crc32fast::Hasher {
 pub struct Elided<'a> {
     pub payload: &'a [u8],
     pub note: &'a [u8],
+    /// Given when `payload` is all zeros: a run of its length carries the ICRC over it without
+    /// reading it (a run of another length is not used).
+    pub zeros: Option<&'a ZeroRun>,
+}
+
+/// The ICRC's CRC carried over a payload of `len` zero bytes and its pad in four table lookups
+/// instead of a pass over the bytes (about 1 900 instructions for 4 KB): a simulator's
+/// never-written sender memory goes out by reference ([`Elided::zeros`]) an MTU at a time.
+///
+/// CRC-32 keeps a 32-bit register (the complement of the CRC so far), and each zero byte maps it
+/// through one fixed GF(2)-linear map; so do `len` of them. A linear map of 32 bits is the XOR
+/// of its images of the register's four bytes: a table of 256 for each, built from the images of
+/// the 32 single bits, which crc32fast itself computes over the zeros.
+pub struct ZeroRun {
+    len: usize,
+    tables: Box<[[u32; 256]; 4]>,
+}
+
+impl std::fmt::Debug for ZeroRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZeroRun").field("len", &self.len).finish()
+    }
+}
+
+impl ZeroRun {
+    /// A run for payloads of `len` bytes (their pad included).
+    pub fn new(len: usize) -> ZeroRun {
+        let run = len + pad_len(len);
+        let zeros = [0u8; 512];
+        let image = |bit: u32| {
+            let mut h = crc32fast::Hasher::new_with_initial(!bit);
+            let mut left = run;
+            while left > 0 {
+                let n = left.min(zeros.len());
+                h.update(&zeros[..n]);
+                left -= n;
+            }
+            !h.finalize()
+        };
+        let bits: Vec<u32> = (0..32).map(|i| image(1 << i)).collect();
+        let mut tables = Box::new([[0u32; 256]; 4]);
+        for (k, t) in tables.iter_mut().enumerate() {
+            for b in 1..256usize {
+                let low = b & b.wrapping_neg();
+                t[b] = if b == low {
+                    bits[8 * k + low.trailing_zeros() as usize]
+                } else {
+                    t[low] ^ t[b ^ low]
+                };
+            }
+        }
+        ZeroRun { len, tables }
+    }
+
+    /// The payload length the run is for.
+    pub fn payload_len(&self) -> usize {
+        self.len
+    }
+
+    /// The CRC after the run's zeros, from `crc` before them.
+    fn extend(&self, crc: u32) -> u32 {
+        let r = !crc;
+        let t = &self.tables;
+        !(t[0][(r & 0xff) as usize]
+            ^ t[1][(r >> 8 & 0xff) as usize]
+            ^ t[2][(r >> 16 & 0xff) as usize]
+            ^ t[3][(r >> 24) as usize])
+    }
+}
+
+/// The pad bytes a payload of `len` takes to a multiple of 4.
+fn pad_len(len: usize) -> usize {
+    (4 - len % 4) % 4
 }
 
 /// The bytes an [`Elided`] payload takes for the CRC of the headers.
@@ -520,11 +593,23 @@ pub fn write_frame_elided(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext
     let (ip, udp, bth_at) = (at.ip - old, at.udp - old, at.bth - old);
     let mut d = icrc_hasher(&out[ip..udp], &out[udp..bth_at], &out[bth_at..head]);
     let head_crc = d.clone().finalize();
-    d.update(p.payload);
-    d.update(&[0u8; 3][..at.pad]);
+    let crc = match p.zeros.filter(|z| z.len == len) {
+        Some(z) => {
+            debug_assert!(
+                p.payload.iter().all(|&b| b == 0),
+                "a zero run over non-zeros"
+            );
+            z.extend(head_crc)
+        }
+        None => {
+            d.update(p.payload);
+            d.update(&[0u8; 3][..at.pad]);
+            d.finalize()
+        }
+    };
     out[head..head + ELIDED_CRC_LEN].copy_from_slice(&head_crc.to_le_bytes());
     out[head + ELIDED_CRC_LEN..head + note_end].copy_from_slice(p.note);
-    out[total - ICRC_LEN..].copy_from_slice(&d.finalize().to_le_bytes());
+    out[total - ICRC_LEN..].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Where [`build_headers`] put the IPv4, UDP and BTH headers, and the payload's pad.
@@ -550,7 +635,7 @@ fn build_headers(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, len: us
     }
     out.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
     let ip = out.len();
-    let pad = (4 - len % 4) % 4;
+    let pad = pad_len(len);
     let udp_len = UDP_LEN + BTH_LEN + ext.len() + len + pad + ICRC_LEN;
     Ipv4 {
         dscp: l3.dscp,
@@ -977,9 +1062,54 @@ mod tests {
         let e = Elided {
             payload: &payload,
             note,
+            zeros: None,
         };
         write_frame_elided(&mut elided, &l3, &bth, &ext, &e);
         (full, elided, payload)
+    }
+
+    /// The reference is crc32fast's pass over the zeros themselves, pad included.
+    #[test]
+    fn zero_run_carries_the_crc_as_a_pass_over_the_zeros_does() {
+        for len in [0, 1, 3, 4, 255, 1023, 4096, 9001] {
+            let run = ZeroRun::new(len);
+            let zeros = vec![0u8; len + (4 - len % 4) % 4];
+            for start in [0, 1, 0xffff_ffff, 0x1234_5678, 0x8000_0000] {
+                let mut h = crc32fast::Hasher::new_with_initial(start);
+                h.update(&zeros);
+                assert_eq!(run.extend(start), h.finalize(), "len {len} from {start:#x}");
+            }
+        }
+    }
+
+    /// A zero payload named with a run of its length has the ICRC of the carried frame; with a
+    /// run of another length the bytes are summed.
+    #[test]
+    fn elided_zeros_with_a_run_keep_the_carried_frames_icrc() {
+        let (l3, bth) = (sample_l3(), Bth::new(opcode::RC_WRITE_MIDDLE, 0x101, 78));
+        for len in [4096, 1021] {
+            let payload = vec![0u8; len];
+            let mut full = Vec::new();
+            build_frame(&mut full, &l3, &bth, &Ext::None, &payload);
+            for run_len in [len, len + 4] {
+                let run = ZeroRun::new(run_len);
+                let mut elided = vec![0xaa; 5000];
+                let e = Elided {
+                    payload: &payload,
+                    note: &[0x5a; 16],
+                    zeros: Some(&run),
+                };
+                write_frame_elided(&mut elided, &l3, &bth, &Ext::None, &e);
+                assert_eq!(full.len(), elided.len());
+                assert_eq!(
+                    full[full.len() - 4..],
+                    elided[elided.len() - 4..],
+                    "len {len}, run {run_len}"
+                );
+                let p = Packet::parse_with(&elided, |_, _| Some(&payload[..]));
+                assert_eq!(p.unwrap().unwrap(), Packet::parse(&full).unwrap().unwrap());
+            }
+        }
     }
 
     /// Ethernet, 802.1Q, IPv4, UDP, BTH, RETH: 14 + 4 + 20 + 8 + 12 + 16 bytes.

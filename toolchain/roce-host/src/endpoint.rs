@@ -21,8 +21,8 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use lossless_wire::pfc::MacControl;
 use lossless_wire::rocev2::{
     build_frame, opcode, psn_add, psn_diff, udp_src_port, write_frame_elided, Aeth, Bth, Elided,
-    Ext, L3Header, NakCode, Packet, Reth, RoceError, Syndrome, ECN_CE, ECN_ECT0, ECN_NOT_ECT,
-    ELIDED_CRC_LEN,
+    Ext, L3Header, NakCode, Packet, Reth, RoceError, Syndrome, ZeroRun, ECN_CE, ECN_ECT0,
+    ECN_NOT_ECT, ELIDED_CRC_LEN,
 };
 use serde::{Deserialize, Serialize};
 
@@ -417,6 +417,9 @@ pub struct Endpoint {
     incoming: Vec<Incoming>,
     counters: Counters,
     ip_id: u16,
+    /// The ICRC over an MTU of zeros, for payloads sent by reference from never-written memory
+    /// (built at the first).
+    mtu_zeros: Option<ZeroRun>,
 }
 
 fn npkts(len: usize, mtu: usize) -> u32 {
@@ -444,6 +447,7 @@ impl Endpoint {
             incoming: Vec::new(),
             counters: Counters::default(),
             ip_id: 0,
+            mtu_zeros: None,
         }
     }
 
@@ -1183,9 +1187,13 @@ impl Endpoint {
             let payload = &q.mem[at..at + plen];
             if self.cfg.payload_by_reference {
                 let note = ref_note(q.qpn, at, q.zeroed);
+                // Every packet of a message but its last carries an MTU.
+                let zeros = (q.zeroed && plen == mtu)
+                    .then(|| &*self.mtu_zeros.get_or_insert_with(|| ZeroRun::new(mtu)));
                 let elided = Elided {
                     payload,
                     note: &note,
+                    zeros,
                 };
                 write_frame_elided(out, &l3, &bth, &ext, &elided);
             } else {

@@ -8,12 +8,18 @@ use roce_host::{
     Endpoint, EndpointConfig, IncomingKind, WcStatus, WorkRequest, WrOp, PAYLOAD_REF_LEN,
 };
 
-/// Posts WRITEs of `sizes` from A's QP `i` buffer (filled with a pattern) to B at consecutive
-/// offsets, runs until all complete, and checks B's buffer byte for byte.
-fn write_and_check(sim: &mut Sim, i: usize, sizes: &[usize], limit_ns: u64) {
+/// Posts WRITEs of `sizes` from A's QP `i` buffer (filled with a pattern when `fill`, else left
+/// as created: zeros) to B at consecutive offsets, runs until all complete, and checks B's
+/// buffer byte for byte.
+fn write_and_check(sim: &mut Sim, i: usize, sizes: &[usize], limit_ns: u64, fill: bool) {
     let total: usize = sizes.iter().sum();
-    let data = pattern(total, i as u8);
-    sim.a.memory_mut(sim.qa[i]).unwrap()[..total].copy_from_slice(&data);
+    let data = if fill {
+        let data = pattern(total, i as u8);
+        sim.a.memory_mut(sim.qa[i]).unwrap()[..total].copy_from_slice(&data);
+        data
+    } else {
+        vec![0; total]
+    };
     let info = sim.b.qp_info(sim.qb[i]).unwrap();
     let mut off = 0;
     for (n, &len) in sizes.iter().enumerate() {
@@ -52,7 +58,7 @@ const SIZES: [usize; 8] = [1, 0, 3, 1024, 1025, 4096 * 3 + 7, 100_000, 64];
 #[test]
 fn writes_of_every_size_land_byte_exact() {
     let mut sim = Sim::new(config(MAC_A, IP_A), config(MAC_B, IP_B), 1, 1 << 20);
-    write_and_check(&mut sim, 0, &SIZES, 1_000_000_000);
+    write_and_check(&mut sim, 0, &SIZES, 1_000_000_000, true);
     let inc = sim.b.take_incoming();
     assert_eq!(inc.len(), SIZES.len());
     assert_eq!(inc[6].len, 100_000);
@@ -62,11 +68,10 @@ fn writes_of_every_size_land_byte_exact() {
 }
 
 /// Payloads by reference: the same frames at the same times, but for the payload bytes of data
-/// frames of at least the reference's length, with the ICRC computed over the real bytes; the
-/// receiver places the bytes of the sender's memory; an endpoint that takes only carried
-/// payloads finds the ICRC wrong.
-#[test]
-fn writes_by_reference_send_the_same_frames_and_land_byte_exact() {
+/// frames of at least the reference's length, with the ICRC computed over the real bytes (of a
+/// pattern when `fill`, of the zeros a new buffer holds otherwise); the receiver places the bytes
+/// of the sender's memory; an endpoint that takes only carried payloads finds the ICRC wrong.
+fn same_frames_by_reference(fill: bool) {
     let by_ref = |mut c: EndpointConfig| {
         c.payload_by_reference = true;
         c
@@ -76,8 +81,8 @@ fn writes_by_reference_send_the_same_frames_and_land_byte_exact() {
     let mut named = Sim::new(ca, cb, 1, 1 << 20);
     full.keep_log = true;
     named.keep_log = true;
-    write_and_check(&mut full, 0, &SIZES, 1_000_000_000);
-    write_and_check(&mut named, 0, &SIZES, 1_000_000_000);
+    write_and_check(&mut full, 0, &SIZES, 1_000_000_000, fill);
+    write_and_check(&mut named, 0, &SIZES, 1_000_000_000, fill);
     assert_eq!(full.log.len(), named.log.len());
     let mut by_reference = 0;
     for ((t, dir, f), (t2, dir2, f2)) in full.log.iter().zip(&named.log) {
@@ -100,6 +105,18 @@ fn writes_by_reference_send_the_same_frames_and_land_byte_exact() {
     // 100 000 bytes alone are 98 packets of 1024.
     assert!(by_reference > 98, "{by_reference}");
     assert_eq!(named.b.counters().rx_bad_icrc, 0);
+}
+
+#[test]
+fn writes_by_reference_send_the_same_frames_and_land_byte_exact() {
+    same_frames_by_reference(true);
+}
+
+/// MTU-sized payloads of a never-written buffer take the ICRC over their zeros from a table
+/// (lossless-wire's `ZeroRun`), the others from the bytes: all as the carried frames'.
+#[test]
+fn zeros_by_reference_send_the_same_frames_and_icrcs() {
+    same_frames_by_reference(false);
 }
 
 /// A never-written sender's buffer sends its zeros by reference: a receiving buffer of zeros
@@ -232,7 +249,7 @@ fn go_back_n_recovers_from_loss_by_nak_and_by_timeout() {
             _ => Verdict::Deliver,
         }
     });
-    write_and_check(&mut sim, 0, &SIZES, 10_000_000_000);
+    write_and_check(&mut sim, 0, &SIZES, 10_000_000_000, true);
     let (a, b) = (sim.a.counters(), sim.b.counters());
     assert!(a.rx_naks >= 1, "the gap after PSN start+5 is NAKed");
     assert!(b.rx_out_of_sequence >= 1);
@@ -257,7 +274,7 @@ fn go_back_n_recovers_from_reordering() {
         }
         Verdict::Deliver
     });
-    write_and_check(&mut sim, 0, &SIZES, 10_000_000_000);
+    write_and_check(&mut sim, 0, &SIZES, 10_000_000_000, true);
     let (a, b) = (sim.a.counters(), sim.b.counters());
     // start+4 arrived before start+3 (and start+5 may still be ahead of the expected PSN
     // when start+3 fills the hole: a second sequence error episode).
