@@ -665,16 +665,20 @@ impl Sim {
     fn settle(&mut self) -> bool {
         let now = self.now_ns;
         let nics = || self.hosts.iter().filter_map(|h| h.nic.as_ref());
+        // The endpoints' answer first: it is kept between events, and while it is no the TCP
+        // connections of every host need not be walked after each event.
+        if !*self
+            .nics_done
+            .get_or_insert_with(|| nics().all(HostNic::foreground_done))
+        {
+            return false;
+        }
         let foreground_tcp = self
             .hosts
             .iter()
             .flat_map(|h| &h.tcp)
             .all(|c| c.source.map_or(true, |s| s.background) || c.done(now));
-        if !foreground_tcp
-            || !*self
-                .nics_done
-                .get_or_insert_with(|| nics().all(HostNic::foreground_done))
-        {
+        if !foreground_tcp {
             return false;
         }
         self.nics_done = None;
