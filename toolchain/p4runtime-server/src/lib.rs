@@ -463,14 +463,16 @@ impl Server {
         // committed meanwhile makes the batch translate again under the lock.
         let role = req.role.clone();
         let translate = move |p: &Pipeline, req: &wire::WriteRequest| -> Vec<_> {
+            let mut plain = wire::PlainEntry::default();
             req.updates
                 .iter()
                 .map(|bytes| {
                     // Plain table entries straight from the wire; role configs filter by
                     // entity, so a role with one takes the full decode.
                     if config.is_none() {
-                        let op =
-                            wire::plain_entry(bytes).and_then(|u| write::translate_wire(p, &u));
+                        let op = plain
+                            .read(bytes)
+                            .and_then(|()| write::translate_wire(p, &plain));
                         if let Some(op) = op {
                             return op;
                         }

@@ -92,6 +92,10 @@ pub enum DirectMismatch {
     NotAttached(String),
 }
 
+/// For maps looked up once or more per update of every write: a fast hasher (no HashDoS
+/// concern: the keys come from the primary controller, which owns the tables anyway).
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Exact,
@@ -161,9 +165,10 @@ pub struct Pipeline {
     pub p4info: P4Info,
     pub device_config: Vec<u8>,
     pub cookie: Option<Cookie>,
-    pub tables: HashMap<u32, TableInfo>,
+    /// Looked up by every update of a write, as `actions` is by every entry with an action.
+    pub tables: FastMap<u32, TableInfo>,
     pub table_ids: HashMap<String, u32>,
-    pub actions: HashMap<u32, ActionInfo>,
+    pub actions: FastMap<u32, ActionInfo>,
     pub action_ids: HashMap<String, u32>,
     pub packet_out: Option<PacketHeader>,
     pub packet_in: Option<PacketHeader>,
@@ -192,7 +197,7 @@ pub fn verify(
     let sw = Switch::from_json(text, config)?;
     let engine_tables = sw.tables();
 
-    let mut actions = HashMap::new();
+    let mut actions = FastMap::default();
     let mut action_ids = HashMap::new();
     for a in &p4info.actions {
         let pre = a.preamble.clone().unwrap_or_default();
@@ -211,7 +216,7 @@ pub fn verify(
         );
     }
 
-    let mut tables = HashMap::new();
+    let mut tables = FastMap::default();
     let mut table_ids = HashMap::new();
     for t in &p4info.tables {
         let pre = t.preamble.clone().unwrap_or_default();

@@ -1,7 +1,7 @@
 //! Write requests as they come off the wire. The generated `p4.v1.WriteRequest` decodes every
 //! update into its own tree of messages and copies each byte string, which cost more than the
 //! rest of a write together. Here the request is decoded with its updates left encoded (slices
-//! of the received buffer, not copies), and [`plain_entry`] reads the updates bulk writes are
+//! of the received buffer, not copies), and [`PlainEntry::read`] reads the updates bulk writes are
 //! made of (a table entry's key, direct action and priority) straight from those bytes: no
 //! message is built and nothing is copied or allocated, so the key and action data the engine
 //! gets are made in one step from the wire. Any other update, and any update this reader does
@@ -11,7 +11,6 @@
 
 use bytes::Bytes;
 use p4runtime_proto::p4runtime::Uint128;
-use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message;
 use smallvec::SmallVec;
 
@@ -49,7 +48,7 @@ impl From<p4runtime_proto::p4runtime::WriteRequest> for WriteRequest {
 }
 
 /// One match field as a client gave it, from either decoder (`p4runtime_proto`'s or
-/// [`plain_entry`]).
+/// [`PlainEntry::read`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum MatchRef<'a> {
     Exact(&'a [u8]),
@@ -65,7 +64,9 @@ pub enum MatchRef<'a> {
 
 /// A `p4.v1.Update` of a plain table entry, read in place: its type, a `TableEntry` that sets
 /// its table, match fields, priority and a direct `Action`, and nothing else. Match fields and
-/// parameters are collected in one pass (inline up to 8 each: no allocation).
+/// parameters are collected in one pass (inline up to 8 each: no allocation); a batch reads all
+/// its updates into one, so nothing is moved either.
+#[derive(Default)]
 pub struct PlainEntry<'a> {
     pub r#type: i32,
     pub table_id: u32,
@@ -86,6 +87,29 @@ enum Val<'a> {
     Fixed,
 }
 
+/// A varint as prost's `decode_varint` takes one (at most ten bytes, the tenth holding bit 63
+/// only), or `None` where prost refuses it. Most are one byte: tags, ids under 128, lengths.
+#[inline(always)]
+fn varint(buf: &mut &[u8]) -> Option<u64> {
+    let (&b, rest) = buf.split_first()?;
+    if b < 0x80 {
+        *buf = rest;
+        return Some(u64::from(b));
+    }
+    let mut v = u64::from(b & 0x7f);
+    for (i, &b) in rest.iter().take(9).enumerate() {
+        v |= u64::from(b & 0x7f) << (7 * (i + 1));
+        if b < 0x80 {
+            if i == 8 && b > 1 {
+                return None;
+            }
+            *buf = &rest[i + 1..];
+            return Some(v);
+        }
+    }
+    None
+}
+
 /// The fields of an encoded message: `Some((tag, value))` each, then one `None` if the rest
 /// does not decode (groups included: prost would skip them, this reader leaves them to it).
 #[derive(Clone)]
@@ -94,6 +118,7 @@ struct Fields<'a>(&'a [u8]);
 impl<'a> Iterator for Fields<'a> {
     type Item = Option<(u32, Val<'a>)>;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         if self.0.is_empty() {
             return None;
@@ -107,26 +132,33 @@ impl<'a> Iterator for Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    /// One field, with its key checked as prost's `decode_key` checks it (at most 32 bits, tag
+    /// above 0, a wire type it knows).
+    #[inline(always)]
     fn field(&mut self) -> Option<(u32, Val<'a>)> {
-        let (tag, wire_type) = decode_key(&mut self.0).ok()?;
-        let val = match wire_type {
-            WireType::Varint => Val::Varint(decode_varint(&mut self.0).ok()?),
-            WireType::LengthDelimited => {
-                let len = usize::try_from(decode_varint(&mut self.0).ok()?).ok()?;
-                let bytes = self.0.get(..len)?;
-                self.0 = &self.0[len..];
+        let key = u32::try_from(varint(&mut self.0)?).ok()?;
+        let tag = key >> 3;
+        if tag == 0 {
+            return None;
+        }
+        let val = match key & 7 {
+            0 => Val::Varint(varint(&mut self.0)?),
+            2 => {
+                let len = usize::try_from(varint(&mut self.0)?).ok()?;
+                let (bytes, rest) = self.0.split_at_checked(len)?;
+                self.0 = rest;
                 Val::Len(bytes)
             }
-            WireType::ThirtyTwoBit | WireType::SixtyFourBit => {
-                let len = if wire_type == WireType::ThirtyTwoBit {
-                    4
-                } else {
-                    8
-                };
-                self.0 = self.0.get(len..)?;
+            1 => {
+                self.0 = self.0.get(8..)?;
                 Val::Fixed
             }
-            WireType::StartGroup | WireType::EndGroup => return None,
+            5 => {
+                self.0 = self.0.get(4..)?;
+                Val::Fixed
+            }
+            // Groups (3, 4), and 6 and 7, which are no wire type.
+            _ => return None,
         };
         Some((tag, val))
     }
@@ -144,71 +176,68 @@ fn once<T>(slot: &mut Option<T>, v: T) -> Option<()> {
     }
 }
 
-/// The update as a [`PlainEntry`], or `None` for anything else (another entity, a table entry
-/// that sets more, an action given by member, group or action set, bytes that do not decode).
-pub fn plain_entry(update: &[u8]) -> Option<PlainEntry<'_>> {
-    let (mut ty, mut entity) = (0, None);
-    for f in Fields(update) {
-        match f? {
-            (1, Val::Varint(v)) => ty = v as i32,
-            (2, Val::Len(e)) => once(&mut entity, e)?,
-            // Known tags of another wire type: prost refuses them.
-            (1 | 2, _) => return None,
-            _ => {}
-        }
-    }
-    let mut entry = None;
-    for f in Fields(entity?) {
-        match f? {
-            (2, Val::Len(te)) => once(&mut entry, te)?,
-            (1..=12, _) => return None,
-            _ => {}
-        }
-    }
-    let (mut table_id, mut priority, mut action) = (0, 0, None);
-    let mut matches = SmallVec::new();
-    for f in Fields(entry?) {
-        match f? {
-            (1, Val::Varint(v)) => table_id = v as u32,
-            (2, Val::Len(m)) => matches.push(field_match(m)?),
-            (3, Val::Len(a)) => once(&mut action, a)?,
-            (4, Val::Varint(v)) => priority = v as i32,
-            (1..=13, _) => return None,
-            _ => {}
-        }
-    }
-    let mut inner = None;
-    for f in Fields(action.unwrap_or_default()) {
-        match f? {
-            (1, Val::Len(a)) => once(&mut inner, a)?,
-            (1..=4, _) => return None,
-            _ => {}
-        }
-    }
-    let mut params = SmallVec::new();
-    let action_id = match inner {
-        None => None,
-        Some(a) => {
-            let mut id = 0;
-            for f in Fields(a) {
-                match f? {
-                    (1, Val::Varint(v)) => id = v as u32,
-                    (4, Val::Len(p)) => params.push(param(p)?),
-                    (1 | 4, _) => return None,
-                    _ => {}
-                }
+impl<'a> PlainEntry<'a> {
+    /// Reads `update` into `self`, or `None` for anything else (another entity, a table entry
+    /// that sets more, an action given by member, group or action set, bytes that do not
+    /// decode), which leaves `self` partly written.
+    pub fn read(&mut self, update: &'a [u8]) -> Option<()> {
+        self.matches.clear();
+        self.params.clear();
+        let (mut ty, mut entity) = (0, None);
+        for f in Fields(update) {
+            match f? {
+                (1, Val::Varint(v)) => ty = v as i32,
+                (2, Val::Len(e)) => once(&mut entity, e)?,
+                // Known tags of another wire type: prost refuses them.
+                (1 | 2, _) => return None,
+                _ => {}
             }
-            Some(id)
         }
-    };
-    Some(PlainEntry {
-        r#type: ty,
-        table_id,
-        priority,
-        action_id,
-        matches,
-        params,
-    })
+        let mut entry = None;
+        for f in Fields(entity?) {
+            match f? {
+                (2, Val::Len(te)) => once(&mut entry, te)?,
+                (1..=12, _) => return None,
+                _ => {}
+            }
+        }
+        let (mut table_id, mut priority, mut action) = (0, 0, None);
+        for f in Fields(entry?) {
+            match f? {
+                (1, Val::Varint(v)) => table_id = v as u32,
+                (2, Val::Len(m)) => self.matches.push(field_match(m)?),
+                (3, Val::Len(a)) => once(&mut action, a)?,
+                (4, Val::Varint(v)) => priority = v as i32,
+                (1..=13, _) => return None,
+                _ => {}
+            }
+        }
+        let mut inner = None;
+        for f in Fields(action.unwrap_or_default()) {
+            match f? {
+                (1, Val::Len(a)) => once(&mut inner, a)?,
+                (1..=4, _) => return None,
+                _ => {}
+            }
+        }
+        self.action_id = match inner {
+            None => None,
+            Some(a) => {
+                let mut id = 0;
+                for f in Fields(a) {
+                    match f? {
+                        (1, Val::Varint(v)) => id = v as u32,
+                        (4, Val::Len(p)) => self.params.push(param(p)?),
+                        (1 | 4, _) => return None,
+                        _ => {}
+                    }
+                }
+                Some(id)
+            }
+        };
+        (self.r#type, self.table_id, self.priority) = (ty, table_id, priority);
+        Some(())
+    }
 }
 
 /// A `FieldMatch`: its field id and match (`None` when no match type is set).
@@ -269,6 +298,55 @@ mod tests {
         action, entity, field_match as fm, table_action, update, Action, CounterEntry, Entity,
         FieldMatch, TableAction, TableEntry, Update,
     };
+
+    fn plain_entry(update: &[u8]) -> Option<PlainEntry<'_>> {
+        let mut e = PlainEntry::default();
+        e.read(update).map(|()| e)
+    }
+
+    /// Varints as prost reads them: one to ten bytes, the tenth at most 1; truncated or longer
+    /// ones refused.
+    #[test]
+    fn varints_as_prost_reads_them() {
+        let mut cases: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![0],
+            vec![0x7f],
+            vec![0x80],
+            vec![0x80, 0],
+            vec![0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1],
+            vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1],
+            vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2],
+            vec![0xff; 10],
+            vec![0xff; 11],
+        ];
+        for v in [
+            1u64,
+            127,
+            128,
+            300,
+            16_777_217,
+            33_554_433,
+            u32::MAX.into(),
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            prost::encoding::encode_varint(v, &mut b);
+            cases.push(b);
+        }
+        for case in cases {
+            for tail in [&[][..], &[5, 6][..]] {
+                let bytes = [&case[..], tail].concat();
+                let (mut ours, mut theirs) = (&bytes[..], &bytes[..]);
+                let got = varint(&mut ours);
+                let want = prost::encoding::decode_varint(&mut theirs).ok();
+                assert_eq!(got, want, "{bytes:?}");
+                if want.is_some() {
+                    assert_eq!(ours, theirs, "{bytes:?}");
+                }
+            }
+        }
+    }
 
     fn field(id: u32, m: fm::FieldMatchType) -> FieldMatch {
         FieldMatch {

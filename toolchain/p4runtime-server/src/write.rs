@@ -13,10 +13,11 @@ use p4runtime_proto::p4runtime::{
     CloneSessionEntry, CounterData, Entity, MeterConfig, MulticastGroupEntry, TableEntry, Update,
     ValueSetEntry,
 };
+use smallvec::{smallvec, SmallVec};
 use switch_v1model::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch, Switch};
 
 use crate::bytes::{all_ones, bits_past_prefix, to_engine, ByteStringError};
-use crate::pipeline::{Kind, Pipeline, TableInfo};
+use crate::pipeline::{FastMap, Kind, Pipeline, TableInfo};
 use crate::wire::{self, MatchRef};
 
 /// Why one update failed: one variant per canonical code the write path reports, so the code
@@ -84,10 +85,6 @@ impl UpdateError {
 
 /// A table entry's match key and priority.
 pub type Key = (Vec<FieldMatch>, i32);
-
-/// The index's maps are looked up once or twice per update of every write: a fast hasher (no
-/// HashDoS concern: the keys come from the primary controller, which owns the tables anyway).
-pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// An entry's idle timeout, and the last hit whose idle period was already notified (one
 /// notification per idle period: a hit starts a new one). `handle` is the entry's in the
@@ -941,7 +938,7 @@ fn translate_key<'a>(
             t.name
         )));
     }
-    let mut given: Vec<Option<MatchRef>> = vec![None; t.keys.len()];
+    let mut given: SmallVec<[Option<MatchRef>; 8]> = smallvec![None; t.keys.len()];
     for (field_id, m) in fields {
         let Some(i) = t.keys.iter().position(|k| k.id == field_id) else {
             return Err(inv(format!(

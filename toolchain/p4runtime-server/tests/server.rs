@@ -2660,3 +2660,192 @@ async fn reads_of_unknown_ids_are_not_found() {
         assert_eq!(err.code(), tonic::Code::NotFound, "{e:?}");
     }
 }
+
+/// The canonical code and message of each update, from the batch status details (spec 12.4).
+fn update_errors(s: &tonic::Status) -> Vec<(i32, String)> {
+    assert_eq!(s.code(), tonic::Code::Unknown, "{s:?}");
+    rpc::Status::decode(s.details())
+        .unwrap()
+        .details
+        .iter()
+        .map(|a| {
+            let e = p4runtime_proto::p4runtime::Error::decode(a.value.as_slice()).unwrap();
+            (e.canonical_code, e.message)
+        })
+        .collect()
+}
+
+/// Writes `updates` as `d` (default role: read in place) and as `r` (a role with a config:
+/// decoded), and checks both fail each update alike, with the `want` codes.
+async fn both_ways(d: &mut Controller, r: &mut Controller, updates: Vec<Update>, want: Vec<Code>) {
+    let req = |c: &Controller, role: &str| WriteRequest {
+        device_id: DEVICE,
+        role: role.into(),
+        election_id: eid(c.election_id),
+        updates: updates.clone(),
+        atomicity: Atomicity::ContinueOnError as i32,
+        ..Default::default()
+    };
+    let in_place = update_errors(&d.client.write(req(d, "")).await.unwrap_err());
+    let decoded = update_errors(&r.client.write(req(r, "r")).await.unwrap_err());
+    assert_eq!(in_place, decoded);
+    let codes: Vec<i32> = in_place.iter().map(|e| e.0).collect();
+    let want: Vec<i32> = want.iter().map(|c| *c as i32).collect();
+    assert_eq!(codes, want, "{in_place:#?}");
+}
+
+/// Table entries are read in place from the wire unless the writer's role has a config (its
+/// filter needs the decoded entity): the same bad updates written both ways fail with the
+/// same code and message, each as the spec's rule for it says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_decoders_report_the_same_errors() {
+    use update::Type::*;
+    use Code::*;
+    let (addr, _dp) = start().await;
+    let (mut d, _) = Controller::connect(addr, 1).await;
+    let l3 = L3::new();
+    let json = stf_json("tables.json");
+    let info = p4info_for(&json);
+    let ids: Vec<u32> = l3
+        .info
+        .tables
+        .iter()
+        .chain(&info.tables)
+        .map(|t| t.preamble.as_ref().unwrap().id)
+        .collect();
+    let (mut r, code) =
+        Controller::connect_config(addr, 2, "r", Some(role_config(ids, false))).await;
+    assert_eq!(code, Code::Ok as i32);
+    d.set_pipeline(&l3.info, &stf_json("l3.json"))
+        .await
+        .unwrap();
+    let route = |f: &dyn Fn(&mut TableEntry)| {
+        let mut te = l3.route([10, 1, 0, 0], 16, 1, 1);
+        f(&mut te);
+        upd(Insert, te)
+    };
+    let mut unspecified = route(&|_| {});
+    unspecified.r#type = Unspecified as i32;
+    let (other_action, no_such_action) = (l3.drop, 0x01ff_ffff);
+    let updates = vec![
+        unspecified,
+        route(&|te| te.r#match = vec![lpm(1, vec![10, 1, 0, 0], 33)]),
+        route(&|te| te.r#match = vec![lpm(1, vec![10, 1, 0, 0], -1)]),
+        route(&|te| te.r#match = vec![lpm(1, vec![10, 1, 0, 0], 0)]),
+        route(&|te| te.r#match = vec![lpm(1, vec![10, 1, 0, 1], 16)]),
+        route(&|te| te.r#match = vec![lpm(1, vec![1, 10, 1, 0, 0], 16)]),
+        route(&|te| te.r#match = vec![lpm(1, vec![0, 10, 1, 0, 0], 16)]),
+        route(&|te| te.r#match = vec![lpm(1, vec![], 16)]),
+        route(&|te| te.r#match.push(lpm(2, vec![10, 1, 0, 0], 16))),
+        route(&|te| te.r#match.push(lpm(1, vec![10, 1, 0, 0], 16))),
+        route(&|te| te.r#match = vec![exact(1, vec![10, 1, 0, 0])]),
+        route(&|te| te.priority = 5),
+        route(&|te| te.action = act(no_such_action, vec![])),
+        route(&|te| te.action = act(other_action, vec![vec![1]])),
+        route(&|te| te.action = act(l3.set_nhop, vec![vec![1]])),
+        route(&|te| {
+            if let Some(table_action::Type::Action(a)) =
+                te.action.as_mut().and_then(|a| a.r#type.as_mut())
+            {
+                a.params[1].param_id = 3;
+            }
+        }),
+        route(&|te| te.action = act(l3.set_nhop, vec![vec![2, 0], vec![1]])),
+        route(&|te| te.action = act(l3.set_nhop, vec![vec![1], vec![]])),
+        route(&|te| te.action = None),
+        upd(Modify, l3.route([10, 9, 0, 0], 16, 1, 1)),
+        upd(Delete, l3.route([10, 9, 0, 0], 16, 1, 1)),
+    ];
+    let mut want = vec![InvalidArgument; updates.len() - 2];
+    want.extend([NotFound, NotFound]);
+    both_ways(&mut d, &mut r, updates, want).await;
+
+    // Ternary, exact, range and optional keys (tables.json).
+    d.set_pipeline(&info, &json).await.unwrap();
+    let tern = table_id(&info, "ingress.t_tern");
+    let range = table_id(&info, "ingress.t_range");
+    let opt = table_id(&info, "ingress.t_opt");
+    let set = |name: &str| act(action_id(&info, name), vec![vec![1]]);
+    let fm = |id: u32, m: field_match::FieldMatchType| FieldMatch {
+        field_id: id,
+        field_match_type: Some(m),
+    };
+    let ternary = |value: Vec<u8>, mask: Vec<u8>| {
+        fm(
+            1,
+            field_match::FieldMatchType::Ternary(field_match::Ternary { value, mask }),
+        )
+    };
+    let entry = |table: u32, r#match: Vec<FieldMatch>, action: &str, priority: i32| {
+        upd(
+            Insert,
+            TableEntry {
+                table_id: table,
+                r#match,
+                action: set(action),
+                priority,
+                ..Default::default()
+            },
+        )
+    };
+    let range_of = |low: Vec<u8>, high: Vec<u8>| {
+        vec![fm(
+            1,
+            field_match::FieldMatchType::Range(field_match::Range { low, high }),
+        )]
+    };
+    let updates = vec![
+        entry(
+            tern,
+            vec![ternary(vec![0x0f], vec![0xf0]), exact(2, vec![1])],
+            "ingress.set_tern",
+            10,
+        ),
+        entry(
+            tern,
+            vec![ternary(vec![0x10], vec![0xf0]), exact(2, vec![1])],
+            "ingress.set_tern",
+            0,
+        ),
+        entry(
+            tern,
+            vec![ternary(vec![0], vec![0]), exact(2, vec![1])],
+            "ingress.set_tern",
+            10,
+        ),
+        entry(
+            tern,
+            vec![ternary(vec![0x10], vec![0xf0])],
+            "ingress.set_tern",
+            10,
+        ),
+        entry(
+            tern,
+            vec![ternary(vec![0x10], vec![1, 0xf0]), exact(2, vec![1])],
+            "ingress.set_tern",
+            10,
+        ),
+        entry(range, range_of(vec![9], vec![2]), "ingress.set_range", 10),
+        entry(
+            range,
+            range_of(vec![0], vec![0xff, 0xff]),
+            "ingress.set_range",
+            10,
+        ),
+        entry(
+            range,
+            range_of(vec![1], vec![1, 0, 0]),
+            "ingress.set_range",
+            10,
+        ),
+        entry(
+            opt,
+            vec![exact(1, vec![1]), exact(2, vec![1])],
+            "ingress.set_opt",
+            10,
+        ),
+        entry(opt, vec![exact(2, vec![1])], "ingress.set_opt", 0),
+        entry(opt, vec![exact(2, vec![1])], "ingress.set_tern", 10),
+    ];
+    both_ways(&mut d, &mut r, updates, vec![InvalidArgument; 11]).await;
+}
