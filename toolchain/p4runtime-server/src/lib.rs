@@ -514,18 +514,24 @@ impl Server {
             };
             let (tx, rx) = tokio::sync::oneshot::channel();
             dp.exec(Box::new(move |sw| {
-                let _ = tx.send(match sw {
-                    Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
+                let mut ops = ops;
+                let results = match sw {
+                    Some(sw) => write::apply(sw, &mut lock(&index), &mut ops, rollback),
                     None => vec![Err(UpdateError::FailedPrecondition("no pipeline".into()))],
-                });
+                };
+                let _ = tx.send((results, ops));
             }));
             Ok::<_, Status>(rx)
         })
         .await
         .map_err(|e| status(Code::Internal, format!("write task: {e}")))??;
-        let results = applied
+        let (results, ops) = applied
             .await
             .map_err(|_| status(Code::Unavailable, "the data plane is gone"))?;
+        // The applied entries' keys and arguments (four allocations or more an entry) are
+        // freed on the blocking pool: neither the data plane nor this connection's task waits
+        // for it.
+        tokio::task::spawn_blocking(move || drop(ops));
         if results.iter().all(|r| r.is_ok()) {
             Ok(WriteResponse {})
         } else {
