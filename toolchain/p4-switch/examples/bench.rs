@@ -91,7 +91,7 @@ fn switch(program: Program, member_ports: [u8; 4]) -> Result<Switch, String> {
             value: prefix,
             prefix_len: 24,
         }];
-        sw.table_add_group_entry("ingress.ipv4_lpm", key, None, 1)
+        sw.table_add_group_entry("ingress.ipv4_lpm", &key, None, 1)
             .map_err(err)?;
     }
     Ok(sw)

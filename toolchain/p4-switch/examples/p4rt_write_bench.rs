@@ -133,7 +133,7 @@ fn run(json_path: &str, p4info_path: &str, routes: u32) -> Result<Value, String>
     .map_err(|e| e.to_string())?;
     let timed = Arc::new(Timed {
         inner: rt.handle(),
-        last_done: Mutex::new(None),
+        last_done: Arc::default(),
     });
     let grpc = GrpcServer::start("127.0.0.1:0", timed.clone()).map_err(|e| e.to_string())?;
     let addr = grpc.addr();
@@ -471,6 +471,9 @@ impl Controller {
         let wall = t.elapsed().as_secs_f64();
         let cpu = (switch_cpu_ns() - cpu0) as f64 / 1e9;
         let client = (client_cpu_ns() - client0) as f64 / 1e9;
+        // The response may reach the client before the dataplane thread notes the end of its
+        // job: a job queued behind the last batch has it noted.
+        exec(&timed.inner, |_| ()).ok_or("the data plane is gone")?;
         let done = timed
             .last_done
             .lock()
@@ -490,17 +493,23 @@ impl Controller {
     }
 }
 
-/// The runtime's handle, noting when each engine job ends (the last one of a load is its last
-/// batch applied).
+/// The runtime's handle, noting on the dataplane thread when each engine job ends (the last one
+/// of a load is its last batch applied).
 struct Timed {
     inner: Handle,
-    last_done: Mutex<Option<Instant>>,
+    last_done: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Dataplane for Timed {
     fn exec(&self, f: EngineJob) {
-        Dataplane::exec(&self.inner, f);
-        *self.last_done.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        let last_done = self.last_done.clone();
+        Dataplane::exec(
+            &self.inner,
+            Box::new(move |sw| {
+                f(sw);
+                *last_done.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+            }),
+        );
     }
     fn set_cpu_sink(&self, sink: CpuSink) {
         Dataplane::set_cpu_sink(&self.inner, sink)

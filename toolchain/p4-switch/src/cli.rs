@@ -371,9 +371,9 @@ fn run(core: &mut Core, now_ns: u64, line: &str) -> Out {
             sw.canonicalize_like_bmv2(&t.name, &mut matches)
                 .map_err(refused("table", &said))?;
             let r = if cmd == "table_indirect_add" {
-                sw.table_add_member_entry(&t.name, matches.clone(), priority, h)
+                sw.table_add_member_entry(&t.name, &matches, priority, h)
             } else {
-                sw.table_add_group_entry(&t.name, matches.clone(), priority, h)
+                sw.table_add_group_entry(&t.name, &matches, priority, h)
             };
             let e = r.map_err(refused("table", &said))?;
             keys.insert((t.name, e.0 as u64), (typed, matches));

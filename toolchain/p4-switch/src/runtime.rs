@@ -178,9 +178,13 @@ impl Handle {
         self.shared.send(Msg::Frames(batch));
     }
 
-    /// The P4Runtime-facing operations (what `p4runtime_server::Dataplane` asks for).
+    /// The P4Runtime-facing operations (what `p4runtime_server::Dataplane` asks for). `exec`
+    /// queues `f` and returns: the server's writes queue the next batch while the dataplane
+    /// thread applies this one, so it goes from one to the next without a wake-up between.
+    /// Once the dataplane has stopped, `f` is dropped unrun.
     pub fn exec(&self, f: EngineJob) {
-        self.exec_core(move |core, _| f(&mut core.switch));
+        self.shared
+            .send(Msg::Exec(Box::new(move |core, _| f(&mut core.switch))));
     }
 
     pub fn set_cpu_sink(&self, sink: CpuSink) {
@@ -533,5 +537,61 @@ fn receive(num: u32, port: Arc<dyn Port>, start_delay: Duration, s: &Shared) {
             }
             batch = s.batch(num);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{ClockKind, SystemClock};
+    use std::collections::BTreeMap;
+    use std::sync::mpsc;
+
+    /// `exec` queues: it returns while the dataplane thread is still busy with an earlier job
+    /// (what lets the P4Runtime server queue its next batch), and jobs run in the order queued.
+    #[test]
+    fn exec_returns_before_its_job_runs_and_jobs_run_in_order() {
+        let core = Core::new(None, None, BTreeMap::new(), SwitchConfig::default(), 0).unwrap();
+        let rt = Runtime::start(
+            core,
+            Vec::new(),
+            Duration::ZERO,
+            SystemClock::new(ClockKind::Real),
+            0,
+        )
+        .unwrap();
+        let h = rt.handle();
+        let (release, held) = mpsc::channel::<()>();
+        let (ran, order) = mpsc::channel();
+        let (queued_tx, queued) = mpsc::channel();
+        let queuer = std::thread::spawn(move || {
+            h.exec(Box::new(move |_| {
+                let _ = held.recv();
+            }));
+            for i in 0..3 {
+                let ran = ran.clone();
+                h.exec(Box::new(move |_| ran.send(i).unwrap()));
+            }
+            queued_tx.send(()).unwrap();
+        });
+        // A generous bound: exec of a queued job returns at once; waiting for the held job
+        // would never end.
+        let returned = queued.recv_timeout(Duration::from_secs(10));
+        let before_release = order.try_recv();
+        release.send(()).unwrap();
+        assert!(
+            returned.is_ok(),
+            "exec waited for the busy dataplane thread"
+        );
+        assert!(
+            before_release.is_err(),
+            "a job ran before the one ahead of it ended"
+        );
+        let got: Vec<i32> = (0..3)
+            .map(|_| order.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        assert_eq!(got, [0, 1, 2]);
+        queuer.join().unwrap();
+        rt.shutdown();
     }
 }

@@ -50,8 +50,11 @@ pub type CpuSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
 /// What the server needs from the switch that hosts it. The switch owns the engine and its
 /// packet loop; the server only ever touches the engine through [`Dataplane::exec`].
 pub trait Dataplane: Send + Sync + 'static {
-    /// Runs `f` on the engine between two packets (never in the middle of one) and returns when
-    /// done. `None` = no pipeline loaded; `f` may install one (SetForwardingPipelineConfig).
+    /// Runs `f` on the engine between two packets (never in the middle of one), after every job
+    /// queued before it. It may return before `f` has run: a caller that needs the result waits
+    /// for it, so that a Write can queue its batch and let the next one queue behind it while
+    /// the data plane applies this one. `None` = no pipeline loaded; `f` may install one
+    /// (SetForwardingPipelineConfig).
     fn exec(&self, f: EngineJob);
     /// Frames the pipeline sends to the CPU port go to this sink (PacketIn); set by the server.
     fn set_cpu_sink(&self, sink: CpuSink);
@@ -491,15 +494,18 @@ impl Server {
                 })
                 .collect()
         };
-        // One blocking task translates, waits its turn and applies: one hand-off from the
-        // async side per request (a task to translate and another to apply cost a second).
+        // One blocking task translates, waits its turn and queues the batch on the data plane;
+        // the lock is held only while queueing (the data plane runs jobs in order), so the
+        // next batch is queued while this one is applied and the data plane goes from one to
+        // the next without waiting for a thread to wake. The result comes back to the async
+        // side directly.
         let (dp, index, state, writer) = (
             self.dp.clone(),
             self.index.clone(),
             self.state.clone(),
             self.writer.clone(),
         );
-        let results = tokio::task::spawn_blocking(move || {
+        let applied = tokio::task::spawn_blocking(move || {
             let ops = translate(&p, &req);
             let _guard = writer.blocking_lock();
             let now = lock(&state).pipeline.clone().ok_or_else(no_pipeline)?;
@@ -508,14 +514,26 @@ impl Server {
             } else {
                 translate(&now, &req)
             };
-            exec_on(&*dp, move |sw| match sw {
-                Some(sw) => write::apply(sw, &mut lock(&index), ops, rollback),
-                None => vec![Err(UpdateError::FailedPrecondition("no pipeline".into()))],
-            })
-            .ok_or_else(|| status(Code::Unavailable, "the data plane is gone"))
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            dp.exec(Box::new(move |sw| {
+                let mut ops = ops;
+                let results = match sw {
+                    Some(sw) => write::apply(sw, &mut lock(&index), &mut ops, rollback),
+                    None => vec![Err(UpdateError::FailedPrecondition("no pipeline".into()))],
+                };
+                let _ = tx.send((results, ops));
+            }));
+            Ok::<_, Status>(rx)
         })
         .await
         .map_err(|e| status(Code::Internal, format!("write task: {e}")))??;
+        let (results, ops) = applied
+            .await
+            .map_err(|_| status(Code::Unavailable, "the data plane is gone"))?;
+        // The applied entries' keys and arguments (four allocations or more an entry) are
+        // freed on the blocking pool: neither the data plane nor this connection's task waits
+        // for it.
+        tokio::task::spawn_blocking(move || drop(ops));
         if results.iter().all(|r| r.is_ok()) {
             Ok(WriteResponse {})
         } else {

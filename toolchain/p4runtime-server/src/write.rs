@@ -14,7 +14,9 @@ use p4runtime_proto::p4runtime::{
     ValueSetEntry,
 };
 use smallvec::{smallvec, SmallVec};
-use switch_v1model::{ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch, Switch};
+use switch_v1model::{
+    ApiError, CounterValue, EntryHandle, ErrorCode, FieldMatch, Switch, TableAction,
+};
 
 use crate::bytes::{all_ones, bits_past_prefix, to_engine, ByteStringError};
 use crate::pipeline::{FastMap, Kind, Pipeline, TableInfo};
@@ -182,6 +184,13 @@ pub struct Direct {
     pub meter: Option<Rates>,
     pub counter: Option<CounterValue>,
     pub cookie: Cookie,
+}
+
+impl Direct {
+    /// Nothing besides the action: what bulk inserts give.
+    fn is_empty(&self) -> bool {
+        self.meter.is_none() && self.counter.is_none() && self.cookie == Cookie::default()
+    }
 }
 
 /// `controller_metadata` and `metadata` of a table entry.
@@ -1251,15 +1260,42 @@ fn find(sw: &Switch, table: &str, key: &Key) -> Option<EntryHandle> {
         .flatten()
 }
 
+/// The last table and action a batch's inserts named, resolved by the engine: bulk writes name
+/// the same two entry after entry, as the pipeline's shared names (compared by address).
+#[derive(Default)]
+struct Resolved(Option<(Arc<str>, Arc<str>, TableAction)>);
+
+impl Resolved {
+    fn get(
+        &mut self,
+        sw: &Switch,
+        table: &Arc<str>,
+        action: &Arc<str>,
+    ) -> Result<TableAction, ApiError> {
+        match &self.0 {
+            Some((t, a, ta)) if Arc::ptr_eq(t, table) && Arc::ptr_eq(a, action) => Ok(*ta),
+            _ => {
+                let ta = sw.table_action_of(table, action)?;
+                self.0 = Some((table.clone(), action.clone(), ta));
+                Ok(ta)
+            }
+        }
+    }
+}
+
 fn add(
     sw: &mut Switch,
-    table: &str,
-    matches: Vec<FieldMatch>,
+    resolved: &mut Resolved,
+    table: &Arc<str>,
+    matches: &[FieldMatch],
     prio: Option<i32>,
     act: &Act,
 ) -> Result<EntryHandle, ApiError> {
     match act {
-        Act::Action { name, args } => sw.table_add(table, matches, prio, name, args),
+        Act::Action { name, args } => {
+            let ta = resolved.get(sw, table, name)?;
+            sw.table_add_resolved(ta, matches, prio, args)
+        }
         Act::Member(m) => sw.table_add_member_entry(table, matches, prio, *m),
         Act::Group(g) => sw.table_add_group_entry(table, matches, prio, *g),
         Act::P4Member { .. } | Act::OneShot { .. } => {
@@ -1331,25 +1367,50 @@ fn undoable(op: Result<Op, UpdateError>) -> Result<Op, UpdateError> {
 }
 
 /// Applies `ops` in order; with `rollback`, the first failure undoes the applied ones and the
-/// rest are not tried (reported as ABORTED).
+/// rest are not tried (reported as ABORTED). Plain inserts are applied from where they are and
+/// left in `ops` (the others are taken), so that the caller frees them off the data plane.
 pub fn apply(
     sw: &mut Switch,
     index: &mut Index,
-    ops: Vec<Result<Op, UpdateError>>,
+    ops: &mut [Result<Op, UpdateError>],
     rollback: bool,
 ) -> Vec<Result<(), UpdateError>> {
     let mut results = Vec::with_capacity(ops.len());
     let mut undo: Vec<Undo> = Vec::new();
     let mut failed = false;
-    for op in ops {
+    let mut resolved = Resolved::default();
+    for op in ops.iter_mut() {
         if failed && rollback {
             results.push(Err(UpdateError::Aborted(
                 "not applied: an earlier update of the batch failed".into(),
             )));
             continue;
         }
-        let op = if rollback { undoable(op) } else { op };
-        let r = op.and_then(|op| apply_one(sw, index, op, rollback.then_some(&mut undo)));
+        let r = match op {
+            // The bulk of a batch: an entry with an action and nothing else kept for it here.
+            Ok(Op::Insert {
+                table,
+                key,
+                needs_priority,
+                act: act @ Act::Action { .. },
+                idle_ns: 0,
+                ageing,
+                direct,
+            }) if !rollback && direct.is_empty() && !index.keeps_keys(table) => {
+                add_new(sw, &mut resolved, table, key, *needs_priority, act).map(|h| {
+                    if *ageing {
+                        start_ageing(index, table, h);
+                    }
+                })
+            }
+            _ => {
+                let op = std::mem::replace(op, Err(UpdateError::Aborted(String::new())));
+                let op = if rollback { undoable(op) } else { op };
+                op.and_then(|op| {
+                    apply_one(sw, index, &mut resolved, op, rollback.then_some(&mut undo))
+                })
+            }
+        };
         if r.is_err() {
             failed = true;
         }
@@ -1389,7 +1450,8 @@ pub fn apply(
                         let _ = modify(sw, &table, h, &act);
                     }
                     None => {
-                        let _ = add(sw, &table, key.0, priority_ok.then_some(key.1), &act);
+                        let prio = priority_ok.then_some(key.1);
+                        let _ = add(sw, &mut resolved, &table, &key.0, prio, &act);
                     }
                 },
             }
@@ -1553,9 +1615,49 @@ fn member_handle(index: &Index, profile: &str, id: u32) -> Result<u32, UpdateErr
         })
 }
 
+/// ALREADY_EXISTS of an INSERT.
+fn exists(table: &str) -> UpdateError {
+    UpdateError::AlreadyExists(format!(
+        "table \"{table}\": an entry with this match key exists"
+    ))
+}
+
+/// Adds an INSERT's entry to the engine.
+fn add_new(
+    sw: &mut Switch,
+    resolved: &mut Resolved,
+    table: &Arc<str>,
+    key: &Key,
+    needs_priority: bool,
+    act: &Act,
+) -> Result<EntryHandle, UpdateError> {
+    add(
+        sw,
+        resolved,
+        table,
+        &key.0,
+        needs_priority.then_some(key.1),
+        act,
+    )
+    .map_err(|e| match e.code {
+        ErrorCode::DuplicateEntry => exists(table),
+        _ => UpdateError::from(e),
+    })
+}
+
+/// A new entry of a table that supports idle timeout: its hits are tracked from now.
+fn start_ageing(index: &mut Index, table: &Arc<str>, h: EntryHandle) {
+    index
+        .last_hit
+        .entry(table.clone())
+        .or_default()
+        .insert(h, Instant::now());
+}
+
 fn apply_one(
     sw: &mut Switch,
     index: &mut Index,
+    resolved: &mut Resolved,
     op: Op,
     undo: Option<&mut Vec<Undo>>,
 ) -> Result<(), UpdateError> {
@@ -1575,14 +1677,9 @@ fn apply_one(
             ageing,
             direct,
         } => {
-            let exists = || {
-                UpdateError::AlreadyExists(format!(
-                    "table \"{table}\": an entry with this match key exists"
-                ))
-            };
             // An action set creates hidden objects first: only for an entry that can be added.
             if matches!(act, Act::OneShot { .. }) && find(sw, &table, &key).is_some() {
-                return Err(exists());
+                return Err(exists(&table));
             }
             let (act, shot) = match act {
                 Act::OneShot {
@@ -1609,33 +1706,16 @@ fn apply_one(
                 }
                 act => (act, None),
             };
-            // The key moves into the engine. A copy is kept only for what needs it after the
-            // insert; the bulk of routes needs none.
-            let keep = shot.is_some()
-                || idle_ns != 0
-                || direct.meter.is_some()
-                || direct.counter.is_some()
-                || direct.cookie != Cookie::default()
-                || undo.is_some()
-                || index.keeps_keys(&table);
-            let key_after = keep.then(|| key.clone());
-            let prio = needs_priority.then_some(key.1);
-            let added = add(sw, &table, key.0, prio, &act)
-                .map_err(|e| match e.code {
-                    ErrorCode::DuplicateEntry => exists(),
-                    _ => UpdateError::from(e),
-                })
-                .and_then(|h| match &key_after {
-                    None => Ok(h),
-                    Some(key) => match set_direct(sw, index, &table, key, h, direct) {
-                        Ok(()) => Ok(h),
-                        Err(e) => {
-                            let _ = sw.table_delete(&table, h);
-                            set_cookie(index, &table, key, Cookie::default());
-                            Err(e)
-                        }
-                    },
-                });
+            let added = add_new(sw, resolved, &table, &key, needs_priority, &act).and_then(|h| {
+                match set_direct(sw, index, &table, &key, h, direct) {
+                    Ok(()) => Ok(h),
+                    Err(e) => {
+                        let _ = sw.table_delete(&table, h);
+                        set_cookie(index, &table, &key, Cookie::default());
+                        Err(e)
+                    }
+                }
+            });
             let h = match added {
                 Ok(h) => h,
                 Err(e) => {
@@ -1647,25 +1727,19 @@ fn apply_one(
                 }
             };
             if ageing {
+                start_ageing(index, &table, h);
+            }
+            if let Some(s) = shot {
+                *index.oneshot_count.entry(s.profile.clone()).or_default() += 1;
                 index
-                    .last_hit
+                    .oneshot
                     .entry(table.clone())
                     .or_default()
-                    .insert(h, Instant::now());
+                    .insert(key.clone(), s);
             }
-            if let Some(key) = key_after {
-                if let Some(s) = shot {
-                    *index.oneshot_count.entry(s.profile.clone()).or_default() += 1;
-                    index
-                        .oneshot
-                        .entry(table.clone())
-                        .or_default()
-                        .insert(key.clone(), s);
-                }
-                set_idle(index, &table, &key, h, idle_ns);
-                if let Some(u) = undo {
-                    u.push(Undo::Delete { table, key });
-                }
+            set_idle(index, &table, &key, h, idle_ns);
+            if let Some(u) = undo {
+                u.push(Undo::Delete { table, key });
             }
             Ok(())
         }

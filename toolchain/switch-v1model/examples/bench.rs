@@ -94,7 +94,7 @@ fn main() {
         let prefix = (0x0a00_0000 | (i << 8)).to_be_bytes().to_vec();
         l3.table_add_group_entry(
             "ingress.ipv4_lpm",
-            vec![FieldMatch::Lpm {
+            &[FieldMatch::Lpm {
                 value: prefix,
                 prefix_len: 24,
             }],

@@ -41,6 +41,14 @@ pub struct ActionDesc {
     pub params: Vec<(String, u32)>,
 }
 
+/// A direct table and one of its actions, as [`Switch::table_action_of`] resolved them: valid
+/// for the switch that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableAction {
+    table: usize,
+    action: u32,
+}
+
 /// A multicast group: its id and its nodes as `(node handle, rid, ports)`.
 pub type McGroupDesc = (u32, Vec<(u32, u32, Vec<u32>)>);
 
@@ -97,7 +105,8 @@ impl Switch {
         )
     }
 
-    fn entry_value(&self, t: usize, action: &str, args: &[Vec<u8>]) -> Result<EntryVal, ApiError> {
+    /// An action of a direct table (entries of indirect tables point at members or groups).
+    fn direct_action(&self, t: usize, action: &str) -> Result<u32, ApiError> {
         if self.prog.tables[t].profile.is_some() {
             return fail(
                 ErrorCode::WrongTableType,
@@ -107,7 +116,11 @@ impl Switch {
                 ),
             );
         }
-        let a = self.table_action(t, action)?;
+        self.table_action(t, action)
+    }
+
+    fn entry_value(&self, t: usize, action: &str, args: &[Vec<u8>]) -> Result<EntryVal, ApiError> {
+        let a = self.direct_action(t, action)?;
         Ok(EntryVal::Act(action_data(&self.prog, a, args)?))
     }
 
@@ -148,11 +161,11 @@ impl Switch {
     fn insert_entry(
         &mut self,
         t: usize,
-        matches: Vec<FieldMatch>,
+        matches: &[FieldMatch],
         priority: Option<i32>,
         v: EntryVal,
     ) -> Result<EntryHandle, ApiError> {
-        let h = self.mutable_table(t)?.insert(&matches, priority, v)?;
+        let h = self.mutable_table(t)?.insert(matches, priority, v)?;
         self.reset_direct(t, h);
         Ok(h)
     }
@@ -244,16 +257,39 @@ impl Switch {
         action: &str,
         args: &[Vec<u8>],
     ) -> Result<EntryHandle, ApiError> {
+        let ta = self.table_action_of(table, action)?;
+        self.table_add_resolved(ta, &matches, priority, args)
+    }
+
+    /// A direct table and one of its actions by name, resolved for [`Switch::table_add_resolved`]
+    /// (bulk writes name the same two for entry after entry). Fails as `table_add` would.
+    pub fn table_action_of(&self, table: &str, action: &str) -> Result<TableAction, ApiError> {
         let t = self.table_index(table)?;
-        let v = self.entry_value(t, action, args)?;
-        self.insert_entry(t, matches, priority, v)
+        let a = self.direct_action(t, action)?;
+        Ok(TableAction {
+            table: t,
+            action: a,
+        })
+    }
+
+    /// [`Switch::table_add`] of a table and action already resolved by this switch's
+    /// [`Switch::table_action_of`]; the key is compiled, not kept.
+    pub fn table_add_resolved(
+        &mut self,
+        ta: TableAction,
+        matches: &[FieldMatch],
+        priority: Option<i32>,
+        args: &[Vec<u8>],
+    ) -> Result<EntryHandle, ApiError> {
+        let v = EntryVal::Act(action_data(&self.prog, ta.action, args)?);
+        self.insert_entry(ta.table, matches, priority, v)
     }
 
     /// Adds an entry of an indirect table pointing at an action profile member.
     pub fn table_add_member_entry(
         &mut self,
         table: &str,
-        matches: Vec<FieldMatch>,
+        matches: &[FieldMatch],
         priority: Option<i32>,
         member: u32,
     ) -> Result<EntryHandle, ApiError> {
@@ -272,7 +308,7 @@ impl Switch {
     pub fn table_add_group_entry(
         &mut self,
         table: &str,
-        matches: Vec<FieldMatch>,
+        matches: &[FieldMatch],
         priority: Option<i32>,
         group: u32,
     ) -> Result<EntryHandle, ApiError> {

@@ -13,7 +13,9 @@ mod error;
 mod stf;
 mod switch;
 
-pub use api::{ActionDesc, EntryAction, EntryDesc, GroupMembers, KeyDesc, McGroupDesc, TableDesc};
+pub use api::{
+    ActionDesc, EntryAction, EntryDesc, GroupMembers, KeyDesc, McGroupDesc, TableAction, TableDesc,
+};
 pub use error::{ApiError, ErrorCode};
 pub use stf::StfSwitch;
 pub use switch::{

@@ -41,7 +41,7 @@ fn selector_spreads_flows_over_group_members_by_hash() {
     sw.profile_set_group("ingress.ecmp_ap", 7, &group).unwrap();
     sw.table_add_group_entry(
         "ingress.ipv4_lpm",
-        vec![FieldMatch::Lpm {
+        &[FieldMatch::Lpm {
             value: vec![10, 0, 0, 0],
             prefix_len: 8,
         }],
@@ -199,6 +199,60 @@ fn control_plane_errors_have_closed_codes() {
     assert_eq!(
         sw.mc_node_associate(9, 0).unwrap_err().code,
         ErrorCode::InvalidMulticastGroup
+    );
+}
+
+/// A table and action resolved once add entries as `table_add` does, and resolving fails with
+/// `table_add`'s codes.
+#[test]
+fn resolved_table_and_action_add_entries_like_table_add() {
+    let mut sw = load("stf/tables.json");
+    let code = |r: Result<TableAction, ApiError>| r.unwrap_err().code;
+    assert_eq!(
+        code(sw.table_action_of("nope", "NoAction")),
+        ErrorCode::InvalidTableName
+    );
+    assert_eq!(
+        code(sw.table_action_of("ingress.t_exact", "nope")),
+        ErrorCode::InvalidActionName
+    );
+    assert_eq!(
+        code(sw.table_action_of("ingress.t_exact", "ingress.set_tern")),
+        ErrorCode::ActionNotInTable
+    );
+    let ta = sw
+        .table_action_of("ingress.t_exact", "ingress.set_exact")
+        .unwrap();
+    for v in 1..=3u8 {
+        sw.table_add_resolved(ta, &[FieldMatch::Exact(vec![v])], None, &[vec![v + 10]])
+            .unwrap();
+    }
+    let dup = sw.table_add_resolved(ta, &[FieldMatch::Exact(vec![2])], None, &[vec![0]]);
+    assert_eq!(dup.unwrap_err().code, ErrorCode::DuplicateEntry);
+    let bad = sw.table_add_resolved(ta, &[FieldMatch::Exact(vec![4])], None, &[vec![1, 0]]);
+    assert_eq!(bad.unwrap_err().code, ErrorCode::BadActionData);
+    let got: Vec<(Vec<FieldMatch>, EntryAction)> = sw
+        .table_entries("ingress.t_exact")
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.matches, e.action))
+        .collect();
+    let want: Vec<(Vec<FieldMatch>, EntryAction)> = (1..=3u8)
+        .map(|v| {
+            (
+                vec![FieldMatch::Exact(vec![v])],
+                EntryAction::Action {
+                    name: "ingress.set_exact".into(),
+                    args: vec![vec![v + 10]],
+                },
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    let ecmp = load("programs/ecmp.json");
+    assert_eq!(
+        code(ecmp.table_action_of("ingress.ipv4_lpm", "ingress.set_nhop")),
+        ErrorCode::WrongTableType
     );
 }
 
