@@ -535,8 +535,7 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
         // A header no store has changed is the bytes it was parsed from: in place at the same
         // offset they are already there (no write at all), else they are copied. Output
         // ranges do not overlap, so in place no earlier header has overwritten them.
-        if let Some(from) = pkt.phv.src[h as usize].checked_sub(1) {
-            let from = from as usize;
+        if let Some(from) = pkt.phv.parsed_at(h) {
             if in_place && from == at {
                 at += n;
                 continue;
