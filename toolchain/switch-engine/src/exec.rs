@@ -103,6 +103,13 @@ fn assign(prog: &Prog, pkt: &mut Pkt, args: &[Arg], f: u32, e: &Ex) {
                 return;
             }
         }
+        (K::Field(src), Slot::Wide { .. }) => {
+            let s = &prog.fields[*src as usize];
+            if let (Slot::Narrow(j), false) = (s.slot, s.signed) {
+                pkt.phv.set_u64(prog, f, pkt.phv.n(j));
+                return;
+            }
+        }
         (K::Param(p), slot) => match (args.get(*p as usize), slot) {
             (Some(Arg::N(v)), Slot::Narrow(d)) => {
                 pkt.phv.set_n(d, *v);
@@ -189,6 +196,7 @@ fn extract_target(
     vl: Option<u32>,
 ) -> Result<(), u32> {
     match t {
+        ExtractTarget::Header(HRef::Static(h)) => extract(prog, pkt, *h, vl),
         ExtractTarget::Header(h) => match pkt.ctx(prog, &[]).header(h) {
             Some(h) => extract(prog, pkt, h, vl),
             None => Err(prog.errors.stack_out_of_bounds),

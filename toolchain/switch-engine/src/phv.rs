@@ -126,7 +126,16 @@ impl Phv {
         let info = &prog.fields[f as usize];
         match info.slot {
             Slot::Narrow(s) => self.set_n(s, v),
-            Slot::Wide { .. } | Slot::Varbit { .. } => self.set_big(prog, f, &BigInt::from(v)),
+            // Wider than 64 bits: `v` zero-extended, as `set_big` stores it, without a BigInt
+            // (the parser copies IPv4 addresses into 128-bit metadata on every packet).
+            Slot::Wide { off, len } => {
+                self.written(prog, f);
+                let out = &mut self.wide[off as usize..(off + len) as usize];
+                let (high, low) = out.split_at_mut(out.len().saturating_sub(8));
+                high.fill(0);
+                low.copy_from_slice(&v.to_be_bytes()[8 - low.len()..]);
+            }
+            Slot::Varbit { .. } => self.set_big(prog, f, &BigInt::from(v)),
         }
     }
 
