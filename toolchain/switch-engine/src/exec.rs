@@ -531,8 +531,9 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
     if in_place {
         std::mem::swap(&mut out, &mut pkt.data);
     } else {
+        // With 7 bytes of slack every field of at most 57 bits is one load and store.
         out.clear();
-        out.resize(total, 0);
+        out.resize(total + 7, 0);
     }
     let mut at = 0;
     for &h in &dep.order {
@@ -554,10 +555,12 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
                 continue;
             }
         }
-        if in_place {
+        let info = &prog.headers[h as usize];
+        // The fields cover the header's bits: only a partial last byte's padding is left to
+        // clear (a fresh buffer is zero already).
+        if in_place && n * 8 != info.fixed_bits as usize {
             out[at..at + n].fill(0);
         }
-        let info = &prog.headers[h as usize];
         let mut bits = at * 8;
         for f in info.first_field..info.first_field + info.nfields {
             write_field(prog, &pkt.phv, &mut out, &mut bits, f);
@@ -569,6 +572,7 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
         pkt.cursor = 0;
         pkt.data.truncate(limit);
     } else {
+        out.truncate(total);
         pkt.scratch = out;
         splice_headers(pkt, cursor, limit);
     }

@@ -318,6 +318,14 @@ pub fn put_bits(buf: &mut [u8], off: usize, width: u32, v: u64) {
     if width == 0 {
         return;
     }
+    // The bytes around the field are read and written back unchanged (see `get_bits`).
+    if let Some(w) = buf.get_mut(off / 8..off / 8 + 8).filter(|_| width <= 57) {
+        let shift = 64 - off % 8 - width as usize;
+        let m = mask64(width) << shift;
+        let old = u64::from_be_bytes((&*w).try_into().unwrap_or_default());
+        w.copy_from_slice(&((old & !m) | ((v << shift) & m)).to_be_bytes());
+        return;
+    }
     if off % 8 == 0 && width % 8 == 0 {
         // Byte by byte rather than a variable-length copy_from_slice (a memcpy call).
         let n = width as usize / 8;
