@@ -103,6 +103,13 @@ fn assign(prog: &Prog, pkt: &mut Pkt, args: &[Arg], f: u32, e: &Ex) {
                 return;
             }
         }
+        (K::Field(src), Slot::Wide { .. }) => {
+            let s = &prog.fields[*src as usize];
+            if let (Slot::Narrow(j), false) = (s.slot, s.signed) {
+                pkt.phv.set_u64(prog, f, pkt.phv.n(j));
+                return;
+            }
+        }
         (K::Param(p), slot) => match (args.get(*p as usize), slot) {
             (Some(Arg::N(v)), Slot::Narrow(d)) => {
                 pkt.phv.set_n(d, *v);
@@ -189,6 +196,7 @@ fn extract_target(
     vl: Option<u32>,
 ) -> Result<(), u32> {
     match t {
+        ExtractTarget::Header(HRef::Static(h)) => extract(prog, pkt, *h, vl),
         ExtractTarget::Header(h) => match pkt.ctx(prog, &[]).header(h) {
             Some(h) => extract(prog, pkt, h, vl),
             None => Err(prog.errors.stack_out_of_bounds),
@@ -523,8 +531,9 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
     if in_place {
         std::mem::swap(&mut out, &mut pkt.data);
     } else {
+        // With 7 bytes of slack every field of at most 57 bits is one load and store.
         out.clear();
-        out.resize(total, 0);
+        out.resize(total + 7, 0);
     }
     let mut at = 0;
     for &h in &dep.order {
@@ -535,8 +544,7 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
         // A header no store has changed is the bytes it was parsed from: in place at the same
         // offset they are already there (no write at all), else they are copied. Output
         // ranges do not overlap, so in place no earlier header has overwritten them.
-        if let Some(from) = pkt.phv.src[h as usize].checked_sub(1) {
-            let from = from as usize;
+        if let Some(from) = pkt.phv.parsed_at(h) {
             if in_place && from == at {
                 at += n;
                 continue;
@@ -547,10 +555,12 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
                 continue;
             }
         }
-        if in_place {
+        let info = &prog.headers[h as usize];
+        // The fields cover the header's bits: only a partial last byte's padding is left to
+        // clear (a fresh buffer is zero already).
+        if in_place && n * 8 != info.fixed_bits as usize {
             out[at..at + n].fill(0);
         }
-        let info = &prog.headers[h as usize];
         let mut bits = at * 8;
         for f in info.first_field..info.first_field + info.nfields {
             write_field(prog, &pkt.phv, &mut out, &mut bits, f);
@@ -562,6 +572,7 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
         pkt.cursor = 0;
         pkt.data.truncate(limit);
     } else {
+        out.truncate(total);
         pkt.scratch = out;
         splice_headers(pkt, cursor, limit);
     }

@@ -2,9 +2,12 @@
 //! state is a few buffers that are reset, not reallocated, between packets.
 
 use crate::expr::{FieldId, HeaderId};
-use crate::program::{NSlot, Prog, Slot};
+use crate::program::{HeaderInfo, NSlot, Prog, Slot};
 use crate::value::big_to_bytes;
 use num_bigint::BigInt;
+
+/// `Phv::src` of a header whose fields are all zero and untouched since the last reset.
+pub const ZEROED: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Default)]
 pub struct Phv {
@@ -12,8 +15,10 @@ pub struct Phv {
     pub wide: Vec<u8>,
     pub valid: Vec<bool>,
     /// By header: 1 + the byte offset in the packet it was extracted from while its bytes there
-    /// still hold its fields (no store since), else 0. The deparser leaves such a header's
-    /// bytes as they came in instead of writing it field by field.
+    /// still hold its fields (no store since), [`ZEROED`] while no store or extract has touched
+    /// it since the reset, else 0. The deparser leaves a header parsed from bytes as they came
+    /// in instead of writing it field by field, and a reset zeroes only the headers a packet
+    /// touched: every store already marks its header here, so the reset costs no extra store.
     pub src: Vec<u32>,
     pub vl_bits: Vec<u32>,
     pub stack_next: Vec<u32>,
@@ -26,7 +31,7 @@ impl Phv {
             narrow: vec![0; prog.narrow_slots as usize],
             wide: vec![0; prog.wide_bytes as usize],
             valid: vec![false; prog.headers.len()],
-            src: vec![0; prog.headers.len()],
+            src: vec![ZEROED; prog.headers.len()],
             vl_bits: vec![0; prog.varbit_slots as usize],
             stack_next: vec![0; prog.stacks.len()],
             ustack_next: vec![0; prog.union_stacks.len()],
@@ -35,35 +40,49 @@ impl Phv {
         p
     }
 
+    /// The byte offset header `h` was extracted from, if no store has changed it since.
+    #[inline]
+    pub fn parsed_at(&self, h: HeaderId) -> Option<usize> {
+        match self.src[h as usize] {
+            0 | ZEROED => None,
+            s => Some(s as usize - 1),
+        }
+    }
+
     /// A new packet: metadata zero and valid, headers invalid and zero.
     pub fn reset(&mut self, prog: &Prog) {
-        // Small arrays: plain loops beat a libc memset call per array.
-        for x in &mut self.narrow {
+        // Only the headers the last packet touched: most of a program's headers (and, when
+        // the PHV is a few kilobytes, most of its bytes) are never parsed or written.
+        for (h, info) in prog.headers.iter().enumerate() {
+            self.valid[h] = info.metadata;
+            if self.src[h] != ZEROED {
+                self.zero_storage(info);
+                self.src[h] = ZEROED;
+            }
+        }
+        for x in self.stack_next.iter_mut().chain(&mut self.ustack_next) {
             *x = 0;
-        }
-        if !self.wide.is_empty() {
-            self.wide.fill(0);
-        }
-        for x in self
-            .vl_bits
-            .iter_mut()
-            .chain(&mut self.stack_next)
-            .chain(&mut self.ustack_next)
-            .chain(&mut self.src)
-        {
-            *x = 0;
-        }
-        for (v, h) in self.valid.iter_mut().zip(&prog.headers) {
-            *v = h.metadata;
         }
     }
 
     /// Zeroes every metadata field (bmv2 `reset_metadata`), keeping headers.
     pub fn reset_metadata(&mut self, prog: &Prog) {
-        for h in prog.headers.iter().filter(|h| h.metadata) {
-            for f in h.first_field..h.first_field + h.nfields {
-                self.zero_field(prog, f);
+        for (h, info) in prog.headers.iter().enumerate() {
+            if info.metadata {
+                self.zero_storage(info);
+                self.src[h] = 0;
             }
+        }
+    }
+
+    /// Zeroes a header's fields without marking it.
+    fn zero_storage(&mut self, info: &HeaderInfo) {
+        let r = &info.narrow;
+        self.narrow[r.start as usize..r.end as usize].fill(0);
+        let r = &info.wide;
+        self.wide[r.start as usize..r.end as usize].fill(0);
+        if let Some(vl) = info.vl {
+            self.vl_bits[vl as usize] = 0;
         }
     }
 
@@ -73,23 +92,9 @@ impl Phv {
         self.src[prog.fields[f as usize].header as usize] = 0;
     }
 
-    pub fn zero_field(&mut self, prog: &Prog, f: FieldId) {
-        self.written(prog, f);
-        match prog.fields[f as usize].slot {
-            Slot::Narrow(s) => self.set_n(s, 0),
-            Slot::Wide { off, len } => self.wide[off as usize..(off + len) as usize].fill(0),
-            Slot::Varbit { off, len, vl } => {
-                self.wide[off as usize..(off + len) as usize].fill(0);
-                self.vl_bits[vl as usize] = 0;
-            }
-        }
-    }
-
     pub fn zero_header(&mut self, prog: &Prog, h: HeaderId) {
-        let info = &prog.headers[h as usize];
-        for f in info.first_field..info.first_field + info.nfields {
-            self.zero_field(prog, f);
-        }
+        self.zero_storage(&prog.headers[h as usize]);
+        self.src[h as usize] = 0;
     }
 
     /// A narrow field's value.
@@ -121,7 +126,16 @@ impl Phv {
         let info = &prog.fields[f as usize];
         match info.slot {
             Slot::Narrow(s) => self.set_n(s, v),
-            Slot::Wide { .. } | Slot::Varbit { .. } => self.set_big(prog, f, &BigInt::from(v)),
+            // Wider than 64 bits: `v` zero-extended, as `set_big` stores it, without a BigInt
+            // (the parser copies IPv4 addresses into 128-bit metadata on every packet).
+            Slot::Wide { off, len } => {
+                self.written(prog, f);
+                let out = &mut self.wide[off as usize..(off + len) as usize];
+                let (high, low) = out.split_at_mut(out.len().saturating_sub(8));
+                high.fill(0);
+                low.copy_from_slice(&v.to_be_bytes()[8 - low.len()..]);
+            }
+            Slot::Varbit { .. } => self.set_big(prog, f, &BigInt::from(v)),
         }
     }
 

@@ -35,6 +35,11 @@ pub struct HeaderInfo {
     pub varbit: Option<FieldId>,
     /// The header union this header is a member of.
     pub union: Option<u32>,
+    /// Its fields' storage, which is contiguous: `Phv::narrow` slots, `Phv::wide` bytes and
+    /// its varbit's `Phv::vl_bits` slot, so that zeroing the header is a fill of each.
+    pub narrow: std::ops::Range<u32>,
+    pub wide: std::ops::Range<u32>,
+    pub vl: Option<u32>,
 }
 
 #[derive(Debug)]

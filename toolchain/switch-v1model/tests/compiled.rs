@@ -567,6 +567,82 @@ fn stf_packets(name: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Tables without entries: what a parser run needs.
+fn empty_runtime(prog: &Prog) -> switch_engine::state::Runtime {
+    use switch_engine::state::{Ext, Runtime, TableState};
+    Runtime {
+        tables: prog
+            .tables
+            .iter()
+            .map(|_| TableState {
+                table: None,
+                default: None,
+            })
+            .collect(),
+        profiles: Vec::new(),
+        vsets: vec![Vec::new(); prog.vsets.len()],
+        ext: Ext::new(prog),
+    }
+}
+
+/// `Phv::reset` zeroes only the headers the packet touched. One packet buffer reused, as the
+/// switch's pool does, for the STF packets of every program, bit-flipped, parsed, then given
+/// random stores (a field of more than 64 bits from a `u64` checked against the same store
+/// through a BigInt), header zeroing and validity changes: after each reset the header vector
+/// is, slot for slot, a new one.
+#[test]
+fn reset_header_vectors_are_new_ones() {
+    use switch_engine::exec::{self, Pkt};
+    let mut rng = Rng(0x9b05_688c_2b3e_6c1f);
+    let mut resets = 0usize;
+    for (name, prog) in programs() {
+        let code = Code::new(&prog);
+        let mut rt = empty_runtime(&prog);
+        let new = Phv::new(&prog);
+        let mut pkt = Pkt::new(&prog);
+        let packets = stf_packets(&name);
+        for p in packets.iter().cycle().take(packets.len() * 20) {
+            pkt.data.clone_from(p);
+            pkt.cursor = 0;
+            if rng.below(2) == 0 && !pkt.data.is_empty() {
+                let i = rng.below(pkt.data.len());
+                pkt.data[i] ^= 1 << rng.below(8);
+            }
+            let _ = exec::parse(&prog, &code, &mut rt, &mut pkt, 0);
+            for _ in 0..rng.below(4) {
+                let h = rng.below(prog.headers.len()) as u32;
+                let info = &prog.headers[h as usize];
+                match rng.below(3) {
+                    0 if info.nfields > 0 => {
+                        let f = info.first_field + rng.below(info.nfields as usize) as u32;
+                        let v = value(&mut rng, prog.fields[f as usize].width.min(64));
+                        let mut via_big = pkt.phv.clone();
+                        via_big.set_big(&prog, f, &BigInt::from(v));
+                        pkt.phv.set_u64(&prog, f, v);
+                        assert_eq!(pkt.phv.wide, via_big.wide, "{name}: field {f} = {v}");
+                        assert_eq!(pkt.phv.narrow, via_big.narrow, "{name}: field {f} = {v}");
+                    }
+                    1 => {
+                        pkt.phv.zero_header(&prog, h);
+                        pkt.phv.valid[h as usize] = true;
+                    }
+                    _ => pkt.phv.valid[h as usize] = false,
+                }
+            }
+            pkt.phv.reset(&prog);
+            let phv = &pkt.phv;
+            assert_eq!(phv.narrow, new.narrow, "{name}: {p:02x?}");
+            assert_eq!(phv.wide, new.wide, "{name}: {p:02x?}");
+            assert_eq!(phv.vl_bits, new.vl_bits, "{name}: {p:02x?}");
+            assert_eq!(phv.valid, new.valid, "{name}: {p:02x?}");
+            assert_eq!(phv.stack_next, new.stack_next, "{name}: {p:02x?}");
+            assert_eq!(phv.ustack_next, new.ustack_next, "{name}: {p:02x?}");
+            resets += 1;
+        }
+    }
+    assert!(resets > 1000, "{resets} resets");
+}
+
 /// The deparser leaves a header no store changed as the bytes it was parsed from
 /// (`Phv::src`). For the STF packets of every program, bit-flipped, with random field stores,
 /// header zeroing (a `setValid`) and validity changes after parsing, it emits exactly what
@@ -574,24 +650,11 @@ fn stf_packets(name: &str) -> Vec<Vec<u8>> {
 #[test]
 fn unwritten_headers_deparse_as_written_ones() {
     use switch_engine::exec::{self, Pkt};
-    use switch_engine::state::{Ext, Runtime, TableState};
     let mut rng = Rng(0x510e_527f_ade6_82d1);
     let (mut kept, mut rewritten) = (0usize, 0usize);
     for (name, prog) in programs() {
         let code = Code::new(&prog);
-        let mut rt = Runtime {
-            tables: prog
-                .tables
-                .iter()
-                .map(|_| TableState {
-                    table: None,
-                    default: None,
-                })
-                .collect(),
-            profiles: Vec::new(),
-            vsets: vec![Vec::new(); prog.vsets.len()],
-            ext: Ext::new(&prog),
-        };
+        let mut rt = empty_runtime(&prog);
         let packets = stf_packets(&name);
         let headers: Vec<u32> = (0..prog.headers.len() as u32)
             .filter(|&h| !prog.headers[h as usize].metadata)
@@ -622,7 +685,7 @@ fn unwritten_headers_deparse_as_written_ones() {
             }
             kept += headers
                 .iter()
-                .filter(|&&h| pkt.phv.valid[h as usize] && pkt.phv.src[h as usize] != 0)
+                .filter(|&&h| pkt.phv.valid[h as usize] && pkt.phv.parsed_at(h).is_some())
                 .count();
             let mut full = pkt.clone();
             full.phv.src.fill(0);

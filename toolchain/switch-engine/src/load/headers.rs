@@ -56,6 +56,8 @@ impl<'a> L<'a> {
                 })
                 .sum();
             let first_field = self.p.fields.len() as u32;
+            let (narrow0, wide0) = (self.p.narrow_slots, self.p.wide_bytes);
+            let mut vl = None;
             let mut varbit = None;
             let mut index = HashMap::new();
             for (fi, f) in t.fields.iter().enumerate() {
@@ -97,6 +99,7 @@ impl<'a> L<'a> {
                         let off = self.p.wide_bytes;
                         self.p.wide_bytes += len;
                         self.p.varbit_slots += 1;
+                        vl = Some(self.p.varbit_slots - 1);
                         varbit = Some(self.p.fields.len() as u32);
                         (
                             max_bits,
@@ -130,6 +133,9 @@ impl<'a> L<'a> {
                 fixed_bits,
                 varbit,
                 union: None,
+                narrow: narrow0..self.p.narrow_slots,
+                wide: wide0..self.p.wide_bytes,
+                vl,
             });
         }
         Ok(())
