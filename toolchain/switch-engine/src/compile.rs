@@ -1,7 +1,9 @@
 //! Load-time compilation of what every packet runs: the pipelines' conditions, the actions'
 //! stores and jumps, the checksums' conditions and the tables' key layouts, into closures and
 //! copies over PHV slots resolved once. A packet then runs no tree walk, no field-table lookup
-//! and no per-node dispatch on those paths (`eval.rs` costs all three per node).
+//! and no per-node dispatch on those paths (`eval.rs` costs all three per node). A pipeline is
+//! one list of steps (`Pipeline`): its action calls' steps inlined between its conditionals
+//! and tables, the stores of consecutive calls fused.
 //!
 //! The closures cover values of at most 64 bits over fixed fields, constants, action
 //! parameters and fixed validity bits. Everything else (values wider than 64 bits, headers
@@ -12,7 +14,7 @@
 
 use crate::eval::{self, Ctx};
 use crate::expr::{Arg, Ex, FieldLoc, HRef, Op1, Op2, K};
-use crate::program::{FieldInfo, KeyPart, KeySrc, NSlot, Prim, Prog, Slot, TableInfo};
+use crate::program::{FieldInfo, KeyPart, KeySrc, NSlot, Next, Prim, Prog, Slot, TableInfo};
 use crate::value::{mask64, sat_cast, sext, two_comp_mod, usat_cast, Arith};
 use num_bigint::BigInt;
 use std::fmt;
@@ -23,8 +25,11 @@ pub type IntFn = Box<dyn Fn(&Ctx) -> i128 + Send + Sync>;
 pub type BoolFn = Box<dyn Fn(&Ctx) -> bool + Send + Sync>;
 type U32Fn = Box<dyn Fn(&Ctx) -> u32 + Send + Sync>;
 
-/// One step of a compiled action: one primitive, or a run of narrow stores (`Op::Stores`);
-/// jump targets are step indices.
+/// Steps one action execution may take (`_jump` loops are compiler bugs, not packets' fault).
+pub const MAX_ACTION_STEPS: usize = 65_536;
+
+/// One step of a compiled action or pipeline: one primitive, a run of narrow stores
+/// (`Op::Stores`), or a pipeline's node; jump targets are step indices.
 pub enum Op {
     /// `value`, cut to the slot's width, into a narrow slot.
     Store {
@@ -85,23 +90,55 @@ pub enum Op {
     JumpIfFalse(BoolFn, usize),
     /// Runs primitive `i` of the action through the interpreter.
     Prim(u32),
+    /// A pipeline's conditional: goes to step `t` when the condition holds, else to `f`.
+    Branch {
+        cond: BoolFn,
+        t: usize,
+        f: usize,
+    },
+    /// Applies table `i`, then goes to the step of the node the table names next.
+    Table(u32),
+    /// Calls action `i` (no action data) through `exec::run_action`: an action a pipeline does
+    /// not inline (`inlinable`).
+    Call(u32),
+    /// Runs primitive `prim` of action `action` through the interpreter: an inlined call's
+    /// `Prim`.
+    ActionPrim {
+        action: u32,
+        prim: u32,
+    },
 }
 
 /// A compiled action.
 pub struct Action {
     pub ops: Vec<Op>,
-    /// By primitive index: the step that runs it (an interpreted primitive's jump names a
-    /// primitive).
-    pub step_of: Box<[u32]>,
 }
 
-impl Action {
-    /// The step where primitive `prim` starts; past the last primitive, the end.
+/// A control pipeline as one list of steps, in a topological order of its nodes
+/// (`Prog::node_order`): a table is a step (`Op::Table`), a conditional a branch, and an
+/// action call its action's steps, inlined, so that the calls of p4c's `tbl_act` chains run
+/// without a dispatch per node and their consecutive stores fuse into one step. Every jump
+/// goes forward, so a packet runs each step at most once.
+pub struct Pipeline {
+    pub ops: Vec<Op>,
+    /// By node kind and index: the step where the node starts (`u32::MAX`: not in this
+    /// pipeline), where `Op::Table` goes on.
+    tables: Box<[u32]>,
+    conds: Box<[u32]>,
+    calls: Box<[u32]>,
+}
+
+impl Pipeline {
+    /// The step where node `n` starts; the end for `Next::End` and nodes of other pipelines.
     #[inline]
-    pub fn step(&self, prim: usize) -> usize {
-        self.step_of
-            .get(prim)
-            .map_or(self.ops.len(), |&s| s as usize)
+    pub fn step(&self, n: Next) -> usize {
+        let s = match n {
+            Next::End => None,
+            Next::Table(t) => self.tables.get(t as usize),
+            Next::Cond(c) => self.conds.get(c as usize),
+            Next::Call(c) => self.calls.get(c as usize),
+        };
+        s.map_or(self.ops.len(), |&s| (s as usize).min(self.ops.len()))
     }
 }
 
@@ -127,10 +164,10 @@ pub struct KeyLayout {
 
 /// The compiled program, beside the `Prog` it was made from (indices are the same).
 pub struct Code {
-    /// By condition index.
-    pub conds: Vec<BoolFn>,
-    /// By action index.
+    /// By action index: for tables' entries and defaults, and calls a pipeline runs whole.
     pub actions: Vec<Action>,
+    /// By pipeline index.
+    pub pipelines: Vec<Pipeline>,
     /// By table index; `None` where the general key builder is needed.
     pub keys: Vec<Option<KeyLayout>>,
     /// By checksum index: its `if_cond`.
@@ -143,8 +180,8 @@ pub struct Code {
 impl fmt::Debug for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Code")
-            .field("conds", &self.conds.len())
             .field("actions", &self.actions.len())
+            .field("pipelines", &self.pipelines.len())
             .field("keys", &self.keys.len())
             .finish()
     }
@@ -153,14 +190,20 @@ impl fmt::Debug for Code {
 impl Code {
     pub fn new(prog: &Prog) -> Code {
         Code {
-            conds: prog.conds.iter().map(|c| boolean(prog, &c.expr)).collect(),
             actions: prog
                 .actions
                 .iter()
                 .map(|a| {
                     let ops = a.prims.iter().enumerate().map(|(i, p)| op(prog, i, p));
-                    fuse(&a.prims, ops.collect())
+                    Action {
+                        ops: fuse(ops.collect(), &[]).0,
+                    }
                 })
+                .collect(),
+            pipelines: prog
+                .pipelines
+                .iter()
+                .map(|p| pipeline(prog, p.init))
                 .collect(),
             keys: prog.tables.iter().map(|t| key_layout(prog, t)).collect(),
             checksum_conds: prog
@@ -281,32 +324,21 @@ struct Run {
     copies: Vec<(NSlot, NSlot)>,
     consts: Vec<(NSlot, u64)>,
     params: Vec<(NSlot, u32, u32)>,
-    /// The slots the run writes.
-    written: Vec<u32>,
 }
 
 impl Run {
     fn is_empty(&self) -> bool {
-        self.written.is_empty()
+        self.copies.is_empty() && self.consts.is_empty() && self.params.is_empty()
     }
 
-    /// Adds `op` when it is a store that writes no slot the run writes and, a copy, reads
-    /// none (the run's copies read before any of its writes); else gives it back.
-    fn take(&mut self, op: Op) -> Option<Op> {
-        let Some((dst, src)) = store_slots(&op) else {
-            return Some(op);
-        };
-        let written = |s: NSlot| self.written.contains(&s.i);
-        if written(dst) || src.is_some_and(written) {
-            return Some(op);
-        }
+    /// Adds `op` when it is a store; else gives it back.
+    fn add(&mut self, op: Op) -> Option<Op> {
         match op {
             Op::StoreConst { slot, value } => self.consts.push((slot, value)),
             Op::StoreField { slot, src } => self.copies.push((slot, src)),
             Op::StoreParam { slot, param, prim } => self.params.push((slot, param, prim)),
             _ => return Some(op),
         }
-        self.written.push(dst.i);
         None
     }
 
@@ -326,53 +358,190 @@ impl Run {
 }
 
 /// Joins runs of consecutive stores into one step each (`Op::Stores`): most of an action's
-/// steps are stores, and a dispatch per step mispredicted on most of them. A jump's target
-/// starts a step of its own; the jumps are renumbered to steps.
-fn fuse(prims: &[Prim], ops: Vec<Op>) -> Action {
-    let mut target = vec![false; prims.len()];
-    for p in prims {
-        if let Prim::Jump(t) | Prim::JumpIfZero(_, t) = *p {
-            if let Some(x) = target.get_mut(t) {
-                *x = true;
+/// steps are stores, and a dispatch per step mispredicted on most of them. A run ends before a
+/// store to a slot it writes and before a copy from one (its copies read before its writes),
+/// and a jump target or an `entries` position starts a step of its own. `ops`' jump targets
+/// are positions in `ops`; the steps' are steps. Also returns the step of each position (past
+/// the last, the end).
+fn fuse(ops: Vec<Op>, entries: &[usize]) -> (Vec<Op>, Vec<u32>) {
+    let n = ops.len();
+    let mut target = vec![false; n];
+    let mut mark = |t: usize| {
+        if let Some(x) = target.get_mut(t) {
+            *x = true;
+        }
+    };
+    for op in &ops {
+        match *op {
+            Op::Jump(t) | Op::JumpIfFalse(_, t) => mark(t),
+            Op::Branch { t, f, .. } => {
+                mark(t);
+                mark(f);
             }
+            _ => {}
         }
     }
-    let mut out = Vec::with_capacity(ops.len());
-    let mut step_of = Vec::with_capacity(ops.len());
+    entries.iter().for_each(|&e| mark(e));
+    // The steps first, so that each jump is renumbered as it is moved.
+    let mut step_of = Vec::with_capacity(n + 1);
+    let (mut steps, mut written) = (0u32, Vec::new());
+    for (i, op) in ops.iter().enumerate() {
+        let store = store_slots(op);
+        let joins = store.is_some_and(|(dst, src)| {
+            let w = |s: NSlot| written.contains(&s.i);
+            !target[i] && !written.is_empty() && !w(dst) && !src.is_some_and(w)
+        });
+        if !joins && !written.is_empty() {
+            steps += 1;
+            written.clear();
+        }
+        step_of.push(steps);
+        match store {
+            Some((dst, _)) => written.push(dst.i),
+            None => steps += 1,
+        }
+    }
+    step_of.push(steps + u32::from(!written.is_empty()));
+    let step = |t: usize| step_of[t.min(n)] as usize;
+    let mut out = Vec::with_capacity(step(n));
     let mut run = Run::default();
     for (i, op) in ops.into_iter().enumerate() {
-        let left = if target[i] { Some(op) } else { run.take(op) };
-        if left.is_some() && !run.is_empty() {
+        if !run.is_empty() && step_of[i] as usize != out.len() {
             out.push(std::mem::take(&mut run).finish());
         }
-        // A store in the run is in the step the run becomes, the next one.
-        step_of.push(out.len() as u32);
-        // A store the run did not take starts the next run; anything else is a step.
-        if let Some(op) = left.and_then(|op| run.take(op)) {
+        let op = match op {
+            Op::Jump(t) => Op::Jump(step(t)),
+            Op::JumpIfFalse(c, t) => Op::JumpIfFalse(c, step(t)),
+            Op::Branch { cond, t, f } => Op::Branch {
+                cond,
+                t: step(t),
+                f: step(f),
+            },
+            op => op,
+        };
+        if let Some(op) = run.add(op) {
             out.push(op);
         }
     }
     if !run.is_empty() {
         out.push(run.finish());
     }
-    let mut action = Action {
-        ops: out,
-        step_of: step_of.into(),
-    };
-    let steps: Vec<usize> = action
-        .ops
-        .iter()
-        .map(|op| match op {
-            Op::Jump(t) | Op::JumpIfFalse(_, t) => action.step(*t),
-            _ => 0,
+    (out, step_of)
+}
+
+/// Whether a pipeline inlines a call of action `a`: it takes no parameters (a call has no
+/// action data) and its jumps go forward, so that it runs at most one step per primitive
+/// (within `MAX_ACTION_STEPS`, which `exec::run_action` enforces on the others).
+fn inlinable(prog: &Prog, a: u32) -> bool {
+    let action = &prog.actions[a as usize];
+    action.params.is_empty()
+        && action.prims.len() <= MAX_ACTION_STEPS
+        && action.prims.iter().enumerate().all(|(i, p)| match p {
+            Prim::Jump(t) | Prim::JumpIfZero(_, t) => *t > i,
+            _ => true,
         })
-        .collect();
-    for (op, s) in action.ops.iter_mut().zip(steps) {
-        if let Op::Jump(t) | Op::JumpIfFalse(_, t) = op {
-            *t = s;
+}
+
+/// Pipeline `init` as one list of steps (`Pipeline`). The loader refuses a control graph with
+/// a cycle, which has no topological order; this lays out none of it.
+fn pipeline(prog: &Prog, init: Next) -> Pipeline {
+    let order = prog.node_order(init).unwrap_or_default();
+    let (nt, nc, na) = (prog.tables.len(), prog.conds.len(), prog.calls.len());
+    let mut start = (vec![u32::MAX; nt], vec![u32::MAX; nc], vec![u32::MAX; na]);
+    // Where a call's steps are followed by a jump to its next node: not the node after it.
+    let falls_through =
+        |k: usize, next: Next| order.get(k + 1).copied().unwrap_or(Next::End) == next;
+    let mut at = 0u32;
+    for (k, &n) in order.iter().enumerate() {
+        at += match n {
+            Next::Table(t) => {
+                start.0[t as usize] = at;
+                1
+            }
+            Next::Cond(c) => {
+                start.1[c as usize] = at;
+                1
+            }
+            Next::Call(c) => {
+                start.2[c as usize] = at;
+                let ci = &prog.calls[c as usize];
+                let body = match inlinable(prog, ci.action) {
+                    true => prog.actions[ci.action as usize].prims.len() as u32,
+                    false => 1,
+                };
+                body + u32::from(!falls_through(k, ci.next))
+            }
+            Next::End => 0,
+        };
+    }
+    let pos = |n: Next| -> usize {
+        let s = match n {
+            Next::Table(t) => start.0[t as usize],
+            Next::Cond(c) => start.1[c as usize],
+            Next::Call(c) => start.2[c as usize],
+            Next::End => at,
+        };
+        s as usize
+    };
+    let mut ops = Vec::with_capacity(at as usize);
+    let mut entries = Vec::new();
+    for (k, &n) in order.iter().enumerate() {
+        match n {
+            Next::Table(t) => {
+                ops.push(Op::Table(t));
+                entries.extend(prog.successors(n).into_iter().map(pos));
+            }
+            Next::Cond(c) => {
+                let ci = &prog.conds[c as usize];
+                ops.push(Op::Branch {
+                    cond: boolean(prog, &ci.expr),
+                    t: pos(ci.t),
+                    f: pos(ci.f),
+                });
+            }
+            Next::Call(c) => {
+                let ci = &prog.calls[c as usize];
+                let a = ci.action;
+                if inlinable(prog, a) {
+                    let prims = &prog.actions[a as usize].prims;
+                    let base = ops.len();
+                    // A jump past the last primitive ends the action: the call's next node.
+                    let to = |t: usize| base + t.min(prims.len());
+                    for (i, p) in prims.iter().enumerate() {
+                        ops.push(match op(prog, i, p) {
+                            Op::Jump(t) => Op::Jump(to(t)),
+                            Op::JumpIfFalse(cond, t) => Op::JumpIfFalse(cond, to(t)),
+                            Op::Prim(prim) | Op::StoreParam { prim, .. } => {
+                                Op::ActionPrim { action: a, prim }
+                            }
+                            op => op,
+                        });
+                    }
+                } else {
+                    ops.push(Op::Call(a));
+                }
+                if !falls_through(k, ci.next) {
+                    ops.push(Op::Jump(pos(ci.next)));
+                }
+            }
+            Next::End => {}
         }
     }
-    action
+    let (ops, step_of) = fuse(ops, &entries);
+    let steps = |v: Vec<u32>| -> Box<[u32]> {
+        v.into_iter()
+            .map(|s| match s {
+                u32::MAX => s,
+                s => step_of[s as usize],
+            })
+            .collect()
+    };
+    Pipeline {
+        ops,
+        tables: steps(start.0),
+        conds: steps(start.1),
+        calls: steps(start.2),
+    }
 }
 
 fn key_layout(prog: &Prog, t: &TableInfo) -> Option<KeyLayout> {

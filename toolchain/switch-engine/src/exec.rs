@@ -1,6 +1,6 @@
 //! Packet processing: parser, checksums, match-action pipelines, primitives, deparser.
 
-use crate::compile::{narrow_arg, Code, KeyCopy, KeyLayout, Op};
+use crate::compile::{narrow_arg, Code, KeyCopy, KeyLayout, Op, MAX_ACTION_STEPS};
 use crate::eval::{eval, eval_bool, eval_u32, eval_u64, Ctx};
 use crate::expr::{Arg, Ex, FieldLoc, HRef, K};
 use crate::phv::Phv;
@@ -12,8 +12,6 @@ use switch_tables::ActionProfile;
 
 /// Parser loops are cut after this many states (bmv2 has no bound; P4 says ParserTimeout).
 const MAX_PARSE_STATES: usize = 4096;
-/// Jumps inside one action execution (`_jump` loops are compiler bugs, not packets' fault).
-const MAX_ACTION_STEPS: usize = 65_536;
 
 /// simple_switch's default drop port (`--drop-port`): the `egress_spec` value `mark_to_drop`
 /// writes. The v1model target drops packets whose `egress_spec` equals its configured drop port.
@@ -322,7 +320,6 @@ pub fn parse(
                     pkt.cursor += bytes;
                 }
                 ParserOp::Primitive(prim) => {
-                    // A jump has nowhere to go in a one-primitive list.
                     run_prim(prog, &mut rt.ext, pkt, prim, &[]);
                 }
             }
@@ -673,8 +670,7 @@ fn format_log(fmt: &str, values: &[String]) -> String {
 
 /// Runs action `a`'s compiled steps with action data `args` (a table's entry, an action call).
 pub fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32, args: &[Arg]) {
-    let action = &code.actions[a as usize];
-    let ops = &action.ops;
+    let ops = &code.actions[a as usize].ops;
     let prims = &prog.actions[a as usize].prims;
     let mut pc = 0usize;
     let mut steps = 0usize;
@@ -684,98 +680,118 @@ pub fn run_action(prog: &Prog, code: &Code, ext: &mut Ext, pkt: &mut Pkt, a: u32
         if steps > MAX_ACTION_STEPS {
             break;
         }
-        let prim = match op {
-            Op::Store { slot, value } => {
-                let v = value(&pkt.ctx(prog, args));
-                pkt.phv.set_n(*slot, v as u64);
-                continue;
-            }
-            Op::StoreField { slot, src } => {
-                pkt.phv.set_n(*slot, pkt.phv.n(*src));
-                continue;
-            }
-            Op::StoreConst { slot, value } => {
-                pkt.phv.set_n(*slot, *value);
-                continue;
-            }
-            Op::StoreParam { slot, param, prim } => match narrow_arg(args, *param) {
-                Some(v) => {
-                    pkt.phv.set_n(*slot, v);
-                    continue;
-                }
-                None => *prim,
-            },
-            Op::Stores {
-                copies,
-                consts,
-                params,
-            } => {
-                for &(slot, src) in copies.iter() {
-                    pkt.phv.set_n(slot, pkt.phv.n(src));
-                }
-                for &(slot, value) in consts.iter() {
-                    pkt.phv.set_n(slot, value);
-                }
-                for &(slot, param, prim) in params.iter() {
-                    match narrow_arg(args, param) {
-                        Some(v) => pkt.phv.set_n(slot, v),
-                        // An assignment: it neither jumps nor exits.
-                        None => {
-                            run_prim(prog, ext, pkt, &prims[prim as usize], args);
-                        }
-                    }
-                }
-                continue;
-            }
-            Op::Jump(t) => {
-                pc = *t;
-                continue;
-            }
-            Op::JumpIfFalse(c, t) => {
-                if !c(&pkt.ctx(prog, args)) {
-                    pc = *t;
-                }
-                continue;
-            }
-            Op::SetValid { header, valid } => {
-                set_valid(prog, pkt, *header, *valid);
-                continue;
-            }
-            Op::Count { counter, index } => {
-                let i = index(&pkt.ctx(prog, args)) as u64 as usize;
-                count(ext, pkt, *counter, i);
-                continue;
-            }
-            Op::RegisterRead {
-                slot,
-                register,
-                index,
-            } => {
-                let i = index(&pkt.ctx(prog, args)) as u64 as usize;
-                // Wider register values keep their low bits, as `Phv::set_big` does.
-                pkt.phv
-                    .set_n(*slot, register_read(ext, *register, i) as u64);
-                continue;
-            }
-            Op::RegisterWrite {
-                register,
-                index,
-                value,
-                bits,
-            } => {
-                let ctx = pkt.ctx(prog, args);
-                let i = index(&ctx) as u64 as usize;
-                let v = value(&ctx).trunc(*bits) as u128;
-                register_write(ext, *register, i, v);
-                continue;
-            }
-            Op::Prim(i) => *i,
-        };
-        match run_prim(prog, ext, pkt, &prims[prim as usize], args) {
-            Flow::Next => {}
-            Flow::Jump(t) => pc = action.step(t),
-            Flow::Exit => return,
+        match step(prog, ext, pkt, op, args, prims) {
+            Ctl::Next => {}
+            Ctl::Goto(t) => pc = t,
+            Ctl::Exit => return,
         }
+    }
+}
+
+/// Where the steps go on after one.
+enum Ctl {
+    Next,
+    Goto(usize),
+    Exit,
+}
+
+/// Runs one of an action's steps with action data `args`; `prims` are the action's
+/// primitives. A pipeline's own steps (`Op::Table`, `Branch`, `Call`, `ActionPrim`) are
+/// `apply_pipeline`'s.
+#[inline(always)]
+fn step(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, op: &Op, args: &[Arg], prims: &[Prim]) -> Ctl {
+    let prim = match op {
+        Op::Store { slot, value } => {
+            let v = value(&pkt.ctx(prog, args));
+            pkt.phv.set_n(*slot, v as u64);
+            return Ctl::Next;
+        }
+        Op::StoreField { slot, src } => {
+            pkt.phv.set_n(*slot, pkt.phv.n(*src));
+            return Ctl::Next;
+        }
+        Op::StoreConst { slot, value } => {
+            pkt.phv.set_n(*slot, *value);
+            return Ctl::Next;
+        }
+        Op::StoreParam { slot, param, prim } => match narrow_arg(args, *param) {
+            Some(v) => {
+                pkt.phv.set_n(*slot, v);
+                return Ctl::Next;
+            }
+            None => *prim,
+        },
+        Op::Stores {
+            copies,
+            consts,
+            params,
+        } => {
+            for &(slot, src) in copies.iter() {
+                pkt.phv.set_n(slot, pkt.phv.n(src));
+            }
+            for &(slot, value) in consts.iter() {
+                pkt.phv.set_n(slot, value);
+            }
+            for &(slot, param, prim) in params.iter() {
+                match (narrow_arg(args, param), prims.get(prim as usize)) {
+                    (Some(v), _) => pkt.phv.set_n(slot, v),
+                    // An assignment: it neither jumps nor exits.
+                    (None, Some(p)) => {
+                        run_prim(prog, ext, pkt, p, args);
+                    }
+                    (None, None) => {}
+                }
+            }
+            return Ctl::Next;
+        }
+        Op::Jump(t) => return Ctl::Goto(*t),
+        Op::JumpIfFalse(c, t) => {
+            return match c(&pkt.ctx(prog, args)) {
+                true => Ctl::Next,
+                false => Ctl::Goto(*t),
+            }
+        }
+        Op::SetValid { header, valid } => {
+            set_valid(prog, pkt, *header, *valid);
+            return Ctl::Next;
+        }
+        Op::Count { counter, index } => {
+            let i = index(&pkt.ctx(prog, args)) as u64 as usize;
+            count(ext, pkt, *counter, i);
+            return Ctl::Next;
+        }
+        Op::RegisterRead {
+            slot,
+            register,
+            index,
+        } => {
+            let i = index(&pkt.ctx(prog, args)) as u64 as usize;
+            // Wider register values keep their low bits, as `Phv::set_big` does.
+            pkt.phv
+                .set_n(*slot, register_read(ext, *register, i) as u64);
+            return Ctl::Next;
+        }
+        Op::RegisterWrite {
+            register,
+            index,
+            value,
+            bits,
+        } => {
+            let ctx = pkt.ctx(prog, args);
+            let i = index(&ctx) as u64 as usize;
+            let v = value(&ctx).trunc(*bits) as u128;
+            register_write(ext, *register, i, v);
+            return Ctl::Next;
+        }
+        Op::Prim(i) => *i,
+        Op::Branch { .. } | Op::Table(_) | Op::Call(_) | Op::ActionPrim { .. } => return Ctl::Next,
+    };
+    match prims
+        .get(prim as usize)
+        .map(|p| run_prim(prog, ext, pkt, p, args))
+    {
+        Some(Flow::Exit) => Ctl::Exit,
+        _ => Ctl::Next,
     }
 }
 
@@ -810,12 +826,11 @@ fn register_write(ext: &mut Ext, r: u32, i: usize, v: u128) {
 /// What follows a primitive.
 enum Flow {
     Next,
-    Jump(usize),
     Exit,
 }
 
 /// Runs one primitive with action data `args` (the interpreter: `compile.rs` runs the
-/// stores and jumps it covers itself).
+/// stores it covers itself, and every jump: one here goes nowhere, as in a parser).
 fn run_prim(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, p: &Prim, args: &[Arg]) -> Flow {
     match p {
         Prim::Assign(dst, e) => {
@@ -913,12 +928,7 @@ fn run_prim(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, p: &Prim, args: &[Arg]) -
             pkt.regs.exit = true;
             return Flow::Exit;
         }
-        Prim::Jump(t) => return Flow::Jump(*t),
-        Prim::JumpIfZero(c, t) => {
-            if !eval_bool(&pkt.ctx(prog, args), c) {
-                return Flow::Jump(*t);
-            }
-        }
+        Prim::Jump(_) | Prim::JumpIfZero(..) => {}
         Prim::HashOffset {
             dst,
             base,
@@ -1192,35 +1202,44 @@ fn apply_table(
     next
 }
 
-/// Applies a control pipeline to the packet.
+/// Applies a control pipeline to the packet: its steps (`compile::Pipeline`) in order, each
+/// at most once (every jump goes forward).
 pub fn apply_pipeline(prog: &Prog, code: &Code, rt: &mut Runtime, pkt: &mut Pkt, p: usize) {
-    let Some(pipe) = prog.pipelines.get(p) else {
+    let Some(pipe) = code.pipelines.get(p) else {
         return;
     };
-    let mut next = pipe.init;
-    // A well-formed control graph is acyclic; the bound keeps a malformed one finite.
-    for _ in 0..=prog.tables.len() + prog.conds.len() + prog.calls.len() {
-        next = match next {
-            Next::End => break,
-            Next::Table(t) => {
-                apply_table(prog, code, &rt.tables, &rt.profiles, &mut rt.ext, pkt, t)
+    let ops = &pipe.ops;
+    let mut pc = 0usize;
+    while let Some(op) = ops.get(pc) {
+        pc += 1;
+        match op {
+            Op::Table(t) => {
+                let next = apply_table(prog, code, &rt.tables, &rt.profiles, &mut rt.ext, pkt, *t);
+                if pkt.regs.exit {
+                    break;
+                }
+                pc = pipe.step(next);
             }
-            Next::Cond(c) => {
-                let ci = &prog.conds[c as usize];
-                if code.conds[c as usize](&pkt.ctx(prog, &[])) {
-                    ci.t
-                } else {
-                    ci.f
+            Op::Branch { cond, t, f } => {
+                pc = if cond(&pkt.ctx(prog, &[])) { *t } else { *f };
+            }
+            Op::Call(a) => {
+                run_action(prog, code, &mut rt.ext, pkt, *a, &[]);
+                if pkt.regs.exit {
+                    break;
                 }
             }
-            Next::Call(c) => {
-                let ci = &prog.calls[c as usize];
-                run_action(prog, code, &mut rt.ext, pkt, ci.action, &[]);
-                ci.next
+            Op::ActionPrim { action, prim } => {
+                let p = &prog.actions[*action as usize].prims[*prim as usize];
+                if let Flow::Exit = run_prim(prog, &mut rt.ext, pkt, p, &[]) {
+                    break;
+                }
             }
-        };
-        if pkt.regs.exit {
-            break;
+            op => match step(prog, &mut rt.ext, pkt, op, &[], &[]) {
+                Ctl::Next => {}
+                Ctl::Goto(t) => pc = t,
+                Ctl::Exit => break,
+            },
         }
     }
     pkt.regs.exit = false;

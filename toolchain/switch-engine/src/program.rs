@@ -396,3 +396,68 @@ pub struct Prog {
     /// Error names by value, for logs.
     pub error_names: HashMap<u32, String>,
 }
+
+impl Prog {
+    /// The nodes node `n` may go to next (a table's for every action and hit or miss).
+    pub fn successors(&self, n: Next) -> Vec<Next> {
+        match n {
+            Next::End => Vec::new(),
+            Next::Table(t) => {
+                let ti = &self.tables[t as usize];
+                let mut out: Vec<Next> = ti.next_by_action.iter().map(|&(_, n)| n).collect();
+                if let Some((hit, miss)) = ti.hit_miss {
+                    out.extend([hit, miss]);
+                }
+                out.push(ti.base_default_next);
+                out
+            }
+            Next::Cond(c) => {
+                let ci = &self.conds[c as usize];
+                vec![ci.t, ci.f]
+            }
+            Next::Call(c) => vec![self.calls[c as usize].next],
+        }
+    }
+
+    /// The nodes reachable from `init`, each before every node it may go to (a topological
+    /// order, depth first: a node with one successor not reached otherwise comes right before
+    /// it). `Err(n)`: node `n` leads back to itself.
+    pub fn node_order(&self, init: Next) -> Result<Vec<Next>, Next> {
+        let (nt, nc) = (self.tables.len(), self.conds.len());
+        let id = |n: Next| match n {
+            Next::Table(t) => Some(t as usize),
+            Next::Cond(c) => Some(nt + c as usize),
+            Next::Call(c) => Some(nt + nc + c as usize),
+            Next::End => None,
+        };
+        // 1: on the current path, 2: done.
+        let mut state = vec![0u8; nt + nc + self.calls.len()];
+        let mut post = Vec::new();
+        let mut path: Vec<(Next, Vec<Next>)> = Vec::new();
+        if let Some(i) = id(init) {
+            state[i] = 1;
+            path.push((init, self.successors(init)));
+        }
+        while let Some((n, succ)) = path.last_mut() {
+            let n = *n;
+            let Some(s) = succ.pop() else {
+                if let Some(i) = id(n) {
+                    state[i] = 2;
+                }
+                post.push(n);
+                path.pop();
+                continue;
+            };
+            match id(s).map(|j| (j, state[j])) {
+                Some((j, 0)) => {
+                    state[j] = 1;
+                    path.push((s, self.successors(s)));
+                }
+                Some((_, 1)) => return Err(s),
+                _ => {}
+            }
+        }
+        post.reverse();
+        Ok(post)
+    }
+}

@@ -10,10 +10,12 @@ use common::Rng;
 use num_bigint::BigInt;
 use switch_engine::compile::{self, Code, KeyCopy, Op};
 use switch_engine::eval::{self, Ctx};
+use switch_engine::exec::{self, Pkt};
 use switch_engine::expr::FieldLoc;
 use switch_engine::expr::{Arg, Ex, HRef, Op1, Op2, K};
 use switch_engine::phv::Phv;
-use switch_engine::program::{KeyPart, Prim, Prog, Slot};
+use switch_engine::program::{KeyPart, Next, Prim, Prog, Slot};
+use switch_engine::state::{ActionData, EntryVal, Ext, Runtime, TableState};
 use switch_engine::value::mask64;
 
 /// Small values and all-ones as often as arbitrary ones: comparisons against the programs'
@@ -116,7 +118,7 @@ fn compiled_expressions_agree_with_the_interpreter() {
             for (i, c) in prog.conds.iter().enumerate() {
                 let c0 = ctx(&prog, &phv, no_args);
                 assert_eq!(
-                    code.conds[i](&c0),
+                    compile::boolean(&prog, &c.expr)(&c0),
                     eval::eval_bool(&c0, &c.expr),
                     "{name}: condition {i}, round {round}: {:?}",
                     c.expr
@@ -304,9 +306,9 @@ fn random_expressions_compile_to_what_the_interpreter_computes() {
 }
 
 /// An action's primitives one by one, by the interpreter's rules: an assignment evaluates its
-/// expression (`eval`) and stores it cut to the field's width, a jump moves to its primitive.
-/// Only the primitives `interpretable` admits.
-fn interpret(prog: &Prog, phv: &mut Phv, prims: &[Prim], args: &[Arg]) {
+/// expression (`eval`) and stores it cut to the field's width, a jump moves to its primitive,
+/// an exit ends the action (true) and the pipeline. Only the primitives `interpretable` admits.
+fn interpret(prog: &Prog, phv: &mut Phv, prims: &[Prim], args: &[Arg]) -> bool {
     let mut pc = 0;
     while let Some(p) = prims.get(pc) {
         pc += 1;
@@ -327,16 +329,18 @@ fn interpret(prog: &Prog, phv: &mut Phv, prims: &[Prim], args: &[Arg]) {
                     pc = *t;
                 }
             }
-            _ => unreachable!("interpretable admits only assignments and jumps"),
+            Prim::Exit => return true,
+            _ => unreachable!("interpretable admits only assignments, jumps and exits"),
         }
     }
+    false
 }
 
-/// Assignments to fixed fields and forward jumps: what `interpret` runs (a backward jump could
-/// loop, and the engine cuts loops where the reference would not).
+/// Assignments to fixed fields, forward jumps and exits: what `interpret` runs (a backward
+/// jump could loop, and the engine cuts loops where the reference would not).
 fn interpretable(prims: &[Prim]) -> bool {
     prims.iter().enumerate().all(|(i, p)| match p {
-        Prim::Assign(FieldLoc::Static(_), _) => true,
+        Prim::Assign(FieldLoc::Static(_), _) | Prim::Exit => true,
         Prim::Jump(t) | Prim::JumpIfZero(_, t) => *t > i,
         _ => false,
     })
@@ -412,14 +416,14 @@ fn random_action(rng: &mut Rng, prog: &Prog, fields: &[u32], params: u32) -> Vec
                     wide: false,
                 },
                 2 | 3 => field(rng),
-                4 | 5 => {
+                4 | 5 if params > 0 => {
                     let p = rng.below(params as usize) as u32;
                     Ex {
                         k: K::Param(p),
                         wide: p == params - 1,
                     }
                 }
-                _ => gen(rng, prog, params - 1, 2),
+                _ => gen(rng, prog, params.saturating_sub(1), 2),
             };
             match rng.below(10) {
                 0 => Prim::Jump(i + 1 + rng.below(n - i)),
@@ -475,6 +479,190 @@ fn random_actions_fuse_to_what_their_primitives_store() {
         }
     }
     assert!(fused > 1000, "only {fused} fused runs");
+}
+
+/// Appends to `prog` a random control graph over `fields` as a new pipeline: conditionals,
+/// calls of random actions without parameters (stores, forward jumps, now and then an exit)
+/// and keyless tables whose default entry runs such an action, going to their action's next
+/// node or to their miss node. Each node goes only to nodes made after it (a control graph
+/// has no cycles), mostly the next one: chains of calls, nodes several others go to, tables'
+/// successors inside a chain.
+fn random_pipeline(rng: &mut Rng, prog: &mut Prog, fields: &[u32], tables: &mut Vec<TableState>) {
+    use switch_engine::program::{ActionInfo, CallInfo, CondInfo, PipelineInfo, TableInfo};
+    let n = 2 + rng.below(14);
+    let (mut t, mut c, mut a) = (prog.tables.len(), prog.conds.len(), prog.calls.len());
+    let nodes: Vec<Next> = (0..n)
+        .map(|_| match rng.below(8) {
+            0 | 1 => (Next::Cond(c as u32), c += 1).0,
+            2 | 3 => (Next::Table(t as u32), t += 1).0,
+            _ => (Next::Call(a as u32), a += 1).0,
+        })
+        .collect();
+    let later = |rng: &mut Rng, i: usize| {
+        match rng.below(2) {
+            0 => nodes.get(i + 1 + rng.below(n - i)).copied(),
+            _ => nodes.get(i + 1).copied(),
+        }
+        .unwrap_or(Next::End)
+    };
+    let action = |rng: &mut Rng, prog: &mut Prog| {
+        let mut prims = random_action(rng, prog, fields, 0);
+        if rng.below(6) == 0 {
+            prims.push(Prim::Exit);
+        }
+        prog.actions.push(ActionInfo {
+            name: format!("random {}", prog.actions.len()),
+            json_id: -1,
+            params: Vec::new(),
+            prims,
+        });
+        prog.actions.len() as u32 - 1
+    };
+    for (i, node) in nodes.iter().enumerate() {
+        match node {
+            Next::Cond(_) => {
+                let (t, f) = (later(rng, i), later(rng, i));
+                let expr = gen(rng, prog, 0, 2);
+                prog.conds.push(CondInfo { expr, t, f });
+            }
+            Next::Table(_) => {
+                let act = action(rng, prog);
+                let (next, miss) = (later(rng, i), later(rng, i));
+                prog.tables.push(TableInfo {
+                    name: format!("random {t}"),
+                    keys: Vec::new(),
+                    profile: None,
+                    max_size: 0,
+                    actions: vec![act],
+                    next_by_action: vec![(act, next)],
+                    hit_miss: (rng.below(3) == 0).then_some((next, miss)),
+                    base_default_next: miss,
+                    default_action_const: true,
+                    default_entry_const: true,
+                    immutable_entries: false,
+                    direct_counter: None,
+                    direct_meter: None,
+                    support_timeout: false,
+                });
+                tables.push(TableState {
+                    table: None,
+                    default: Some(EntryVal::Act(ActionData {
+                        action: act,
+                        args: Box::new([]),
+                    })),
+                });
+            }
+            _ => {
+                let act = action(rng, prog);
+                let next = later(rng, i);
+                prog.calls.push(CallInfo { action: act, next });
+            }
+        }
+    }
+    prog.pipelines.push(PipelineInfo {
+        name: String::new(),
+        init: nodes[0],
+    });
+}
+
+/// A control graph walked node by node with the interpreter: a conditional by `eval_bool`, an
+/// action call by `interpret`, a keyless table by its default action, then its miss node
+/// (`__MISS__`) or its action's next node, as bmv2 goes on after a miss. True when an action
+/// exited.
+fn walk(prog: &Prog, tables: &[TableState], phv: &mut Phv, init: Next) -> bool {
+    let mut n = init;
+    loop {
+        let (action, next) = match n {
+            Next::End => return false,
+            Next::Cond(c) => {
+                let ci = &prog.conds[c as usize];
+                n = match eval::eval_bool(&ctx(prog, phv, &[]), &ci.expr) {
+                    true => ci.t,
+                    false => ci.f,
+                };
+                continue;
+            }
+            Next::Call(c) => (prog.calls[c as usize].action, prog.calls[c as usize].next),
+            Next::Table(t) => {
+                let Some(EntryVal::Act(d)) = &tables[t as usize].default else {
+                    unreachable!("random tables have a default action")
+                };
+                let ti = &prog.tables[t as usize];
+                let next = ti.hit_miss.map_or(ti.next_of(d.action), |(_, miss)| miss);
+                (d.action, next)
+            }
+        };
+        if interpret(prog, phv, &prog.actions[action as usize].prims, &[]) {
+            return true;
+        }
+        n = next;
+    }
+}
+
+/// Random pipelines (`random_pipeline`), compiled into one list of steps each (calls inlined,
+/// their stores fused across nodes), leave the header vector a walk node by node leaves.
+#[test]
+fn random_pipelines_run_what_their_nodes_run() {
+    let mut rng = Rng(0x3c6e_f372_fe94_f82b);
+    let (mut pipelines, mut fused, mut exits) = (0usize, 0usize, 0usize);
+    for (name, mut prog) in programs() {
+        let narrow: Vec<u32> = (0..prog.fields.len() as u32)
+            .filter(|&f| matches!(prog.fields[f as usize].slot, Slot::Narrow(_)))
+            .collect();
+        if narrow.len() < 4 {
+            continue;
+        }
+        let mut tables: Vec<TableState> = (0..prog.tables.len())
+            .map(|_| TableState {
+                table: None,
+                default: None,
+            })
+            .collect();
+        let first = prog.pipelines.len();
+        for _ in 0..300 {
+            let fields: Vec<u32> = (0..2 + rng.below(4))
+                .map(|_| narrow[rng.below(narrow.len())])
+                .collect();
+            random_pipeline(&mut rng, &mut prog, &fields, &mut tables);
+        }
+        let code = Code::new(&prog);
+        let mut rt = Runtime {
+            tables,
+            profiles: Vec::new(),
+            vsets: Vec::new(),
+            ext: Ext::new(&prog),
+        };
+        let mut phv = Phv::new(&prog);
+        for p in first..prog.pipelines.len() {
+            pipelines += 1;
+            let ops = &code.pipelines[p].ops;
+            fused += ops
+                .iter()
+                .filter(|op| matches!(op, Op::Stores { .. }))
+                .count();
+            for _ in 0..5 {
+                randomize(&mut rng, &prog, &mut phv);
+                let mut pkt = Pkt::new(&prog);
+                pkt.phv = phv.clone();
+                exec::apply_pipeline(&prog, &code, &mut rt, &mut pkt, p);
+                let mut want = phv.clone();
+                exits += usize::from(walk(&prog, &rt.tables, &mut want, prog.pipelines[p].init));
+                assert!(
+                    !pkt.regs.exit,
+                    "an exit ends the pipeline, not the next one"
+                );
+                assert_eq!(pkt.phv.narrow, want.narrow, "{name}: pipeline {p}");
+                assert_eq!(
+                    pkt.phv.src, want.src,
+                    "{name}: pipeline {p}, written headers"
+                );
+            }
+        }
+    }
+    assert!(
+        pipelines >= 500 && fused >= 500 && exits >= 100,
+        "{pipelines} pipelines compared, {fused} fused runs among them, {exits} exits"
+    );
 }
 
 /// A parser state's compiled select key holds, part by part, the value the interpreter

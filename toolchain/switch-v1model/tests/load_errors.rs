@@ -77,6 +77,10 @@ fn semantic_errors_name_the_json_path() {
         r#"pipelines[0].conditionals[0].true_next: unknown control flow node "ghost""#,
     );
     check(
+        |v| v["pipelines"][0]["tables"][0]["next_tables"]["ingress.set_nhop"] = json!("node_2"),
+        r#"pipelines[0]: control flow node "node_2" leads back to itself"#,
+    );
+    check(
         |v| v["pipelines"][0]["conditionals"][0]["expression"]["value"]["op"] = json!("**"),
         r#"pipelines[0].conditionals[0].expression.value.op: unknown expression op "**""#,
     );

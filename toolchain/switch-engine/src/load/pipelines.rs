@@ -147,6 +147,19 @@ impl<'a> L<'a> {
                 init,
             });
         }
+        // Packets run a pipeline as one list of steps in this order (`compile::Pipeline`).
+        for (pi, p) in self.p.pipelines.iter().enumerate() {
+            if let Err(n) = self.p.node_order(p.init) {
+                let name = self.node_by_name.iter().find(|(_, &x)| x == n);
+                return err(
+                    &format!("pipelines[{pi}]"),
+                    format!(
+                        "control flow node \"{}\" leads back to itself (a control graph has no cycles)",
+                        name.map_or("?", |(k, _)| k)
+                    ),
+                );
+            }
+        }
         self.keyless_as_calls(&keyless);
         Ok(())
     }
