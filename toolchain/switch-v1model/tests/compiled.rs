@@ -105,6 +105,14 @@ fn action_exprs(prims: &[Prim]) -> Vec<&Ex> {
     out
 }
 
+/// How many fused store runs (`Op::Stores`) a list of steps holds: the tests assert that the
+/// case they check occurred.
+fn fused_runs(ops: &[Op]) -> usize {
+    ops.iter()
+        .filter(|op| matches!(op, Op::Stores { .. }))
+        .count()
+}
+
 #[test]
 fn compiled_expressions_agree_with_the_interpreter() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -376,11 +384,7 @@ fn compiled_actions_store_what_their_primitives_store() {
                 continue;
             }
             actions += 1;
-            fused += code.actions[a]
-                .ops
-                .iter()
-                .filter(|op| matches!(op, Op::Stores { .. }))
-                .count();
+            fused += fused_runs(&code.actions[a].ops);
             for _ in 0..20 {
                 randomize(&mut rng, &prog, &mut phv);
                 let data = args(&mut rng, &info.params);
@@ -466,11 +470,7 @@ fn random_actions_fuse_to_what_their_primitives_store() {
         let code = Code::new(&prog);
         let mut phv = Phv::new(&prog);
         for a in first..prog.actions.len() {
-            fused += code.actions[a]
-                .ops
-                .iter()
-                .filter(|op| matches!(op, Op::Stores { .. }))
-                .count();
+            fused += fused_runs(&code.actions[a].ops);
             for _ in 0..5 {
                 randomize(&mut rng, &prog, &mut phv);
                 let data = args(&mut rng, &params);
@@ -635,11 +635,7 @@ fn random_pipelines_run_what_their_nodes_run() {
         let mut phv = Phv::new(&prog);
         for p in first..prog.pipelines.len() {
             pipelines += 1;
-            let ops = &code.pipelines[p].ops;
-            fused += ops
-                .iter()
-                .filter(|op| matches!(op, Op::Stores { .. }))
-                .count();
+            fused += fused_runs(&code.pipelines[p].ops);
             for _ in 0..5 {
                 randomize(&mut rng, &prog, &mut phv);
                 let mut pkt = Pkt::new(&prog);
