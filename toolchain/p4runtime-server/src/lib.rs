@@ -166,8 +166,7 @@ impl tonic::codegen::Service<http::Request<tonic::body::Body>> for Service {
         }
         let method = EncodedWrite(self.server.clone());
         Box::pin(async move {
-            let codec = tonic_prost::ProstCodec::<WriteResponse, wire::WriteRequest>::default();
-            let mut grpc = tonic::server::Grpc::new(codec)
+            let mut grpc = tonic::server::Grpc::new(wire::WriteCodec)
                 .apply_max_message_size_config(Some(MAX_MESSAGE), Some(MAX_MESSAGE));
             Ok(grpc.unary(method, req).await)
         })
@@ -467,8 +466,7 @@ impl Server {
         let role = req.role.clone();
         let translate = move |p: &Pipeline, req: &wire::WriteRequest| -> Vec<_> {
             let mut plain = wire::PlainEntry::default();
-            req.updates
-                .iter()
+            req.updates()
                 .map(|bytes| {
                     // Plain table entries straight from the wire; role configs filter by
                     // entity, so a role with one takes the full decode.
@@ -480,7 +478,7 @@ impl Server {
                             return op;
                         }
                     }
-                    let u = Update::decode(bytes.clone()).map_err(|e| {
+                    let u = Update::decode(bytes).map_err(|e| {
                         UpdateError::InvalidArgument(format!("the update does not decode: {e}"))
                     })?;
                     match (&config, &u.entity) {

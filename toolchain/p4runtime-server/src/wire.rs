@@ -9,41 +9,172 @@
 //! would refuse), is decoded in full instead (`p4runtime_proto`'s `Update`), so errors and
 //! semantics do not depend on the path.
 
-use bytes::Bytes;
+use std::ops::Range;
+
+use bytes::{Buf, Bytes};
 use p4runtime_proto::p4runtime::Uint128;
 use prost::Message;
 use smallvec::SmallVec;
 
-/// `p4.v1.WriteRequest` with its updates encoded.
-#[derive(Clone, PartialEq, prost::Message)]
+/// `p4.v1.WriteRequest` with its updates encoded: the received body and where each update lies
+/// in it. prost's repeated `bytes` field made a `Bytes` handle per update and grew a `Vec` of
+/// them (about 270 instructions an update); the top level read here costs a few varints and one
+/// range an update.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct WriteRequest {
-    #[prost(uint64, tag = "1")]
     pub device_id: u64,
-    #[prost(string, tag = "6")]
     pub role: String,
-    #[prost(message, optional, tag = "3")]
     pub election_id: Option<Uint128>,
-    /// Each a `p4.v1.Update`.
-    #[prost(bytes = "bytes", repeated, tag = "4")]
-    pub updates: Vec<Bytes>,
-    #[prost(int32, tag = "5")]
     pub atomicity: i32,
+    body: Bytes,
+    /// Each a `p4.v1.Update`'s bytes in `body`, in the order given.
+    updates: Vec<Range<usize>>,
+}
+
+/// The same message as prost decodes it, for requests the top level reader leaves to prost.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Generic {
+    #[prost(uint64, tag = "1")]
+    device_id: u64,
+    /// Deprecated for `role` and ignored, as the server ignores it; a wrong wire type is still
+    /// an error.
+    #[prost(uint64, tag = "2")]
+    role_id: u64,
+    #[prost(string, tag = "6")]
+    role: String,
+    #[prost(message, optional, tag = "3")]
+    election_id: Option<Uint128>,
+    #[prost(bytes = "bytes", repeated, tag = "4")]
+    updates: Vec<Bytes>,
+    #[prost(int32, tag = "5")]
+    atomicity: i32,
+}
+
+impl WriteRequest {
+    /// Decodes `body` as prost decodes a `p4.v1.WriteRequest`, but leaves the updates encoded
+    /// where they are. What the reader does not take exactly as prost would (a top-level group,
+    /// an `election_id` given twice, which prost merges, a wire type prost refuses, a role that
+    /// is not UTF-8) is decoded by prost, so the result and the errors are prost's.
+    pub fn decode(body: Bytes) -> Result<WriteRequest, prost::DecodeError> {
+        if let Some(r) = Self::read(&body) {
+            return Ok(r);
+        }
+        let g = Generic::decode(body)?;
+        Ok(Self::of_updates(
+            WriteRequest {
+                device_id: g.device_id,
+                role: g.role,
+                election_id: g.election_id,
+                atomicity: g.atomicity,
+                ..Default::default()
+            },
+            g.updates.iter().map(|u| &u[..]),
+        ))
+    }
+
+    /// The top level of `body` in one pass, or `None` for what [`WriteRequest::decode`] leaves
+    /// to prost.
+    fn read(body: &Bytes) -> Option<WriteRequest> {
+        let mut r = WriteRequest {
+            body: body.clone(),
+            ..Default::default()
+        };
+        let mut election = None;
+        for f in Fields(body) {
+            match f? {
+                (1, Val::Varint(v)) => r.device_id = v,
+                // The deprecated role_id, which the server ignores.
+                (2, Val::Varint(_)) => {}
+                (4, Val::Len(u)) => {
+                    let start = u.as_ptr() as usize - body.as_ptr() as usize;
+                    r.updates.push(start..start + u.len());
+                }
+                (5, Val::Varint(v)) => r.atomicity = v as i32,
+                (6, Val::Len(s)) => r.role = std::str::from_utf8(s).ok()?.to_owned(),
+                (3, Val::Len(e)) => once(&mut election, e)?,
+                (1..=6, _) => return None,
+                _ => {}
+            }
+        }
+        if let Some(e) = election {
+            r.election_id = Some(Uint128::decode(e).ok()?);
+        }
+        Some(r)
+    }
+
+    /// `head` with `updates` (each an encoded `p4.v1.Update`) copied into one body.
+    fn of_updates<'a>(head: WriteRequest, updates: impl Iterator<Item = &'a [u8]>) -> WriteRequest {
+        let mut body = Vec::new();
+        let mut ranges = Vec::new();
+        for u in updates {
+            ranges.push(body.len()..body.len() + u.len());
+            body.extend_from_slice(u);
+        }
+        WriteRequest {
+            body: body.into(),
+            updates: ranges,
+            ..head
+        }
+    }
+
+    /// The updates, each an encoded `p4.v1.Update`, in the order given.
+    pub fn updates(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.updates.iter().map(|r| &self.body[r.clone()])
+    }
 }
 
 impl From<p4runtime_proto::p4runtime::WriteRequest> for WriteRequest {
     /// For a request that arrived decoded (the `P4Runtime` trait's `write`).
     fn from(r: p4runtime_proto::p4runtime::WriteRequest) -> WriteRequest {
-        WriteRequest {
-            device_id: r.device_id,
-            role: r.role,
-            election_id: r.election_id,
-            updates: r
-                .updates
-                .iter()
-                .map(|u| Bytes::from(u.encode_to_vec()))
-                .collect(),
-            atomicity: r.atomicity,
-        }
+        let encoded: Vec<Vec<u8>> = r.updates.iter().map(Message::encode_to_vec).collect();
+        Self::of_updates(
+            WriteRequest {
+                device_id: r.device_id,
+                role: r.role,
+                election_id: r.election_id,
+                atomicity: r.atomicity,
+                ..Default::default()
+            },
+            encoded.iter().map(|u| &u[..]),
+        )
+    }
+}
+
+/// tonic's codec for Write: the request read by [`WriteRequest::decode`] from the received
+/// body, taken whole (a handle on tonic's buffer, not a copy); the response as prost encodes it.
+#[derive(Default)]
+pub struct WriteCodec;
+
+pub struct WriteDecoder;
+
+impl tonic::codec::Codec for WriteCodec {
+    type Encode = p4runtime_proto::p4runtime::WriteResponse;
+    type Decode = WriteRequest;
+    type Encoder = tonic_prost::ProstEncoder<Self::Encode>;
+    type Decoder = WriteDecoder;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        tonic_prost::ProstEncoder::default()
+    }
+
+    fn decoder(&mut self) -> WriteDecoder {
+        WriteDecoder
+    }
+}
+
+impl tonic::codec::Decoder for WriteDecoder {
+    type Item = WriteRequest;
+    type Error = tonic::Status;
+
+    fn decode(
+        &mut self,
+        buf: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<WriteRequest>, tonic::Status> {
+        let body = buf.copy_to_bytes(buf.remaining());
+        // As tonic's prost decoder reports a message that does not decode.
+        WriteRequest::decode(body)
+            .map(Some)
+            .map_err(|e| tonic::Status::internal(e.to_string()))
     }
 }
 
@@ -500,6 +631,148 @@ mod tests {
         let twice = [&whole[..], entity].concat();
         assert!(Update::decode(&twice[..]).is_ok());
         assert!(plain_entry(&twice).is_none());
+    }
+
+    /// Device id, role, election id, atomicity and the updates, each encoded.
+    type Decoded = (u64, String, Option<Uint128>, i32, Vec<Vec<u8>>);
+
+    /// A request as prost's generated `p4.v1.WriteRequest` decodes it, with its updates
+    /// re-encoded: what [`WriteRequest::decode`] must give, or prost's error.
+    fn as_prost(body: &[u8]) -> Result<Decoded, String> {
+        let r =
+            p4runtime_proto::p4runtime::WriteRequest::decode(body).map_err(|e| e.to_string())?;
+        let updates = r.updates.iter().map(Message::encode_to_vec).collect();
+        Ok((r.device_id, r.role, r.election_id, r.atomicity, updates))
+    }
+
+    fn ours(body: &[u8]) -> Result<Decoded, String> {
+        let r = WriteRequest::decode(Bytes::copy_from_slice(body)).map_err(|e| e.to_string())?;
+        let updates = r
+            .updates()
+            .map(|u| Update::decode(u).map(|u| u.encode_to_vec()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        Ok((r.device_id, r.role, r.election_id, r.atomicity, updates))
+    }
+
+    /// The top level read in one pass gives what prost's decode gives, with the updates where
+    /// they lie in the body; requests it leaves to prost (a field given twice where prost
+    /// merges, a group, a bad wire type, a role that is not UTF-8, truncation) give prost's
+    /// result or error too.
+    #[test]
+    fn requests_as_prost_decodes_them() {
+        let insert = entry(
+            update::Type::Insert,
+            TableEntry {
+                table_id: 7,
+                action: action(2, &[(1, &[4])]),
+                ..Default::default()
+            },
+        );
+        let delete = entry(
+            update::Type::Delete,
+            TableEntry {
+                table_id: 8,
+                ..Default::default()
+            },
+        );
+        let request = p4runtime_proto::p4runtime::WriteRequest {
+            device_id: 300,
+            role: "sdn".into(),
+            election_id: Some(Uint128 { high: 1, low: 2 }),
+            updates: vec![
+                Update::decode(&insert[..]).expect("an update"),
+                Update::decode(&delete[..]).expect("an update"),
+            ],
+            atomicity: 1,
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let body = Bytes::from(request.clone());
+        let read = WriteRequest::read(&body).expect("read in one pass");
+        assert_eq!(
+            read.updates().collect::<Vec<_>>(),
+            [&insert[..], &delete[..]]
+        );
+        assert_eq!(
+            (
+                read.device_id,
+                &read.role[..],
+                read.election_id,
+                read.atomicity
+            ),
+            (300, "sdn", Some(Uint128 { high: 1, low: 2 }), 1)
+        );
+        // Tags 1 to 6 as varint, fixed64, length-delimited, start group and fixed32.
+        let field = |tag: u8, wire: u8| -> Vec<u8> {
+            let key = tag << 3 | wire;
+            match wire {
+                0 => vec![key, 5],
+                1 => [&[key][..], &[0; 8]].concat(),
+                2 => vec![key, 1, 0x61],
+                3 => vec![key, (tag << 3) | 4],
+                _ => [&[key][..], &[0; 4]].concat(),
+            }
+        };
+        let mut cases: Vec<(Vec<u8>, bool)> = vec![
+            (request.clone(), true),
+            (Vec::new(), true),
+            // Unknown fields of each wire type but groups are skipped in the one pass.
+            (
+                [
+                    &request[..],
+                    &field(9, 0),
+                    &field(10, 1),
+                    &field(11, 2),
+                    &field(12, 5),
+                ]
+                .concat(),
+                true,
+            ),
+            ([&request[..], &field(9, 3)].concat(), false),
+            // The election id again (prost merges it), the role and device id again (the last
+            // wins).
+            ([&request[..], &[0x1a, 2, 0x10, 9]].concat(), false),
+            ([&request[..], &[0x32, 1, 0x62, 0x08, 0x07]].concat(), true),
+            // A role that is not UTF-8, and truncated requests.
+            ([&request[..], &[0x32, 1, 0xff]].concat(), false),
+            (request[..request.len() - 1].to_vec(), false),
+            (request[..4].to_vec(), false),
+            // An update that does not decode is the update's failure, not the request's.
+            ([&request[..], &[0x22, 2, 0x12, 9]].concat(), true),
+        ];
+        for tag in [1, 2, 3, 4, 5, 6] {
+            for wire in [0, 1, 2, 5] {
+                let valid = matches!((tag, wire), (1 | 2 | 5, 0) | (4 | 6, 2));
+                cases.push(([&request[..], &field(tag, wire)].concat(), valid));
+            }
+        }
+        for (body, in_one_pass) in cases {
+            assert_eq!(
+                WriteRequest::read(&Bytes::from(body.clone())).is_some(),
+                in_one_pass,
+                "{body:?}"
+            );
+            let generic = Generic::decode(&body[..]).map_err(|e| e.to_string());
+            let got = WriteRequest::decode(Bytes::from(body.clone())).map_err(|e| e.to_string());
+            assert_eq!(got.is_ok(), generic.is_ok(), "{body:?}");
+            match (&got, &generic) {
+                (Ok(got), Ok(g)) => {
+                    let want: Vec<&[u8]> = g.updates.iter().map(|u| &u[..]).collect();
+                    assert_eq!(got.updates().collect::<Vec<_>>(), want, "{body:?}");
+                    assert_eq!(
+                        (got.device_id, &got.role, got.election_id, got.atomicity),
+                        (g.device_id, &g.role, g.election_id, g.atomicity),
+                        "{body:?}"
+                    );
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b, "{body:?}"),
+                _ => {}
+            }
+            if as_prost(&body).is_ok() {
+                assert_eq!(ours(&body), as_prost(&body), "{body:?}");
+            }
+        }
     }
 
     /// Unknown fields are skipped, as prost skips them.
