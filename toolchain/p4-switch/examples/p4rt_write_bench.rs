@@ -378,7 +378,8 @@ async fn sink_rate(sink: &tokio::runtime::Runtime, reqs: &[Bytes]) -> Result<Val
         tonic::transport::Server::builder()
             .add_service(Sink)
             .serve_with_incoming_shutdown(
-                tonic::transport::server::TcpIncoming::from(listener),
+                // As the switch's server sets it: the sink measures the same transport.
+                tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
                 async {
                     let _ = stopped.await;
                 },
