@@ -151,7 +151,13 @@ fn extract(prog: &Prog, pkt: &mut Pkt, h: u32, vl_bits: Option<u32>) -> Result<(
         return Err(errors.packet_too_short);
     }
     let mut bit = pkt.cursor * 8;
-    for f in info.first_field..info.first_field + info.nfields {
+    let slots = &mut pkt.phv.narrow[info.narrow_slots()];
+    let laid_out = info
+        .layout
+        .as_ref()
+        .is_some_and(|l| l.extract(&pkt.data[pkt.cursor..], slots));
+    let fields = if laid_out { 0 } else { info.nfields };
+    for f in info.first_field..info.first_field + fields {
         let fi = &prog.fields[f as usize];
         match fi.slot {
             Slot::Narrow(s) => {
