@@ -559,6 +559,11 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
             }
         }
         let info = &prog.headers[h as usize];
+        if let Some(l) = &info.layout {
+            l.deparse(&pkt.phv.narrow[info.narrow_slots()], &mut out, at);
+            at += n;
+            continue;
+        }
         // The fields cover the header's bits: only a partial last byte's padding is left to
         // clear (a fresh buffer is zero already).
         if in_place && n * 8 != info.fixed_bits as usize {
