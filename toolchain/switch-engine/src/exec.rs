@@ -151,7 +151,13 @@ fn extract(prog: &Prog, pkt: &mut Pkt, h: u32, vl_bits: Option<u32>) -> Result<(
         return Err(errors.packet_too_short);
     }
     let mut bit = pkt.cursor * 8;
-    for f in info.first_field..info.first_field + info.nfields {
+    let slots = &mut pkt.phv.narrow[info.narrow_slots()];
+    let laid_out = info
+        .layout
+        .as_ref()
+        .is_some_and(|l| l.extract(&pkt.data[pkt.cursor..], slots));
+    let fields = if laid_out { 0 } else { info.nfields };
+    for f in info.first_field..info.first_field + fields {
         let fi = &prog.fields[f as usize];
         match fi.slot {
             Slot::Narrow(s) => {
@@ -553,6 +559,11 @@ pub fn deparse(prog: &Prog, pkt: &mut Pkt, d: usize) {
             }
         }
         let info = &prog.headers[h as usize];
+        if let Some(l) = &info.layout {
+            l.deparse(&pkt.phv.narrow[info.narrow_slots()], &mut out, at);
+            at += n;
+            continue;
+        }
         // The fields cover the header's bits: only a partial last byte's padding is left to
         // clear (a fresh buffer is zero already).
         if in_place && n * 8 != info.fixed_bits as usize {

@@ -13,6 +13,7 @@ pub mod compile;
 pub mod eval;
 pub mod exec;
 pub mod expr;
+pub mod layout;
 pub mod load;
 pub mod phv;
 pub mod program;

@@ -77,8 +77,7 @@ impl Phv {
 
     /// Zeroes a header's fields without marking it.
     fn zero_storage(&mut self, info: &HeaderInfo) {
-        let r = &info.narrow;
-        self.narrow[r.start as usize..r.end as usize].fill(0);
+        self.narrow[info.narrow_slots()].fill(0);
         let r = &info.wide;
         self.wide[r.start as usize..r.end as usize].fill(0);
         if let Some(vl) = info.vl {

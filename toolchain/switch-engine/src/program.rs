@@ -1,6 +1,7 @@
 //! The compiled program: every name of the JSON resolved to an index once, at load time.
 
 use crate::expr::{Ex, FieldId, FieldLoc, HRef, HeaderId, URef};
+use crate::layout::Layout;
 use p4_bmv2_json::{MatchType, MeterType};
 use std::collections::HashMap;
 
@@ -40,6 +41,17 @@ pub struct HeaderInfo {
     pub narrow: std::ops::Range<u32>,
     pub wide: std::ops::Range<u32>,
     pub vl: Option<u32>,
+    /// Its fields' offsets, when they are narrow and fixed: extracted and deparsed in one
+    /// loop over `narrow` instead of field by field.
+    pub layout: Option<Layout>,
+}
+
+impl HeaderInfo {
+    /// Its `Phv::narrow` slots.
+    #[inline]
+    pub fn narrow_slots(&self) -> std::ops::Range<usize> {
+        self.narrow.start as usize..self.narrow.end as usize
+    }
 }
 
 #[derive(Debug)]

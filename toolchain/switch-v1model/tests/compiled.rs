@@ -734,9 +734,9 @@ fn narrow_slots_keep_their_neighbours() {
     assert!(checked > 200, "only {checked} slots read back");
 }
 
-/// The input packets of the STF tests (`packet PORT HEX`), for the parser to take apart.
-fn stf_packets(name: &str) -> Vec<Vec<u8>> {
-    let Ok(text) = std::fs::read_to_string(name.replace(".json", ".stf")) else {
+/// The input packets of an STF test (`packet PORT HEX`), for the parser to take apart.
+fn stf_packets(stf: &str) -> Vec<Vec<u8>> {
+    let Ok(text) = std::fs::read_to_string(stf) else {
         return Vec::new();
     };
     text.lines()
@@ -784,7 +784,7 @@ fn reset_header_vectors_are_new_ones() {
         let mut rt = empty_runtime(&prog);
         let new = Phv::new(&prog);
         let mut pkt = Pkt::new(&prog);
-        let packets = stf_packets(&name);
+        let packets = stf_packets(&name.replace(".json", ".stf"));
         for p in packets.iter().cycle().take(packets.len() * 20) {
             pkt.data.clone_from(p);
             pkt.cursor = 0;
@@ -827,6 +827,27 @@ fn reset_header_vectors_are_new_ones() {
     assert!(resets > 1000, "{resets} resets");
 }
 
+/// What a pipeline may do to the headers between the parser and the deparser: up to three
+/// random field stores, `setValid`s (which zero a header) and `setInvalid`s.
+fn change_headers(rng: &mut Rng, prog: &Prog, headers: &[u32], phv: &mut Phv) {
+    for _ in 0..rng.below(4) {
+        let h = headers[rng.below(headers.len())];
+        let info = &prog.headers[h as usize];
+        match rng.below(3) {
+            0 if info.nfields > 0 => {
+                let f = info.first_field + rng.below(info.nfields as usize) as u32;
+                let v = value(rng, prog.fields[f as usize].width);
+                phv.set_u64(prog, f, v);
+            }
+            1 => {
+                phv.zero_header(prog, h);
+                phv.valid[h as usize] = true;
+            }
+            _ => phv.valid[h as usize] = false,
+        }
+    }
+}
+
 /// The deparser leaves a header no store changed as the bytes it was parsed from
 /// (`Phv::src`). For the STF packets of every program, bit-flipped, with random field stores,
 /// header zeroing (a `setValid`) and validity changes after parsing, it emits exactly what
@@ -839,7 +860,7 @@ fn unwritten_headers_deparse_as_written_ones() {
     for (name, prog) in programs() {
         let code = Code::new(&prog);
         let mut rt = empty_runtime(&prog);
-        let packets = stf_packets(&name);
+        let packets = stf_packets(&name.replace(".json", ".stf"));
         let headers: Vec<u32> = (0..prog.headers.len() as u32)
             .filter(|&h| !prog.headers[h as usize].metadata)
             .collect();
@@ -851,22 +872,7 @@ fn unwritten_headers_deparse_as_written_ones() {
                 pkt.data[i] ^= 1 << rng.below(8);
             }
             let _ = exec::parse(&prog, &code, &mut rt, &mut pkt, 0);
-            for _ in 0..rng.below(4) {
-                let h = headers[rng.below(headers.len())];
-                let info = &prog.headers[h as usize];
-                match rng.below(3) {
-                    0 if info.nfields > 0 => {
-                        let f = info.first_field + rng.below(info.nfields as usize) as u32;
-                        let v = value(&mut rng, prog.fields[f as usize].width);
-                        pkt.phv.set_u64(&prog, f, v);
-                    }
-                    1 => {
-                        pkt.phv.zero_header(&prog, h);
-                        pkt.phv.valid[h as usize] = true;
-                    }
-                    _ => pkt.phv.valid[h as usize] = false,
-                }
-            }
+            change_headers(&mut rng, &prog, &headers, &mut pkt.phv);
             kept += headers
                 .iter()
                 .filter(|&&h| pkt.phv.valid[h as usize] && pkt.phv.parsed_at(h).is_some())
@@ -882,6 +888,188 @@ fn unwritten_headers_deparse_as_written_ones() {
     assert!(
         rewritten > 1000 && kept > 1000,
         "{rewritten} packets, {kept} headers left as parsed"
+    );
+}
+
+/// `gzip -dc`: p4c's corpus keeps the real compiler's JSON compressed.
+fn gunzip(path: &str) -> String {
+    let out = std::process::Command::new("gzip")
+        .args(["-dc", path])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "gzip -dc {path}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The paths of a directory's files whose names end in `ext`, sorted.
+fn files(dir: &str, ext: &str) -> Vec<String> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(ext))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Programs with packets for their parsers: the STF programs here; the real p4c's JSON of
+/// p4c's STF programs (`tests/p4c-corpus`, those it compiles), with their STF packets; and
+/// the real p4c's JSON of lossless.p4, with `p4src/tests`' packets. As (name, JSON, packets).
+fn programs_with_packets() -> Vec<(String, String, Vec<Vec<u8>>)> {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let mut out = Vec::new();
+    for p in files(&format!("{dir}/tests/stf"), ".json") {
+        let packets = stf_packets(&p.replace(".json", ".stf"));
+        out.push((p.clone(), std::fs::read_to_string(&p).unwrap(), packets));
+    }
+    let corpus = format!("{dir}/../../tests/p4c-corpus");
+    let list = std::fs::read_to_string(format!("{corpus}/stf-programs.txt")).unwrap();
+    for name in list.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let gz = format!("{corpus}/real-p4c/{name}.json.gz");
+        if std::path::Path::new(&gz).exists() {
+            let packets = stf_packets(&format!("{corpus}/p4_16_samples/{name}.stf"));
+            out.push((name.to_string(), gunzip(&gz), packets));
+        }
+    }
+    let stfs = files(&format!("{dir}/../../p4src/tests"), ".stf");
+    let packets = stfs.iter().flat_map(|p| stf_packets(p)).collect();
+    let json = gunzip(&format!("{corpus}/p4src/lossless.json.gz"));
+    out.push(("lossless.p4".to_string(), json, packets));
+    out
+}
+
+/// Bit `i` of `b`, counted from the first byte's most significant bit.
+fn bit(b: &[u8], i: usize) -> u8 {
+    (b[i / 8] >> (7 - i % 8)) & 1
+}
+
+/// Field `f`'s value as bits, most significant first (a varbit: its current width).
+fn field_bits(prog: &Prog, phv: &Phv, f: u32) -> Vec<u8> {
+    let fi = &prog.fields[f as usize];
+    let (bytes, width) = match fi.slot {
+        Slot::Narrow(s) => {
+            return (0..fi.width)
+                .rev()
+                .map(|i| (phv.n(s) >> i) as u8 & 1)
+                .collect()
+        }
+        Slot::Wide { off, len } => (&phv.wide[off as usize..(off + len) as usize], fi.width),
+        Slot::Varbit { off, len, vl } => (
+            &phv.wide[off as usize..(off + len) as usize],
+            phv.vl_bits[vl as usize],
+        ),
+    };
+    let n = bytes.len() * 8;
+    (n - width as usize..n).map(|i| bit(bytes, i)).collect()
+}
+
+/// The deparser by definition: the valid headers in deparser order, each field's bits in
+/// turn, each header padded with zero bits to a whole byte, then the payload.
+fn serialize(prog: &Prog, pkt: &Pkt) -> Vec<u8> {
+    let mut bits = Vec::new();
+    for &h in &prog.deparsers[0].order {
+        if !pkt.phv.valid[h as usize] {
+            continue;
+        }
+        let info = &prog.headers[h as usize];
+        for f in info.first_field..info.first_field + info.nfields {
+            bits.extend(field_bits(prog, &pkt.phv, f));
+        }
+        bits.resize(bits.len().div_ceil(8) * 8, 0);
+    }
+    let mut out: Vec<u8> = bits
+        .chunks(8)
+        .map(|c| c.iter().fold(0, |a, &b| (a << 1) | b))
+        .collect();
+    out.extend_from_slice(&pkt.data[pkt.cursor.min(pkt.data.len())..]);
+    out
+}
+
+/// Header layouts (`switch_engine::layout`: a header's fields read and written in one loop
+/// over offsets compiled at load). For the programs above and their packets (bit-flipped or
+/// cut short now and then: a header at a packet's very end is read field by field), the
+/// parser fills the header vector exactly as the same program loaded without layouts does
+/// (the field-by-field path), and every header parsed from whole bytes holds the packet's
+/// bits at its offset, field by field; after random stores, `setValid`s and `setInvalid`s,
+/// the deparser (leaving unchanged headers as parsed, or writing every header) writes what
+/// the bit-by-bit serialization writes.
+#[test]
+fn header_layouts_parse_and_deparse_bit_by_bit() {
+    let mut rng = Rng(0x1f83_d9ab_fb41_bd6b);
+    let (mut programs, mut via_layout, mut deparsed) = (0usize, 0usize, 0usize);
+    for (name, text, packets) in programs_with_packets() {
+        let json = p4_bmv2_json::Program::from_json(&text).unwrap();
+        // A program the engine refuses is the conformance run's business.
+        let (Ok(prog), Ok(mut plain)) = (
+            switch_engine::load::load(&json),
+            switch_engine::load::load(&json),
+        ) else {
+            continue;
+        };
+        if packets.is_empty() || prog.parsers.is_empty() || prog.deparsers.is_empty() {
+            continue;
+        }
+        for h in &mut plain.headers {
+            h.layout = None;
+        }
+        programs += 1;
+        let (code, plain_code) = (Code::new(&prog), Code::new(&plain));
+        let (mut rt, mut plain_rt) = (empty_runtime(&prog), empty_runtime(&plain));
+        let headers: Vec<u32> = (0..prog.headers.len() as u32)
+            .filter(|&h| !prog.headers[h as usize].metadata)
+            .collect();
+        for p in packets.iter().cycle().take(packets.len() * 10) {
+            let mut data = p.clone();
+            match rng.below(4) {
+                0 if !data.is_empty() => {
+                    let i = rng.below(data.len());
+                    data[i] ^= 1 << rng.below(8);
+                }
+                1 => data.truncate(rng.below(data.len() + 1)),
+                _ => {}
+            }
+            let (mut a, mut b) = (Pkt::new(&prog), Pkt::new(&plain));
+            a.data.clone_from(&data);
+            b.data = data;
+            let ra = exec::parse(&prog, &code, &mut rt, &mut a, 0);
+            let rb = exec::parse(&plain, &plain_code, &mut plain_rt, &mut b, 0);
+            let what = format!("{name}: {p:02x?}");
+            assert_eq!(ra, rb, "{what}");
+            assert_eq!(a.cursor, b.cursor, "{what}");
+            assert_eq!(a.phv.narrow, b.phv.narrow, "{what}");
+            assert_eq!(a.phv.wide, b.phv.wide, "{what}");
+            assert_eq!(a.phv.vl_bits, b.phv.vl_bits, "{what}");
+            assert_eq!(a.phv.valid, b.phv.valid, "{what}");
+            assert_eq!(a.phv.src, b.phv.src, "{what}");
+            for &h in &headers {
+                let Some(at) = a.phv.parsed_at(h).filter(|_| a.phv.valid[h as usize]) else {
+                    continue;
+                };
+                let info = &prog.headers[h as usize];
+                via_layout += usize::from(info.layout.is_some());
+                let mut from = at * 8;
+                for f in info.first_field..info.first_field + info.nfields {
+                    let got = field_bits(&prog, &a.phv, f);
+                    let want: Vec<u8> = (from..from + got.len()).map(|i| bit(&a.data, i)).collect();
+                    assert_eq!(got, want, "{what}: field {f}");
+                    from += got.len();
+                }
+            }
+            if !headers.is_empty() {
+                change_headers(&mut rng, &prog, &headers, &mut a.phv);
+            }
+            if rng.below(2) == 0 {
+                a.phv.src.fill(0);
+            }
+            let want = serialize(&prog, &a);
+            exec::deparse(&prog, &mut a, 0);
+            assert_eq!(a.data, want, "{what}");
+            deparsed += 1;
+        }
+    }
+    assert!(
+        programs >= 150 && via_layout >= 10_000 && deparsed >= 5_000,
+        "{programs} programs, {via_layout} headers read through a layout, {deparsed} packets deparsed"
     );
 }
 

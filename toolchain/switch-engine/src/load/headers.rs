@@ -126,6 +126,14 @@ impl<'a> L<'a> {
                 });
             }
             self.field_index.push(index);
+            let widths: Option<Vec<u32>> = t
+                .fields
+                .iter()
+                .map(|f| match f.width {
+                    j::FieldWidth::Bits(b) => Some(b),
+                    j::FieldWidth::Variable => None,
+                })
+                .collect();
             self.p.headers.push(HeaderInfo {
                 metadata: h.metadata,
                 first_field,
@@ -136,6 +144,7 @@ impl<'a> L<'a> {
                 narrow: narrow0..self.p.narrow_slots,
                 wide: wide0..self.p.wide_bytes,
                 vl,
+                layout: widths.and_then(|w| crate::layout::Layout::new(&w)),
             });
         }
         Ok(())
