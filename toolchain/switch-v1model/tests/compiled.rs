@@ -1,7 +1,8 @@
 //! The compiled conditions and expressions (`switch_engine::compile`) against the expression
 //! interpreter (`switch_engine::eval`), which the STF and conformance suites check against p4c:
-//! every condition, checksum condition and action expression of every test program, and random
-//! expressions of every operator over those programs' fields, on random header vectors (values,
+//! every condition, checksum condition and action expression of every test program, random
+//! expressions of every operator over those programs' fields, and random narrow expressions over
+//! fields of random widths (1-64 bits, signed or not), on random header vectors (values,
 //! validity) and random action data, must evaluate to the same value.
 
 mod common;
@@ -311,6 +312,204 @@ fn random_expressions_compile_to_what_the_interpreter_computes() {
             }
         }
     }
+}
+
+/// noop.json with a metadata header of `n` fields of random widths (1-64 bits), each signed
+/// (from 2 bits) or not; their field indices.
+fn random_width_program(rng: &mut Rng, n: usize) -> (Prog, Vec<u32>) {
+    let path = format!("{}/tests/programs/noop.json", env!("CARGO_MANIFEST_DIR"));
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let fields: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let width = 1 + rng.below(64);
+            // bmv2 refuses a signed field of one bit.
+            let signed = width > 1 && rng.below(2) == 0;
+            serde_json::json!([format!("f{i}"), width, signed])
+        })
+        .collect();
+    let types = json["header_types"].as_array_mut().unwrap();
+    let id = types.len();
+    types.push(serde_json::json!({"name": "rnd_t", "id": id, "fields": fields}));
+    let headers = json["headers"].as_array_mut().unwrap();
+    let h = headers.len();
+    headers.push(
+        serde_json::json!({"name": "rnd", "id": h, "header_type": "rnd_t",
+        "metadata": true}),
+    );
+    let jp = p4_bmv2_json::Program::from_json(&json.to_string()).unwrap();
+    let prog = switch_engine::load::load(&jp).unwrap();
+    let first = prog.headers[h].first_field;
+    (prog, (first..first + n as u32).collect())
+}
+
+/// A constant as the programs hold them: small, a field's all-ones, negative, or past 64 bits.
+fn constant(rng: &mut Rng) -> i128 {
+    match rng.below(5) {
+        0 | 1 => rng.below(4) as i128,
+        2 => {
+            let width = 1 + rng.below(64) as u32;
+            i128::from(value(rng, width))
+        }
+        3 => -(rng.below(4) as i128) - 1,
+        _ => (i128::from(rng.next()) << 64) | i128::from(rng.next()),
+    }
+}
+
+const RELS: [Op2; 6] = [Op2::Eq, Op2::Ne, Op2::Gt, Op2::Ge, Op2::Lt, Op2::Le];
+const ARITH: [Op2; 13] = [
+    Op2::Add,
+    Op2::Sub,
+    Op2::Mul,
+    Op2::Div,
+    Op2::Mod,
+    Op2::BAnd,
+    Op2::BOr,
+    Op2::BXor,
+    Op2::Shl,
+    Op2::Shr,
+    Op2::TwoCompMod,
+    Op2::SatCast,
+    Op2::UsatCast,
+];
+
+fn bin(op: Op2, a: Ex, b: Ex) -> Ex {
+    Ex {
+        k: K::Bin(op, Box::new(a), Box::new(b)),
+        wide: false,
+    }
+}
+
+fn narrow(k: K) -> Ex {
+    Ex { k, wide: false }
+}
+
+/// A narrow expression: fields and constants under
+/// arithmetic (widths and shift amounts small enough to matter), slices (`(f >> k) & m`),
+/// casts, negation, conditions as values and `?:`.
+fn narrow_int(rng: &mut Rng, fields: &[u32], depth: u32) -> Ex {
+    let field = |rng: &mut Rng| narrow(K::Field(fields[rng.below(fields.len())]));
+    if depth == 0 || rng.below(3) == 0 {
+        return match rng.below(3) {
+            0 => narrow(K::Const(constant(rng))),
+            _ => field(rng),
+        };
+    }
+    match rng.below(8) {
+        0 => narrow(K::Cond(
+            Box::new(narrow_bool(rng, fields, depth - 1)),
+            Box::new(narrow_int(rng, fields, depth - 1)),
+            Box::new(narrow_int(rng, fields, depth - 1)),
+        )),
+        1 => {
+            let op = [Op1::BNot, Op1::Neg, Op1::B2d][rng.below(3)];
+            let a = match op {
+                Op1::B2d => narrow_bool(rng, fields, depth - 1),
+                _ => narrow_int(rng, fields, depth - 1),
+            };
+            narrow(K::Un(op, Box::new(a)))
+        }
+        2 => {
+            let shifted = bin(
+                Op2::Shr,
+                field(rng),
+                narrow(K::Const(rng.below(64) as i128)),
+            );
+            let mask = i128::from(mask64(1 + rng.below(64) as u32));
+            bin(Op2::BAnd, shifted, narrow(K::Const(mask)))
+        }
+        _ => {
+            let op = ARITH[rng.below(ARITH.len())];
+            let a = narrow_int(rng, fields, depth - 1);
+            let b = match op {
+                Op2::Shl | Op2::Shr | Op2::TwoCompMod | Op2::SatCast | Op2::UsatCast
+                    if rng.below(2) == 0 =>
+                {
+                    narrow(K::Const(rng.below(70) as i128))
+                }
+                _ => narrow_int(rng, fields, depth - 1),
+            };
+            bin(op, a, b)
+        }
+    }
+}
+
+/// A narrow condition: a field against a constant or a
+/// field, a fixed header's validity, `!`, `&&`, `||`, a value's truth, comparisons of
+/// expressions and `?:`.
+fn narrow_bool(rng: &mut Rng, fields: &[u32], depth: u32) -> Ex {
+    let field = |rng: &mut Rng| narrow(K::Field(fields[rng.below(fields.len())]));
+    let rel = RELS[rng.below(RELS.len())];
+    if depth == 0 || rng.below(3) == 0 {
+        return match rng.below(3) {
+            0 => {
+                let k = narrow(K::Const(constant(rng)));
+                bin(rel, field(rng), k)
+            }
+            1 => bin(rel, field(rng), field(rng)),
+            _ => narrow(K::Valid(HRef::Static(rng.below(3) as u32))),
+        };
+    }
+    match rng.below(6) {
+        0 => narrow(K::Un(
+            Op1::Not,
+            Box::new(narrow_bool(rng, fields, depth - 1)),
+        )),
+        1 => {
+            let op = [Op2::And, Op2::Or][rng.below(2)];
+            let a = narrow_bool(rng, fields, depth - 1);
+            bin(op, a, narrow_bool(rng, fields, depth - 1))
+        }
+        2 => narrow(K::Un(
+            Op1::D2b,
+            Box::new(narrow_int(rng, fields, depth - 1)),
+        )),
+        3 => narrow(K::Cond(
+            Box::new(narrow_bool(rng, fields, depth - 1)),
+            Box::new(narrow_bool(rng, fields, depth - 1)),
+            Box::new(narrow_bool(rng, fields, depth - 1)),
+        )),
+        _ => {
+            let a = narrow_int(rng, fields, depth - 1);
+            bin(rel, a, narrow_int(rng, fields, depth - 1))
+        }
+    }
+}
+
+/// The compiled closures compute what the interpreter computes for the shapes they read in
+/// one closure (a field against a constant, a field with a constant operand) and the rest,
+/// over fields of random widths and signedness, with random constants.
+#[test]
+fn narrow_shapes_compile_to_what_the_interpreter_computes() {
+    let mut rng = Rng(0xa54f_f53a_5f1d_36f1);
+    let (mut signed, mut checked) = (0usize, 0usize);
+    for _ in 0..40 {
+        let (prog, fields) = random_width_program(&mut rng, 12);
+        signed += fields
+            .iter()
+            .filter(|&&f| prog.fields[f as usize].signed)
+            .count();
+        let mut phv = Phv::new(&prog);
+        for _ in 0..300 {
+            let depth = rng.below(4) as u32;
+            let (c, e) = (
+                narrow_bool(&mut rng, &fields, depth),
+                narrow_int(&mut rng, &fields, depth),
+            );
+            let (b, i) = (compile::boolean(&prog, &c), compile::int(&prog, &e));
+            for _ in 0..8 {
+                randomize(&mut rng, &prog, &mut phv);
+                let c0 = ctx(&prog, &phv, &[]);
+                assert_eq!(b(&c0), eval::eval_bool(&c0, &c), "{c:?}");
+                assert_eq!(i(&c0), eval::eval::<i128>(&c0, &e), "{e:?}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        signed > 100 && checked == 40 * 300 * 8,
+        "{signed} signed fields, {checked} evaluations"
+    );
 }
 
 /// An action's primitives one by one, by the interpreter's rules: an assignment evaluates its
