@@ -132,7 +132,9 @@ impl Arith for i128 {
         if width >= 128 {
             self
         } else {
-            self & ((1i128 << width) - 1)
+            // In u128: at width 127 the i128 mask's `1 << 127` is i128::MIN, and its `- 1`
+            // overflows (a panic in a debug build).
+            self & ((1u128 << width) - 1) as i128
         }
     }
 }
@@ -387,6 +389,17 @@ pub fn put_wide(buf: &mut [u8], off: usize, width: u32, src: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn i128_truncates_to_every_width_like_bigint() {
+        // A debug build checks overflow: width 127 once overflowed building its mask.
+        for v in [-1i128, i128::MIN, i128::MAX, 0x1234_5678_9abc_def0, -0x5555] {
+            for w in 0..128 {
+                let big = BigInt::from(v).trunc(w);
+                assert_eq!(BigInt::from(v.trunc(w)), big, "{v} at width {w}");
+            }
+        }
+    }
 
     #[test]
     fn bit_access_round_trips() {
