@@ -80,6 +80,8 @@ pub struct SimSwitch {
     /// The wake-up in the event queue that counts; others are stale.
     wake_at: Option<u64>,
     peers: BTreeMap<u32, Peer>,
+    /// The peers again by position in `ports`, for the frames the core releases.
+    line_peers: Vec<Option<Peer>>,
     /// Frames sent to a port with nothing attached.
     pub unconnected_tx: u64,
 }
@@ -100,6 +102,7 @@ impl SimSwitch {
         SimSwitch {
             name,
             core,
+            line_peers: vec![None; ports.len()],
             ports,
             spare: Vec::new(),
             pipeline_ns,
@@ -312,7 +315,11 @@ impl Sim {
             };
             match node {
                 Node::Switch(s) => {
-                    self.switches[s].peers.insert(port, p);
+                    let s = &mut self.switches[s];
+                    s.peers.insert(port, p);
+                    if let Some(i) = s.ports.iter().position(|(_, n)| *n == port) {
+                        s.line_peers[i] = Some(p);
+                    }
                 }
                 Node::Host(h) => self.hosts[h].peer = Some(p),
             }
@@ -522,22 +529,18 @@ impl Sim {
         if let Some(mut batch) = s.core.take_tx(&mut spare) {
             for (port, frame) in batch.drain(..) {
                 let s = &self.switches[sw];
-                let number = s
-                    .ports
-                    .iter()
-                    .find(|(p, _)| Arc::ptr_eq(p, &port))
-                    .map(|(_, n)| *n);
-                if let Some(n) = number {
-                    self.tap(sw, n, true, now, &frame);
-                }
-                let s = &self.switches[sw];
-                match number.and_then(|n| s.peers.get(&n)).copied() {
+                let line = s.ports.iter().position(|(p, _)| Arc::ptr_eq(p, &port));
+                let Some(i) = line else {
+                    self.switches[sw].unconnected_tx += 1;
+                    continue;
+                };
+                let (number, peer) = (s.ports[i].1, s.line_peers[i]);
+                self.tap(sw, number, true, now, &frame);
+                match peer {
+                    // Sent from `now`, a whole nanosecond: the frame's last bit a rounded-up
+                    // frame time later.
                     Some(peer) => {
-                        let at = (now as u128 * peer.link.rate_bps as u128
-                            + peer.link.frame_units(frame.len()))
-                        .div_ceil(peer.link.rate_bps as u128)
-                            as u64
-                            + peer.link.delay_ns;
+                        let at = now + peer.link.frame_ns(frame.len()) + peer.link.delay_ns;
                         self.deliver(peer, at, frame);
                     }
                     None => self.switches[sw].unconnected_tx += 1,

@@ -564,6 +564,8 @@ pub const ELIDED_CRC_LEN: usize = 4;
 /// Appends a complete RoCEv2 frame (no FCS) to `out`: headers, payload, pad and ICRC. Lengths,
 /// the IPv4 checksum and the BTH pad count are filled in here; `bth.pad` is ignored.
 pub fn build_frame(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, payload: &[u8]) {
+    // One allocation for the whole frame, not a doubling series as the payload is appended.
+    out.reserve(headers_len(l3, ext) + payload.len() + 3 + ICRC_LEN);
     let at = build_headers(out, l3, bth, ext, payload.len());
     out.extend_from_slice(payload);
     out.extend_from_slice(&[0u8; 3][..at.pad]);
@@ -582,12 +584,16 @@ pub fn write_frame_elided(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext
         out.clear();
         return build_frame(out, l3, bth, ext, p.payload);
     }
-    // The headers go after the old bytes, then to the front.
+    // The headers go after the old bytes, then to the front. The buffer must hold that and the
+    // frame, not both: asking for the old bytes plus the frame grew a reused buffer (and copied
+    // its old bytes) whenever its length had moved by a few bytes since it last grew.
     let old = out.len();
+    let head = headers_len(l3, ext);
+    let total = head + len + pad_len(len) + ICRC_LEN;
+    out.reserve(total.max(old + head) - old);
     let at = build_headers(out, l3, bth, ext, len);
-    let head = out.len() - old;
+    debug_assert_eq!(out.len() - old, head);
     out.copy_within(old.., 0);
-    let total = head + len + at.pad + ICRC_LEN;
     out.resize(total.max(old + head), 0);
     out.truncate(total);
     let (ip, udp, bth_at) = (at.ip - old, at.udp - old, at.bth - old);
@@ -620,13 +626,15 @@ struct Offsets {
     pad: usize,
 }
 
+/// The bytes [`build_headers`] appends.
+fn headers_len(l3: &L3Header, ext: &Ext) -> usize {
+    let vlan = if l3.vlan.is_some() { VLAN_LEN } else { 0 };
+    ETH_LEN + vlan + IPV4_MIN_LEN + UDP_LEN + BTH_LEN + ext.len()
+}
+
 /// Appends the headers of a RoCEv2 frame with a payload of `len` bytes, up to and including
-/// the extension headers, and reserves the whole frame.
+/// the extension headers.
 fn build_headers(out: &mut Vec<u8>, l3: &L3Header, bth: &Bth, ext: &Ext, len: usize) -> Offsets {
-    // One allocation for the whole frame, not a doubling series as the payload is appended.
-    out.reserve(
-        ETH_LEN + VLAN_LEN + IPV4_MIN_LEN + UDP_LEN + BTH_LEN + ext.len() + len + 3 + ICRC_LEN,
-    );
     out.extend_from_slice(&l3.dst_mac);
     out.extend_from_slice(&l3.src_mac);
     if let Some((pcp, vid)) = l3.vlan {
@@ -1149,6 +1157,37 @@ mod tests {
         // Too short for the CRC and the note: carried.
         let (full, elided, _) = full_and_elided(19, &[0x5a; 16]);
         assert_eq!(full, elided);
+    }
+
+    /// A reused buffer that holds its old bytes plus the headers, and the frame, is written in
+    /// place: a pool's buffers do not grow (and copy) whenever a frame's length moves.
+    #[test]
+    fn elided_frame_reuses_a_buffer_that_holds_it() {
+        let payload = vec![0u8; 4096];
+        let (l3, bth) = (sample_l3(), Bth::new(opcode::RC_WRITE_MIDDLE, 0x101, 78));
+        let mut full = Vec::new();
+        build_frame(&mut full, &l3, &bth, &Ext::None, &payload);
+        let head = full.len() - payload.len() - ICRC_LEN;
+        for old in [0, 60, full.len() - 4, full.len(), full.len() + 4, 9000] {
+            let room = full.len().max(old + head);
+            let mut buf = Vec::with_capacity(room);
+            buf.resize(old, 0xaa);
+            let (at, cap) = (buf.as_ptr(), buf.capacity());
+            let e = Elided {
+                payload: &payload,
+                note: &[0x5a; 16],
+                zeros: None,
+            };
+            write_frame_elided(&mut buf, &l3, &bth, &Ext::None, &e);
+            assert_eq!(
+                (buf.as_ptr(), buf.capacity()),
+                (at, cap),
+                "old length {old}"
+            );
+            assert_eq!(buf.len(), full.len());
+            assert_eq!(buf[..head], full[..head]);
+            assert_eq!(buf[buf.len() - 4..], full[full.len() - 4..]);
+        }
     }
 
     #[test]

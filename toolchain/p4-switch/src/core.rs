@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use switch_ports::Port;
-use switch_tm::{ClearScope, PortConfig, RxVerdict, Tm, TmConfig, TmError};
+use switch_tm::{ClearScope, PortConfig, PortIndex, RxVerdict, Tm, TmConfig, TmError};
 use switch_v1model::{EgressJob, Output, QueueMeta, Stats, Switch, SwitchConfig};
 
 /// Rate given to ports the `--port-config` file does not list (and to the CPU port): far above
@@ -96,6 +96,16 @@ impl Rx<'_> {
     }
 }
 
+/// A port of the switch with what it counts per frame: [`Core::transmit`] and
+/// [`Core::receive`] find it by indexing rather than in a map per frame and counter.
+struct Line {
+    number: u32,
+    port: Arc<dyn Port>,
+    rx_frames: u64,
+    tx_frames: u64,
+    tx_bytes: u64,
+}
+
 /// Why a port of the traffic manager could not be added or changed while running.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigurePortError {
@@ -119,7 +129,9 @@ pub struct Core {
     port_due: Vec<Option<u64>>,
     /// `Tm::next_poll_ns` when `port_due` was last valid.
     poll_seen_ns: u64,
-    ports: BTreeMap<u32, Arc<dyn Port>>,
+    /// The ports, in number order, and their positions by number.
+    lines: Vec<Line>,
+    line_index: PortIndex,
     /// The engine settings of this switch (`--cpu-port`, `--priority-queues`, `--drop-port`),
     /// which every pipeline it runs gets, also one loaded later over P4Runtime.
     engine: SwitchConfig,
@@ -129,6 +141,8 @@ pub struct Core {
     /// Clones of accounting passes waiting to be enqueued (reused).
     released: Vec<EgressJob>,
     outs: Vec<Output>,
+    /// What is counted beside the lines' own counts; its `rx_frames` holds frames received on
+    /// numbers that are not ports.
     counters: CoreCounters,
     /// Engine counters at the last clear (the engine's own never reset).
     engine_base: Stats,
@@ -173,13 +187,29 @@ impl Core {
         let tm_ports: Vec<u32> = tm
             .as_ref()
             .map_or(Vec::new(), |t| t.port_numbers().collect());
+        let mut line_index = PortIndex::default();
+        let lines = ports
+            .into_iter()
+            .enumerate()
+            .map(|(i, (number, port))| {
+                line_index.insert(number, i);
+                Line {
+                    number,
+                    port,
+                    rx_frames: 0,
+                    tx_frames: 0,
+                    tx_bytes: 0,
+                }
+            })
+            .collect();
         Ok(Core {
             switch,
             port_due: vec![Some(0); tm_ports.len()],
             poll_seen_ns: tm.as_ref().map_or(0, |t| t.next_poll_ns()),
             tm,
             tm_ports,
-            ports,
+            lines,
+            line_index,
             engine,
             cpu_sink: None,
             jobs: Vec::new(),
@@ -245,7 +275,8 @@ impl Core {
 
     /// Makes [`Core::run_due`] look at `port` on its next call.
     fn touch(&mut self, port: u32) {
-        if let Some(i) = self.tm_ports.iter().position(|&p| p == port) {
+        // `tm_ports` is in the traffic manager's order.
+        if let Some(i) = self.tm.as_ref().and_then(|tm| tm.port_position(port)) {
             self.port_due[i] = Some(0);
         }
     }
@@ -254,8 +285,19 @@ impl Core {
         self.port_due.fill(Some(0));
     }
 
-    pub fn counters(&self) -> &CoreCounters {
-        &self.counters
+    /// A snapshot of the counters: a port appears in a per-port map once it has counted a frame.
+    pub fn counters(&self) -> CoreCounters {
+        let mut c = self.counters.clone();
+        for l in &self.lines {
+            if l.rx_frames > 0 {
+                c.rx_frames.insert(l.number, l.rx_frames);
+            }
+            if l.tx_frames > 0 {
+                c.tx_frames.insert(l.number, l.tx_frames);
+                c.tx_bytes.insert(l.number, l.tx_bytes);
+            }
+        }
+        c
     }
 
     /// Engine counters since the last [`Core::clear`].
@@ -324,6 +366,9 @@ impl Core {
     pub fn clear_some(&mut self, now_ns: u64, scope: ClearScope) {
         if scope.ports {
             self.counters = CoreCounters::default();
+            for l in &mut self.lines {
+                (l.rx_frames, l.tx_frames, l.tx_bytes) = (0, 0, 0);
+            }
             if let Some(sw) = &self.switch {
                 self.engine_base = sw.stats();
             }
@@ -365,7 +410,10 @@ impl Core {
             self.counters.no_pipeline += 1;
             return;
         }
-        *self.counters.rx_frames.entry(port).or_default() += 1;
+        match self.line_index.get(port) {
+            Some(i) => self.lines[i].rx_frames += 1,
+            None => *self.counters.rx_frames.entry(port).or_default() += 1,
+        }
         self.pipeline_in(now_ns, port, rx);
     }
 
@@ -428,7 +476,7 @@ impl Core {
                 0
             };
             let (port, len) = (job.port, job.len());
-            if let Some(i) = self.tm_ports.iter().position(|&p| p == port) {
+            if let Some(i) = tm.port_position(port) {
                 self.port_due[i] = Some(0);
             }
             // bmv2's enq_qdepth: the depth the packet finds, known before it is admitted.
@@ -496,9 +544,9 @@ impl Core {
             return Ok(());
         };
         let taken: Vec<u32> = self
-            .ports
-            .keys()
-            .copied()
+            .lines
+            .iter()
+            .map(|l| l.number)
             .chain(self.engine.cpu_port)
             .collect();
         config.validate(&taken)?;
@@ -524,6 +572,11 @@ impl Core {
 
     /// Injects the generator's packets due at `now_ns` into the pipeline; when it fires next.
     fn run_pktgen(&mut self, now_ns: u64) -> Option<u64> {
+        // Most calls come between firings: nothing to make, nothing to count.
+        let due = self.pktgen.as_ref()?.next_ns()?;
+        if due > now_ns {
+            return Some(due);
+        }
         let mut pktgen = self.pktgen.take()?;
         let dropped = |core: &Core| {
             core.switch
@@ -635,18 +688,19 @@ impl Core {
                 return;
             }
         }
-        match self.ports.get(&o.port) {
-            Some(p) => {
+        match self.line_index.get(o.port) {
+            Some(i) => {
                 if let Some(log) = &self.log {
                     log.packet("Transmitting packet out of port", o.port, &o.data);
                 }
-                *self.counters.tx_frames.entry(o.port).or_default() += 1;
-                *self.counters.tx_bytes.entry(o.port).or_default() += o.data.len() as u64;
+                let line = &mut self.lines[i];
+                line.tx_frames += 1;
+                line.tx_bytes += o.data.len() as u64;
                 if let Some(queue) = &mut self.tx_queue {
-                    queue.push((p.clone(), o.data));
+                    queue.push((line.port.clone(), o.data));
                     return;
                 }
-                if p.send(&o.data).is_err() {
+                if line.port.send(&o.data).is_err() {
                     self.counters.tx_errors += 1;
                 }
             }

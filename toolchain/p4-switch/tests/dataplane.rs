@@ -4,6 +4,9 @@ mod common;
 use common::*;
 use lossless_wire::pfc::MacControl;
 use p4_switch::core::Core;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use switch_ports::Port;
 use switch_tm::{wire_bytes, ConfigFormat, TmConfig};
 use switch_v1model::SwitchConfig;
 
@@ -11,6 +14,18 @@ const GBPS: u64 = 1_000_000_000;
 
 fn tm(yaml: &str) -> TmConfig {
     TmConfig::parse(yaml, ConfigFormat::Yaml).expect("test config parses")
+}
+
+/// The `l3` program behind a traffic manager configured by `yaml`, from time 0.
+fn l3_core(ports: BTreeMap<u32, Arc<dyn Port>>, yaml: &str) -> Core {
+    Core::new(
+        Some(switch("l3")),
+        Some(tm(yaml)),
+        ports,
+        SwitchConfig::default(),
+        0,
+    )
+    .unwrap()
 }
 
 /// Runs the core's TM schedule until nothing is due, returning the transmit times.
@@ -25,15 +40,10 @@ fn run_until_idle(core: &mut Core, mut now: u64) -> u64 {
 #[test]
 fn rate_limited_port_drains_at_line_rate() {
     let (ports, host) = ports(&[0, 1]);
-    let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n");
-    let mut core = Core::new(
-        Some(switch("l3")),
-        Some(cfg),
+    let mut core = l3_core(
         ports,
-        SwitchConfig::default(),
-        0,
-    )
-    .unwrap();
+        "buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n",
+    );
     for i in 0..100u8 {
         core.receive(0, 1, &frame(100, i));
     }
@@ -53,15 +63,7 @@ fn rate_limited_port_drains_at_line_rate() {
 #[test]
 fn pfc_frame_pauses_the_queue_until_quanta_expire() {
     let (ports, host) = ports(&[0, 1]);
-    let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 0}}\n");
-    let mut core = Core::new(
-        Some(switch("l3")),
-        Some(cfg),
-        ports,
-        SwitchConfig::default(),
-        0,
-    )
-    .unwrap();
+    let mut core = l3_core(ports, "buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 0}}\n");
     let pfc = MacControl::pfc_xoff(1 << 3, 100).encode([2, 0, 0, 0, 0, 1]);
     core.receive(0, 0, &pfc);
     for i in 0..3u8 {
@@ -84,15 +86,7 @@ fn pfc_frame_pauses_the_queue_until_quanta_expire() {
 #[test]
 fn pfc_xon_resumes_at_once() {
     let (ports, host) = ports(&[0, 1]);
-    let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 0}}\n");
-    let mut core = Core::new(
-        Some(switch("l3")),
-        Some(cfg),
-        ports,
-        SwitchConfig::default(),
-        0,
-    )
-    .unwrap();
+    let mut core = l3_core(ports, "buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000, pfc_enable: [3], pfc_to_queue: {3: 0}}\n");
     core.receive(0, 0, &MacControl::pfc_xoff(1 << 3, 0xffff).encode([2; 6]));
     core.receive(0, 1, &frame(64, 1));
     core.run_due(10);
@@ -105,15 +99,7 @@ fn pfc_xon_resumes_at_once() {
 #[test]
 fn overflow_is_dropped_and_counted_by_reason() {
     let (ports, host) = ports(&[0, 1]);
-    let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - port: 0\n    rate_bps: 1000000000\n    queues: [{queue: 0, limit_packets: 10}]\n");
-    let mut core = Core::new(
-        Some(switch("l3")),
-        Some(cfg),
-        ports,
-        SwitchConfig::default(),
-        0,
-    )
-    .unwrap();
+    let mut core = l3_core(ports, "buffer: {total_bytes: 1048576}\nports:\n  - port: 0\n    rate_bps: 1000000000\n    queues: [{queue: 0, limit_packets: 10}]\n");
     for i in 0..30u8 {
         core.receive(0, 1, &frame(100, i));
     }
@@ -142,15 +128,10 @@ fn without_a_traffic_manager_egress_follows_ingress_at_once() {
 #[test]
 fn live_port_reconfiguration_changes_the_rate() {
     let (ports, host) = ports(&[0, 1]);
-    let cfg = tm("buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n");
-    let mut core = Core::new(
-        Some(switch("l3")),
-        Some(cfg),
+    let mut core = l3_core(
         ports,
-        SwitchConfig::default(),
-        0,
-    )
-    .unwrap();
+        "buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n",
+    );
     core.configure_port(0, switch_tm::PortConfig::new(0, 10 * GBPS))
         .unwrap();
     for i in 0..10u8 {
@@ -187,4 +168,31 @@ fn cpu_port_frames_go_to_the_sink() {
     core.receive(0, 1, &frame(80, 7));
     assert_eq!(rx.try_recv().unwrap(), frame(80, 7));
     assert_eq!(core.counters().cpu_packet_in, 1);
+}
+
+/// The per-port frame counters against what the ports carried: received per port (and on a
+/// number that is no port), handed to the line with their bytes as the host end got them,
+/// absent for a port that carried nothing, and gone after a clear.
+#[test]
+fn port_counters_count_what_the_ports_carried() {
+    let (ports, host) = ports(&[0, 1, 2]);
+    let mut core = l3_core(
+        ports,
+        "buffer: {total_bytes: 1048576}\nports:\n  - {port: 0, rate_bps: 1000000000}\n",
+    );
+    for i in 0..5u8 {
+        core.receive(0, 1, &frame(100 + usize::from(i), i));
+    }
+    core.receive(0, 7, &frame(100, 9));
+    run_until_idle(&mut core, 0);
+    let sent = drain(&host[&0]);
+    assert!(!sent.is_empty());
+    let c = core.counters();
+    assert_eq!(c.rx_frames, BTreeMap::from([(1, 5), (7, 1)]));
+    assert_eq!(c.tx_frames, BTreeMap::from([(0, sent.len() as u64)]));
+    let bytes: u64 = sent.iter().map(|f| f.len() as u64).sum();
+    assert_eq!(c.tx_bytes, BTreeMap::from([(0, bytes)]));
+    core.clear(0);
+    let c = core.counters();
+    assert!(c.rx_frames.is_empty() && c.tx_frames.is_empty() && c.tx_bytes.is_empty());
 }

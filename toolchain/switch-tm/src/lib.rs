@@ -22,5 +22,5 @@ pub use config::{
 pub use stats::{DropCounts, DropReason, TmStats};
 pub use tm::{
     wire_bytes, ClearScope, Dequeued, Dropped, EnqueueInfo, Flushed, PfcwdEvent, PfcwdEventKind,
-    QueueDepth, RxVerdict, Tm, TmError, UnknownClearScope,
+    PortIndex, QueueDepth, RxVerdict, Tm, TmError, UnknownClearScope,
 };
