@@ -1081,12 +1081,14 @@ pub fn fill_key(layout: &KeyLayout, phv: &Phv, key: &mut Vec<u8>) {
                 mask,
             } => {
                 let src = &phv.wide[off as usize..(off + bytes) as usize];
-                for (j, (b, s)) in key[at as usize..(at + bytes) as usize]
-                    .iter_mut()
-                    .zip(src)
-                    .enumerate()
-                {
-                    *b = s & (mask >> (8 * (bytes as usize - 1 - j))) as u8;
+                let dst = &mut key[at as usize..(at + bytes) as usize];
+                // Masks are rare, and a byte of a u128 mask costs a 128-bit shift.
+                if mask == u128::MAX >> (128 - 8 * bytes) {
+                    dst.copy_from_slice(src);
+                } else {
+                    for (j, (b, s)) in dst.iter_mut().zip(src).enumerate() {
+                        *b = s & (mask >> (8 * (bytes as usize - 1 - j))) as u8;
+                    }
                 }
             }
         }
