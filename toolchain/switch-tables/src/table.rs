@@ -80,8 +80,10 @@ struct Tier {
     /// one cache line. Allocated with the tier's first entry, so small tables stay small.
     lengths: Vec<u64>,
     words: usize,
-    /// Entries per (bucket, prefix length), to clear a bit when its last entry goes.
-    counts: FastMap<(u32, u32), u32>,
+    /// Entries per bucket and prefix length (`bits..=max_len`), to clear a bit when its last
+    /// entry goes: an array per bucket, allocated with the bucket's first entry (a flat array
+    /// for every bucket would take 30 MB for an IPv6 field's first tier).
+    counts: Vec<Box<[u32]>>,
 }
 
 struct LpmLevel {
@@ -777,7 +779,7 @@ impl LpmIndex {
                 max_len,
                 lengths: Vec::new(),
                 words: (max_len - bits + 1).div_ceil(64) as usize,
-                counts: FastMap::default(),
+                counts: Vec::new(),
             });
             if bits == 0 {
                 break;
@@ -880,9 +882,14 @@ impl LpmIndex {
             let t = &mut self.tiers[i];
             if t.lengths.is_empty() {
                 t.lengths = vec![0; t.words << t.bits];
+                t.counts = (0..1usize << t.bits).map(|_| Box::default()).collect();
             }
-            *t.counts.entry((b as u32, len)).or_insert(0) += 1;
             let bit = (len - t.bits) as usize;
+            let counts = &mut t.counts[b];
+            if counts.is_empty() {
+                *counts = vec![0; (t.max_len - t.bits + 1) as usize].into();
+            }
+            counts[bit] += 1;
             t.lengths[b * t.words + bit / 64] |= 1 << (bit % 64);
         }
         Ok(())
@@ -900,11 +907,10 @@ impl LpmIndex {
         if let Some(i) = self.tier_of(len) {
             let b = self.bucket(value, self.tiers[i].bits);
             let t = &mut self.tiers[i];
-            if let Some(n) = t.counts.get_mut(&(b as u32, len)) {
+            let bit = (len - t.bits) as usize;
+            if let Some(n) = t.counts.get_mut(b).and_then(|c| c.get_mut(bit)) {
                 *n -= 1;
                 if *n == 0 {
-                    t.counts.remove(&(b as u32, len));
-                    let bit = (len - t.bits) as usize;
                     t.lengths[b * t.words + bit / 64] &= !(1 << (bit % 64));
                 }
             }
