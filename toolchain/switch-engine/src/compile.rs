@@ -153,10 +153,19 @@ pub enum KeyCopy {
     },
     /// A fixed header's validity byte (masked) at byte `at`.
     Valid { header: u32, at: u32, mask: u8 },
+    /// A wide field's `bytes` bytes (at most 16: an IPv6 address) from `Phv::wide` at `off`,
+    /// masked, at byte `at`.
+    Wide {
+        off: u32,
+        at: u32,
+        bytes: u32,
+        mask: u128,
+    },
 }
 
-/// A table key of fixed fields: its length and element copies. Keys with a varbit or a
-/// run-time header (stack element, union member) are built by `exec`'s general path.
+/// A table key of fixed fields: its length and element copies. Keys with a varbit, a field
+/// over 128 bits or a run-time header (stack element, union member) are built by `exec`'s
+/// general path.
 pub struct KeyLayout {
     pub len: usize,
     pub copies: Vec<KeyCopy>,
@@ -548,38 +557,49 @@ fn key_layout(prog: &Prog, t: &TableInfo) -> Option<KeyLayout> {
     let mut at = 0u32;
     let mut copies = Vec::with_capacity(t.keys.len());
     for k in &t.keys {
-        let mask_bytes = |n: usize| -> Vec<u8> {
-            let mut m = vec![0xff; n];
-            if let Some(km) = &k.mask {
-                for (b, km) in m.iter_mut().zip(km) {
-                    *b = *km;
-                }
-            }
-            m
+        // The element's mask over its `n` bytes as one number: given bytes from the first.
+        let mask = |n: u32| -> u128 {
+            (0..n as usize).fold(0u128, |acc, i| {
+                let b = k
+                    .mask
+                    .as_ref()
+                    .and_then(|m| m.get(i))
+                    .copied()
+                    .unwrap_or(0xff);
+                (acc << 8) | u128::from(b)
+            })
         };
         match &k.src {
             KeySrc::Field(FieldLoc::Static(f)) => {
                 let info = &prog.fields[*f as usize];
-                let Slot::Narrow(slot) = info.slot else {
-                    return None;
-                };
-                let bytes = info.width.div_ceil(8);
-                let mask = mask_bytes(bytes as usize)
-                    .iter()
-                    .fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
-                copies.push(KeyCopy::Narrow {
-                    slot,
-                    at,
-                    bytes,
-                    mask,
-                });
-                at += bytes;
+                match info.slot {
+                    Slot::Narrow(slot) => {
+                        let bytes = info.width.div_ceil(8);
+                        copies.push(KeyCopy::Narrow {
+                            slot,
+                            at,
+                            bytes,
+                            mask: mask(bytes) as u64,
+                        });
+                        at += bytes;
+                    }
+                    Slot::Wide { off, len } if len <= 16 => {
+                        copies.push(KeyCopy::Wide {
+                            off,
+                            at,
+                            bytes: len,
+                            mask: mask(len),
+                        });
+                        at += len;
+                    }
+                    _ => return None,
+                }
             }
             KeySrc::Valid(HRef::Static(h)) => {
                 copies.push(KeyCopy::Valid {
                     header: *h,
                     at,
-                    mask: mask_bytes(1)[0],
+                    mask: mask(1) as u8,
                 });
                 at += 1;
             }

@@ -8,7 +8,7 @@ use crate::program::*;
 use crate::state::{ActionData, EntryVal, Ext, Runtime, TableState};
 use crate::value::{get_bits, get_wide, mask64, put_bits, put_wide, sext, Arith};
 use num_bigint::BigInt;
-use switch_tables::ActionProfile;
+use switch_tables::{ActionProfile, EntryHandle, Table, MAX_PACKED_KEY};
 
 /// Parser loops are cut after this many states (bmv2 has no bound; P4 says ParserTimeout).
 const MAX_PARSE_STATES: usize = 4096;
@@ -1063,7 +1063,7 @@ fn run_prim(prog: &Prog, ext: &mut Ext, pkt: &mut Pkt, p: &Prim, args: &[Arg]) -
 
 /// Builds a key from its compiled layout (a table's or a parser state's).
 #[inline]
-fn fill_key(layout: &KeyLayout, phv: &Phv, key: &mut Vec<u8>) {
+pub fn fill_key(layout: &KeyLayout, phv: &Phv, key: &mut Vec<u8>) {
     key.resize(layout.len, 0);
     for c in &layout.copies {
         match *c {
@@ -1085,19 +1085,68 @@ fn fill_key(layout: &KeyLayout, phv: &Phv, key: &mut Vec<u8>) {
             KeyCopy::Valid { header, at, mask } => {
                 key[at as usize] = u8::from(phv.valid[header as usize]) & mask;
             }
+            KeyCopy::Wide {
+                off,
+                at,
+                bytes,
+                mask,
+            } => {
+                let src = &phv.wide[off as usize..(off + bytes) as usize];
+                let dst = &mut key[at as usize..(at + bytes) as usize];
+                // Masks are rare, and a byte of a u128 mask costs a 128-bit shift.
+                if mask == u128::MAX >> (128 - 8 * bytes) {
+                    dst.copy_from_slice(src);
+                } else {
+                    for (j, (b, s)) in dst.iter_mut().zip(src).enumerate() {
+                        *b = s & (mask >> (8 * (bytes as usize - 1 - j))) as u8;
+                    }
+                }
+            }
         }
     }
 }
 
-/// Builds table `t`'s key in `pkt.scratch`: from the compiled layout when the key is made of
-/// fixed fields, else element by element.
-fn table_key(prog: &Prog, code: &Code, pkt: &mut Pkt, t: u32) {
-    let mut key = std::mem::take(&mut pkt.scratch);
+/// The key `fill_key` builds, as one big-endian number: for keys of at most
+/// `switch_tables::MAX_PACKED_KEY` bytes, which tables probe with as a number.
+#[inline]
+pub fn packed_key(layout: &KeyLayout, phv: &Phv) -> u128 {
+    layout.copies.iter().fold(0u128, |k, c| match *c {
+        KeyCopy::Narrow {
+            slot, bytes, mask, ..
+        } => (k << (8 * bytes)) | u128::from(phv.n(slot) & mask),
+        KeyCopy::Valid { header, mask, .. } => {
+            (k << 8) | u128::from(u8::from(phv.valid[header as usize]) & mask)
+        }
+        KeyCopy::Wide {
+            off, bytes, mask, ..
+        } => {
+            let v = phv.wide[off as usize..(off + bytes) as usize]
+                .iter()
+                .fold(0u128, |v, &b| (v << 8) | u128::from(b));
+            // A 16-byte field is the whole key: nothing before it to shift out.
+            k.checked_shl(8 * bytes).unwrap_or(0) | (v & mask)
+        }
+    })
+}
+
+/// Looks table `t`'s key up: packed into a number when the compiled layout says the key is
+/// short enough (no bytes built at all), else built in `pkt.scratch` from the layout or,
+/// for keys the layout does not cover, element by element.
+fn table_lookup<'a>(
+    prog: &Prog,
+    code: &Code,
+    pkt: &mut Pkt,
+    t: u32,
+    table: &'a Table<EntryVal>,
+) -> Option<(EntryHandle, &'a EntryVal)> {
     if let Some(layout) = &code.keys[t as usize] {
-        fill_key(layout, &pkt.phv, &mut key);
-        pkt.scratch = key;
-        return;
+        if layout.len <= MAX_PACKED_KEY {
+            return table.lookup_packed(packed_key(layout, &pkt.phv));
+        }
+        fill_key(layout, &pkt.phv, &mut pkt.scratch);
+        return table.lookup(&pkt.scratch);
     }
+    let mut key = std::mem::take(&mut pkt.scratch);
     key.clear();
     for k in &prog.tables[t as usize].keys {
         let start = key.len();
@@ -1118,6 +1167,7 @@ fn table_key(prog: &Prog, code: &Code, pkt: &mut Pkt, t: u32) {
         }
     }
     pkt.scratch = key;
+    table.lookup(&pkt.scratch)
 }
 
 /// Resolves an entry's value to the action to run (following members and groups).
@@ -1157,8 +1207,7 @@ fn apply_table(
     let ts = &tables[t as usize];
     let mut hit = None;
     if let Some(table) = &ts.table {
-        table_key(prog, code, pkt, t);
-        hit = table.lookup(&pkt.scratch);
+        hit = table_lookup(prog, code, pkt, t, table);
     }
     let (action, next) = match hit {
         Some((h, v)) => {

@@ -9,7 +9,9 @@ use std::collections::HashMap;
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 const PACKED64_MAX: usize = 8;
-const PACKED_MAX: usize = 16;
+/// Longest key packed into an integer; also the longest key `Table::lookup_packed` takes.
+pub const MAX_PACKED_KEY: usize = 16;
+const PACKED_MAX: usize = MAX_PACKED_KEY;
 
 pub(crate) fn pack(bytes: &[u8]) -> u128 {
     bytes.iter().fold(0, |acc, &b| (acc << 8) | u128::from(b))
@@ -35,6 +37,11 @@ impl Mask {
             packed,
             packed64: packed as u64,
         }
+    }
+
+    /// The mask as one number (0 for keys longer than `MAX_PACKED_KEY`).
+    pub(crate) fn packed(&self) -> u128 {
+        self.packed
     }
 }
 
@@ -144,16 +151,20 @@ pub(crate) enum Probe<'a> {
 }
 
 impl<'a> Probe<'a> {
-    pub(crate) fn new(key: &'a [u8]) -> Self {
-        if key.len() <= PACKED64_MAX {
-            Probe::Packed64(pack(key) as u64)
-        } else if key.len() <= PACKED_MAX {
-            Probe::Packed(pack(key))
+    /// The probe of a key too long to pack.
+    pub(crate) fn bytes(key: &'a [u8]) -> Self {
+        Probe::Bytes {
+            key,
+            buf: Scratch::new(key.len()),
+        }
+    }
+
+    /// The probe of a packed key of `key_len` bytes (at most `MAX_PACKED_KEY`).
+    pub(crate) fn packed(key_len: usize, key: u128) -> Self {
+        if key_len <= PACKED64_MAX {
+            Probe::Packed64(key as u64)
         } else {
-            Probe::Bytes {
-                key,
-                buf: Scratch::new(key.len()),
-            }
+            Probe::Packed(key)
         }
     }
 }

@@ -9,5 +9,6 @@ mod table;
 
 pub use entry::{EntryHandle, FieldMatch, KeyField, MatchKind};
 pub use error::{ProfileError, TableError};
+pub use keys::MAX_PACKED_KEY;
 pub use profile::{ActionProfile, GroupMember};
 pub use table::{priority_from_bmv2, EntryRef, Table, MAX_FIELD_WIDTH};

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::entry::{EntryHandle, FieldMatch, KeyField, MatchKind};
-use crate::keys::{FastMap, KeyBytes, KeyMap, Mask, Probe};
+use crate::keys::{pack, FastMap, KeyBytes, KeyMap, Mask, Probe, MAX_PACKED_KEY};
 use crate::TableError;
 
 /// An installed entry. Its key is kept as compiled (see `Compiled`), not as the
@@ -31,6 +31,19 @@ struct Compiled {
     prefix_len: u32,
 }
 
+/// A lookup key as the table probes with it: the bytes as one big-endian number when they
+/// are at most `MAX_PACKED_KEY`, else the bytes.
+#[derive(Clone, Copy)]
+enum Key<'a> {
+    Packed(u128),
+    Bytes(&'a [u8]),
+}
+
+/// The low `len` bytes of a packed key set (`len` at most 16).
+fn len_mask(len: usize) -> u128 {
+    u128::MAX >> (128 - 8 * len)
+}
+
 /// Lookup structure, chosen from the match kinds as bmv2 and P4Runtime do.
 enum Index {
     /// All fields exact: one hash map from key to slot.
@@ -49,6 +62,8 @@ enum Index {
 /// A lookup probes only the lengths its buckets list, longest first, then the lengths under 8.
 struct LpmIndex {
     field: FieldLayout,
+    /// Bits below the field in a packed key (keys of at most `MAX_PACKED_KEY` bytes).
+    packed_shift: u32,
     /// Indexed by prefix length.
     levels: Vec<Option<LpmLevel>>,
     /// Longest lengths first.
@@ -65,8 +80,10 @@ struct Tier {
     /// one cache line. Allocated with the tier's first entry, so small tables stay small.
     lengths: Vec<u64>,
     words: usize,
-    /// Entries per (bucket, prefix length), to clear a bit when its last entry goes.
-    counts: FastMap<(u32, u32), u32>,
+    /// Entries per bucket and prefix length (`bits..=max_len`), to clear a bit when its last
+    /// entry goes: an array per bucket, allocated with the bucket's first entry (a flat array
+    /// for every bucket would take 30 MB for an IPv6 field's first tier).
+    counts: Vec<Box<[u32]>>,
 }
 
 struct LpmLevel {
@@ -260,7 +277,7 @@ impl<V> Table<V> {
         let index = if needs_priority {
             Index::Ternary(TupleSpace::new(offset, range_fields))
         } else if let Some(f) = lpm_field {
-            Index::Lpm(LpmIndex::new(fields[f]))
+            Index::Lpm(LpmIndex::new(fields[f], offset))
         } else {
             Index::Exact(KeyMap::new(offset))
         };
@@ -440,7 +457,7 @@ impl<V> Table<V> {
         self.len = 0;
         match &mut self.index {
             Index::Exact(m) => m.clear(),
-            Index::Lpm(lpm) => *lpm = LpmIndex::new(lpm.field),
+            Index::Lpm(lpm) => *lpm = LpmIndex::new(lpm.field, self.key_len),
             Index::Ternary(ts) => {
                 *ts = TupleSpace::new(ts.key_len, std::mem::take(&mut ts.range_fields))
             }
@@ -490,11 +507,29 @@ impl<V> Table<V> {
         if key.len() != self.key_len {
             return None;
         }
-        let mut probe = Probe::new(key);
+        if self.key_len <= MAX_PACKED_KEY {
+            return self.lookup_packed(pack(key));
+        }
+        self.lookup_as(Key::Bytes(key), &mut Probe::bytes(key))
+    }
+
+    /// [`Table::lookup`] of a key of at most [`MAX_PACKED_KEY`] bytes given as one big-endian
+    /// number (`key_len()` bytes; bits above them are ignored, as are bits above a field's
+    /// width): what a packet's fields shift into a register, so the data plane builds no byte
+    /// string and the table need not pack one. Longer keys match nothing here.
+    pub fn lookup_packed(&self, key: u128) -> Option<(EntryHandle, &V)> {
+        if self.key_len > MAX_PACKED_KEY {
+            return None;
+        }
+        let key = key & self.width_mask.packed();
+        self.lookup_as(Key::Packed(key), &mut Probe::packed(self.key_len, key))
+    }
+
+    fn lookup_as(&self, key: Key<'_>, probe: &mut Probe<'_>) -> Option<(EntryHandle, &V)> {
         let slot = match &self.index {
-            Index::Exact(map) => map.probe(&mut probe, &self.width_mask).copied(),
-            Index::Lpm(lpm) => lpm.lookup(key, &mut probe),
-            Index::Ternary(ts) => self.lookup_ternary(ts, key, &mut probe),
+            Index::Exact(map) => map.probe(probe, &self.width_mask).copied(),
+            Index::Lpm(lpm) => lpm.lookup(key, probe),
+            Index::Ternary(ts) => self.lookup_ternary(ts, key, probe),
         }?;
         let e = self.slots[slot as usize]
             .as_ref()
@@ -502,7 +537,7 @@ impl<V> Table<V> {
         Some((EntryHandle(slot), &e.value))
     }
 
-    fn lookup_ternary(&self, ts: &TupleSpace, key: &[u8], probe: &mut Probe) -> Option<u32> {
+    fn lookup_ternary(&self, ts: &TupleSpace, key: Key<'_>, probe: &mut Probe) -> Option<u32> {
         let mut best: Option<(i32, u32)> = None;
         for &g in &ts.order {
             let group = ts.groups[g].as_ref().expect("order lists live groups");
@@ -526,20 +561,29 @@ impl<V> Table<V> {
         best.map(|(_, slot)| slot)
     }
 
-    fn ranges_match(&self, range_fields: &[usize], slot: u32, key: &[u8]) -> bool {
+    fn ranges_match(&self, range_fields: &[usize], slot: u32, key: Key<'_>) -> bool {
         let e = self.slots[slot as usize]
             .as_ref()
             .expect("index points at live slots");
         let mut bounds = &e.key[2 * self.key_len..];
         range_fields.iter().all(|&f| {
             let l = self.fields[f];
-            let k = &key[l.offset..l.offset + l.len];
             let (low, rest) = bounds.split_at(l.len);
             let (high, rest) = rest.split_at(l.len);
             bounds = rest;
-            // Compare as big-endian numbers, ignoring bits above the width.
-            let top = k[0] & top_byte_mask(l.width);
-            (top, &k[1..]) >= (low[0], &low[1..]) && (top, &k[1..]) <= (high[0], &high[1..])
+            match key {
+                // Bits above the width are already clear (`lookup_packed`).
+                Key::Packed(k) => {
+                    let v = (k >> (8 * (self.key_len - l.offset - l.len))) & len_mask(l.len);
+                    (pack(low)..=pack(high)).contains(&v)
+                }
+                Key::Bytes(key) => {
+                    let k = &key[l.offset..l.offset + l.len];
+                    // Compare as big-endian numbers, ignoring bits above the width.
+                    let top = k[0] & top_byte_mask(l.width);
+                    (top, &k[1..]) >= (low[0], &low[1..]) && (top, &k[1..]) <= (high[0], &high[1..])
+                }
+            }
         })
     }
 
@@ -722,7 +766,7 @@ impl Compiled {
 }
 
 impl LpmIndex {
-    fn new(field: FieldLayout) -> Self {
+    fn new(field: FieldLayout, key_len: usize) -> Self {
         let mut tiers = Vec::new();
         let mut max_len = field.width;
         for bits in [16, 8] {
@@ -735,7 +779,7 @@ impl LpmIndex {
                 max_len,
                 lengths: Vec::new(),
                 words: (max_len - bits + 1).div_ceil(64) as usize,
-                counts: FastMap::default(),
+                counts: Vec::new(),
             });
             if bits == 0 {
                 break;
@@ -744,6 +788,7 @@ impl LpmIndex {
         }
         LpmIndex {
             field,
+            packed_shift: 8 * key_len.saturating_sub(field.offset + field.len) as u32,
             levels: (0..=field.width).map(|_| None).collect(),
             tiers,
             short: Vec::new(),
@@ -770,7 +815,15 @@ impl LpmIndex {
             .position(|t| (t.bits..=t.max_len).contains(&len))
     }
 
-    fn lookup(&self, key: &[u8], probe: &mut Probe) -> Option<u32> {
+    /// [`LpmIndex::bucket`] of a packed key.
+    fn bucket_packed(&self, key: u128, bits: u32) -> usize {
+        // Below 128: the field lies within the key's 128 bits, and only a 1-bit field has a
+        // 0-bit tier.
+        let v = key >> (self.packed_shift + self.field.width - bits);
+        (v as u32 & ((1 << bits) - 1)) as usize
+    }
+
+    fn lookup(&self, key: Key<'_>, probe: &mut Probe) -> Option<u32> {
         let hit = |len: u32, probe: &mut Probe| {
             let level = self.level(len).expect("listed lengths have levels");
             level.map.probe(probe, &level.mask).copied()
@@ -779,7 +832,11 @@ impl LpmIndex {
             if t.lengths.is_empty() {
                 continue;
             }
-            let at = self.bucket(key, t.bits) * t.words;
+            let b = match key {
+                Key::Packed(k) => self.bucket_packed(k, t.bits),
+                Key::Bytes(k) => self.bucket(k, t.bits),
+            };
+            let at = b * t.words;
             for (w, &word) in t.lengths[at..at + t.words].iter().enumerate().rev() {
                 let mut bits = word;
                 while bits != 0 {
@@ -825,9 +882,14 @@ impl LpmIndex {
             let t = &mut self.tiers[i];
             if t.lengths.is_empty() {
                 t.lengths = vec![0; t.words << t.bits];
+                t.counts = (0..1usize << t.bits).map(|_| Box::default()).collect();
             }
-            *t.counts.entry((b as u32, len)).or_insert(0) += 1;
             let bit = (len - t.bits) as usize;
+            let counts = &mut t.counts[b];
+            if counts.is_empty() {
+                *counts = vec![0; (t.max_len - t.bits + 1) as usize].into();
+            }
+            counts[bit] += 1;
             t.lengths[b * t.words + bit / 64] |= 1 << (bit % 64);
         }
         Ok(())
@@ -845,11 +907,10 @@ impl LpmIndex {
         if let Some(i) = self.tier_of(len) {
             let b = self.bucket(value, self.tiers[i].bits);
             let t = &mut self.tiers[i];
-            if let Some(n) = t.counts.get_mut(&(b as u32, len)) {
+            let bit = (len - t.bits) as usize;
+            if let Some(n) = t.counts.get_mut(b).and_then(|c| c.get_mut(bit)) {
                 *n -= 1;
                 if *n == 0 {
-                    t.counts.remove(&(b as u32, len));
-                    let bit = (len - t.bits) as usize;
                     t.lengths[b * t.words + bit / 64] &= !(1 << (bit % 64));
                 }
             }

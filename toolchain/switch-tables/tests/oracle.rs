@@ -1,9 +1,11 @@
-//! Randomized comparison of `Table::lookup` with a linear scan that applies the matching rules
-//! field by field, over thousands of inserts, deletes and lookups per table kind. Field widths
-//! stay below 64 bits so the oracle can work on `u64`.
+//! Randomized comparison of `Table::lookup` and `Table::lookup_packed` with a linear scan that
+//! applies the matching rules field by field, over thousands of inserts, deletes and lookups
+//! per table kind. Field widths stay below 64 bits so the oracle can work on `u64`.
 
 use fastrand::Rng;
-use switch_tables::{EntryHandle, FieldMatch, KeyField, MatchKind, Table, TableError};
+use switch_tables::{
+    EntryHandle, FieldMatch, KeyField, MatchKind, Table, TableError, MAX_PACKED_KEY,
+};
 
 fn nbytes(width: u32) -> usize {
     width.div_ceil(8) as usize
@@ -20,6 +22,14 @@ fn from_bytes(b: &[u8]) -> u64 {
 
 fn field_mask(width: u32) -> u64 {
     (1u64 << width) - 1
+}
+
+/// The bits of a field's first byte above its width.
+fn above_width(width: u32) -> u8 {
+    match width % 8 {
+        0 => 0,
+        r => !((1u8 << r) - 1),
+    }
 }
 
 fn prefix_mask(width: u32, len: u32) -> u64 {
@@ -139,6 +149,7 @@ fn run(keys: Vec<KeyField>, seed: u64, entries: usize, rounds: usize) {
     };
     let mut next_value = 0u32;
     let mut lookups = 0;
+    let mut packed_lookups = 0;
     let mut hits = 0;
     for _ in 0..rounds {
         // Mostly inserts until near full, then a mix with deletes.
@@ -185,6 +196,29 @@ fn run(keys: Vec<KeyField>, seed: u64, entries: usize, rounds: usize) {
             let got = t.lookup(&key).map(|(h, v)| (h, *v));
             let want = o.lookup(&fields);
             assert_eq!(got, want, "key {key:02x?}");
+            // Bits above each field's width are not part of the key.
+            let mut junk = key.clone();
+            let mut at = 0;
+            for k in &keys {
+                junk[at] |= rng.u8(..) & above_width(k.width);
+                at += nbytes(k.width);
+            }
+            let got = t.lookup(&junk).map(|(h, v)| (h, *v));
+            assert_eq!(got, want, "key {junk:02x?}");
+            if key.len() <= MAX_PACKED_KEY {
+                // The key as one number, with bits above it set too (ignored as well).
+                let above = if key.len() < 16 {
+                    rng.u128(..) << (8 * key.len())
+                } else {
+                    0
+                };
+                let packed = junk.iter().fold(0u128, |a, &b| (a << 8) | u128::from(b)) | above;
+                let got = t.lookup_packed(packed).map(|(h, v)| (h, *v));
+                assert_eq!(got, want, "packed key {packed:#x}");
+                packed_lookups += 1;
+            } else {
+                assert_eq!(t.lookup_packed(0), None, "a long key is never packed");
+            }
             lookups += 1;
             hits += usize::from(want.is_some());
         }
@@ -194,6 +228,8 @@ fn run(keys: Vec<KeyField>, seed: u64, entries: usize, rounds: usize) {
         hits > lookups / 10 && hits < lookups,
         "{hits} hits of {lookups}"
     );
+    let key_len: usize = keys.iter().map(|k| nbytes(k.width)).sum();
+    assert_eq!(packed_lookups > 0, key_len <= MAX_PACKED_KEY);
 }
 
 fn k(kind: MatchKind, width: u32) -> KeyField {

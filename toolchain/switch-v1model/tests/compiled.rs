@@ -15,9 +15,10 @@ use switch_engine::exec::{self, Pkt};
 use switch_engine::expr::FieldLoc;
 use switch_engine::expr::{Arg, Ex, HRef, Op1, Op2, K};
 use switch_engine::phv::Phv;
-use switch_engine::program::{KeyPart, Next, Prim, Prog, Slot};
+use switch_engine::program::{KeyPart, KeySrc, Next, Prim, Prog, Slot};
 use switch_engine::state::{ActionData, EntryVal, Ext, Runtime, TableState};
 use switch_engine::value::mask64;
+use switch_tables::MAX_PACKED_KEY;
 
 /// Small values and all-ones as often as arbitrary ones: comparisons against the programs'
 /// constants and overflow edges are then taken too.
@@ -899,6 +900,60 @@ fn compiled_select_keys_hold_the_interpreted_values() {
     assert!(
         states >= 3 && checked >= 200 * states,
         "{states} compiled select keys, {checked} values compared"
+    );
+}
+
+/// A table's compiled key holds what the general key builder puts there (each element's
+/// `Phv::field_bytes` or validity byte, masked), as bytes and, for keys short enough to probe
+/// as a number, as that number: every table of every test program whose key compiles, on
+/// random header vectors. tests/programs/keys.p4 gives IPv6 keys (wide fields, alone and
+/// behind an exact field) and a validity key.
+#[test]
+fn compiled_table_keys_hold_the_general_builders_bytes() {
+    let mut rng = Rng(0x510e_527f_ade6_82d1);
+    let (mut tables, mut packed, mut wide, mut valid) = (0usize, 0usize, 0usize, 0usize);
+    for (name, prog) in programs() {
+        let code = Code::new(&prog);
+        let mut phv = Phv::new(&prog);
+        for (t, layout) in prog.tables.iter().zip(&code.keys) {
+            let Some(layout) = layout.as_ref().filter(|_| !t.keys.is_empty()) else {
+                continue;
+            };
+            tables += 1;
+            for c in &layout.copies {
+                wide += usize::from(matches!(c, KeyCopy::Wide { .. }));
+                valid += usize::from(matches!(c, KeyCopy::Valid { .. }));
+            }
+            let (mut want, mut got) = (Vec::new(), Vec::new());
+            for _ in 0..200 {
+                randomize(&mut rng, &prog, &mut phv);
+                want.clear();
+                for k in &t.keys {
+                    let start = want.len();
+                    match &k.src {
+                        KeySrc::Field(FieldLoc::Static(f)) => phv.field_bytes(&prog, *f, &mut want),
+                        KeySrc::Valid(HRef::Static(h)) => {
+                            want.push(u8::from(phv.valid[*h as usize]))
+                        }
+                        src => panic!("{name}: {}: {src:?} has a compiled layout", t.name),
+                    }
+                    for (b, m) in want[start..].iter_mut().zip(k.mask.iter().flatten()) {
+                        *b &= m;
+                    }
+                }
+                exec::fill_key(layout, &phv, &mut got);
+                assert_eq!(got, want, "{name}: {}", t.name);
+                if layout.len <= MAX_PACKED_KEY {
+                    let number = want.iter().fold(0u128, |a, &b| (a << 8) | u128::from(b));
+                    assert_eq!(exec::packed_key(layout, &phv), number, "{name}: {}", t.name);
+                    packed += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        tables >= 10 && packed >= 200 * 10 && wide >= 3 && valid >= 1,
+        "{tables} tables, {packed} packed keys, {wide} wide and {valid} validity elements"
     );
 }
 
