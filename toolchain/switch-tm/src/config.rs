@@ -180,6 +180,22 @@ pub struct QueueConfig {
     pub rate_pps: Option<u64>,
 }
 
+impl QueueConfig {
+    /// A queue with its scheduler and weight and no limits of its own: the shared buffer and
+    /// the port's line rate are all that bound it.
+    pub fn scheduled(queue: u8, scheduler: SchedulerType, weight: Option<u8>) -> Self {
+        QueueConfig {
+            queue,
+            scheduler,
+            weight,
+            limit_bytes: None,
+            limit_packets: None,
+            dynamic_th: None,
+            rate_pps: None,
+        }
+    }
+}
+
 /// SCHEDULER `type`. STRICT queues are served before the DWRR/WRR group, higher queue first
 /// (bmv2 priority queues: 7 highest). DWRR shares bytes by weight, WRR shares packets by weight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -1240,15 +1240,8 @@ mod tests {
                     _ => SchedulerType::Dwrr,
                 };
                 let weight = Some(1 + next(40) as u8);
-                cfg.queues.push(QueueConfig {
-                    queue: q,
-                    scheduler,
-                    weight,
-                    limit_bytes: None,
-                    limit_packets: None,
-                    dynamic_th: None,
-                    rate_pps: None,
-                });
+                cfg.queues
+                    .push(QueueConfig::scheduled(q, scheduler, weight));
             }
             let (mut fast, mut rounds) = (Port::new(cfg.clone(), 256, 0), Port::new(cfg, 256, 0));
             let now = 1_000;

@@ -26,18 +26,6 @@ fn tm_with(ports: Vec<PortConfig>, total_bytes: u64, poll_ms: u64) -> Tm<u64> {
     Tm::new(cfg, 0).unwrap()
 }
 
-fn queue(queue: u8, scheduler: SchedulerType, weight: Option<u8>) -> QueueConfig {
-    QueueConfig {
-        queue,
-        scheduler,
-        weight,
-        limit_bytes: None,
-        limit_packets: None,
-        dynamic_th: None,
-        rate_pps: None,
-    }
-}
-
 /// Offers `len`-byte frames to `queue`: back to back (always a few waiting) when `every_ns` is
 /// `None`, else one every `every_ns`.
 struct Source {
@@ -187,8 +175,8 @@ fn shares(tm: &mut Tm<u64>, sources: &mut [Source]) -> [f64; 8] {
 fn dwrr_shares_bytes_by_weight_within_five_percent() {
     let mut port = PortConfig::new(1, G10);
     port.queues = vec![
-        queue(1, SchedulerType::Dwrr, Some(25)),
-        queue(2, SchedulerType::Dwrr, Some(75)),
+        QueueConfig::scheduled(1, SchedulerType::Dwrr, Some(25)),
+        QueueConfig::scheduled(2, SchedulerType::Dwrr, Some(75)),
     ];
     let mut tm = tm_with(vec![port], 16 << 20, 200);
     // Different frame sizes: DWRR is fair in bytes, not packets.
@@ -204,7 +192,7 @@ fn rate_pps_spaces_a_queues_packets_and_lets_other_queues_use_the_line() {
     let mut port = PortConfig::new(1, G10);
     port.queues = vec![QueueConfig {
         rate_pps: Some(1000),
-        ..queue(7, SchedulerType::Strict, None)
+        ..QueueConfig::scheduled(7, SchedulerType::Strict, None)
     }];
     let mut tm = tm_with(vec![port], 16 << 20, 200);
     let sent = run(
@@ -224,7 +212,7 @@ fn rate_pps_spaces_a_queues_packets_and_lets_other_queues_use_the_line() {
         vec![PortConfig {
             queues: vec![QueueConfig {
                 rate_pps: Some(1000),
-                ..queue(0, SchedulerType::Strict, None)
+                ..QueueConfig::scheduled(0, SchedulerType::Strict, None)
             }],
             ..PortConfig::new(1, G10)
         }],
@@ -254,11 +242,11 @@ fn dwrr_shares_follow_weights_with_shallow_queues() {
     port.queues = vec![
         QueueConfig {
             limit_packets: Some(4),
-            ..queue(1, SchedulerType::Dwrr, Some(1))
+            ..QueueConfig::scheduled(1, SchedulerType::Dwrr, Some(1))
         },
         QueueConfig {
             limit_packets: Some(4),
-            ..queue(2, SchedulerType::Dwrr, Some(3))
+            ..QueueConfig::scheduled(2, SchedulerType::Dwrr, Some(3))
         },
     ];
     let mut tm = tm_with(vec![port], 16 << 20, 200);
@@ -275,8 +263,8 @@ fn dwrr_shares_follow_weights_with_shallow_queues() {
 fn wrr_shares_packets_by_weight() {
     let mut port = PortConfig::new(1, G10);
     port.queues = vec![
-        queue(1, SchedulerType::Wrr, Some(1)),
-        queue(2, SchedulerType::Wrr, Some(1)),
+        QueueConfig::scheduled(1, SchedulerType::Wrr, Some(1)),
+        QueueConfig::scheduled(2, SchedulerType::Wrr, Some(1)),
     ];
     let mut tm = tm_with(vec![port], 16 << 20, 200);
     let s = shares(&mut tm, &mut [backlogged(1, 1500), backlogged(2, 500)]);
@@ -288,8 +276,8 @@ fn wrr_shares_packets_by_weight() {
 fn strict_queues_go_before_the_dwrr_group_which_shares_the_rest() {
     let mut port = PortConfig::new(1, G10);
     port.queues = vec![
-        queue(0, SchedulerType::Dwrr, Some(50)),
-        queue(1, SchedulerType::Dwrr, Some(50)),
+        QueueConfig::scheduled(0, SchedulerType::Dwrr, Some(50)),
+        QueueConfig::scheduled(1, SchedulerType::Dwrr, Some(50)),
     ];
     let mut tm = tm_with(vec![port], 16 << 20, 200);
     let every = wire_bytes(1000) * 8 * S / G10 * 5; // 20 % of the line
@@ -570,11 +558,11 @@ fn buffer_and_limit_drops_are_counted_by_reason() {
     port.queues = vec![
         QueueConfig {
             limit_packets: Some(2),
-            ..queue(1, SchedulerType::Strict, None)
+            ..QueueConfig::scheduled(1, SchedulerType::Strict, None)
         },
         QueueConfig {
             limit_bytes: Some(1024),
-            ..queue(2, SchedulerType::Strict, None)
+            ..QueueConfig::scheduled(2, SchedulerType::Strict, None)
         },
     ];
     let mut small = PortConfig::new(2, G10);
@@ -633,7 +621,7 @@ fn dynamic_threshold_limits_a_queue_to_alpha_times_free_buffer() {
     let mut port = PortConfig::new(1, G10);
     port.queues = vec![QueueConfig {
         dynamic_th: Some(0), // alpha 1: the queue may hold as much as is still free
-        ..queue(0, SchedulerType::Strict, None)
+        ..QueueConfig::scheduled(0, SchedulerType::Strict, None)
     }];
     let mut tm = tm_with(vec![port], 100 * 256, 200);
     let mut admitted = 0;
