@@ -6,6 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 
 fn stf_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stf")
@@ -17,8 +18,13 @@ fn script(path: &Path, body: &str) {
 }
 
 /// `DIR/bin/p4-stf` (a copy of the binary), `DIR/path/p4-compile` (fails), `DIR/l3.p4`; with
-/// `beside`, `DIR/bin/p4-compile` (writes l3.json as p4c would).
-fn setup(name: &str, beside: bool) -> PathBuf {
+/// `beside`, `DIR/bin/p4-compile` (writes l3.json as p4c would); and the guard that holds the
+/// file's other tests until the caller is done.
+fn setup(name: &str, beside: bool) -> (PathBuf, MutexGuard<'static, ()>) {
+    // One test at a time: a test's fork inherits the file another is writing, and exec of that
+    // file then fails with ETXTBSY ("Text file busy"; seen under load).
+    static ONE: Mutex<()> = Mutex::new(());
+    let guard = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("p4-stf-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("bin")).unwrap();
@@ -37,7 +43,7 @@ fn setup(name: &str, beside: bool) -> PathBuf {
             ),
         );
     }
-    dir
+    (dir, guard)
 }
 
 fn run(dir: &Path, p4c: Option<&Path>) -> Output {
@@ -57,7 +63,7 @@ fn run(dir: &Path, p4c: Option<&Path>) -> Output {
 
 #[test]
 fn the_compiler_beside_the_binary_comes_before_path() {
-    let dir = setup("beside", true);
+    let (dir, _one) = setup("beside", true);
     let out = run(&dir, None);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -71,7 +77,7 @@ fn the_compiler_beside_the_binary_comes_before_path() {
 
 #[test]
 fn without_one_beside_it_the_compiler_on_path_runs() {
-    let dir = setup("path", false);
+    let (dir, _one) = setup("path", false);
     let out = run(&dir, None);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -85,7 +91,7 @@ fn without_one_beside_it_the_compiler_on_path_runs() {
 
 #[test]
 fn p4c_in_the_environment_comes_first() {
-    let dir = setup("env", true);
+    let (dir, _one) = setup("env", true);
     let failing = dir.join("path/p4-compile");
     let out = run(&dir, Some(&failing));
     let stderr = String::from_utf8_lossy(&out.stderr);
